@@ -1,0 +1,1 @@
+//! The `analysis` module (to be filled in).

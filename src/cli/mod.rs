@@ -1,0 +1,1 @@
+//! The `cli` module (to be filled in).

@@ -1,0 +1,1 @@
+//! The `client` module (to be filled in).

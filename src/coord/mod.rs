@@ -1,0 +1,1 @@
+//! The `coord` module (to be filled in).

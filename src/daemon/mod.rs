@@ -1,0 +1,1 @@
+//! The `daemon` module (to be filled in).

@@ -1,0 +1,21 @@
+//! wit: lets several AI coding agents edit one git repository at the same time.
+//!
+//! The protocol lives in `openrpc.json`; `build.rs` turns it into typed code that
+//! [`protocol`] and [`client`] include. With the `daemon` feature (the default) the crate
+//! also holds the daemon, its storage, the source analysis and the CLI.
+
+pub mod client;
+pub mod protocol;
+
+#[cfg(feature = "daemon")]
+pub mod analysis;
+#[cfg(feature = "daemon")]
+pub mod cli;
+#[cfg(feature = "daemon")]
+pub mod coord;
+#[cfg(feature = "daemon")]
+pub mod daemon;
+#[cfg(feature = "daemon")]
+pub mod rpc;
+#[cfg(feature = "daemon")]
+pub mod store;

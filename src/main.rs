@@ -1,0 +1,6 @@
+//! The `wit` command line.
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    ExitCode::SUCCESS
+}

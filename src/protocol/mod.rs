@@ -1,0 +1,1 @@
+//! The `protocol` module (to be filled in).

@@ -1,0 +1,1 @@
+//! The `rpc` module (to be filled in).
