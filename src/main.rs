@@ -1,6 +1,6 @@
-//! The `wit` command line.
+//! The `wit` binary: hands over to [`wit::cli`].
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    ExitCode::SUCCESS
+    wit::cli::main()
 }

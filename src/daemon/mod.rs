@@ -1,1 +1,18 @@
-//! The `daemon` module (to be filled in).
+//! The daemon: serving JSON-RPC on `.wit/daemon.sock` and the daemon's life on disk.
+//!
+//! - [`paths`]: root discovery and the files under `.wit/`.
+//! - [`envelope`]: the HTTP layer that enforces wit's envelope around jsonrpsee.
+//! - [`server`]: the accept loop, connection limits, timeouts and graceful shutdown.
+//! - [`lifecycle`]: the exclusive lock, stale sockets, the pid file and signals.
+//! - [`runner`]: `wit daemon run`, tying the above to the RPC services.
+//! - [`launcher`]: start, stop and status from the CLI side, race-free auto-start.
+
+pub mod envelope;
+pub mod launcher;
+pub mod lifecycle;
+pub mod paths;
+pub mod runner;
+pub mod server;
+
+#[cfg(test)]
+mod envelope_tests;

@@ -1,0 +1,219 @@
+//! Starting, stopping and inspecting a repository's daemon from the outside (CLI side).
+//!
+//! `start` spawns `wit daemon run` in its own process group with its log in
+//! `.wit/daemon.log` and returns once `ping` answers. Concurrent starts are serialised by an
+//! exclusive lock on `.wit/launch.lock`, so many CLI calls on a cold repository end with
+//! exactly one daemon; a stale socket only ever means "not running".
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::lifecycle::{ensure_state_dir, DaemonError, PidRecord};
+use super::paths::WitPaths;
+use crate::client::{ClientError, WitClient};
+
+/// How long `start` waits for a freshly spawned daemon to answer `ping`.
+pub const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a launcher operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// Preparing `.wit/` failed.
+    #[error(transparent)]
+    Daemon(#[from] DaemonError),
+    /// The daemon process could not be spawned.
+    #[error("could not start the daemon ({program}): {source}")]
+    Spawn {
+        /// The program that was run.
+        program: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The daemon was spawned but did not answer in time.
+    #[error("the daemon did not answer within {timeout:?}; see {log}")]
+    NoAnswer {
+        /// How long we waited.
+        timeout: Duration,
+        /// The daemon's log file.
+        log: String,
+    },
+    /// Signalling the daemon failed.
+    #[error("could not signal the daemon (pid {pid}): {reason}")]
+    Signal {
+        /// The daemon's pid.
+        pid: u32,
+        /// What went wrong.
+        reason: String,
+    },
+    /// A file-system step failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What `status` found.
+#[derive(Debug, Clone)]
+pub struct DaemonStatus {
+    /// The pid file's record, when there is one.
+    pub record: Option<PidRecord>,
+    /// Whether the daemon answered `ping`.
+    pub answering: bool,
+    /// The socket path.
+    pub socket: PathBuf,
+}
+
+/// Whether the daemon answers `ping` right now.
+pub async fn is_answering(client: &WitClient) -> bool {
+    client.ping().await.is_ok()
+}
+
+/// Makes sure a daemon serves `paths.root`, starting one in the background when none answers.
+/// Returns whether this call started it.
+pub async fn ensure_running(paths: &WitPaths, log_level: Option<&str>) -> Result<bool, LaunchError> {
+    let client = WitClient::new(&paths.socket);
+    if is_answering(&client).await {
+        return Ok(false);
+    }
+    ensure_state_dir(paths)?;
+    let launch_lock = open_launch_lock(paths)?;
+    // Only one launcher at a time gets past this point; the others find the daemon running.
+    let locked = tokio::task::spawn_blocking(move || launch_lock.lock().map(|()| launch_lock))
+        .await
+        .map_err(|e| LaunchError::Io {
+            context: "waiting for the launch lock".into(),
+            source: std::io::Error::other(e.to_string()),
+        })?
+        .map_err(|source| LaunchError::Io {
+            context: format!("locking {}", paths.launch_lock.display()),
+            source,
+        })?;
+    let started = if is_answering(&client).await {
+        false
+    } else {
+        spawn_daemon(paths, log_level)?;
+        wait_until_answering(&client, paths).await?;
+        true
+    };
+    drop(locked);
+    Ok(started)
+}
+
+fn open_launch_lock(paths: &WitPaths) -> Result<File, LaunchError> {
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&paths.launch_lock)
+        .map_err(|source| LaunchError::Io {
+            context: format!("opening {}", paths.launch_lock.display()),
+            source,
+        })
+}
+
+fn spawn_daemon(paths: &WitPaths, log_level: Option<&str>) -> Result<(), LaunchError> {
+    let program = std::env::current_exe().map_err(|source| LaunchError::Io {
+        context: "finding the wit executable".into(),
+        source,
+    })?;
+    let log = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&paths.log)
+        .map_err(|source| LaunchError::Io {
+            context: format!("opening {}", paths.log.display()),
+            source,
+        })?;
+    let log_err = log.try_clone().map_err(|source| LaunchError::Io {
+        context: format!("opening {}", paths.log.display()),
+        source,
+    })?;
+    let mut command = Command::new(&program);
+    command
+        .arg("daemon")
+        .arg("run")
+        .arg("--repo")
+        .arg(&paths.root)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        .process_group(0);
+    if let Some(level) = log_level {
+        command.arg("--log-level").arg(level);
+    }
+    // The child is deliberately not waited for: it outlives this process.
+    command
+        .spawn()
+        .map(drop)
+        .map_err(|source| LaunchError::Spawn { program, source })
+}
+
+async fn wait_until_answering(client: &WitClient, paths: &WitPaths) -> Result<(), LaunchError> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    let mut pause = Duration::from_micros(500);
+    while Instant::now() < deadline {
+        if is_answering(client).await {
+            return Ok(());
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
+    Err(LaunchError::NoAnswer {
+        timeout: START_TIMEOUT,
+        log: paths.log.display().to_string(),
+    })
+}
+
+/// Reads the pid file and pings the daemon.
+pub async fn status(paths: &WitPaths) -> DaemonStatus {
+    let client = WitClient::new(&paths.socket);
+    DaemonStatus {
+        record: PidRecord::read(&paths.pid),
+        answering: is_answering(&client).await,
+        socket: paths.socket.clone(),
+    }
+}
+
+/// Asks the daemon to stop (SIGTERM) and waits until its socket stops answering.
+/// Returns false when no daemon was running.
+pub async fn stop(paths: &WitPaths, timeout: Duration) -> Result<bool, LaunchError> {
+    let client = WitClient::new(&paths.socket);
+    let Some(record) = PidRecord::read(&paths.pid) else {
+        return Ok(false);
+    };
+    if !is_answering(&client).await {
+        return Ok(false);
+    }
+    let pid = rustix::process::Pid::from_raw(record.pid as i32).ok_or(LaunchError::Signal {
+        pid: record.pid,
+        reason: "invalid pid in the pid file".into(),
+    })?;
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).map_err(|e| {
+        LaunchError::Signal {
+            pid: record.pid,
+            reason: e.to_string(),
+        }
+    })?;
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if matches!(client.ping().await, Err(ClientError::Unreachable(_))) {
+            return Ok(true);
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Err(LaunchError::NoAnswer {
+        timeout,
+        log: paths.log.display().to_string(),
+    })
+}

@@ -1,0 +1,246 @@
+//! The daemon's life on disk: the `.wit/` directory, the exclusive lock that guarantees one
+//! daemon per root, stale-socket recovery, the pid file, signals and clean shutdown
+//! (PROTOCOL-NOTES section 5).
+
+use std::fs::{self, DirBuilder, File, OpenOptions, TryLockError};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use tokio::net::UnixListener;
+use tokio::signal::unix::{signal, SignalKind};
+
+use super::paths::WitPaths;
+
+/// Why the daemon could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// Another daemon holds `.wit/daemon.lock` for this root.
+    #[error("a wit daemon is already running for {root} (pid {pid}); its socket is {socket}")]
+    AlreadyRunning {
+        /// The repository root.
+        root: PathBuf,
+        /// The running daemon's pid, or `unknown`.
+        pid: String,
+        /// The live socket, left untouched.
+        socket: PathBuf,
+    },
+    /// The socket path is longer than a Unix socket address allows.
+    #[error("socket path {0} is too long for a Unix socket (at most 107 bytes); use a shorter repository path")]
+    SocketPathTooLong(PathBuf),
+    /// A file-system step failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Opening the state (database, index) failed.
+    #[error("could not open the daemon state: {0}")]
+    State(String),
+}
+
+fn io_error(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> DaemonError {
+    let context = context.into();
+    move |source| DaemonError::Io { context, source }
+}
+
+/// What the pid file records about the live daemon.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct PidRecord {
+    /// The daemon's process id.
+    pub pid: u32,
+    /// When it started, in unix milliseconds.
+    pub started_at_ms: u64,
+    /// The wit version it runs.
+    pub version: String,
+    /// The socket it serves.
+    pub socket: PathBuf,
+}
+
+impl PidRecord {
+    /// Reads the pid file, if there is a readable one.
+    pub fn read(path: &Path) -> Option<Self> {
+        let text = fs::read_to_string(path).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+}
+
+/// The resources a running daemon holds; dropping it does not clean up, [`Self::release`] does.
+#[derive(Debug)]
+pub struct Residence {
+    paths: WitPaths,
+    /// Held for the daemon's lifetime: the kernel drops the lock when the process dies, which
+    /// is what proves a leftover socket stale.
+    _lock: File,
+}
+
+impl Residence {
+    /// The paths of this daemon.
+    pub fn paths(&self) -> &WitPaths {
+        &self.paths
+    }
+
+    /// Removes the socket and pid file; the lock is released when `self` drops.
+    pub fn release(self) {
+        for path in [&self.paths.socket, &self.paths.pid] {
+            if let Err(error) = fs::remove_file(path) {
+                if error.kind() != std::io::ErrorKind::NotFound {
+                    tracing::warn!(path = %path.display(), %error, "could not remove on shutdown");
+                }
+            }
+        }
+    }
+}
+
+/// Creates `.wit/` (0700) with its `.gitignore`, if missing.
+pub fn ensure_state_dir(paths: &WitPaths) -> Result<(), DaemonError> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&paths.dir)
+        .map_err(io_error(format!("creating {}", paths.dir.display())))?;
+    fs::set_permissions(&paths.dir, fs::Permissions::from_mode(0o700))
+        .map_err(io_error(format!("setting the mode of {}", paths.dir.display())))?;
+    let gitignore = paths.dir.join(".gitignore");
+    if !gitignore.exists() {
+        fs::write(&gitignore, "*\n").map_err(io_error(format!("writing {}", gitignore.display())))?;
+    }
+    Ok(())
+}
+
+/// Takes the daemon lock, clears a stale socket and binds a fresh one (0600), writes the pid
+/// file. A second daemon on the same root fails here without touching the live socket.
+pub fn take_residence(paths: &WitPaths) -> Result<(Residence, UnixListener), DaemonError> {
+    ensure_state_dir(paths)?;
+    if paths.socket.as_os_str().len() > 107 {
+        return Err(DaemonError::SocketPathTooLong(paths.socket.clone()));
+    }
+    let lock = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&paths.lock)
+        .map_err(io_error(format!("opening {}", paths.lock.display())))?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            let pid = PidRecord::read(&paths.pid)
+                .map(|r| r.pid.to_string())
+                .unwrap_or_else(|| "unknown".into());
+            return Err(DaemonError::AlreadyRunning {
+                root: paths.root.clone(),
+                pid,
+                socket: paths.socket.clone(),
+            });
+        }
+        Err(TryLockError::Error(source)) => {
+            return Err(DaemonError::Io {
+                context: format!("locking {}", paths.lock.display()),
+                source,
+            })
+        }
+    }
+    // We hold the lock, so any socket file left here belongs to a dead daemon.
+    match fs::remove_file(&paths.socket) {
+        Ok(()) => tracing::info!(socket = %paths.socket.display(), "removed a stale socket"),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(source) => {
+            return Err(DaemonError::Io {
+                context: format!("removing the stale socket {}", paths.socket.display()),
+                source,
+            })
+        }
+    }
+    let listener = UnixListener::bind(&paths.socket)
+        .map_err(io_error(format!("binding {}", paths.socket.display())))?;
+    fs::set_permissions(&paths.socket, fs::Permissions::from_mode(0o600))
+        .map_err(io_error(format!("setting the mode of {}", paths.socket.display())))?;
+    write_pid_file(paths)?;
+    Ok((
+        Residence {
+            paths: paths.clone(),
+            _lock: lock,
+        },
+        listener,
+    ))
+}
+
+fn write_pid_file(paths: &WitPaths) -> Result<(), DaemonError> {
+    let record = PidRecord {
+        pid: std::process::id(),
+        started_at_ms: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        socket: paths.socket.clone(),
+    };
+    let text = serde_json::to_string(&record).map_err(|e| DaemonError::State(e.to_string()))?;
+    let temp = paths.pid.with_extension("pid.tmp");
+    let mut file = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .open(&temp)
+        .map_err(io_error(format!("writing {}", temp.display())))?;
+    file.write_all(text.as_bytes())
+        .map_err(io_error(format!("writing {}", temp.display())))?;
+    fs::rename(&temp, &paths.pid).map_err(io_error(format!("writing {}", paths.pid.display())))
+}
+
+/// Resolves when SIGTERM, SIGINT or SIGHUP arrives.
+pub async fn termination_signal() -> Result<(), DaemonError> {
+    let mut terminate = signal(SignalKind::terminate()).map_err(io_error("installing SIGTERM"))?;
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(io_error("installing SIGINT"))?;
+    let mut hangup = signal(SignalKind::hangup()).map_err(io_error("installing SIGHUP"))?;
+    let name = tokio::select! {
+        _ = terminate.recv() => "SIGTERM",
+        _ = interrupt.recv() => "SIGINT",
+        _ = hangup.recv() => "SIGHUP",
+    };
+    tracing::info!(signal = name, "shutting down");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[tokio::test]
+    async fn second_residence_on_one_root_is_refused_and_leaves_the_socket() {
+        let temp = tempfile::tempdir().unwrap();
+        let paths = WitPaths::for_root(temp.path());
+        let (first, _listener) = take_residence(&paths).unwrap();
+        let error = take_residence(&paths).unwrap_err();
+        assert!(matches!(error, DaemonError::AlreadyRunning { .. }), "{error}");
+        assert!(paths.socket.exists());
+        let mode = fs::metadata(&paths.dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        let mode = fs::metadata(&paths.socket).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(fs::read_to_string(paths.dir.join(".gitignore")).unwrap(), "*\n");
+        assert_eq!(PidRecord::read(&paths.pid).unwrap().pid, std::process::id());
+        first.release();
+        assert!(!paths.socket.exists());
+        assert!(!paths.pid.exists());
+    }
+
+    #[tokio::test]
+    async fn a_leftover_socket_without_a_lock_holder_is_replaced() {
+        let temp = tempfile::tempdir().unwrap();
+        let paths = WitPaths::for_root(temp.path());
+        ensure_state_dir(&paths).unwrap();
+        fs::write(&paths.socket, "stale").unwrap();
+        let (residence, _listener) = take_residence(&paths).unwrap();
+        residence.release();
+    }
+}

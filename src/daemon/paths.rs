@@ -1,0 +1,106 @@
+//! Where a repository's daemon lives: root discovery and the files under `.wit/`.
+
+use std::path::{Path, PathBuf};
+
+/// Environment variable naming the repository root (PROTOCOL-NOTES 1.1).
+pub const ROOT_ENV: &str = "WIT_REPO_ROOT";
+
+/// The files of one repository's wit state directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WitPaths {
+    /// The repository root.
+    pub root: PathBuf,
+    /// `<root>/.wit`, mode 0700.
+    pub dir: PathBuf,
+    /// `<root>/.wit/daemon.sock`, the JSON-RPC socket.
+    pub socket: PathBuf,
+    /// `<root>/.wit/daemon.lock`, held exclusively by the live daemon.
+    pub lock: PathBuf,
+    /// `<root>/.wit/daemon.pid`, the live daemon's pid and start time.
+    pub pid: PathBuf,
+    /// `<root>/.wit/state.db`, the SQLite database.
+    pub database: PathBuf,
+    /// `<root>/.wit/daemon.log`, where a background daemon writes its log.
+    pub log: PathBuf,
+    /// `<root>/.wit/launch.lock`, serialises auto-start attempts of concurrent CLI calls.
+    pub launch_lock: PathBuf,
+    /// `<root>/.wit/session.id`, the default session identity created by `wit init`.
+    pub session_id: PathBuf,
+}
+
+impl WitPaths {
+    /// The paths for the repository at `root`.
+    pub fn for_root(root: &Path) -> Self {
+        let dir = root.join(".wit");
+        Self {
+            root: root.to_path_buf(),
+            socket: dir.join("daemon.sock"),
+            lock: dir.join("daemon.lock"),
+            pid: dir.join("daemon.pid"),
+            database: dir.join("state.db"),
+            log: dir.join("daemon.log"),
+            launch_lock: dir.join("launch.lock"),
+            session_id: dir.join("session.id"),
+            dir,
+        }
+    }
+}
+
+/// Finds the repository root: `explicit` (from `--repo`), else `WIT_REPO_ROOT`, else the top
+/// of the git work tree containing the current directory, else the current directory.
+pub fn discover_root(explicit: Option<&Path>) -> std::io::Result<PathBuf> {
+    let cwd = std::env::current_dir()?;
+    if let Some(dir) = explicit {
+        return absolute_dir(&cwd, dir);
+    }
+    if let Some(dir) = std::env::var_os(ROOT_ENV).filter(|v| !v.is_empty()) {
+        return absolute_dir(&cwd, Path::new(&dir));
+    }
+    Ok(git_top_level(&cwd).unwrap_or(cwd))
+}
+
+fn absolute_dir(cwd: &Path, dir: &Path) -> std::io::Result<PathBuf> {
+    let joined = cwd.join(dir);
+    let canonical = joined.canonicalize()?;
+    if !canonical.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotADirectory,
+            format!("{} is not a directory", joined.display()),
+        ));
+    }
+    Ok(canonical)
+}
+
+/// The nearest ancestor of `start` (itself included) that holds a `.git` directory or file.
+fn git_top_level(start: &Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .find(|dir| dir.join(".git").exists())
+        .map(Path::to_path_buf)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn git_top_level_finds_the_nearest_repository() {
+        let temp = tempfile::tempdir().unwrap();
+        let repo = temp.path().join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join("src/deep")).unwrap();
+        assert_eq!(git_top_level(&repo.join("src/deep")), Some(repo.clone()));
+        assert_eq!(git_top_level(temp.path()), None);
+    }
+
+    #[test]
+    fn explicit_root_must_be_a_directory() {
+        let temp = tempfile::tempdir().unwrap();
+        let file = temp.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        assert!(discover_root(Some(&file)).is_err());
+        let found = discover_root(Some(temp.path())).unwrap();
+        assert_eq!(found, temp.path().canonicalize().unwrap());
+    }
+}

@@ -1,0 +1,162 @@
+//! Serves a jsonrpsee method table over HTTP/1.1 on a Unix socket.
+//!
+//! One accept loop; each connection gets its own task running hyper's HTTP/1 connection
+//! driver (keep-alive on) around jsonrpsee's tower service wrapped in the
+//! [`EnvelopeLayer`]. Connections are capped: an excess connection is answered with a JSON
+//! 503 and closed, never left hanging. Shutdown stops accepting, lets in-flight requests
+//! finish within a bound, then returns.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use jsonrpsee::server::{stop_channel, BatchRequestConfig, Methods, ServerConfig};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
+
+use super::envelope::{EnvelopeConfig, EnvelopeLayer};
+
+/// Limits and timeouts of the socket server.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// Largest accepted request body (PROTOCOL-NOTES 1.4: 32 MiB by default).
+    pub max_body_bytes: usize,
+    /// Most connections served at once; more are refused with HTTP 503.
+    pub max_connections: usize,
+    /// How long a client may take to send a request's headers (idle keep-alive included).
+    pub header_timeout: Duration,
+    /// How long a client may take to send a request's body.
+    pub body_timeout: Duration,
+    /// How long shutdown waits for in-flight requests.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 32 * 1024 * 1024,
+            max_connections: 1024,
+            header_timeout: Duration::from_secs(30),
+            body_timeout: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Accepts connections on `listener` and serves `methods` until `shutdown` resolves.
+pub async fn serve(
+    listener: UnixListener,
+    methods: Methods,
+    config: ServeConfig,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    let method_names: HashSet<String> = methods.method_names().map(str::to_owned).collect();
+    let envelope = EnvelopeLayer::new(EnvelopeConfig {
+        max_body_bytes: config.max_body_bytes,
+        body_timeout: config.body_timeout,
+        methods: Arc::new(method_names),
+    });
+    // jsonrpsee's own limits sit above ours so that the envelope layer is the one that answers.
+    let jsonrpsee_body_limit = u32::try_from(config.max_body_bytes.saturating_mul(2) + 1024)
+        .unwrap_or(u32::MAX);
+    let server_config = ServerConfig::builder()
+        .http_only()
+        .max_request_body_size(jsonrpsee_body_limit)
+        .max_response_body_size(u32::MAX)
+        .max_connections(u32::MAX)
+        .set_batch_request_config(BatchRequestConfig::Unlimited)
+        .build();
+    let (stop_handle, server_handle) = stop_channel();
+    let service_builder = jsonrpsee::server::Server::builder()
+        .set_config(server_config)
+        .set_http_middleware(tower::ServiceBuilder::new().layer(envelope))
+        .to_service_builder();
+
+    let permits = Arc::new(Semaphore::new(config.max_connections));
+    let (closing_tx, closing_rx) = watch::channel(false);
+    let mut connections = JoinSet::new();
+    tokio::pin!(shutdown);
+
+    loop {
+        let stream = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _addr)) => stream,
+                Err(error) => {
+                    tracing::warn!(%error, "accept failed");
+                    // Running out of file descriptors is the usual cause: back off briefly.
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+        };
+        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+            connections.spawn(refuse_connection(stream));
+            continue;
+        };
+        let service = service_builder.build(methods.clone(), stop_handle.clone());
+        let hyper_service = TowerToHyperService::new(service);
+        let mut closing = closing_rx.clone();
+        let header_timeout = config.header_timeout;
+        connections.spawn(async move {
+            let _permit = permit;
+            let mut builder = http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_timeout)
+                .keep_alive(true);
+            let connection = builder.serve_connection(TokioIo::new(stream), hyper_service);
+            tokio::pin!(connection);
+            tokio::select! {
+                result = &mut connection => log_connection_end(result),
+                _ = closing.wait_for(|closing| *closing) => {
+                    connection.as_mut().graceful_shutdown();
+                    log_connection_end(connection.await);
+                }
+            }
+        });
+    }
+
+    drop(listener);
+    let _ = closing_tx.send(true);
+    let drained = tokio::time::timeout(config.shutdown_grace, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!("shutdown grace period over; dropping remaining connections");
+        connections.abort_all();
+    }
+    let _ = server_handle.stop();
+}
+
+fn log_connection_end(result: Result<(), hyper::Error>) {
+    if let Err(error) = result {
+        tracing::debug!(%error, "connection ended with an error");
+    }
+}
+
+/// Answers a connection over the cap with a JSON 503 and closes it.
+async fn refuse_connection(mut stream: UnixStream) {
+    let body = r#"{"jsonrpc":"2.0","witVersion":"1","id":null,"error":{"code":-32603,"message":"INTERNAL_ERROR","data":{"reason":"too many connections; retry later"}}}"#;
+    let response = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let write = async {
+        stream.write_all(response.as_bytes()).await?;
+        stream.shutdown().await
+    };
+    if tokio::time::timeout(Duration::from_secs(1), write)
+        .await
+        .is_err()
+    {
+        tracing::debug!("refused connection did not take its 503 in time");
+    }
+}
