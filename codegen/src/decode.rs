@@ -150,7 +150,11 @@ pub fn check_tokens(schema: &Value, context: &str) -> Result<TokenStream, Codege
                 .map(|r| r.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
             let mut fields = Vec::new();
-            for (name, prop) in map.get("properties").and_then(Value::as_object).into_iter().flatten()
+            for (name, prop) in map
+                .get("properties")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
             {
                 let check = check_tokens(prop, &format!("{context}.{name}"))?;
                 let is_required = required.contains(&name.as_str());
@@ -251,41 +255,65 @@ mod tests {
     fn render(schema: Value) -> String {
         let tokens = check_tokens(&schema, "test").unwrap();
         let expr: syn::Expr = syn::parse2(tokens).unwrap();
-        quote!(#expr).to_string().split_whitespace().collect::<Vec<_>>().join(" ")
+        quote!(#expr)
+            .to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     #[test]
     fn reads_string_constraints() {
         let out = render(json!({"type": "string", "minLength": 1, "pattern": ".*:.*"}));
         assert!(out.contains("Kind :: String"), "{out}");
-        assert!(out.contains("min_length : :: std :: option :: Option :: Some (1usize)"), "{out}");
+        assert!(
+            out.contains("min_length : :: std :: option :: Option :: Some (1usize)"),
+            "{out}"
+        );
         assert!(out.contains("Pattern :: Contains (\":\")"), "{out}");
     }
 
     #[test]
     fn reads_enums_and_arrays() {
         let out = render(json!({"type": "string", "enum": ["active", "resolved"]}));
-        assert!(out.contains("enum_values : & [\"active\" , \"resolved\"]"), "{out}");
+        assert!(
+            out.contains("enum_values : & [\"active\" , \"resolved\"]"),
+            "{out}"
+        );
         let out = render(json!({"type": "array", "minItems": 1,
                                 "items": {"type": "string", "minLength": 1}}));
         assert!(out.contains("Kind :: Array"), "{out}");
-        assert!(out.contains("min_items : :: std :: option :: Option :: Some (1usize)"), "{out}");
+        assert!(
+            out.contains("min_items : :: std :: option :: Option :: Some (1usize)"),
+            "{out}"
+        );
     }
 
     #[test]
     fn reads_nested_objects() {
-        let out = render(json!({"type": "object", "required": ["path"], "properties": {
-            "path": {"type": "string"}, "content": {"type": "string"}}}));
+        let out = render(
+            json!({"type": "object", "required": ["path"], "properties": {
+            "path": {"type": "string"}, "content": {"type": "string"}}}),
+        );
         assert!(out.contains("name : \"path\" , required : true"), "{out}");
-        assert!(out.contains("name : \"content\" , required : false"), "{out}");
+        assert!(
+            out.contains("name : \"content\" , required : false"),
+            "{out}"
+        );
     }
 
     #[test]
     fn rejects_unsupported_patterns_with_a_clear_message() {
-        let err = check_tokens(&json!({"type": "string", "pattern": "^[a-z]+$"}), "m param p")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("m param p: pattern `^[a-z]+$` is not supported"), "{err}");
+        let err = check_tokens(
+            &json!({"type": "string", "pattern": "^[a-z]+$"}),
+            "m param p",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("m param p: pattern `^[a-z]+$` is not supported"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -82,7 +82,10 @@ mod tests {
         assert_eq!(namespace("check-contracts"), None);
         assert_eq!(trait_name(Some("intent")), "IntentMethods");
         assert_eq!(trait_name(None), "WitMethods");
-        assert_eq!(register_fn_name(Some("contract")), "register_contract_methods");
+        assert_eq!(
+            register_fn_name(Some("contract")),
+            "register_contract_methods"
+        );
         assert_eq!(register_fn_name(None), "register_wit_methods");
     }
 }

@@ -211,7 +211,10 @@ mod tests {
     fn inlines_refs_inside_one_of_and_drops_the_discriminator() {
         let comps = components();
         let prepared = prepare(comps.get("U").unwrap(), &comps).unwrap();
-        assert_eq!(prepared["oneOf"][0]["properties"]["type"]["enum"][0], "KIND_A");
+        assert_eq!(
+            prepared["oneOf"][0]["properties"]["type"]["enum"][0],
+            "KIND_A"
+        );
         assert!(prepared.get("discriminator").is_none());
     }
 

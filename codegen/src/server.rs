@@ -32,7 +32,10 @@ pub fn generate(model: &Model) -> TokenStream {
 
     let mut out = TokenStream::new();
     for namespace in order {
-        let methods = groups.get(&namespace).map(Vec::as_slice).unwrap_or_default();
+        let methods = groups
+            .get(&namespace)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         out.extend(namespace_items(namespace.as_deref(), methods));
     }
     out
@@ -41,7 +44,10 @@ pub fn generate(model: &Model) -> TokenStream {
 fn namespace_items(namespace: Option<&str>, methods: &[&MethodModel]) -> TokenStream {
     let trait_ident = format_ident!("{}", naming::trait_name(namespace));
     let register_ident = format_ident!("{}", naming::register_fn_name(namespace));
-    let names: Vec<String> = methods.iter().map(|m| format!("`{}`", m.method.name)).collect();
+    let names: Vec<String> = methods
+        .iter()
+        .map(|m| format!("`{}`", m.method.name))
+        .collect();
     let scope = match namespace {
         Some(ns) => format!("`{ns}.*`"),
         None => "top-level".to_string(),
@@ -81,11 +87,13 @@ fn namespace_items(namespace: Option<&str>, methods: &[&MethodModel]) -> TokenSt
         let params = format_ident!("{}", m.params_type);
         quote! {
             module.register_async_method(#name, |params, context, _extensions| async move {
-                let params = crate::protocol::server::decode_params(
+                match crate::protocol::server::decode_params(
                     &params,
                     crate::protocol::#params::from_params,
-                )?;
-                context.#fn_ident(params).await
+                ) {
+                    ::std::result::Result::Ok(params) => context.#fn_ident(params).await,
+                    ::std::result::Result::Err(error) => ::std::result::Result::Err(error),
+                }
             })?;
         }
     });

@@ -99,8 +99,7 @@ impl Model {
                     }
                     None => {
                         let item_name = format!("{result_type}Item");
-                        definitions
-                            .push((item_name.clone(), schema::prepare(&items, components)?));
+                        definitions.push((item_name.clone(), schema::prepare(&items, components)?));
                         item_name
                     }
                 };
@@ -177,13 +176,20 @@ fn params_object_schema(method: &Method) -> Value {
             required.push(Value::String(param.name.clone()));
         }
     }
-    json!({
+    let mut schema = json!({
         "type": "object",
         "description": format!("The params of `{}`: {}", method.name,
             method.summary.as_deref().unwrap_or("see the method").trim()),
         "properties": properties,
         "required": required,
-    })
+    });
+    if method.params.is_empty() {
+        // typify turns an object without properties into a map unless extra properties are
+        // forbidden; this makes it an empty struct. Decoding never goes through serde here
+        // (`from_params` ignores params), so `deny_unknown_fields` does not reject anything.
+        schema["additionalProperties"] = Value::Bool(false);
+    }
+    schema
 }
 
 /// The Rust field names typify chose for a method's params struct, in spec order.

@@ -119,7 +119,11 @@ impl WitClient {
     }
 
     /// Sends one request and decodes its result; the generated methods call this.
-    pub(crate) async fn call<P, R>(&self, method: &str, params: Option<&P>) -> Result<R, ClientError>
+    pub(crate) async fn call<P, R>(
+        &self,
+        method: &str,
+        params: Option<&P>,
+    ) -> Result<R, ClientError>
     where
         P: Serialize + ?Sized,
         R: DeserializeOwned,

@@ -30,33 +30,42 @@ fn serve(answer: fn(&Value) -> Value) -> TestServer {
     let counter = connections.clone();
     tokio::spawn(async move {
         loop {
-            let Ok((stream, _)) = listener.accept().await else { return };
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
             counter.fetch_add(1, Ordering::SeqCst);
             tokio::spawn(async move {
-                let service = service_fn(move |request: http::Request<hyper::body::Incoming>| async move {
-                    assert_eq!(request.uri().path(), "/rpc");
-                    assert_eq!(request.method(), http::Method::POST);
-                    let body = request.into_body().collect().await.unwrap().to_bytes();
-                    let request: Value = serde_json::from_slice(&body).unwrap();
-                    let mut response = json!({"jsonrpc": "2.0", "witVersion": "1", "id": request["id"]});
-                    let answer = answer(&request);
-                    for (key, value) in answer.as_object().unwrap() {
-                        response[key] = value.clone();
-                    }
-                    Ok::<_, Infallible>(
-                        http::Response::builder()
-                            .header("content-type", "application/json")
-                            .body(Full::new(Bytes::from(response.to_string())))
-                            .unwrap(),
-                    )
-                });
+                let service = service_fn(
+                    move |request: http::Request<hyper::body::Incoming>| async move {
+                        assert_eq!(request.uri().path(), "/rpc");
+                        assert_eq!(request.method(), http::Method::POST);
+                        let body = request.into_body().collect().await.unwrap().to_bytes();
+                        let request: Value = serde_json::from_slice(&body).unwrap();
+                        let mut response =
+                            json!({"jsonrpc": "2.0", "witVersion": "1", "id": request["id"]});
+                        let answer = answer(&request);
+                        for (key, value) in answer.as_object().unwrap() {
+                            response[key] = value.clone();
+                        }
+                        Ok::<_, Infallible>(
+                            http::Response::builder()
+                                .header("content-type", "application/json")
+                                .body(Full::new(Bytes::from(response.to_string())))
+                                .unwrap(),
+                        )
+                    },
+                );
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), service)
                     .await;
             });
         }
     });
-    TestServer { _dir: dir, socket, connections }
+    TestServer {
+        _dir: dir,
+        socket,
+        connections,
+    }
 }
 
 fn echo(request: &Value) -> Value {
@@ -126,16 +135,23 @@ async fn reports_a_missing_daemon_as_unreachable() {
     let dir = tempfile::tempdir().unwrap();
     let client = WitClient::for_root(dir.path());
     assert_eq!(client.socket_path(), dir.path().join(".wit/daemon.sock"));
-    assert!(matches!(client.ping().await, Err(ClientError::Unreachable(_))));
+    assert!(matches!(
+        client.ping().await,
+        Err(ClientError::Unreachable(_))
+    ));
 }
 
 #[test]
 fn decodes_responses() {
-    let ok: Result<Vec<i64>, _> =
-        decode_response(http::StatusCode::OK, br#"{"jsonrpc":"2.0","id":1,"result":[1,2]}"#);
+    let ok: Result<Vec<i64>, _> = decode_response(
+        http::StatusCode::OK,
+        br#"{"jsonrpc":"2.0","id":1,"result":[1,2]}"#,
+    );
     assert_eq!(ok.unwrap(), [1, 2]);
-    let bad: Result<Vec<i64>, _> =
-        decode_response(http::StatusCode::OK, br#"{"jsonrpc":"2.0","id":1,"result":"x"}"#);
+    let bad: Result<Vec<i64>, _> = decode_response(
+        http::StatusCode::OK,
+        br#"{"jsonrpc":"2.0","id":1,"result":"x"}"#,
+    );
     assert!(matches!(bad, Err(ClientError::Decode(_))));
     let not_json: Result<Value, _> = decode_response(http::StatusCode::BAD_GATEWAY, b"oops");
     let Err(ClientError::Transport(message)) = not_json else {

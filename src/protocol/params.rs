@@ -277,20 +277,32 @@ fn check_value(
             let chars = s.chars().count();
             if let Some(min) = check.min_length {
                 if chars < min {
-                    report(errors, field, path, format!("String must contain at least {min} character(s)"));
+                    report(
+                        errors,
+                        field,
+                        path,
+                        format!("String must contain at least {min} character(s)"),
+                    );
                 }
             }
             if let Some(max) = check.max_length {
                 if chars > max {
-                    report(errors, field, path, format!("String must contain at most {max} character(s)"));
+                    report(
+                        errors,
+                        field,
+                        path,
+                        format!("String must contain at most {max} character(s)"),
+                    );
                 }
             }
             if let Some(max) = limit.max_bytes {
                 if s.len() > max {
-                    report(errors, field, path, format!(
-                        "String must be at most {max} bytes long (got {})",
-                        s.len()
-                    ));
+                    report(
+                        errors,
+                        field,
+                        path,
+                        format!("String must be at most {max} bytes long (got {})", s.len()),
+                    );
                 }
             }
             if let Some(pattern) = check.pattern {
@@ -301,22 +313,37 @@ fn check_value(
             if !check.enum_values.is_empty() && !check.enum_values.contains(&s.as_str()) {
                 let expected: Vec<String> =
                     check.enum_values.iter().map(|v| format!("'{v}'")).collect();
-                report(errors, field, path, format!(
-                    "Invalid enum value. Expected {}, received '{s}'",
-                    expected.join(" | ")
-                ));
+                report(
+                    errors,
+                    field,
+                    path,
+                    format!(
+                        "Invalid enum value. Expected {}, received '{s}'",
+                        expected.join(" | ")
+                    ),
+                );
             }
         }
         (Kind::Integer, Value::Number(n)) => {
             if n.as_i64().is_none() {
                 if n.as_u64().is_some() || is_integral(n) {
-                    report(errors, field, path, format!(
-                        "Number must be an integer between {} and {}",
-                        i64::MIN,
-                        i64::MAX
-                    ));
+                    report(
+                        errors,
+                        field,
+                        path,
+                        format!(
+                            "Number must be an integer between {} and {}",
+                            i64::MIN,
+                            i64::MAX
+                        ),
+                    );
                 } else {
-                    report(errors, field, path, "Expected integer, received float".to_string());
+                    report(
+                        errors,
+                        field,
+                        path,
+                        "Expected integer, received float".to_string(),
+                    );
                 }
             }
         }
@@ -324,7 +351,12 @@ fn check_value(
         (Kind::Array(items), Value::Array(list)) => {
             if let Some(min) = check.min_items {
                 if list.len() < min {
-                    report(errors, field, path, format!("Array must contain at least {min} element(s)"));
+                    report(
+                        errors,
+                        field,
+                        path,
+                        format!("Array must contain at least {min} element(s)"),
+                    );
                 }
             }
             let max = match (check.max_items, limit.max_items) {
@@ -333,10 +365,15 @@ fn check_value(
             };
             if let Some(max) = max {
                 if list.len() > max {
-                    report(errors, field, path, format!(
-                        "Array must contain at most {max} element(s) (got {})",
-                        list.len()
-                    ));
+                    report(
+                        errors,
+                        field,
+                        path,
+                        format!(
+                            "Array must contain at most {max} element(s) (got {})",
+                            list.len()
+                        ),
+                    );
                     // Do not check thousands of elements of an array already rejected.
                     return;
                 }
@@ -353,7 +390,14 @@ fn check_value(
                 let reported = errors.field_errors.get(field).map_or(0, Vec::len) - before;
                 if reported >= MAX_ELEMENT_PROBLEMS {
                     let mut scratch = ParamErrors::default();
-                    check_value(&mut scratch, field, &element_path, element_limit, items, element);
+                    check_value(
+                        &mut scratch,
+                        field,
+                        &element_path,
+                        element_limit,
+                        items,
+                        element,
+                    );
                     skipped += scratch.field_errors.values().map(Vec::len).sum::<usize>();
                     continue;
                 }
@@ -395,10 +439,12 @@ fn check_value(
                 Kind::Array(_) => "array",
                 Kind::Object(_) => "object",
             };
-            report(errors, field, path, format!(
-                "Expected {expected}, received {}",
-                type_name(other)
-            ));
+            report(
+                errors,
+                field,
+                path,
+                format!("Expected {expected}, received {}", type_name(other)),
+            );
         }
     }
 }

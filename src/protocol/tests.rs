@@ -34,13 +34,22 @@ fn reports_every_missing_required_param() {
 fn reports_wrong_types_and_missing_params_together() {
     let params = json!({"symbolPath": 5, "ttlMs": "soon"});
     let errors = errors_of(LockAcquireParams::from_params(Some(&params)));
-    assert_eq!(errors.field_errors["symbolPath"], ["Expected string, received number"]);
+    assert_eq!(
+        errors.field_errors["symbolPath"],
+        ["Expected string, received number"]
+    );
     assert_eq!(errors.field_errors["sessionId"], ["Required"]);
-    assert_eq!(errors.field_errors["ttlMs"], ["Expected integer, received string"]);
+    assert_eq!(
+        errors.field_errors["ttlMs"],
+        ["Expected integer, received string"]
+    );
     let errors = errors_of(LockAcquireParams::from_params(Some(
         &json!({"symbolPath": "a:b", "sessionId": "s", "ttlMs": 1.5}),
     )));
-    assert_eq!(errors.field_errors["ttlMs"], ["Expected integer, received float"]);
+    assert_eq!(
+        errors.field_errors["ttlMs"],
+        ["Expected integer, received float"]
+    );
 }
 
 #[test]
@@ -58,7 +67,10 @@ fn accepts_omitted_params_when_nothing_is_required() {
     );
     assert_eq!(
         ContractQueryParams::from_params(Some(&json!({}))).unwrap(),
-        ContractQueryParams { symbol_path: None, status: None }
+        ContractQueryParams {
+            symbol_path: None,
+            status: None
+        }
     );
 }
 
@@ -73,7 +85,10 @@ fn ping_ignores_params() {
 fn checks_min_length_and_pattern() {
     let params = json!({"symbolPath": "no-colon", "sessionId": ""});
     let errors = errors_of(LockAcquireParams::from_params(Some(&params)));
-    assert_eq!(errors.field_errors["symbolPath"], ["Invalid format: must contain \":\""]);
+    assert_eq!(
+        errors.field_errors["symbolPath"],
+        ["Invalid format: must contain \":\""]
+    );
     assert_eq!(
         errors.field_errors["sessionId"],
         ["String must contain at least 1 character(s)"]
@@ -97,7 +112,10 @@ fn checks_enums() {
 fn checks_arrays_and_their_elements() {
     let params = json!({"sessionId": "s", "description": "d", "files": []});
     let errors = errors_of(IntentDeclareParams::from_params(Some(&params)));
-    assert_eq!(errors.field_errors["files"], ["Array must contain at least 1 element(s)"]);
+    assert_eq!(
+        errors.field_errors["files"],
+        ["Array must contain at least 1 element(s)"]
+    );
 
     let params = json!({"sessionId": "s", "description": "d", "files": ["a.ts", "", 3]});
     let errors = errors_of(IntentDeclareParams::from_params(Some(&params)));
@@ -113,7 +131,10 @@ fn checks_arrays_and_their_elements() {
                         "symbols": ["f", "g"]});
     let decoded = IntentDeclareParams::from_params(Some(&params)).unwrap();
     assert_eq!(decoded.files, ["a.ts"]);
-    assert_eq!(decoded.symbols, Some(vec!["f".to_string(), "g".to_string()]));
+    assert_eq!(
+        decoded.symbols,
+        Some(vec!["f".to_string(), "g".to_string()])
+    );
 }
 
 #[test]
@@ -122,7 +143,10 @@ fn checks_nested_objects() {
     let errors = errors_of(CheckContractsParams::from_params(Some(&params)));
     assert_eq!(
         errors.field_errors["files"],
-        ["files[1].path: Required", "files[1].content: Expected string, received number"]
+        [
+            "files[1].path: Required",
+            "files[1].content: Expected string, received number"
+        ]
     );
     let params = json!({"files": [{"path": "a.ts", "content": "x"}]});
     let decoded = CheckContractsParams::from_params(Some(&params)).unwrap();
@@ -135,12 +159,15 @@ fn enforces_size_limits() {
     let long_id = "s".repeat(257);
     let params = json!({"name": long_id, "sessionId": long_id});
     let errors = errors_of(RegisterParams::from_params(Some(&params)));
-    assert_eq!(errors.field_errors["name"], ["String must be at most 256 bytes long (got 257)"]);
+    assert_eq!(
+        errors.field_errors["name"],
+        ["String must be at most 256 bytes long (got 257)"]
+    );
     assert_eq!(errors.field_errors.len(), 2);
-    assert!(RegisterParams::from_params(Some(
-        &json!({"name": "s".repeat(256), "sessionId": "x"})
-    ))
-    .is_ok());
+    assert!(
+        RegisterParams::from_params(Some(&json!({"name": "s".repeat(256), "sessionId": "x"})))
+            .is_ok()
+    );
 
     let long_path = format!("{}:f", "a".repeat(MAX_PATH_BYTES));
     let params = json!({"symbolPath": long_path, "sessionId": "s"});
@@ -153,7 +180,9 @@ fn enforces_size_limits() {
     assert!(errors.field_errors["description"][0].contains("65536 bytes"));
     assert!(errors.field_errors["files"][0].starts_with("files[0]: String must be at most 4096"));
 
-    let many: Vec<Value> = (0..=MAX_LIST_ITEMS).map(|i| json!(format!("f{i}.ts"))).collect();
+    let many: Vec<Value> = (0..=MAX_LIST_ITEMS)
+        .map(|i| json!(format!("f{i}.ts")))
+        .collect();
     let params = json!({"sessionId": "s", "description": "d", "files": ["a.ts"], "symbols": many});
     let errors = errors_of(IntentDeclareParams::from_params(Some(&params)));
     assert_eq!(
@@ -194,7 +223,10 @@ fn error_codes_follow_the_spec() {
     assert_eq!(ErrorCode::LockConflict.message(), "LOCK_CONFLICT");
     assert_eq!(ErrorCode::MethodNotFound.code(), -32601);
     assert_eq!(ErrorCode::ALL.len(), 12);
-    assert_eq!(ErrorCode::from_message("SELF_ACCEPT_NOT_ALLOWED"), Some(ErrorCode::SelfAcceptNotAllowed));
+    assert_eq!(
+        ErrorCode::from_message("SELF_ACCEPT_NOT_ALLOWED"),
+        Some(ErrorCode::SelfAcceptNotAllowed)
+    );
     let error = ProtocolError::new(ErrorCode::LockNotHeld, Some(json!({"heldBy": "s2"})));
     assert_eq!(error.error_code(), Some(ErrorCode::LockNotHeld));
     assert_eq!(ProtocolError::internal("boom").code, -32603);
@@ -251,7 +283,10 @@ fn methods_table_lists_every_method() {
             "check-contracts"
         ]
     );
-    assert_eq!(method("lock.acquire").unwrap().params, ["symbolPath", "sessionId", "ttlMs"]);
+    assert_eq!(
+        method("lock.acquire").unwrap().params,
+        ["symbolPath", "sessionId", "ttlMs"]
+    );
     let spec: Value = serde_json::from_str(SPEC_JSON).unwrap();
     assert_eq!(spec["methods"].as_array().unwrap().len(), METHODS.len());
 }
