@@ -1,1 +1,33 @@
-fn main() {}
+//! Generates the protocol code from `openrpc.json` into `OUT_DIR` (see codegen/).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    println!("cargo:rerun-if-changed=openrpc.json");
+    println!("cargo:rerun-if-changed=build.rs");
+    match generate() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            // Cargo shows a build script's stderr when it fails.
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn generate() -> Result<(), String> {
+    let spec = std::fs::read_to_string("openrpc.json")
+        .map_err(|e| format!("cannot read openrpc.json: {e}"))?;
+    let generated = wit_codegen::generate(&spec).map_err(|e| e.to_string())?;
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").ok_or("OUT_DIR is not set")?);
+    for (name, text) in [
+        ("types.rs", &generated.types),
+        ("server.rs", &generated.server),
+        ("client.rs", &generated.client),
+    ] {
+        let path = out_dir.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,49 @@
+//! The `client` file: one `WitClient` method per protocol method.
+//!
+//! Each method serialises its params type, posts the request through the hand-written
+//! transport (`WitClient::call`) and decodes the result type. A method that declares no
+//! params (`ping`) takes no argument and sends no `params`.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+use crate::types::Model;
+use crate::{doc_attrs, method_doc};
+
+/// Generates the `client` file.
+pub fn generate(model: &Model) -> TokenStream {
+    let methods = model.methods.iter().map(|m| {
+        let mut doc = method_doc(&m.method);
+        doc.push_str(&format!("\n\nSends `{}`.", m.method.name));
+        let doc = doc_attrs(&doc);
+        let fn_ident = format_ident!("{}", m.fn_name);
+        let params = format_ident!("{}", m.params_type);
+        let result = format_ident!("{}", m.result_type);
+        let name = &m.method.name;
+        if m.method.params.is_empty() {
+            quote! {
+                #doc
+                pub async fn #fn_ident(
+                    &self,
+                ) -> ::std::result::Result<crate::protocol::#result, crate::client::ClientError> {
+                    self.call::<crate::protocol::#params, _>(#name, ::std::option::Option::None).await
+                }
+            }
+        } else {
+            quote! {
+                #doc
+                pub async fn #fn_ident(
+                    &self,
+                    params: crate::protocol::#params,
+                ) -> ::std::result::Result<crate::protocol::#result, crate::client::ClientError> {
+                    self.call(#name, ::std::option::Option::Some(&params)).await
+                }
+            }
+        }
+    });
+    quote! {
+        impl crate::client::WitClient {
+            #(#methods)*
+        }
+    }
+}
