@@ -1,1 +1,187 @@
-//! The `coord` module (to be filled in).
+//! Coordination logic: agents, symbol locks, intents with conflict detection, signature
+//! contracts (PROTOCOL-NOTES 2–4). No JSON-RPC, no sockets, no async: [`Coord`] is plain
+//! synchronous Rust over the [`Store`], a [`Clock`] and a [`CodeIndex`], and the `rpc` module
+//! turns its results and [`CoordError`]s into wire types.
+//!
+//! Each operation first asks the code index what it needs (which may parse files), without
+//! holding the database, then runs one [`Store::write`] or [`Store::read`] transaction in which
+//! it reads the clock once, checks and writes. So a check and the write it decides on are one
+//! atomic step, and a failure leaves nothing behind.
+//!
+//! Inputs are validated here (paths normalised, sizes bounded, `ttlMs` range, statuses) and
+//! refused with [`CoordError::InvalidInput`] naming the protocol field.
+
+mod agents;
+mod contracts;
+mod index;
+mod intents;
+mod locks;
+pub mod paths;
+pub mod testing;
+pub mod time;
+
+use std::sync::Arc;
+
+use crate::store::Store;
+pub use crate::store::{
+    Contract, ContractStatus, Intent, IntentRange, IntentStatus, Lock, StoreError,
+};
+pub use contracts::{Violation, SYMBOL_NOT_IN_STAGED_CONTENT};
+pub use index::{CodeIndex, IdSource, SignatureLookup, UuidIds};
+pub use intents::{Conflict, DeclaredIntent};
+pub use locks::{AcquiredLock, CallerWarning, LiveLock, DEFAULT_TTL_MS, MAX_TTL_MS, MIN_TTL_MS};
+pub use time::{iso_millis, Clock, ManualClock, SystemClock};
+
+/// Longest `sessionId` and agent `name`, in bytes (PROTOCOL-NOTES 1.6).
+pub const MAX_SESSION_ID_BYTES: usize = 256;
+/// Longest intent `description`, in bytes.
+pub const MAX_DESCRIPTION_BYTES: usize = 64 * 1024;
+/// Longest file path or `symbolPath`, in bytes.
+pub const MAX_PATH_BYTES: usize = 4096;
+/// Most items in `files` or `symbols`.
+pub const MAX_LIST_ITEMS: usize = 1000;
+
+/// A domain error. Each variant maps to exactly one protocol error.
+#[derive(Debug, thiserror::Error)]
+pub enum CoordError {
+    /// The symbol is locked by another session (LOCK_CONFLICT).
+    #[error("symbol is locked by session {held_by}")]
+    LockConflict {
+        /// The holder.
+        held_by: String,
+        /// When the holder's lock expires (unix ms; see [`iso_millis`]).
+        expires_at_ms: i64,
+    },
+    /// No live lock on that symbol (LOCK_NOT_FOUND).
+    #[error("no lock on that symbol")]
+    LockNotFound,
+    /// The lock belongs to another session (LOCK_NOT_HELD).
+    #[error("lock is held by session {held_by}")]
+    LockNotHeld {
+        /// The holder.
+        held_by: String,
+    },
+    /// No intent with that id (INTENT_NOT_FOUND).
+    #[error("no intent with that id")]
+    IntentNotFound,
+    /// The intent belongs to another session (INTENT_NOT_OWNED).
+    #[error("intent belongs to another session")]
+    IntentNotOwned,
+    /// A status change that is not forward (INVALID_TRANSITION).
+    #[error("cannot change intent status from {current} to {requested}")]
+    InvalidTransition {
+        /// The intent's status.
+        current: IntentStatus,
+        /// The status asked for.
+        requested: IntentStatus,
+    },
+    /// The symbol does not resolve to exactly one symbol (SYMBOL_NOT_FOUND).
+    #[error("symbol {symbol_path} not found")]
+    SymbolNotFound {
+        /// The normalised symbol path.
+        symbol_path: String,
+        /// Qualified names when the name is ambiguous; empty when nothing matched.
+        candidates: Vec<String>,
+    },
+    /// No contract with that id (CONTRACT_NOT_FOUND).
+    #[error("no contract with that id")]
+    ContractNotFound,
+    /// The contract was already accepted or rejected (CONTRACT_ALREADY_RESOLVED).
+    #[error("contract is already {status}")]
+    ContractAlreadyResolved {
+        /// Its status.
+        status: ContractStatus,
+    },
+    /// The proposer tried to answer its own contract (SELF_ACCEPT_NOT_ALLOWED).
+    #[error("a session cannot respond to its own contract")]
+    SelfAcceptNotAllowed,
+    /// A parameter is unacceptable (INVALID_REQUEST with a field error).
+    #[error("invalid {field}: {message}")]
+    InvalidInput {
+        /// The protocol's parameter name (`ttlMs`, `symbolPath`, ...).
+        field: &'static str,
+        /// What is wrong, for the client.
+        message: String,
+    },
+    /// The database failed (INTERNAL_ERROR); nothing was changed.
+    #[error(transparent)]
+    Storage(#[from] StoreError),
+}
+
+impl CoordError {
+    fn invalid(field: &'static str, message: impl Into<String>) -> Self {
+        CoordError::InvalidInput {
+            field,
+            message: message.into(),
+        }
+    }
+}
+
+/// Result alias of the coordination layer.
+pub type Result<T, E = CoordError> = std::result::Result<T, E>;
+
+/// The coordination service: the store plus the injected clock, code index and id source.
+/// `Send + Sync`; share it behind an `Arc` and call it from blocking threads.
+pub struct Coord {
+    store: Store,
+    clock: Arc<dyn Clock>,
+    index: Arc<dyn CodeIndex>,
+    ids: Arc<dyn IdSource>,
+}
+
+impl Coord {
+    /// A service over `store`, reading time from `clock` and source facts from `index`,
+    /// with UUID v4 ids.
+    pub fn new(store: Store, clock: Arc<dyn Clock>, index: Arc<dyn CodeIndex>) -> Self {
+        Coord {
+            store,
+            clock,
+            index,
+            ids: Arc::new(UuidIds),
+        }
+    }
+
+    /// Replaces the id source (tests use deterministic ids).
+    pub fn with_ids(mut self, ids: Arc<dyn IdSource>) -> Self {
+        self.ids = ids;
+        self
+    }
+
+    /// The underlying store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The current time according to the injected clock.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+}
+
+/// Checks a required session id: non-empty, at most [`MAX_SESSION_ID_BYTES`].
+fn check_session(field: &'static str, session_id: &str) -> Result<()> {
+    if session_id.is_empty() {
+        return Err(CoordError::invalid(field, "must not be empty"));
+    }
+    check_len(field, session_id, MAX_SESSION_ID_BYTES)
+}
+
+/// Checks a string's length in bytes.
+fn check_len(field: &'static str, value: &str, max: usize) -> Result<()> {
+    if value.len() > max {
+        return Err(CoordError::invalid(
+            field,
+            format!("must be at most {max} bytes"),
+        ));
+    }
+    Ok(())
+}
+
+/// Normalises a symbol path parameter into `(file, name, "file:name")`.
+fn parse_symbol_path(field: &'static str, symbol_path: &str) -> Result<(String, String, String)> {
+    check_len(field, symbol_path, MAX_PATH_BYTES)?;
+    let (file, name) = paths::split_symbol_path(symbol_path)
+        .map_err(|e| CoordError::invalid(field, e.to_string()))?;
+    let joined = paths::join_symbol_path(&file, &name);
+    Ok((file, name, joined))
+}

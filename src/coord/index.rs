@@ -1,0 +1,65 @@
+//! What coordination needs to know about the source code, as a trait.
+//!
+//! The daemon implements [`CodeIndex`] with the analysis module's repository index; tests use
+//! [`crate::coord::testing::FakeIndex`]. Files are normalised repository-relative paths and
+//! names are symbol names as the protocol writes them (bare `f` or qualified `Class.method`).
+//! Every method answers "nothing" (empty, `NotFound`, `None`) for a missing, unreadable or
+//! unsupported file rather than failing: source problems never fail a coordination request.
+
+/// Why [`CodeIndex::signature`] found no single symbol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SignatureLookup {
+    /// No such symbol (or file missing, unsupported language, no signature).
+    NotFound,
+    /// The bare name matches several symbols; their qualified names.
+    Ambiguous {
+        /// Qualified names of the candidates.
+        candidates: Vec<String>,
+    },
+}
+
+/// Symbol ranges, call graph and signatures of the repository's source.
+pub trait CodeIndex: Send + Sync {
+    /// The byte ranges `[start, end)` of every symbol `name` could mean in `file`
+    /// (PROTOCOL-NOTES 2.2, intents rule: all matches of a bare name); empty when none.
+    fn symbol_ranges(&self, file: &str, name: &str) -> Vec<(usize, usize)>;
+
+    /// Symbol paths (`file:qualified`) of the callers of `file:name`, in any file.
+    fn callers(&self, file: &str, name: &str) -> Vec<String>;
+
+    /// Symbol paths (`file:qualified`) of the symbols `file:name` calls, in any file.
+    fn callees(&self, file: &str, name: &str) -> Vec<String>;
+
+    /// The normalised signature (PROTOCOL-NOTES 2.5) of `name` in `file` as it is on disk now.
+    fn signature(&self, file: &str, name: &str) -> Result<String, SignatureLookup>;
+
+    /// Parses `content` once as the file `file` (its suffix picks the language) and returns,
+    /// for each of `names`, the signature of the symbol it resolves to, or `None` when it does
+    /// not resolve to exactly one symbol (all `None` for an unsupported language).
+    fn signatures_in_content(
+        &self,
+        file: &str,
+        content: &str,
+        names: &[&str],
+    ) -> Vec<Option<String>>;
+
+    /// Whether two signatures are the same by tokens (whitespace, comments and trailing commas
+    /// ignored; PROTOCOL-NOTES 2.5).
+    fn signatures_equal(&self, a: &str, b: &str) -> bool;
+}
+
+/// Source of new record ids.
+pub trait IdSource: Send + Sync {
+    /// A fresh, unique id.
+    fn next_id(&self) -> String;
+}
+
+/// Random UUID v4 ids, as the protocol specifies.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UuidIds;
+
+impl IdSource for UuidIds {
+    fn next_id(&self) -> String {
+        uuid::Uuid::new_v4().to_string()
+    }
+}

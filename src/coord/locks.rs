@@ -1,0 +1,492 @@
+//! Symbol locks (PROTOCOL-NOTES 3, `lock.*`).
+//!
+//! A lock is live while its expiry is in the future. An expired row is treated as absent by
+//! every operation, so correctness never depends on [`Coord::sweep_expired_locks`] having run;
+//! the sweep only reclaims space.
+
+use std::collections::HashSet;
+
+use super::{check_session, parse_symbol_path, Coord, CoordError, Lock, Result};
+
+/// Default lock lifetime: 30 minutes.
+pub const DEFAULT_TTL_MS: i64 = 1_800_000;
+/// Shortest lock lifetime accepted.
+pub const MIN_TTL_MS: i64 = 1;
+/// Longest lock lifetime accepted: 7 days.
+pub const MAX_TTL_MS: i64 = 604_800_000;
+
+/// A caller of the newly locked symbol that another session has locked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallerWarning {
+    /// Symbol path of the locked caller.
+    pub locked_symbol: String,
+    /// The session holding the caller's lock.
+    pub held_by: String,
+    /// `[caller, newly locked symbol]`.
+    pub chain: [String; 2],
+}
+
+/// The outcome of a successful acquire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcquiredLock {
+    /// The lock as stored now (normalised symbol path).
+    pub lock: Lock,
+    /// Locked callers (informational; never prevent the acquire).
+    pub warnings: Vec<CallerWarning>,
+}
+
+/// A live lock as `lock.query` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveLock {
+    /// The lock.
+    pub lock: Lock,
+    /// `expires_at_ms - now`, from one clock reading for the whole query (always ≥ 1).
+    pub ttl_remaining_ms: i64,
+}
+
+impl Coord {
+    /// Acquires or refreshes the exclusive lock on `symbol_path` for `session_id`.
+    ///
+    /// `ttl_ms` defaults to [`DEFAULT_TTL_MS`] and must lie in `MIN_TTL_MS..=MAX_TTL_MS`.
+    /// A live lock of another session: [`CoordError::LockConflict`]. A live lock of the same
+    /// session is refreshed (`acquired_at` kept, new expiry). An expired lock (anyone's) is
+    /// replaced as a new acquisition. The check and the write are one transaction.
+    pub fn acquire_lock(
+        &self,
+        symbol_path: &str,
+        session_id: &str,
+        ttl_ms: Option<i64>,
+    ) -> Result<AcquiredLock> {
+        let (file, name, path) = parse_symbol_path("symbolPath", symbol_path)?;
+        check_session("sessionId", session_id)?;
+        let ttl = ttl_ms.unwrap_or(DEFAULT_TTL_MS);
+        if !(MIN_TTL_MS..=MAX_TTL_MS).contains(&ttl) {
+            return Err(CoordError::invalid(
+                "ttlMs",
+                format!("must be an integer from {MIN_TTL_MS} to {MAX_TTL_MS}"),
+            ));
+        }
+        // Ask the index before taking the database: it may have to parse files.
+        let callers = self.index.callers(&file, &name);
+
+        self.store.write(|w| {
+            let now = self.clock.now_ms();
+            let acquired_at_ms = match w.lock(&path)? {
+                Some(held) if held.is_live(now) && held.session_id != session_id => {
+                    return Err(CoordError::LockConflict {
+                        held_by: held.session_id,
+                        expires_at_ms: held.expires_at_ms,
+                    });
+                }
+                Some(held) if held.is_live(now) => held.acquired_at_ms,
+                _ => now,
+            };
+            let lock = Lock {
+                symbol_path: path.clone(),
+                session_id: session_id.to_owned(),
+                acquired_at_ms,
+                expires_at_ms: now.saturating_add(ttl),
+            };
+            w.put_lock(&lock)?;
+
+            let mut warnings = Vec::new();
+            let mut seen = HashSet::new();
+            for caller in callers {
+                if caller == path || !seen.insert(caller.clone()) {
+                    continue;
+                }
+                if let Some(held) = w.lock(&caller)? {
+                    if held.is_live(now) && held.session_id != session_id {
+                        warnings.push(CallerWarning {
+                            locked_symbol: caller.clone(),
+                            held_by: held.session_id,
+                            chain: [caller, path.clone()],
+                        });
+                    }
+                }
+            }
+            Ok(AcquiredLock { lock, warnings })
+        })
+    }
+
+    /// Releases `session_id`'s live lock on `symbol_path`. No live lock:
+    /// [`CoordError::LockNotFound`]; another session's: [`CoordError::LockNotHeld`].
+    pub fn release_lock(&self, symbol_path: &str, session_id: &str) -> Result<()> {
+        let (_, _, path) = parse_symbol_path("symbolPath", symbol_path)?;
+        check_session("sessionId", session_id)?;
+        self.store.write(|w| {
+            let now = self.clock.now_ms();
+            match w.lock(&path)? {
+                Some(held) if held.is_live(now) => {
+                    if held.session_id != session_id {
+                        return Err(CoordError::LockNotHeld {
+                            held_by: held.session_id,
+                        });
+                    }
+                    w.delete_lock(&path)?;
+                    Ok(())
+                }
+                _ => Err(CoordError::LockNotFound),
+            }
+        })
+    }
+
+    /// Live locks, optionally of one session (the filter is applied literally: an empty
+    /// string matches nothing), ordered by acquisition time, then symbol path.
+    pub fn query_locks(&self, session_id: Option<&str>) -> Result<Vec<LiveLock>> {
+        if let Some(session) = session_id {
+            super::check_len("sessionId", session, super::MAX_SESSION_ID_BYTES)?;
+        }
+        self.store.read(|r| {
+            let now = self.clock.now_ms();
+            let locks = r.live_locks(now, session_id)?;
+            Ok(locks
+                .into_iter()
+                .map(|lock| LiveLock {
+                    ttl_remaining_ms: lock.expires_at_ms - now,
+                    lock,
+                })
+                .collect())
+        })
+    }
+
+    /// Deletes expired locks; returns how many. Run periodically by the daemon.
+    pub fn sweep_expired_locks(&self) -> Result<usize> {
+        self.store.write(|w| {
+            let now = self.clock.now_ms();
+            Ok(w.delete_expired_locks(now)?)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+    use std::sync::{Arc, Barrier};
+
+    use super::*;
+    use crate::coord::testing::{FakeIndex, Harness};
+    use crate::coord::{ManualClock, SystemClock};
+    use crate::store::Store;
+
+    const T0: i64 = 1_768_473_000_000;
+
+    #[test]
+    fn acquire_new_lock() {
+        let h = Harness::new();
+        let got = h
+            .coord
+            .acquire_lock("./src//a.ts:f", "s1", Some(1000))
+            .unwrap();
+        assert_eq!(
+            got.lock,
+            Lock {
+                symbol_path: "src/a.ts:f".into(),
+                session_id: "s1".into(),
+                acquired_at_ms: T0,
+                expires_at_ms: T0 + 1000,
+            }
+        );
+        assert!(got.warnings.is_empty());
+    }
+
+    #[test]
+    fn default_ttl_is_thirty_minutes() {
+        let h = Harness::new();
+        let got = h.coord.acquire_lock("a.ts:f", "s1", None).unwrap();
+        assert_eq!(got.lock.expires_at_ms, T0 + 1_800_000);
+    }
+
+    #[test]
+    fn ttl_is_validated() {
+        let h = Harness::new();
+        for ttl in [0, -1, MAX_TTL_MS + 1, i64::MIN, i64::MAX] {
+            let err = h.coord.acquire_lock("a.ts:f", "s1", Some(ttl)).unwrap_err();
+            assert!(
+                matches!(err, CoordError::InvalidInput { field: "ttlMs", .. }),
+                "{ttl}: {err:?}"
+            );
+        }
+        assert!(h.coord.acquire_lock("a.ts:f", "s1", Some(1)).is_ok());
+        assert!(h
+            .coord
+            .acquire_lock("a.ts:g", "s1", Some(MAX_TTL_MS))
+            .is_ok());
+    }
+
+    #[test]
+    fn symbol_path_and_session_are_validated() {
+        let h = Harness::new();
+        for path in ["a.ts", "../a.ts:f", "/a.ts:f", "a.ts:", "a\\b:f", ":f"] {
+            let err = h.coord.acquire_lock(path, "s1", None).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    CoordError::InvalidInput {
+                        field: "symbolPath",
+                        ..
+                    }
+                ),
+                "{path}: {err:?}"
+            );
+            let err = h.coord.release_lock(path, "s1").unwrap_err();
+            assert!(matches!(
+                err,
+                CoordError::InvalidInput {
+                    field: "symbolPath",
+                    ..
+                }
+            ));
+        }
+        let long = format!("a.ts:{}", "x".repeat(4096));
+        assert!(matches!(
+            h.coord.acquire_lock(&long, "s1", None).unwrap_err(),
+            CoordError::InvalidInput {
+                field: "symbolPath",
+                ..
+            }
+        ));
+        assert!(matches!(
+            h.coord.acquire_lock("a.ts:f", "", None).unwrap_err(),
+            CoordError::InvalidInput {
+                field: "sessionId",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn conflict_names_holder_and_expiry() {
+        let h = Harness::new();
+        h.coord.acquire_lock("a.ts:f", "s1", Some(5000)).unwrap();
+        h.clock.advance(10);
+        let err = h.coord.acquire_lock("./a.ts:f", "s2", None).unwrap_err();
+        match err {
+            CoordError::LockConflict {
+                held_by,
+                expires_at_ms,
+            } => {
+                assert_eq!(held_by, "s1");
+                assert_eq!(expires_at_ms, T0 + 5000);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn same_session_refresh_keeps_acquired_at() {
+        let h = Harness::new();
+        h.coord.acquire_lock("a.ts:f", "s1", Some(1000)).unwrap();
+        h.clock.advance(500);
+        let got = h.coord.acquire_lock("a.ts:f", "s1", Some(2000)).unwrap();
+        assert_eq!(got.lock.acquired_at_ms, T0);
+        assert_eq!(got.lock.expires_at_ms, T0 + 500 + 2000);
+        // A shorter TTL shortens the lock: expiry is now + ttl.
+        let got = h.coord.acquire_lock("a.ts:f", "s1", Some(1)).unwrap();
+        assert_eq!(got.lock.expires_at_ms, T0 + 501);
+    }
+
+    #[test]
+    fn expired_lock_is_taken_over_without_sweep() {
+        let h = Harness::new();
+        h.coord.acquire_lock("a.ts:f", "s1", Some(1000)).unwrap();
+        // Exactly at the expiry the lock no longer exists.
+        h.clock.advance(1000);
+        let got = h.coord.acquire_lock("a.ts:f", "s2", Some(1000)).unwrap();
+        assert_eq!(got.lock.session_id, "s2");
+        assert_eq!(got.lock.acquired_at_ms, T0 + 1000);
+        // The old holder is now refused.
+        assert!(matches!(
+            h.coord.acquire_lock("a.ts:f", "s1", None).unwrap_err(),
+            CoordError::LockConflict { held_by, .. } if held_by == "s2"
+        ));
+    }
+
+    #[test]
+    fn expired_own_lock_is_a_new_acquisition() {
+        let h = Harness::new();
+        h.coord.acquire_lock("a.ts:f", "s1", Some(1000)).unwrap();
+        h.clock.advance(1500);
+        let got = h.coord.acquire_lock("a.ts:f", "s1", Some(1000)).unwrap();
+        assert_eq!(got.lock.acquired_at_ms, T0 + 1500);
+    }
+
+    #[test]
+    fn one_ms_before_expiry_is_still_live() {
+        let h = Harness::new();
+        h.coord.acquire_lock("a.ts:f", "s1", Some(1000)).unwrap();
+        h.clock.advance(999);
+        assert!(h.coord.acquire_lock("a.ts:f", "s2", None).is_err());
+        let q = h.coord.query_locks(None).unwrap();
+        assert_eq!(q[0].ttl_remaining_ms, 1);
+    }
+
+    #[test]
+    fn release_errors_and_success() {
+        let h = Harness::new();
+        assert!(matches!(
+            h.coord.release_lock("a.ts:f", "s1").unwrap_err(),
+            CoordError::LockNotFound
+        ));
+        h.coord.acquire_lock("a.ts:f", "s1", Some(1000)).unwrap();
+        assert!(matches!(
+            h.coord.release_lock("a.ts:f", "s2").unwrap_err(),
+            CoordError::LockNotHeld { held_by } if held_by == "s1"
+        ));
+        h.coord.release_lock("./a.ts:f", "s1").unwrap();
+        assert!(matches!(
+            h.coord.release_lock("a.ts:f", "s1").unwrap_err(),
+            CoordError::LockNotFound
+        ));
+        assert!(h.coord.query_locks(None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn release_of_expired_lock_is_not_found_for_anyone() {
+        let h = Harness::new();
+        h.coord.acquire_lock("a.ts:f", "s1", Some(1000)).unwrap();
+        h.clock.advance(1000);
+        for session in ["s1", "s2"] {
+            assert!(matches!(
+                h.coord.release_lock("a.ts:f", session).unwrap_err(),
+                CoordError::LockNotFound
+            ));
+        }
+    }
+
+    #[test]
+    fn query_hides_expired_orders_and_filters() {
+        let h = Harness::new();
+        h.coord.acquire_lock("b.ts:f", "s1", Some(10_000)).unwrap();
+        h.coord.acquire_lock("a.ts:f", "s2", Some(10_000)).unwrap();
+        h.coord.acquire_lock("z.ts:short", "s1", Some(50)).unwrap();
+        h.clock.advance(10);
+        h.coord.acquire_lock("c.ts:f", "s1", Some(10_000)).unwrap();
+        h.clock.advance(90);
+
+        let all = h.coord.query_locks(None).unwrap();
+        let paths: Vec<_> = all.iter().map(|l| l.lock.symbol_path.as_str()).collect();
+        // Same acquisition time: by symbol path; the expired one is gone.
+        assert_eq!(paths, ["a.ts:f", "b.ts:f", "c.ts:f"]);
+        let ttl: Vec<_> = all.iter().map(|l| l.ttl_remaining_ms).collect();
+        assert_eq!(ttl, [9900, 9900, 9910]);
+
+        let s1 = h.coord.query_locks(Some("s1")).unwrap();
+        let paths: Vec<_> = s1.iter().map(|l| l.lock.symbol_path.as_str()).collect();
+        assert_eq!(paths, ["b.ts:f", "c.ts:f"]);
+        assert!(h.coord.query_locks(Some("")).unwrap().is_empty());
+        assert!(h.coord.query_locks(Some("nobody")).unwrap().is_empty());
+    }
+
+    #[test]
+    fn sweep_deletes_only_expired() {
+        let h = Harness::new();
+        h.coord.acquire_lock("a.ts:f", "s1", Some(100)).unwrap();
+        h.coord.acquire_lock("a.ts:g", "s1", Some(1000)).unwrap();
+        h.clock.advance(100);
+        assert_eq!(h.coord.sweep_expired_locks().unwrap(), 1);
+        assert_eq!(h.coord.sweep_expired_locks().unwrap(), 0);
+        assert_eq!(h.coord.store().read(|r| r.lock("a.ts:f")).unwrap(), None);
+        assert!(h
+            .coord
+            .store()
+            .read(|r| r.lock("a.ts:g"))
+            .unwrap()
+            .is_some());
+    }
+
+    #[test]
+    fn caller_warnings_for_callers_locked_by_others() {
+        let h = Harness::new();
+        h.index
+            .add_call("src/api.ts:handler", "src/auth.ts:validate");
+        h.index.add_call("src/cli.ts:main", "src/auth.ts:validate");
+        h.index.add_call("src/own.ts:mine", "src/auth.ts:validate");
+        h.index.add_call("src/old.ts:stale", "src/auth.ts:validate");
+        h.coord
+            .acquire_lock("src/api.ts:handler", "s2", None)
+            .unwrap();
+        h.coord.acquire_lock("src/own.ts:mine", "s1", None).unwrap();
+        h.coord
+            .acquire_lock("src/old.ts:stale", "s3", Some(5))
+            .unwrap();
+        h.clock.advance(5);
+        let got = h
+            .coord
+            .acquire_lock("src/auth.ts:validate", "s1", None)
+            .unwrap();
+        assert_eq!(
+            got.warnings,
+            vec![CallerWarning {
+                locked_symbol: "src/api.ts:handler".into(),
+                held_by: "s2".into(),
+                chain: ["src/api.ts:handler".into(), "src/auth.ts:validate".into()],
+            }]
+        );
+    }
+
+    #[test]
+    fn hundreds_of_racing_threads_one_winner() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("state.db")).unwrap();
+        let coord = Arc::new(crate::coord::Coord::new(
+            store,
+            Arc::new(SystemClock),
+            Arc::new(FakeIndex::default()),
+        ));
+        for round in 0..3 {
+            let threads = 200;
+            let barrier = Arc::new(Barrier::new(threads));
+            let path = format!("src/a.ts:f{round}");
+            let handles: Vec<_> = (0..threads)
+                .map(|i| {
+                    let coord = Arc::clone(&coord);
+                    let barrier = Arc::clone(&barrier);
+                    let path = path.clone();
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        (
+                            format!("s{i}"),
+                            coord.acquire_lock(&path, &format!("s{i}"), None),
+                        )
+                    })
+                })
+                .collect();
+            let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+            let winners: Vec<_> = results.iter().filter(|(_, r)| r.is_ok()).collect();
+            assert_eq!(winners.len(), 1, "round {round}");
+            let winner = &winners[0].0;
+            for (_, r) in &results {
+                match r {
+                    Ok(_) => {}
+                    Err(CoordError::LockConflict { held_by, .. }) => assert_eq!(held_by, winner),
+                    Err(other) => panic!("{other:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn acquire_release_cycles_are_fast_enough() {
+        // A smoke check of the per-cycle cost on a real WAL file (the benchmark proper runs
+        // against the daemon in release mode); generous so a loaded debug build passes.
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("state.db")).unwrap();
+        let coord = crate::coord::Coord::new(
+            store,
+            Arc::new(ManualClock::new(T0)),
+            Arc::new(FakeIndex::default()),
+        );
+        let start = std::time::Instant::now();
+        for i in 0..500 {
+            coord
+                .acquire_lock("a.ts:f", &format!("s{}", i % 7), None)
+                .unwrap();
+            coord
+                .release_lock("a.ts:f", &format!("s{}", i % 7))
+                .unwrap();
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(10));
+    }
+}

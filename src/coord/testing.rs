@@ -1,0 +1,292 @@
+//! Test doubles for [`Coord`](super::Coord): a scriptable [`CodeIndex`] and deterministic ids.
+//! (The test clock is [`ManualClock`](super::ManualClock).) Public so that the `rpc` and
+//! daemon tests can build a `Coord` without parsing real source.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use super::index::{CodeIndex, IdSource, SignatureLookup};
+use super::paths::join_symbol_path;
+
+/// Ids `<prefix>1`, `<prefix>2`, ... in call order.
+#[derive(Debug)]
+pub struct SequentialIds {
+    prefix: String,
+    next: AtomicU64,
+}
+
+impl SequentialIds {
+    /// Ids starting at `<prefix>1`.
+    pub fn new(prefix: &str) -> Self {
+        SequentialIds {
+            prefix: prefix.to_owned(),
+            next: AtomicU64::new(1),
+        }
+    }
+}
+
+impl IdSource for SequentialIds {
+    fn next_id(&self) -> String {
+        format!(
+            "{}{}",
+            self.prefix,
+            self.next.fetch_add(1, Ordering::SeqCst)
+        )
+    }
+}
+
+#[derive(Debug, Clone)]
+struct FakeSymbol {
+    qualified: String,
+    start: usize,
+    end: usize,
+    signature: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct FakeState {
+    /// Per file, its symbols.
+    symbols: HashMap<String, Vec<FakeSymbol>>,
+    /// `(caller, callee)` symbol paths.
+    calls: Vec<(String, String)>,
+}
+
+/// An in-memory [`CodeIndex`] filled by the test.
+///
+/// Name resolution follows PROTOCOL-NOTES 2.2: a qualified name (with `.`) matches exactly;
+/// a bare name means the one top-level symbol of that name, else the one symbol of that name
+/// anywhere; for intents every symbol of that name counts. Staged content for
+/// [`CodeIndex::signatures_in_content`] is read as lines `qualified.name: signature`
+/// (`.txt` files count as an unsupported language); each call counts as one parse.
+#[derive(Debug, Default)]
+pub struct FakeIndex {
+    state: Mutex<FakeState>,
+    content_parses: AtomicUsize,
+}
+
+impl FakeIndex {
+    /// Adds a symbol of `file` with byte range `start..end` and, optionally, a signature.
+    pub fn add_symbol(
+        &self,
+        file: &str,
+        qualified_name: &str,
+        start: usize,
+        end: usize,
+        signature: Option<&str>,
+    ) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state
+            .symbols
+            .entry(file.to_owned())
+            .or_default()
+            .push(FakeSymbol {
+                qualified: qualified_name.to_owned(),
+                start,
+                end,
+                signature: signature.map(str::to_owned),
+            });
+    }
+
+    /// Removes every symbol of `file` (as if it was deleted).
+    pub fn remove_file(&self, file: &str) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.symbols.remove(file);
+    }
+
+    /// Records that symbol path `caller` calls symbol path `callee`.
+    pub fn add_call(&self, caller: &str, callee: &str) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.calls.push((caller.to_owned(), callee.to_owned()));
+    }
+
+    /// How many times staged content was parsed.
+    pub fn content_parses(&self) -> usize {
+        self.content_parses.load(Ordering::SeqCst)
+    }
+}
+
+fn simple_name(qualified: &str) -> &str {
+    qualified.rsplit('.').next().unwrap_or(qualified)
+}
+
+/// Every symbol `name` could mean.
+fn matching<'a>(symbols: &'a [FakeSymbol], name: &str) -> Vec<&'a FakeSymbol> {
+    if name.contains('.') {
+        symbols.iter().filter(|s| s.qualified == name).collect()
+    } else {
+        symbols
+            .iter()
+            .filter(|s| simple_name(&s.qualified) == name)
+            .collect()
+    }
+}
+
+/// The one symbol `name` means, or why there is none.
+fn lookup<'a>(symbols: &'a [FakeSymbol], name: &str) -> Result<&'a FakeSymbol, SignatureLookup> {
+    let all = matching(symbols, name);
+    let top_level: Vec<_> = all
+        .iter()
+        .copied()
+        .filter(|s| !s.qualified.contains('.'))
+        .collect();
+    match (top_level.as_slice(), all.as_slice()) {
+        ([one], _) | ([], [one]) => Ok(*one),
+        ([], []) => Err(SignatureLookup::NotFound),
+        (several, _) if several.len() > 1 => Err(SignatureLookup::Ambiguous {
+            candidates: several.iter().map(|s| s.qualified.clone()).collect(),
+        }),
+        (_, several) => Err(SignatureLookup::Ambiguous {
+            candidates: several.iter().map(|s| s.qualified.clone()).collect(),
+        }),
+    }
+}
+
+impl CodeIndex for FakeIndex {
+    fn symbol_ranges(&self, file: &str, name: &str) -> Vec<(usize, usize)> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state
+            .symbols
+            .get(file)
+            .map(|symbols| {
+                matching(symbols, name)
+                    .into_iter()
+                    .map(|s| (s.start, s.end))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn callers(&self, file: &str, name: &str) -> Vec<String> {
+        let path = join_symbol_path(file, name);
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state
+            .calls
+            .iter()
+            .filter(|(_, callee)| *callee == path)
+            .map(|(caller, _)| caller.clone())
+            .collect()
+    }
+
+    fn callees(&self, file: &str, name: &str) -> Vec<String> {
+        let path = join_symbol_path(file, name);
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state
+            .calls
+            .iter()
+            .filter(|(caller, _)| *caller == path)
+            .map(|(_, callee)| callee.clone())
+            .collect()
+    }
+
+    fn signature(&self, file: &str, name: &str) -> Result<String, SignatureLookup> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let symbols = state.symbols.get(file).ok_or(SignatureLookup::NotFound)?;
+        lookup(symbols, name)?
+            .signature
+            .clone()
+            .ok_or(SignatureLookup::NotFound)
+    }
+
+    fn signatures_in_content(
+        &self,
+        file: &str,
+        content: &str,
+        names: &[&str],
+    ) -> Vec<Option<String>> {
+        self.content_parses.fetch_add(1, Ordering::SeqCst);
+        if file.ends_with(".txt") {
+            return vec![None; names.len()];
+        }
+        let symbols: Vec<FakeSymbol> = content
+            .lines()
+            .filter_map(|line| line.split_once(": "))
+            .map(|(name, signature)| FakeSymbol {
+                qualified: name.trim().to_owned(),
+                start: 0,
+                end: 0,
+                signature: Some(signature.to_owned()),
+            })
+            .collect();
+        names
+            .iter()
+            .map(|name| {
+                lookup(&symbols, name)
+                    .ok()
+                    .and_then(|s| s.signature.clone())
+            })
+            .collect()
+    }
+
+    fn signatures_equal(&self, a: &str, b: &str) -> bool {
+        let squeeze = |s: &str| s.split_whitespace().collect::<String>();
+        squeeze(a) == squeeze(b)
+    }
+}
+
+/// A `Coord` over an in-memory store, a manual clock at 2026-01-15T10:30:00.000Z, a
+/// [`FakeIndex`] and ids `id-1`, `id-2`, ...
+#[cfg(test)]
+pub(crate) struct Harness {
+    pub coord: super::Coord,
+    pub clock: super::ManualClock,
+    pub index: std::sync::Arc<FakeIndex>,
+}
+
+#[cfg(test)]
+#[allow(clippy::new_without_default, reason = "test helper")]
+impl Harness {
+    pub fn new() -> Self {
+        #![allow(clippy::expect_used, reason = "test helper")]
+        use std::sync::Arc;
+        let clock = super::ManualClock::new(1_768_473_000_000);
+        let index = Arc::new(FakeIndex::default());
+        let store = crate::store::Store::open_in_memory().expect("in-memory store");
+        let coord = super::Coord::new(store, Arc::new(clock.clone()), index.clone())
+            .with_ids(Arc::new(SequentialIds::new("id-")));
+        Harness {
+            coord,
+            clock,
+            index,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+    use super::*;
+
+    #[test]
+    fn fake_resolution_follows_the_notes() {
+        let index = FakeIndex::default();
+        index.add_symbol("a.ts", "run", 0, 5, Some("()"));
+        index.add_symbol("a.ts", "A.run", 10, 20, Some("(a)"));
+        index.add_symbol("a.ts", "B.go", 30, 40, Some("(b)"));
+        index.add_symbol("a.ts", "C.go", 50, 60, Some("(c)"));
+        assert_eq!(index.signature("a.ts", "run").unwrap(), "()");
+        assert_eq!(index.signature("a.ts", "A.run").unwrap(), "(a)");
+        assert_eq!(
+            index.signature("a.ts", "go").unwrap_err(),
+            SignatureLookup::Ambiguous {
+                candidates: vec!["B.go".into(), "C.go".into()]
+            }
+        );
+        assert_eq!(
+            index.signature("a.ts", "none").unwrap_err(),
+            SignatureLookup::NotFound
+        );
+        assert_eq!(
+            index.signature("b.ts", "run").unwrap_err(),
+            SignatureLookup::NotFound
+        );
+        assert_eq!(index.symbol_ranges("a.ts", "run"), vec![(0, 5), (10, 20)]);
+        assert_eq!(index.symbol_ranges("a.ts", "go"), vec![(30, 40), (50, 60)]);
+        assert_eq!(
+            index.signatures_in_content("x.ts", "f: (a)\nK.m: (b)\n", &["f", "m", "g"]),
+            vec![Some("(a)".into()), Some("(b)".into()), None]
+        );
+        assert_eq!(index.content_parses(), 1);
+    }
+}

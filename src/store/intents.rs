@@ -1,0 +1,168 @@
+//! Queries on the `intents` and `intent_ranges` tables.
+
+use rusqlite::{params, OptionalExtension, Row, ToSql};
+
+use super::{Intent, IntentRange, IntentStatus, Reader, Result, Writer};
+
+const INTENT_COLUMNS: &str = "i.id, i.session_id, i.description, i.files, i.symbols, \
+     i.start_byte, i.end_byte, i.status, i.declared_at, i.updated_at";
+
+fn intent_from_row(row: &Row<'_>) -> rusqlite::Result<Intent> {
+    Ok(Intent {
+        id: row.get(0)?,
+        session_id: row.get(1)?,
+        description: row.get(2)?,
+        files: row.get(3)?,
+        symbols: row.get(4)?,
+        start_byte: row.get(5)?,
+        end_byte: row.get(6)?,
+        status: row.get(7)?,
+        declared_at_ms: row.get(8)?,
+        updated_at_ms: row.get(9)?,
+    })
+}
+
+/// Filters of [`Reader::intents`]; each given one is applied literally.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IntentFilter<'a> {
+    /// Only intents of this session.
+    pub session_id: Option<&'a str>,
+    /// Only intents whose file list contains exactly this (normalised) file.
+    pub file: Option<&'a str>,
+    /// Only this status; `None` means declared and active.
+    pub status: Option<IntentStatus>,
+}
+
+/// A live range of another session's intent in one file, as overlap detection needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeHit {
+    /// Creation order of the intent (the tie-breaker of `declared_at_ms`).
+    pub intent_seq: i64,
+    /// The intent's UUID.
+    pub intent_id: String,
+    /// Its session.
+    pub session_id: String,
+    /// Its description.
+    pub description: String,
+    /// Its declaration time.
+    pub declared_at_ms: i64,
+    /// The range, `None` when the intent is file-level in this file.
+    pub range: Option<(i64, i64)>,
+}
+
+impl Reader<'_> {
+    /// The intent with UUID `id`.
+    pub fn intent(&self, id: &str) -> Result<Option<Intent>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {INTENT_COLUMNS} FROM intents i WHERE i.id = ?1"
+        ))?;
+        Ok(stmt.query_row([id], intent_from_row).optional()?)
+    }
+
+    /// The ranges in `file` of declared or active intents of sessions other than
+    /// `other_than_session` (through the `(file, live)` index: the cost depends on the live
+    /// intents of that file only).
+    pub fn live_ranges_in_file(
+        &self,
+        file: &str,
+        other_than_session: &str,
+    ) -> Result<Vec<RangeHit>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT i.seq, i.id, i.session_id, i.description, i.declared_at, r.start_byte, r.end_byte
+             FROM intent_ranges r JOIN intents i ON i.seq = r.intent_seq
+             WHERE r.file = ?1 AND r.live = 1 AND i.session_id <> ?2",
+        )?;
+        let rows = stmt.query_map(params![file, other_than_session], |row| {
+            let start: Option<i64> = row.get(5)?;
+            let end: Option<i64> = row.get(6)?;
+            Ok(RangeHit {
+                intent_seq: row.get(0)?,
+                intent_id: row.get(1)?,
+                session_id: row.get(2)?,
+                description: row.get(3)?,
+                declared_at_ms: row.get(4)?,
+                range: start.zip(end),
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// Intents matching `filter`, ordered by declaration time, then creation order.
+    pub fn intents(&self, filter: &IntentFilter<'_>) -> Result<Vec<Intent>> {
+        let mut sql = format!("SELECT {INTENT_COLUMNS} FROM intents i WHERE ");
+        let mut args: Vec<&dyn ToSql> = Vec::new();
+        match &filter.status {
+            Some(status) => {
+                sql.push_str("i.status = ?");
+                args.push(status);
+            }
+            None => sql.push_str("i.status IN ('declared', 'active')"),
+        }
+        if let Some(session) = &filter.session_id {
+            sql.push_str(" AND i.session_id = ?");
+            args.push(session);
+        }
+        if let Some(file) = &filter.file {
+            sql.push_str(" AND i.seq IN (SELECT intent_seq FROM intent_ranges WHERE file = ?)");
+            args.push(file);
+        }
+        sql.push_str(" ORDER BY i.declared_at, i.seq");
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(args.as_slice(), intent_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+}
+
+impl Writer<'_> {
+    /// Stores a new intent and its ranges (every listed file has at least one row: its ranges,
+    /// or one file-level row).
+    pub fn insert_intent(&self, intent: &Intent, ranges: &[IntentRange]) -> Result<()> {
+        let mut stmt = self.conn.prepare_cached(
+            "INSERT INTO intents (id, session_id, description, files, symbols, start_byte, end_byte,
+                                  status, declared_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        )?;
+        stmt.execute(params![
+            intent.id,
+            intent.session_id,
+            intent.description,
+            intent.files,
+            intent.symbols,
+            intent.start_byte,
+            intent.end_byte,
+            intent.status,
+            intent.declared_at_ms,
+            intent.updated_at_ms,
+        ])?;
+        let seq = self.conn.last_insert_rowid();
+        let live = intent.status.is_live();
+        let mut stmt = self.conn.prepare_cached(
+            "INSERT INTO intent_ranges (intent_seq, file, start_byte, end_byte, live)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?;
+        for range in ranges {
+            let (start, end) = range.range.unzip();
+            stmt.execute(params![seq, range.file, start, end, live])?;
+        }
+        Ok(())
+    }
+
+    /// Sets the status of intent `id` and its update time, and whether its ranges take part
+    /// in overlap detection; whether the intent exists.
+    pub fn set_intent_status(&self, id: &str, status: IntentStatus, now_ms: i64) -> Result<bool> {
+        let mut stmt = self.conn.prepare_cached(
+            "UPDATE intents SET status = ?2, updated_at = ?3 WHERE id = ?1 RETURNING seq",
+        )?;
+        let Some(seq) = stmt
+            .query_row(params![id, status, now_ms], |row| row.get::<_, i64>(0))
+            .optional()?
+        else {
+            return Ok(false);
+        };
+        let mut stmt = self
+            .conn
+            .prepare_cached("UPDATE intent_ranges SET live = ?2 WHERE intent_seq = ?1")?;
+        stmt.execute(params![seq, status.is_live()])?;
+        Ok(true)
+    }
+}

@@ -1,0 +1,87 @@
+//! Queries on the `locks` table. Liveness (`expires_at_ms > now`) is the caller's business
+//! except where a query takes `now` explicitly.
+
+use rusqlite::{params, OptionalExtension, Row};
+
+use super::{Lock, Reader, Result, Writer};
+
+fn lock_from_row(row: &Row<'_>) -> rusqlite::Result<Lock> {
+    Ok(Lock {
+        symbol_path: row.get(0)?,
+        session_id: row.get(1)?,
+        acquired_at_ms: row.get(2)?,
+        expires_at_ms: row.get(3)?,
+    })
+}
+
+impl Reader<'_> {
+    /// The lock row on `symbol_path`, live or expired (primary-key lookup).
+    pub fn lock(&self, symbol_path: &str) -> Result<Option<Lock>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT symbol_path, session_id, acquired_at_ms, expires_at_ms
+             FROM locks WHERE symbol_path = ?1",
+        )?;
+        Ok(stmt.query_row([symbol_path], lock_from_row).optional()?)
+    }
+
+    /// Locks live at `now_ms`, optionally only those of `session_id` (compared literally),
+    /// ordered by acquisition time, then symbol path.
+    pub fn live_locks(&self, now_ms: i64, session_id: Option<&str>) -> Result<Vec<Lock>> {
+        let rows = match session_id {
+            Some(session) => {
+                let mut stmt = self.conn.prepare_cached(
+                    "SELECT symbol_path, session_id, acquired_at_ms, expires_at_ms FROM locks
+                     WHERE session_id = ?1 AND expires_at_ms > ?2
+                     ORDER BY acquired_at_ms, symbol_path",
+                )?;
+                let rows = stmt.query_map(params![session, now_ms], lock_from_row)?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()?
+            }
+            None => {
+                let mut stmt = self.conn.prepare_cached(
+                    "SELECT symbol_path, session_id, acquired_at_ms, expires_at_ms FROM locks
+                     WHERE expires_at_ms > ?1
+                     ORDER BY acquired_at_ms, symbol_path",
+                )?;
+                let rows = stmt.query_map([now_ms], lock_from_row)?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()?
+            }
+        };
+        Ok(rows)
+    }
+}
+
+impl Writer<'_> {
+    /// Inserts or replaces the lock on `lock.symbol_path`.
+    pub fn put_lock(&self, lock: &Lock) -> Result<()> {
+        let mut stmt = self.conn.prepare_cached(
+            "INSERT INTO locks (symbol_path, session_id, acquired_at_ms, expires_at_ms)
+             VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (symbol_path) DO UPDATE SET session_id = excluded.session_id,
+                 acquired_at_ms = excluded.acquired_at_ms, expires_at_ms = excluded.expires_at_ms",
+        )?;
+        stmt.execute(params![
+            lock.symbol_path,
+            lock.session_id,
+            lock.acquired_at_ms,
+            lock.expires_at_ms
+        ])?;
+        Ok(())
+    }
+
+    /// Deletes the lock row on `symbol_path`; whether there was one.
+    pub fn delete_lock(&self, symbol_path: &str) -> Result<bool> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("DELETE FROM locks WHERE symbol_path = ?1")?;
+        Ok(stmt.execute([symbol_path])? > 0)
+    }
+
+    /// Deletes every lock expired at `now_ms` (through the expiry index); how many.
+    pub fn delete_expired_locks(&self, now_ms: i64) -> Result<usize> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("DELETE FROM locks WHERE expires_at_ms <= ?1")?;
+        Ok(stmt.execute([now_ms])?)
+    }
+}

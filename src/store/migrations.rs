@@ -1,0 +1,221 @@
+//! Schema migrations, tracked by SQLite's `user_version`.
+//!
+//! [`MIGRATIONS`] is append-only: entry `i` takes the schema from version `i` to `i + 1`.
+//! Never edit a released entry; add a new one. Each runs in its own transaction together with
+//! the version bump, so a failure leaves the database at the previous version.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::{Result, StoreError};
+
+/// Version 1: agents, locks, intents with their per-file ranges, contracts.
+const V1: &str = r#"
+CREATE TABLE agents (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id    TEXT NOT NULL UNIQUE,
+    name          TEXT NOT NULL,
+    registered_at INTEGER NOT NULL,
+    updated_at    INTEGER NOT NULL
+);
+
+CREATE TABLE locks (
+    symbol_path    TEXT PRIMARY KEY,
+    session_id     TEXT NOT NULL,
+    acquired_at_ms INTEGER NOT NULL,
+    expires_at_ms  INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX locks_session ON locks (session_id);
+CREATE INDEX locks_expires ON locks (expires_at_ms);
+
+-- `seq` is the creation order (ties of declared_at are broken by it); `id` is the UUID.
+CREATE TABLE intents (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    id          TEXT NOT NULL UNIQUE,
+    session_id  TEXT NOT NULL,
+    description TEXT NOT NULL,
+    files       TEXT NOT NULL,
+    symbols     TEXT NOT NULL,
+    start_byte  INTEGER,
+    end_byte    INTEGER,
+    status      TEXT NOT NULL
+                CHECK (status IN ('declared', 'active', 'resolved', 'abandoned')),
+    declared_at INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL
+);
+CREATE INDEX intents_status ON intents (status, declared_at);
+CREATE INDEX intents_session ON intents (session_id);
+
+-- One row per (intent, file, range); NULL bytes = the whole file. `live` mirrors whether the
+-- intent is declared or active, so overlap detection reads only live rows of one file.
+CREATE TABLE intent_ranges (
+    intent_seq INTEGER NOT NULL REFERENCES intents (seq) ON DELETE CASCADE,
+    file       TEXT NOT NULL,
+    start_byte INTEGER,
+    end_byte   INTEGER,
+    live       INTEGER NOT NULL DEFAULT 1
+);
+CREATE INDEX intent_ranges_file ON intent_ranges (file, live, intent_seq);
+CREATE INDEX intent_ranges_intent ON intent_ranges (intent_seq);
+
+CREATE TABLE contracts (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    id           TEXT NOT NULL UNIQUE,
+    proposer     TEXT NOT NULL,
+    symbol_path  TEXT NOT NULL,
+    file         TEXT NOT NULL,
+    name         TEXT NOT NULL,
+    signature    TEXT NOT NULL,
+    status       TEXT NOT NULL CHECK (status IN ('proposed', 'accepted', 'rejected')),
+    responder    TEXT,
+    proposed_at  INTEGER NOT NULL,
+    responded_at INTEGER
+);
+CREATE INDEX contracts_file_status ON contracts (file, status);
+CREATE INDEX contracts_symbol ON contracts (symbol_path);
+CREATE INDEX contracts_status ON contracts (status);
+"#;
+
+/// The migrations, oldest first. Append only.
+pub(crate) const MIGRATIONS: &[&str] = &[V1];
+
+/// The schema version this build creates and understands.
+pub const LATEST_VERSION: usize = MIGRATIONS.len();
+
+/// Brings the database to [`LATEST_VERSION`].
+pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
+    migrate_to(conn, LATEST_VERSION)
+}
+
+/// Applies the migrations after the current version up to `target`.
+fn migrate_to(conn: &mut Connection, target: usize) -> Result<()> {
+    let found: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    let current = usize::try_from(found).unwrap_or(usize::MAX);
+    if current > LATEST_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            found,
+            supported: LATEST_VERSION,
+        });
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().take(target).skip(current) {
+        let version = index + 1;
+        let step = |conn: &mut Connection| -> rusqlite::Result<()> {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", super::to_i64(version))?;
+            tx.commit()
+        };
+        step(conn).map_err(|source| StoreError::Migration { version, source })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+    use super::*;
+
+    /// Data written at each schema version (index `v - 1` for version `v`), and a check run
+    /// after upgrading to the latest version that the data is still there and readable. When a
+    /// migration is appended, add an entry here: the test then covers the upgrade from it too.
+    const SEEDS: &[(&str, &str)] = &[(
+        r#"
+        INSERT INTO agents (session_id, name, registered_at, updated_at) VALUES ('s1', 'a', 1, 1);
+        INSERT INTO locks VALUES ('src/a.ts:f', 's1', 1, 9999999999999);
+        INSERT INTO intents (id, session_id, description, files, symbols, start_byte, end_byte,
+                             status, declared_at, updated_at)
+            VALUES ('i1', 's1', 'd', ',src/a.ts,', '["f"]', 0, 10, 'active', 1, 1);
+        INSERT INTO intent_ranges (intent_seq, file, start_byte, end_byte) VALUES (1, 'src/a.ts', 0, 10);
+        INSERT INTO contracts (id, proposer, symbol_path, file, name, signature, status, proposed_at)
+            VALUES ('c1', 's1', 'src/a.ts:f', 'src/a.ts', 'f', '()', 'accepted', 1);
+        "#,
+        r#"
+        SELECT (SELECT count(*) FROM agents WHERE session_id = 's1')
+             + (SELECT count(*) FROM locks WHERE symbol_path = 'src/a.ts:f')
+             + (SELECT count(*) FROM intents WHERE id = 'i1')
+             + (SELECT count(*) FROM intent_ranges WHERE file = 'src/a.ts')
+             + (SELECT count(*) FROM contracts WHERE id = 'c1')
+        "#,
+    )];
+
+    fn schema(conn: &Connection) -> Vec<(String, String)> {
+        let mut stmt = conn
+            .prepare(
+                "SELECT name, coalesce(sql, '') FROM sqlite_master \
+                 WHERE name NOT LIKE 'sqlite_%' ORDER BY name",
+            )
+            .unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    fn version(conn: &Connection) -> usize {
+        let v: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        usize::try_from(v).unwrap()
+    }
+
+    #[test]
+    fn every_version_has_a_seed() {
+        assert_eq!(SEEDS.len(), LATEST_VERSION);
+    }
+
+    #[test]
+    fn upgrades_from_every_earlier_version() {
+        let mut fresh = Connection::open_in_memory().unwrap();
+        migrate(&mut fresh).unwrap();
+        let expected = schema(&fresh);
+        assert_eq!(version(&fresh), LATEST_VERSION);
+
+        for start in 0..LATEST_VERSION {
+            let mut conn = Connection::open_in_memory().unwrap();
+            conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+            migrate_to(&mut conn, start).unwrap();
+            assert_eq!(version(&conn), start);
+            if start > 0 {
+                conn.execute_batch(SEEDS[start - 1].0).unwrap();
+            }
+            migrate(&mut conn).unwrap();
+            assert_eq!(version(&conn), LATEST_VERSION, "from {start}");
+            assert_eq!(schema(&conn), expected, "schema after upgrade from {start}");
+            if start > 0 {
+                let n: i64 = conn
+                    .query_row(SEEDS[start - 1].1, [], |r| r.get(0))
+                    .unwrap();
+                assert_eq!(n, 5, "seed data written at version {start} survives");
+            }
+            // Migrating again is a no-op.
+            migrate(&mut conn).unwrap();
+            assert_eq!(schema(&conn), expected);
+        }
+    }
+
+    #[test]
+    fn refuses_a_newer_schema() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "user_version", 999).unwrap();
+        let err = migrate(&mut conn).unwrap_err();
+        assert!(matches!(err, StoreError::SchemaTooNew { found: 999, .. }));
+    }
+
+    #[test]
+    fn failed_migration_leaves_previous_version() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        // A table that the first migration wants to create makes it fail.
+        conn.execute_batch("CREATE TABLE locks (x)").unwrap();
+        let err = migrate(&mut conn).unwrap_err();
+        assert!(matches!(err, StoreError::Migration { version: 1, .. }));
+        assert_eq!(version(&conn), 0);
+        let agents: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'agents'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(agents, 0, "the partial migration was rolled back");
+    }
+}

@@ -1,0 +1,212 @@
+//! The records the database holds. They double as the domain types of `coord`, which
+//! re-exports them: a lock, an intent or a contract is exactly what is stored about it.
+//! Times are unix milliseconds.
+
+use std::fmt;
+use std::str::FromStr;
+
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
+
+/// An exclusive lock on a symbol path. It is live while `expires_at_ms` is in the future;
+/// an expired lock no longer exists for any purpose, whether or not a sweep has deleted it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lock {
+    /// Normalised `file:name`.
+    pub symbol_path: String,
+    /// The holder.
+    pub session_id: String,
+    /// First acquisition (kept across refreshes by the same session).
+    pub acquired_at_ms: i64,
+    /// Expiry; the lock is live while this is greater than the current time.
+    pub expires_at_ms: i64,
+}
+
+impl Lock {
+    /// Whether the lock still exists at `now_ms`.
+    pub fn is_live(&self, now_ms: i64) -> bool {
+        self.expires_at_ms > now_ms
+    }
+}
+
+/// Lifecycle of an intent; transitions only go forward
+/// (`declared → active|resolved|abandoned`, `active → resolved|abandoned`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IntentStatus {
+    /// Declared, work not started.
+    Declared,
+    /// Work in progress.
+    Active,
+    /// Finished (terminal).
+    Resolved,
+    /// Given up (terminal).
+    Abandoned,
+}
+
+impl IntentStatus {
+    /// Every status, in lifecycle order.
+    pub const ALL: [IntentStatus; 4] = [
+        IntentStatus::Declared,
+        IntentStatus::Active,
+        IntentStatus::Resolved,
+        IntentStatus::Abandoned,
+    ];
+
+    /// The protocol's spelling (`"declared"`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IntentStatus::Declared => "declared",
+            IntentStatus::Active => "active",
+            IntentStatus::Resolved => "resolved",
+            IntentStatus::Abandoned => "abandoned",
+        }
+    }
+
+    /// Whether the intent still takes part in conflict detection (declared or active).
+    pub fn is_live(self) -> bool {
+        matches!(self, IntentStatus::Declared | IntentStatus::Active)
+    }
+
+    /// Whether `self → to` is an allowed transition.
+    pub fn can_become(self, to: IntentStatus) -> bool {
+        use IntentStatus::*;
+        matches!(
+            (self, to),
+            (Declared, Active | Resolved | Abandoned) | (Active, Resolved | Abandoned)
+        )
+    }
+}
+
+/// Status of a contract: proposed, then accepted or rejected once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ContractStatus {
+    /// Waiting for another session's answer.
+    Proposed,
+    /// Accepted: `check_contracts` guards it.
+    Accepted,
+    /// Rejected.
+    Rejected,
+}
+
+impl ContractStatus {
+    /// Every status.
+    pub const ALL: [ContractStatus; 3] = [
+        ContractStatus::Proposed,
+        ContractStatus::Accepted,
+        ContractStatus::Rejected,
+    ];
+
+    /// The protocol's spelling (`"proposed"`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ContractStatus::Proposed => "proposed",
+            ContractStatus::Accepted => "accepted",
+            ContractStatus::Rejected => "rejected",
+        }
+    }
+}
+
+/// A status string that is not one of the record's statuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown status {0:?}")]
+pub struct UnknownStatus(pub String);
+
+macro_rules! status_conversions {
+    ($ty:ty) => {
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $ty {
+            type Err = UnknownStatus;
+
+            /// Exact, case-sensitive match of the protocol's spelling.
+            fn from_str(s: &str) -> Result<Self, UnknownStatus> {
+                <$ty>::ALL
+                    .into_iter()
+                    .find(|status| status.as_str() == s)
+                    .ok_or_else(|| UnknownStatus(s.to_owned()))
+            }
+        }
+
+        impl ToSql for $ty {
+            fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+                Ok(ToSqlOutput::from(self.as_str()))
+            }
+        }
+
+        impl FromSql for $ty {
+            fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+                value
+                    .as_str()?
+                    .parse()
+                    .map_err(|e: UnknownStatus| FromSqlError::Other(Box::new(e)))
+            }
+        }
+    };
+}
+
+status_conversions!(IntentStatus);
+status_conversions!(ContractStatus);
+
+/// A declared intent as stored and reported. `files` and `symbols` keep the protocol's
+/// record shapes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Intent {
+    /// UUID.
+    pub id: String,
+    /// Declaring session.
+    pub session_id: String,
+    /// Free text.
+    pub description: String,
+    /// Normalised files, comma-delimited with leading and trailing commas: `,a.ts,b.ts,`.
+    pub files: String,
+    /// The declared symbol names as a JSON array string: `["f","C.m"]`.
+    pub symbols: String,
+    /// Smallest start of the first listed file that is not file-level, if any.
+    pub start_byte: Option<i64>,
+    /// Largest end of that file's ranges, if any.
+    pub end_byte: Option<i64>,
+    /// Current status.
+    pub status: IntentStatus,
+    /// Declaration time.
+    pub declared_at_ms: i64,
+    /// Last status change (equals `declared_at_ms` until the first update).
+    pub updated_at_ms: i64,
+}
+
+/// One region an intent covers in one file: a byte range `[start, end)`, or the whole file
+/// (`range == None`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IntentRange {
+    /// Normalised file path.
+    pub file: String,
+    /// `Some((start, end))`, end exclusive; `None` = file-level.
+    pub range: Option<(i64, i64)>,
+}
+
+/// A signature contract on one symbol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Contract {
+    /// UUID.
+    pub id: String,
+    /// Proposing session.
+    pub proposer_session_id: String,
+    /// Normalised `file:name`.
+    pub symbol_path: String,
+    /// The file part of `symbol_path`.
+    pub file: String,
+    /// The name part of `symbol_path` (possibly qualified, `Class.method`).
+    pub name: String,
+    /// The signature captured at proposal time.
+    pub signature: String,
+    /// Current status.
+    pub status: ContractStatus,
+    /// The session that accepted or rejected it.
+    pub responder_session_id: Option<String>,
+    /// Proposal time.
+    pub proposed_at_ms: i64,
+    /// Response time.
+    pub responded_at_ms: Option<i64>,
+}
