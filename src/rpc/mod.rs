@@ -1,1 +1,20 @@
-//! The `rpc` module (to be filled in).
+//! The JSON-RPC face of the coordination core: implementations of the generated server traits
+//! (`crate::protocol::server`), one file per method namespace, each thin: decode (done by the
+//! generated code), call [`crate::coord`], map the result or error to wire types.
+//!
+//! - [`errors`]: the one place where a [`crate::coord::CoordError`] becomes a protocol error.
+//! - [`convert`]: domain records to wire records.
+//! - [`code_index`]: the [`crate::coord::CodeIndex`] that coordination sees, over
+//!   [`crate::analysis::RepoIndex`].
+//! - [`services`]: opening the state and building the method table.
+
+pub mod code_index;
+mod contracts;
+mod convert;
+pub mod errors;
+mod intents;
+mod locks;
+mod services;
+mod wit;
+
+pub use services::{App, OpenError, Services};

@@ -1,0 +1,94 @@
+//! The code index that coordination sees ([`CodeIndex`]), answered by the analysis module's
+//! [`RepoIndex`]: fresh for every file it reads, parse results shared by content hash.
+
+use std::sync::Arc;
+
+use crate::analysis::{signatures_equal, Language, Lookup, RepoIndex};
+use crate::coord::{CodeIndex, SignatureLookup};
+
+/// [`CodeIndex`] over a [`RepoIndex`].
+#[derive(Debug, Clone)]
+pub struct AnalysisIndex {
+    index: Arc<RepoIndex>,
+}
+
+impl AnalysisIndex {
+    /// Wraps the repository index.
+    pub fn new(index: Arc<RepoIndex>) -> Self {
+        Self { index }
+    }
+
+    fn analysis(&self, file: &str) -> Option<Arc<crate::analysis::FileAnalysis>> {
+        match self.index.file(file) {
+            Ok(found) => found,
+            Err(error) => {
+                tracing::debug!(file, %error, "file not analysed");
+                None
+            }
+        }
+    }
+}
+
+impl CodeIndex for AnalysisIndex {
+    fn symbol_ranges(&self, file: &str, name: &str) -> Vec<(usize, usize)> {
+        self.analysis(file)
+            .map(|analysis| {
+                analysis
+                    .matching(name)
+                    .iter()
+                    .map(|symbol| (symbol.start_byte, symbol.end_byte))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn callers(&self, file: &str, name: &str) -> Vec<String> {
+        self.index
+            .callers(file, name)
+            .iter()
+            .map(|caller| caller.to_symbol_path())
+            .collect()
+    }
+
+    fn callees(&self, file: &str, name: &str) -> Vec<String> {
+        self.index
+            .callees(file, name)
+            .iter()
+            .map(|callee| callee.to_symbol_path())
+            .collect()
+    }
+
+    fn signature(&self, file: &str, name: &str) -> Result<String, SignatureLookup> {
+        let analysis = self.analysis(file).ok_or(SignatureLookup::NotFound)?;
+        match analysis.lookup(name) {
+            Lookup::Unique(symbol) => symbol.signature.clone().ok_or(SignatureLookup::NotFound),
+            Lookup::Ambiguous(symbols) => Err(SignatureLookup::Ambiguous {
+                candidates: symbols.iter().map(|s| s.qualified_name.clone()).collect(),
+            }),
+            Lookup::NotFound => Err(SignatureLookup::NotFound),
+        }
+    }
+
+    fn signatures_in_content(
+        &self,
+        file: &str,
+        content: &str,
+        names: &[&str],
+    ) -> Vec<Option<String>> {
+        let Some(language) = Language::for_path(file) else {
+            return vec![None; names.len()];
+        };
+        let analysis = self.index.analyze_content(language, content);
+        names
+            .iter()
+            .map(|name| match analysis.lookup(name) {
+                Lookup::Unique(symbol) => symbol.signature.clone(),
+                Lookup::Ambiguous(_) | Lookup::NotFound => None,
+            })
+            .collect()
+    }
+
+    fn signatures_equal(&self, a: &str, b: &str) -> bool {
+        signatures_equal(a, b)
+    }
+}

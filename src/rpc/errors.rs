@@ -1,0 +1,61 @@
+//! Maps domain errors to protocol errors, in exactly one place.
+
+use serde_json::json;
+
+use crate::coord::{iso_millis, CoordError};
+use crate::protocol::{ErrorCode, ParamErrors, ProtocolError};
+
+/// The protocol error for a domain error.
+pub fn to_protocol(error: CoordError) -> ProtocolError {
+    match error {
+        CoordError::LockConflict {
+            held_by,
+            expires_at_ms,
+        } => ProtocolError::new(
+            ErrorCode::LockConflict,
+            Some(json!({ "heldBy": held_by, "expiresAt": iso_millis(expires_at_ms) })),
+        ),
+        CoordError::LockNotFound => ProtocolError::new(ErrorCode::LockNotFound, None),
+        CoordError::LockNotHeld { held_by } => {
+            ProtocolError::new(ErrorCode::LockNotHeld, Some(json!({ "heldBy": held_by })))
+        }
+        CoordError::IntentNotFound => ProtocolError::new(ErrorCode::IntentNotFound, None),
+        CoordError::IntentNotOwned => ProtocolError::new(ErrorCode::IntentNotOwned, None),
+        CoordError::InvalidTransition { current, requested } => ProtocolError::new(
+            ErrorCode::InvalidTransition,
+            Some(json!({ "current": current.as_str(), "requested": requested.as_str() })),
+        ),
+        CoordError::SymbolNotFound {
+            symbol_path,
+            candidates,
+        } => {
+            let data = if candidates.is_empty() {
+                json!({ "symbolPath": symbol_path })
+            } else {
+                json!({ "symbolPath": symbol_path, "candidates": candidates })
+            };
+            ProtocolError::new(ErrorCode::SymbolNotFound, Some(data))
+        }
+        CoordError::ContractNotFound => ProtocolError::new(ErrorCode::ContractNotFound, None),
+        CoordError::ContractAlreadyResolved { status } => ProtocolError::new(
+            ErrorCode::ContractAlreadyResolved,
+            Some(json!({ "status": status.as_str() })),
+        ),
+        CoordError::SelfAcceptNotAllowed => {
+            ProtocolError::new(ErrorCode::SelfAcceptNotAllowed, None)
+        }
+        CoordError::InvalidInput { field, message } => {
+            ProtocolError::invalid_params(ParamErrors::field(field, message))
+        }
+        CoordError::Storage(error) => {
+            tracing::error!(%error, "storage failure; the request was rolled back");
+            ProtocolError::internal(format!("storage failure: {error}"))
+        }
+    }
+}
+
+/// The protocol error for a blocking task that did not complete (it panicked or was cancelled).
+pub fn task_failed(error: tokio::task::JoinError) -> ProtocolError {
+    tracing::error!(%error, "a request's worker task failed");
+    ProtocolError::internal("the request's worker task failed")
+}
