@@ -22,8 +22,12 @@ pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
     let started = Instant::now();
     let paths = WitPaths::for_root(&options.root);
     let (residence, listener) = take_residence(&paths)?;
-    let services = match Services::open(&paths) {
-        Ok(services) => services,
+    let opened = Services::open(&paths).and_then(|services| {
+        let methods = services.methods()?;
+        Ok((services, methods))
+    });
+    let (services, methods) = match opened {
+        Ok(opened) => opened,
         Err(error) => {
             residence.release();
             return Err(DaemonError::State(error.to_string()));
@@ -36,7 +40,6 @@ pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
         ready_in_us = started.elapsed().as_micros() as u64,
         "wit daemon serving"
     );
-    let methods = services.methods();
     let shutdown = async {
         if let Err(error) = termination_signal().await {
             tracing::error!(%error, "signal handling failed; shutting down");

@@ -1,0 +1,6 @@
+//! The integration tests: each module drives a real `wit` daemon in a temporary repository,
+//! through the generated client and, for envelope rules, through raw HTTP.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod harness;
+mod spine;

@@ -1,0 +1,202 @@
+//! Starts real daemons in temporary repositories and talks to them.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use wit::client::WitClient;
+
+/// The `wit` binary under test.
+pub fn wit_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_wit"))
+}
+
+/// A temporary git repository (short path: Unix socket paths must stay under 108 bytes).
+pub struct Repo {
+    dir: tempfile::TempDir,
+}
+
+impl Repo {
+    pub fn new() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("wit")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let status = Command::new("git")
+            .args(["init", "-q", "-b", "main"])
+            .current_dir(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        Self { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.path().join(".wit/daemon.sock")
+    }
+
+    pub fn write(&self, rel: &str, content: &str) {
+        let path = self.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+
+    pub fn client(&self) -> WitClient {
+        WitClient::new(self.socket())
+    }
+}
+
+/// A foreground daemon child process; killed on drop.
+pub struct Daemon {
+    pub child: Child,
+    pub socket: PathBuf,
+}
+
+impl Daemon {
+    /// Spawns `wit daemon run --repo <repo>` and waits until it answers `ping`.
+    pub fn start(repo: &Repo) -> Self {
+        let daemon = Self::spawn(repo);
+        daemon.wait_ready();
+        daemon
+    }
+
+    /// Spawns without waiting.
+    pub fn spawn(repo: &Repo) -> Self {
+        let child = Command::new(wit_bin())
+            .args(["daemon", "run", "--log-level", "warn", "--repo"])
+            .arg(repo.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Self {
+            child,
+            socket: repo.socket(),
+        }
+    }
+
+    pub fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok((200, body)) = try_post(&self.socket, PING) {
+                assert!(body.contains("pong"), "{body}");
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        panic!("daemon did not answer ping in time");
+    }
+
+    pub fn kill9(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        wait_with_timeout(&mut self.child, Duration::from_secs(10))
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn wait_with_timeout(child: &mut Child, timeout: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "process did not exit in time");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+pub const PING: &str = r#"{"jsonrpc":"2.0","witVersion":"1","id":"1","method":"ping","params":{}}"#;
+
+/// One HTTP exchange on a fresh connection: (status, body).
+pub fn try_post(socket: &Path, body: &str) -> std::io::Result<(u16, String)> {
+    let mut stream = UnixStream::connect(socket)?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    exchange(&mut stream, "POST", "/rpc", body.as_bytes())
+}
+
+pub fn post(socket: &Path, body: &str) -> (u16, String) {
+    try_post(socket, body).unwrap()
+}
+
+/// Sends one request on `stream` and reads one response (keep-alive friendly).
+pub fn exchange(
+    stream: &mut UnixStream,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> std::io::Result<(u16, String)> {
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nhost: localhost\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body)?;
+    read_response(stream)
+}
+
+pub fn read_response(stream: &mut UnixStream) -> std::io::Result<(u16, String)> {
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 65536];
+    loop {
+        let n = stream.read(&mut chunk)?;
+        if n == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "connection closed before a full response",
+            ));
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+        if let Some(split) = find(&buffer, b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buffer[..split]).to_string();
+            let length: usize = head
+                .lines()
+                .find_map(|l| {
+                    let lower = l.to_ascii_lowercase();
+                    lower
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse().unwrap())
+                })
+                .unwrap_or(0);
+            if buffer.len() >= split + 4 + length {
+                let status = head[9..12].parse().unwrap();
+                let body = String::from_utf8_lossy(&buffer[split + 4..split + 4 + length]).to_string();
+                return Ok((status, body));
+            }
+        }
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// A current-thread runtime for driving the async client from a test.
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(future)
+}

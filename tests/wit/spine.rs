@@ -1,0 +1,155 @@
+//! The spine: envelope rules end to end, keep-alive, one daemon per root, restarts.
+
+use std::os::unix::net::UnixStream;
+
+use serde_json::Value;
+use wit::client::ClientError;
+use wit::protocol::{ErrorCode, PingResult, RegisterParams};
+
+use crate::harness::*;
+
+#[test]
+fn curl_style_ping_answers_pong_exactly() {
+    let repo = Repo::new();
+    let _daemon = Daemon::start(&repo);
+    let (status, body) = post(&repo.socket(), PING);
+    assert_eq!(status, 200);
+    assert_eq!(body, r#"{"jsonrpc":"2.0","witVersion":"1","id":"1","result":"pong"}"#);
+}
+
+#[test]
+fn generated_client_pings_and_registers_idempotently() {
+    let repo = Repo::new();
+    let _daemon = Daemon::start(&repo);
+    let client = repo.client();
+    block_on(async {
+        assert_eq!(client.ping().await.unwrap(), PingResult::Pong);
+        let first = client
+            .register(RegisterParams { name: "alice".into(), session_id: "s1".into() })
+            .await
+            .unwrap();
+        let again = client
+            .register(RegisterParams { name: "alice-2".into(), session_id: "s1".into() })
+            .await
+            .unwrap();
+        assert_eq!(first.agent_id, again.agent_id);
+        let other = client
+            .register(RegisterParams { name: "bob".into(), session_id: "s2".into() })
+            .await
+            .unwrap();
+        assert_ne!(other.agent_id, first.agent_id);
+    });
+}
+
+#[test]
+fn invalid_params_name_every_field() {
+    let repo = Repo::new();
+    let _daemon = Daemon::start(&repo);
+    let (status, body) = post(
+        &repo.socket(),
+        r#"{"jsonrpc":"2.0","witVersion":"1","id":7,"method":"register","params":{"name":5}}"#,
+    );
+    assert_eq!(status, 200);
+    let value: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(value["error"]["code"], -32600);
+    assert_eq!(value["error"]["message"], "INVALID_REQUEST");
+    let fields = &value["error"]["data"]["fieldErrors"];
+    assert!(fields["name"].is_array(), "{body}");
+    assert!(fields["sessionId"].is_array(), "{body}");
+    // The typed client keeps the data.
+    let client = repo.client();
+    let error = block_on(client.register(RegisterParams { name: String::new(), session_id: "s".into() }))
+        .unwrap_err();
+    match error {
+        ClientError::Rpc(error) => {
+            assert!(error.is(ErrorCode::InvalidRequest));
+            assert!(error.data.unwrap()["fieldErrors"]["name"].is_array());
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn rpc_discover_returns_the_spec() {
+    let repo = Repo::new();
+    let _daemon = Daemon::start(&repo);
+    let (status, body) = post(
+        &repo.socket(),
+        r#"{"jsonrpc":"2.0","witVersion":"1","id":1,"method":"rpc.discover"}"#,
+    );
+    assert_eq!(status, 200);
+    let value: Value = serde_json::from_str(&body).unwrap();
+    let spec: Value = serde_json::from_str(wit::protocol::SPEC_JSON).unwrap();
+    assert_eq!(value["result"], spec);
+}
+
+#[test]
+fn envelope_rules_hold_end_to_end() {
+    let repo = Repo::new();
+    let _daemon = Daemon::start(&repo);
+    let socket = repo.socket();
+    let (status, body) = post(&socket, "not json");
+    assert_eq!((status, body.contains("-32700")), (400, true), "{body}");
+    let (status, body) = post(&socket, r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#);
+    assert_eq!(status, 400);
+    assert!(body.contains(r#""id":3,"error":{"code":-32001"#), "{body}");
+    let (status, body) = post(&socket, r#"{"jsonrpc":"2.0","witVersion":"1","id":-2.5,"method":"lock.nope"}"#);
+    assert_eq!(status, 200);
+    assert!(body.contains(r#""id":-2.5,"error":{"code":-32601"#), "{body}");
+    let mut stream = UnixStream::connect(&socket).unwrap();
+    let (status, _) = exchange(&mut stream, "GET", "/rpc", b"").unwrap();
+    assert_eq!(status, 405);
+    let (status, _) = exchange(&mut stream, "POST", "/elsewhere", b"{}").unwrap();
+    assert_eq!(status, 404);
+}
+
+#[test]
+fn keep_alive_connections_are_reused() {
+    let repo = Repo::new();
+    let _daemon = Daemon::start(&repo);
+    let mut stream = UnixStream::connect(repo.socket()).unwrap();
+    for _ in 0..50 {
+        let (status, body) = exchange(&mut stream, "POST", "/rpc", PING.as_bytes()).unwrap();
+        assert_eq!(status, 200);
+        assert!(body.contains("pong"));
+    }
+}
+
+#[test]
+fn a_second_daemon_on_one_root_refuses_and_the_first_keeps_serving() {
+    let repo = Repo::new();
+    let _first = Daemon::start(&repo);
+    let mut second = Daemon::spawn(&repo);
+    let status = wait_with_timeout(&mut second.child, std::time::Duration::from_secs(10));
+    assert!(!status.success());
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(second.child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert!(stderr.contains("already running"), "{stderr}");
+    let (status, _) = post(&repo.socket(), PING);
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn restart_after_sigkill_cleans_the_stale_socket_and_keeps_data() {
+    let repo = Repo::new();
+    let mut daemon = Daemon::start(&repo);
+    let client = repo.client();
+    let agent = block_on(client.register(RegisterParams { name: "a".into(), session_id: "keep".into() }))
+        .unwrap();
+    daemon.kill9();
+    assert!(repo.socket().exists(), "SIGKILL leaves the socket behind");
+    let _daemon = Daemon::start(&repo);
+    let again = block_on(repo.client().register(RegisterParams { name: "a".into(), session_id: "keep".into() }))
+        .unwrap();
+    assert_eq!(agent.agent_id, again.agent_id);
+}
+
+#[test]
+fn sigterm_stops_cleanly_and_removes_the_socket() {
+    let repo = Repo::new();
+    let mut daemon = Daemon::start(&repo);
+    let status = daemon.terminate();
+    assert!(status.success(), "{status:?}");
+    assert!(!repo.socket().exists());
+    assert!(!repo.path().join(".wit/daemon.pid").exists());
+}
