@@ -1,1 +1,50 @@
-//! The `analysis` module (to be filled in).
+//! Source analysis with tree-sitter: which symbols a file declares (names, byte ranges,
+//! signatures), which calls it makes, and a repository-wide call graph kept fresh by checking
+//! each file's size and mtime when it is asked about.
+//!
+//! Synchronous and free of JSON-RPC: the daemon calls it from blocking tasks.
+//!
+//! - [`language`]: the registry of languages and their `.scm` queries.
+//! - [`analyze`]: one parse of one file -> [`FileAnalysis`] (symbols, calls, imports).
+//! - [`signatures_equal`]: token comparison of signatures (PROTOCOL-NOTES 2.5).
+//! - [`RepoIndex`]: the whole repository, callers and callees across files.
+
+mod cache;
+mod extract;
+mod index;
+pub mod language;
+mod resolve;
+mod signature;
+
+pub use extract::{
+    analyze, analyze_with_budget, CallSite, CallTarget, Diagnostic, FileAnalysis, Import,
+    ImportKind, Lookup, Symbol, SymbolKind, PARSE_BUDGET,
+};
+pub use index::{RepoIndex, SymbolRef, MAX_FILE_BYTES};
+pub use language::Language;
+pub use signature::signatures_equal;
+
+/// Why a repository query failed. Broken source code is never an error.
+#[derive(Debug, thiserror::Error)]
+pub enum AnalysisError {
+    /// The path is absolute, leaves the root, or contains a backslash or NUL.
+    #[error("invalid path {path:?}: {reason}")]
+    InvalidPath {
+        /// The path as given.
+        path: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The file could not be read (other than not existing).
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The path relative to the root.
+        path: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Result alias for repository queries.
+pub type Result<T, E = AnalysisError> = std::result::Result<T, E>;

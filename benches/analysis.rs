@@ -1,0 +1,138 @@
+//! Benchmark of the analysis module on a generated repository of 1,000 TypeScript files with
+//! 50 functions each (50,000 functions, cross-file imports).
+//!
+//! Run: `cargo bench --bench analysis` (release). Prints the median of several runs for: cold
+//! index build, refresh after one file changed plus a callers query, a callers query alone,
+//! and the parse of one 1 MB TypeScript file.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use wit::analysis::{analyze, Language, RepoIndex};
+
+const FILES: usize = 1_000;
+const FUNCTIONS: usize = 50;
+const RUNS: usize = 5;
+
+fn module(i: usize, edit: usize) -> String {
+    let next = (i + 1) % FILES;
+    let mut out = format!("import {{ f{next}_0 }} from './mod{next}';\n\n");
+    for j in 0..FUNCTIONS {
+        let call = if j + 1 < FUNCTIONS {
+            format!("f{i}_{}(a + 1, b)", j + 1)
+        } else {
+            format!("f{next}_0(a, b)")
+        };
+        writeln!(
+            out,
+            "/** Function {j} of module {i}. */\nexport function f{i}_{j}(a: number, b: string): number {{\n  \
+             if (a > {j}) {{\n    return a;\n  }}\n  const label = `${{b}}-{j}`;\n  return {call} + label.length;\n}}\n"
+        )
+        .unwrap();
+    }
+    if edit > 0 {
+        writeln!(out, "// edit {edit}").unwrap();
+    }
+    out
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn fmt(d: Duration) -> String {
+    if d >= Duration::from_millis(1) {
+        format!("{:.1} ms", d.as_secs_f64() * 1e3)
+    } else {
+        format!("{:.1} µs", d.as_secs_f64() * 1e6)
+    }
+}
+
+fn generate(root: &Path) -> usize {
+    fs::create_dir_all(root.join("src")).unwrap();
+    let mut bytes = 0;
+    for i in 0..FILES {
+        let text = module(i, 0);
+        bytes += text.len();
+        fs::write(root.join(format!("src/mod{i}.ts")), text).unwrap();
+    }
+    bytes
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let bytes = generate(root);
+    println!("generated {FILES} files x {FUNCTIONS} functions ({:.1} MB)", bytes as f64 / 1e6);
+
+    let mut cold = Vec::new();
+    let mut index = None;
+    for _ in 0..RUNS {
+        let fresh = RepoIndex::new(root.to_path_buf());
+        let start = Instant::now();
+        fresh.build_now();
+        cold.push(start.elapsed());
+        index = Some(fresh);
+    }
+    let index = index.unwrap();
+    let target = "src/mod500.ts";
+    let callers = index.callers(target, "f500_0");
+    assert_eq!(callers.len(), 1, "f499_49 calls f500_0: {callers:?}");
+
+    let mut refresh = Vec::new();
+    let mut parse_only = Vec::new();
+    for run in 1..=RUNS {
+        let text = module(500, run);
+        let start = Instant::now();
+        let _ = analyze(Language::TypeScript, &text);
+        parse_only.push(start.elapsed());
+        fs::write(root.join(target), &text).unwrap();
+        let start = Instant::now();
+        let found = index.callers(target, "f500_10");
+        refresh.push(start.elapsed());
+        assert_eq!(found.len(), 1);
+    }
+
+    let mut query = Vec::new();
+    for _ in 0..RUNS {
+        const N: u32 = 2_000;
+        let start = Instant::now();
+        for _ in 0..N {
+            let found = index.callers(target, "f500_10");
+            assert_eq!(found.len(), 1);
+        }
+        query.push(start.elapsed() / N);
+    }
+
+    let mut big = String::new();
+    let mut i = 0;
+    while big.len() < 1_000_000 {
+        big.push_str(&module(i, 0));
+        i += 1;
+    }
+    let mut parse = Vec::new();
+    for _ in 0..RUNS {
+        let start = Instant::now();
+        let analysis = analyze(Language::TypeScript, &big);
+        parse.push(start.elapsed());
+        assert!(analysis.symbols.len() >= FUNCTIONS);
+    }
+
+    let parse_med = median(parse_only.clone());
+    let refresh_med = median(refresh.clone());
+    println!("medians of {RUNS} runs:");
+    println!("  cold index build ({FILES} files):            {}", fmt(median(cold)));
+    println!(
+        "  refresh after one change + callers query:  {} (of which parsing the file: {}, rest: {})",
+        fmt(refresh_med),
+        fmt(parse_med),
+        fmt(refresh_med.saturating_sub(parse_med))
+    );
+    println!("  callers query alone (file unchanged):      {}", fmt(median(query)));
+    println!("  parse + extract of one {:.1} MB TS file:    {}", big.len() as f64 / 1e6, fmt(median(parse)));
+}

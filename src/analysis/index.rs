@@ -1,0 +1,619 @@
+//! The repository index: every supported file's analysis plus the resolved call graph, with
+//! reverse edges so "who calls X" is a map lookup. Files are re-parsed when their size or mtime
+//! changed since they were indexed, so answers stay fresh without a file watcher.
+//!
+//! Locking: one `RwLock` over the graph. Parsing never happens under it: a file is read and
+//! parsed first, then installed under a short write lock, where its edges and those of the files
+//! importing it are re-resolved (hash lookups, no parsing).
+
+use std::collections::{BTreeSet, HashMap};
+use std::fs::Metadata;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, SystemTime};
+
+use super::cache::{ContentCache, ContentKey};
+use super::extract::{analyze_with_budget, CallTarget, FileAnalysis, PARSE_BUDGET};
+use super::language::{Language, ModuleStyle};
+use super::resolve::{python_submodule, resolve_module};
+use super::{AnalysisError, Result};
+
+/// Files larger than this are not parsed: they have no symbols (PROTOCOL-NOTES 2.6).
+pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Bytes of source whose analyses the content cache keeps.
+const CACHE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Directories never indexed even when not ignored: vendored packages are not the repository's
+/// code and can be huge.
+const SKIPPED_DIRS: [&str; 1] = ["node_modules"];
+
+/// A symbol somewhere in the repository.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SymbolRef {
+    /// The file, relative to the root, normalised (`src/a.ts`).
+    pub file: String,
+    /// The qualified name within the file (`Shape.area`).
+    pub qualified_name: String,
+}
+
+impl SymbolRef {
+    /// The protocol's symbol path, `file:name`.
+    pub fn to_symbol_path(&self) -> String {
+        format!("{}:{}", self.file, self.qualified_name)
+    }
+}
+
+struct Entry {
+    size: u64,
+    mtime: Option<SystemTime>,
+    analysis: Arc<FileAnalysis>,
+    /// Resolved outgoing edges: caller qualified name -> callees.
+    callees: HashMap<String, BTreeSet<SymbolRef>>,
+    /// Files this file's calls resolved into (their changes re-resolve this file).
+    imported_files: BTreeSet<String>,
+}
+
+#[derive(Default)]
+struct State {
+    files: HashMap<String, Entry>,
+    /// Reverse edges: callee -> callers.
+    callers: HashMap<SymbolRef, BTreeSet<SymbolRef>>,
+    /// Module file -> files whose calls resolved into it.
+    importers: HashMap<String, BTreeSet<String>>,
+    /// Files with a call through an import that did not resolve: a new file may satisfy it.
+    unresolved_importers: BTreeSet<String>,
+}
+
+/// A freshly read file, not yet installed.
+struct Loaded {
+    rel: String,
+    size: u64,
+    mtime: Option<SystemTime>,
+    analysis: Arc<FileAnalysis>,
+}
+
+/// The repository-wide index. `Send + Sync`; every method takes `&self`.
+pub struct RepoIndex {
+    root: PathBuf,
+    canonical_root: Mutex<Option<PathBuf>>,
+    state: RwLock<State>,
+    cache: ContentCache,
+    built: AtomicBool,
+    build_gate: Mutex<()>,
+    budget: Duration,
+}
+
+impl std::fmt::Debug for RepoIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RepoIndex")
+            .field("root", &self.root)
+            .field("built", &self.built.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl RepoIndex {
+    /// An empty index of the repository at `root`. Nothing is read until a build or a query.
+    pub fn new(root: PathBuf) -> RepoIndex {
+        let canonical = std::fs::canonicalize(&root).ok();
+        RepoIndex {
+            root,
+            canonical_root: Mutex::new(canonical),
+            state: RwLock::new(State::default()),
+            cache: ContentCache::new(CACHE_BYTES),
+            built: AtomicBool::new(false),
+            build_gate: Mutex::new(()),
+            budget: PARSE_BUDGET,
+        }
+    }
+
+    /// The root as given to [`RepoIndex::new`].
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether a full build has completed.
+    pub fn is_built(&self) -> bool {
+        self.built.load(Ordering::Acquire)
+    }
+
+    /// Builds the index on a background thread. Queries that need the whole graph (callers,
+    /// callees) wait for it; single-file queries do not.
+    pub fn start_background_build(self: &Arc<Self>) {
+        let index = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name("wit-index".to_owned())
+            .spawn(move || index.ensure_built());
+        if let Err(err) = spawned {
+            tracing::warn!("cannot start the index thread ({err}); building on first query");
+        }
+    }
+
+    /// Walks the repository now (honouring `.gitignore`), parses new and changed files in
+    /// parallel, drops removed ones and re-resolves the whole call graph. Unchanged files are
+    /// not parsed again, so this is also the way to refresh everything at once.
+    pub fn build_now(&self) {
+        let _gate = self.build_gate.lock().unwrap_or_else(|e| e.into_inner());
+        self.rebuild();
+        self.built.store(true, Ordering::Release);
+    }
+
+    fn ensure_built(&self) {
+        if self.is_built() {
+            return;
+        }
+        let _gate = self.build_gate.lock().unwrap_or_else(|e| e.into_inner());
+        if !self.is_built() {
+            self.rebuild();
+            self.built.store(true, Ordering::Release);
+        }
+    }
+
+    /// The analysis of one file, re-parsed only when its size or mtime changed. `None` for
+    /// unsupported suffixes, missing files, anything that is not a regular file, and files
+    /// whose real path is outside the root. A file over [`MAX_FILE_BYTES`] has no symbols.
+    pub fn file(&self, rel_path: &str) -> Result<Option<Arc<FileAnalysis>>> {
+        check_relative(rel_path)?;
+        let Some(language) = Language::for_path(rel_path) else {
+            return Ok(None);
+        };
+        let Some((real, meta)) = self.locate(rel_path)? else {
+            self.forget(rel_path);
+            return Ok(None);
+        };
+        let mtime = meta.modified().ok();
+        if let Some(entry) = self.read().files.get(rel_path) {
+            if entry.size == meta.len() && entry.mtime == mtime {
+                return Ok(Some(Arc::clone(&entry.analysis)));
+            }
+        }
+        let loaded = self.load(rel_path, language, &real, &meta)?;
+        let analysis = Arc::clone(&loaded.analysis);
+        let mut state = self.write();
+        install(&mut state, loaded);
+        Ok(Some(analysis))
+    }
+
+    /// The symbols calling `name` in `rel_path` (a qualified name, or a bare name resolved by
+    /// PROTOCOL-NOTES 2.2; every candidate of an ambiguous name counts), across the repository,
+    /// sorted. The file and the callers' files are checked for changes first.
+    pub fn callers(&self, rel_path: &str, name: &str) -> Vec<SymbolRef> {
+        self.ensure_built();
+        let targets = self.targets(rel_path, name);
+        let found = self.collect_callers(&targets);
+        // Re-check the files of the callers found: an edit there may have removed the call.
+        let files: BTreeSet<&str> = found.iter().map(|r| r.file.as_str()).collect();
+        let mut changed = false;
+        for file in files {
+            if file != rel_path && self.is_stale(file) {
+                // An error or a vanished file both mean the old edges go.
+                let _ = self.file(file);
+                changed = true;
+            }
+        }
+        if changed {
+            self.collect_callers(&targets)
+        } else {
+            found
+        }
+    }
+
+    /// The symbols that `name` in `rel_path` calls (resolved calls only), sorted.
+    pub fn callees(&self, rel_path: &str, name: &str) -> Vec<SymbolRef> {
+        self.ensure_built();
+        let targets = self.targets(rel_path, name);
+        let state = self.read();
+        let Some(entry) = state.files.get(rel_path) else {
+            return Vec::new();
+        };
+        let mut out = BTreeSet::new();
+        for target in &targets {
+            if let Some(callees) = entry.callees.get(&target.qualified_name) {
+                out.extend(callees.iter().cloned());
+            }
+        }
+        out.into_iter().collect()
+    }
+
+    /// The analysis of `content` as `language`, cached by content hash (shared with the parses
+    /// of files on disk, so content equal to the working copy costs no parse).
+    pub fn analyze_content(&self, language: Language, content: &str) -> Arc<FileAnalysis> {
+        let key = ContentKey::new(language, content);
+        if let Some(hit) = self.cache.get(&key) {
+            return hit;
+        }
+        let analysis = Arc::new(analyze_with_budget(language, content, self.budget));
+        self.cache.insert(key, Arc::clone(&analysis));
+        analysis
+    }
+
+    /// Every indexed file, sorted.
+    pub fn files(&self) -> Vec<String> {
+        let mut files: Vec<String> = self.read().files.keys().cloned().collect();
+        files.sort_unstable();
+        files
+    }
+
+    fn targets(&self, rel_path: &str, name: &str) -> Vec<SymbolRef> {
+        let Ok(Some(analysis)) = self.file(rel_path) else {
+            return Vec::new();
+        };
+        analysis
+            .matching(name)
+            .into_iter()
+            .map(|s| SymbolRef { file: rel_path.to_owned(), qualified_name: s.qualified_name.clone() })
+            .collect()
+    }
+
+    fn collect_callers(&self, targets: &[SymbolRef]) -> Vec<SymbolRef> {
+        let state = self.read();
+        let mut out = BTreeSet::new();
+        for target in targets {
+            if let Some(callers) = state.callers.get(target) {
+                out.extend(callers.iter().cloned());
+            }
+        }
+        out.into_iter().collect()
+    }
+
+    /// Whether an indexed file's size or mtime differ from what was indexed (one `stat`).
+    fn is_stale(&self, rel_path: &str) -> bool {
+        let Some(root) = self.canonical_root() else {
+            return true;
+        };
+        let meta = std::fs::metadata(root.join(rel_path)).ok();
+        let state = self.read();
+        match (state.files.get(rel_path), meta) {
+            (Some(entry), Some(meta)) => {
+                entry.size != meta.len() || entry.mtime != meta.modified().ok()
+            }
+            (None, None) => false,
+            _ => true,
+        }
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn canonical_root(&self) -> Option<PathBuf> {
+        let mut root = self.canonical_root.lock().unwrap_or_else(|e| e.into_inner());
+        if root.is_none() {
+            *root = std::fs::canonicalize(&self.root).ok();
+        }
+        root.clone()
+    }
+
+    /// The real path and metadata of a file inside the root, or `None` when it is missing, not
+    /// a regular file, or resolves (through symlinks) outside the root.
+    fn locate(&self, rel_path: &str) -> Result<Option<(PathBuf, Metadata)>> {
+        let Some(root) = self.canonical_root() else {
+            return Ok(None);
+        };
+        let real = match std::fs::canonicalize(root.join(rel_path)) {
+            Ok(real) => real,
+            Err(err) if is_absent(&err) => return Ok(None),
+            Err(source) => return Err(AnalysisError::Io { path: rel_path.to_owned(), source }),
+        };
+        if !real.starts_with(&root) {
+            return Ok(None);
+        }
+        match std::fs::metadata(&real) {
+            Ok(meta) if meta.is_file() => Ok(Some((real, meta))),
+            Ok(_) => Ok(None),
+            Err(err) if is_absent(&err) => Ok(None),
+            Err(source) => Err(AnalysisError::Io { path: rel_path.to_owned(), source }),
+        }
+    }
+
+    /// Reads and analyses a file (through the content cache). No lock is held.
+    fn load(&self, rel: &str, language: Language, real: &Path, meta: &Metadata) -> Result<Loaded> {
+        let size = meta.len();
+        let mtime = meta.modified().ok();
+        let analysis = if size > MAX_FILE_BYTES {
+            Arc::new(FileAnalysis::empty(Some(language), "larger than 8 MiB: not parsed"))
+        } else {
+            let bytes = std::fs::read(real)
+                .map_err(|source| AnalysisError::Io { path: rel.to_owned(), source })?;
+            match String::from_utf8(bytes) {
+                Ok(text) => self.analyze_content(language, &text),
+                Err(_) => Arc::new(FileAnalysis::empty(Some(language), "not UTF-8: not parsed")),
+            }
+        };
+        Ok(Loaded { rel: rel.to_owned(), size, mtime, analysis })
+    }
+
+    /// Drops a file that no longer exists.
+    fn forget(&self, rel_path: &str) {
+        if !self.read().files.contains_key(rel_path) {
+            return;
+        }
+        let mut state = self.write();
+        remove(&mut state, rel_path);
+    }
+
+    fn rebuild(&self) {
+        let Some(root) = self.canonical_root() else {
+            *self.write() = State::default();
+            return;
+        };
+        let paths = walk(&root);
+        let known: HashMap<String, (u64, Option<SystemTime>, Arc<FileAnalysis>)> = self
+            .read()
+            .files
+            .iter()
+            .map(|(k, e)| (k.clone(), (e.size, e.mtime, Arc::clone(&e.analysis))))
+            .collect();
+        let next = AtomicUsize::new(0);
+        let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 8);
+        let mut loaded: Vec<Loaded> = Vec::with_capacity(paths.len());
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut out = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some((rel, language)) = paths.get(i) else { break };
+                            if let Some(l) = self.load_for_build(&root, rel, *language, &known) {
+                                out.push(l);
+                            }
+                        }
+                        out
+                    })
+                })
+                .collect();
+            for handle in handles {
+                match handle.join() {
+                    Ok(part) => loaded.extend(part),
+                    Err(_) => tracing::warn!("an index worker panicked; its files are missing"),
+                }
+            }
+        });
+        let mut state = State::default();
+        let rels: Vec<String> = loaded.iter().map(|l| l.rel.clone()).collect();
+        for l in loaded {
+            state.files.insert(
+                l.rel,
+                Entry {
+                    size: l.size,
+                    mtime: l.mtime,
+                    analysis: l.analysis,
+                    callees: HashMap::new(),
+                    imported_files: BTreeSet::new(),
+                },
+            );
+        }
+        for rel in &rels {
+            resolve_file(&mut state, rel);
+        }
+        *self.write() = state;
+    }
+
+    fn load_for_build(
+        &self,
+        root: &Path,
+        rel: &str,
+        language: Language,
+        known: &HashMap<String, (u64, Option<SystemTime>, Arc<FileAnalysis>)>,
+    ) -> Option<Loaded> {
+        let real = root.join(rel);
+        let meta = std::fs::symlink_metadata(&real).ok()?;
+        if !meta.is_file() {
+            return None;
+        }
+        let mtime = meta.modified().ok();
+        if let Some((size, old_mtime, analysis)) = known.get(rel) {
+            if *size == meta.len() && *old_mtime == mtime {
+                let analysis = Arc::clone(analysis);
+                return Some(Loaded { rel: rel.to_owned(), size: *size, mtime, analysis });
+            }
+        }
+        self.load(rel, language, &real, &meta).ok()
+    }
+}
+
+/// Supported files under the root, relative and `/`-separated, honouring `.gitignore`,
+/// `.ignore` and `.git/info/exclude`, skipping hidden entries and symlinks.
+fn walk(root: &Path) -> Vec<(String, Language)> {
+    let mut builder = ignore::WalkBuilder::new(root);
+    builder
+        .hidden(true)
+        .git_ignore(true)
+        .git_exclude(true)
+        .git_global(false)
+        .require_git(false)
+        .parents(false)
+        .follow_links(false)
+        .filter_entry(|e| !SKIPPED_DIRS.iter().any(|d| e.file_name() == *d));
+    let mut out = Vec::new();
+    for entry in builder.build().flatten() {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let Ok(rel) = entry.path().strip_prefix(root) else { continue };
+        let Some(rel) = rel.to_str() else { continue };
+        if let Some(language) = Language::for_path(rel) {
+            out.push((rel.to_owned(), language));
+        }
+    }
+    out
+}
+
+/// Installs a (re)loaded file and re-resolves the edges that may depend on it.
+fn install(state: &mut State, loaded: Loaded) {
+    let rel = loaded.rel.clone();
+    let is_new = !state.files.contains_key(&rel);
+    remove_edges(state, &rel);
+    state.files.insert(
+        rel.clone(),
+        Entry {
+            size: loaded.size,
+            mtime: loaded.mtime,
+            analysis: loaded.analysis,
+            callees: HashMap::new(),
+            imported_files: BTreeSet::new(),
+        },
+    );
+    let mut redo: BTreeSet<String> = state.importers.get(&rel).cloned().unwrap_or_default();
+    if is_new {
+        redo.extend(state.unresolved_importers.iter().cloned());
+    }
+    redo.insert(rel);
+    for file in &redo {
+        remove_edges(state, file);
+        resolve_file(state, file);
+    }
+}
+
+/// Drops a file, its edges, and re-resolves the files that called into it.
+fn remove(state: &mut State, rel: &str) {
+    remove_edges(state, rel);
+    state.files.remove(rel);
+    let dependents = state.importers.remove(rel).unwrap_or_default();
+    for file in &dependents {
+        remove_edges(state, file);
+        resolve_file(state, file);
+    }
+}
+
+fn remove_edges(state: &mut State, rel: &str) {
+    state.unresolved_importers.remove(rel);
+    let Some(entry) = state.files.get_mut(rel) else { return };
+    let callees = std::mem::take(&mut entry.callees);
+    let imported = std::mem::take(&mut entry.imported_files);
+    for (caller, targets) in callees {
+        let caller = SymbolRef { file: rel.to_owned(), qualified_name: caller };
+        for target in targets {
+            if let Some(set) = state.callers.get_mut(&target) {
+                set.remove(&caller);
+                if set.is_empty() {
+                    state.callers.remove(&target);
+                }
+            }
+        }
+    }
+    for file in imported {
+        if let Some(set) = state.importers.get_mut(&file) {
+            set.remove(rel);
+            if set.is_empty() {
+                state.importers.remove(&file);
+            }
+        }
+    }
+}
+
+/// Resolves a file's calls into edges and records them in both directions.
+fn resolve_file(state: &mut State, rel: &str) {
+    let Some(entry) = state.files.get(rel) else { return };
+    let analysis = Arc::clone(&entry.analysis);
+    let Some(language) = analysis.language else { return };
+    let style = language.spec().module_style;
+    let mut callees: HashMap<String, BTreeSet<SymbolRef>> = HashMap::new();
+    let mut imported_files = BTreeSet::new();
+    let mut unresolved = false;
+    let mut modules: HashMap<String, Option<String>> = HashMap::new();
+    {
+        let files = &state.files;
+        let exists = |p: &str| files.contains_key(p);
+        let mut module_file = |module: &str| -> Option<String> {
+            modules
+                .entry(module.to_owned())
+                .or_insert_with(|| resolve_module(style, rel, module, &exists))
+                .clone()
+        };
+        for call in &analysis.calls {
+            let Some(caller) = &call.caller else { continue };
+            let target = match &call.target {
+                CallTarget::Local(name) => {
+                    Some(SymbolRef { file: rel.to_owned(), qualified_name: name.clone() })
+                }
+                CallTarget::Unresolved => None,
+                CallTarget::Import { module, path } => {
+                    let mut found = None;
+                    let direct = module_file(module);
+                    if let Some(file) = &direct {
+                        imported_files.insert(file.clone());
+                        found = files
+                            .get(file)
+                            .and_then(|e| e.analysis.export_target(path))
+                            .map(|q| SymbolRef { file: file.clone(), qualified_name: q });
+                    }
+                    // Python: `from . import m; m.f()` names a submodule.
+                    if found.is_none() && style == ModuleStyle::Python && path.len() == 2 {
+                        let sub = python_submodule(module, &path[0]);
+                        if let Some(file) = module_file(&sub) {
+                            imported_files.insert(file.clone());
+                            found = files
+                                .get(&file)
+                                .and_then(|e| e.analysis.export_target(&path[1..]))
+                                .map(|q| SymbolRef { file, qualified_name: q });
+                        } else if direct.is_none() {
+                            unresolved = true;
+                        }
+                    } else if direct.is_none() && could_be_local(style, module) {
+                        unresolved = true;
+                    }
+                    found
+                }
+            };
+            if let Some(target) = target {
+                callees.entry(caller.clone()).or_default().insert(target);
+            }
+        }
+    }
+    for (caller, targets) in &callees {
+        let from = SymbolRef { file: rel.to_owned(), qualified_name: caller.clone() };
+        for target in targets {
+            state.callers.entry(target.clone()).or_default().insert(from.clone());
+        }
+    }
+    for file in &imported_files {
+        state.importers.entry(file.clone()).or_default().insert(rel.to_owned());
+    }
+    if unresolved {
+        state.unresolved_importers.insert(rel.to_owned());
+    }
+    if let Some(entry) = state.files.get_mut(rel) {
+        entry.callees = callees;
+        entry.imported_files = imported_files;
+    }
+}
+
+/// Whether an unresolved module could later appear in the repository (not a package).
+fn could_be_local(style: ModuleStyle, module: &str) -> bool {
+    match style {
+        ModuleStyle::EcmaScript => module.starts_with('.'),
+        ModuleStyle::Python => true,
+    }
+}
+
+fn is_absent(err: &std::io::Error) -> bool {
+    matches!(err.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory)
+}
+
+/// Rejects paths that are not plain relative paths inside the root. Callers normalise paths
+/// (PROTOCOL-NOTES 2.1); this is the index's own guard.
+fn check_relative(path: &str) -> Result<()> {
+    let invalid = |reason| Err(AnalysisError::InvalidPath { path: path.to_owned(), reason });
+    if path.is_empty() {
+        return invalid("empty");
+    }
+    if path.contains('\\') || path.contains('\0') {
+        return invalid("contains a backslash or NUL");
+    }
+    for component in Path::new(path).components() {
+        match component {
+            Component::Normal(_) | Component::CurDir => {}
+            Component::ParentDir => return invalid("leaves the root"),
+            Component::RootDir | Component::Prefix(_) => return invalid("absolute"),
+        }
+    }
+    Ok(())
+}

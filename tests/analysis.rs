@@ -1,0 +1,356 @@
+//! Integration tests of `wit::analysis`: snapshot files over the fixture corpus (what is a
+//! symbol, what a signature looks like, which calls are found) and the repository index.
+//!
+//! Snapshots live in `tests/snapshots/analysis/`; regenerate them with
+//! `WIT_UPDATE_SNAPSHOTS=1 cargo test --test analysis` and review the diff.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::sleep;
+use std::time::Duration;
+
+use wit::analysis::{
+    analyze, CallTarget, FileAnalysis, ImportKind, Language, Lookup, RepoIndex, SymbolRef,
+};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/analysis")
+}
+
+fn snapshots() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/analysis")
+}
+
+fn fixture_files() -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![fixtures()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(fixtures()).unwrap().to_str().unwrap().to_owned();
+                if Language::for_path(&rel).is_some() {
+                    out.push(rel);
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// One line of source text, shortened, with line breaks shown.
+fn excerpt(text: &str) -> String {
+    let flat: String = text.chars().map(|c| if c == '\n' { '⏎' } else { c }).collect();
+    let chars: Vec<char> = flat.chars().collect();
+    if chars.len() <= 60 {
+        return flat;
+    }
+    let head: String = chars[..40].iter().collect();
+    let tail: String = chars[chars.len() - 15..].iter().collect();
+    format!("{head} … {tail}")
+}
+
+fn render(source: &str, analysis: &FileAnalysis) -> String {
+    let mut out = String::new();
+    writeln!(out, "## symbols (kind qualified-name line [start..end) text)").unwrap();
+    for s in &analysis.symbols {
+        let text = &source[s.start_byte..s.end_byte];
+        writeln!(
+            out,
+            "{:<11} {} @{} [{}..{}) `{}`",
+            s.kind.as_str(),
+            s.qualified_name,
+            s.line,
+            s.start_byte,
+            s.end_byte,
+            excerpt(text)
+        )
+        .unwrap();
+        match &s.signature {
+            Some(sig) => writeln!(out, "            signature: {sig}").unwrap(),
+            None => writeln!(out, "            signature: (none)").unwrap(),
+        }
+    }
+    writeln!(out, "\n## imports (local <- module binding)").unwrap();
+    for i in &analysis.imports {
+        let kind = match &i.kind {
+            ImportKind::Named(name) => format!("named {name}"),
+            ImportKind::Default => "default".to_owned(),
+            ImportKind::Namespace => "namespace".to_owned(),
+        };
+        writeln!(out, "{} <- {:?} {kind}", i.local, i.module).unwrap();
+    }
+    if let Some(d) = &analysis.default_export {
+        writeln!(out, "default export: {d}").unwrap();
+    }
+    writeln!(out, "\n## calls (line caller -> callee => target)").unwrap();
+    for c in &analysis.calls {
+        let target = match &c.target {
+            CallTarget::Local(q) => format!("local {q}"),
+            CallTarget::Import { module, path } => format!("import {module:?} {}", path.join(".")),
+            CallTarget::Unresolved => "unresolved".to_owned(),
+        };
+        let caller = c.caller.as_deref().unwrap_or("(module/class level)");
+        writeln!(out, "{:>3} {caller} -> {} => {target}", c.line, c.callee).unwrap();
+    }
+    if !analysis.diagnostics.is_empty() {
+        writeln!(out, "\n## diagnostics").unwrap();
+        for d in &analysis.diagnostics {
+            writeln!(out, "{:>3} {}", d.line, d.message).unwrap();
+        }
+    }
+    out
+}
+
+/// Compares `actual` with the snapshot file, or rewrites it under `WIT_UPDATE_SNAPSHOTS=1`.
+fn check_snapshot(name: &str, actual: &str, stale: &mut Vec<String>) {
+    let path = snapshots().join(name);
+    if std::env::var_os("WIT_UPDATE_SNAPSHOTS").is_some_and(|v| v == "1") {
+        fs::create_dir_all(snapshots()).unwrap();
+        fs::write(&path, actual).unwrap();
+        return;
+    }
+    match fs::read_to_string(&path) {
+        Ok(expected) if expected == actual => {}
+        Ok(expected) => {
+            let first = expected
+                .lines()
+                .zip(actual.lines())
+                .position(|(a, b)| a != b)
+                .unwrap_or_else(|| expected.lines().count().min(actual.lines().count()));
+            stale.push(format!(
+                "{name}: differs from line {}:\n  expected: {:?}\n  actual:   {:?}",
+                first + 1,
+                expected.lines().nth(first),
+                actual.lines().nth(first)
+            ));
+        }
+        Err(_) => stale.push(format!("{name}: missing")),
+    }
+}
+
+fn snapshot_name(rel: &str) -> String {
+    format!("{}.snap", rel.replace('/', "__"))
+}
+
+#[test]
+fn fixture_snapshots_are_current() {
+    let mut stale = Vec::new();
+    let mut expected_names = vec!["repo_edges.snap".to_owned()];
+    for rel in fixture_files() {
+        let source = fs::read_to_string(fixtures().join(&rel)).unwrap();
+        let language = Language::for_path(&rel).unwrap();
+        let analysis = analyze(language, &source);
+        let header = format!("# {rel} ({})\n\n", language.name());
+        let name = snapshot_name(&rel);
+        check_snapshot(&name, &(header + &render(&source, &analysis)), &mut stale);
+        expected_names.push(name);
+    }
+    let index = RepoIndex::new(fixtures());
+    index.build_now();
+    let mut edges = String::from("# resolved call edges across tests/fixtures/analysis\n\n");
+    for file in index.files() {
+        let analysis = index.file(&file).unwrap().unwrap();
+        for s in &analysis.symbols {
+            for callee in index.callees(&file, &s.qualified_name) {
+                writeln!(edges, "{}:{} -> {}", file, s.qualified_name, callee.to_symbol_path())
+                    .unwrap();
+            }
+        }
+    }
+    check_snapshot("repo_edges.snap", &edges, &mut stale);
+    if std::env::var_os("WIT_UPDATE_SNAPSHOTS").is_none() {
+        for entry in fs::read_dir(snapshots()).unwrap() {
+            let name = entry.unwrap().file_name().to_str().unwrap().to_owned();
+            if !expected_names.contains(&name) {
+                stale.push(format!("{name}: no fixture produces it (delete it)"));
+            }
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "stale snapshots (rerun with WIT_UPDATE_SNAPSHOTS=1 and review):\n{}",
+        stale.join("\n")
+    );
+}
+
+#[test]
+fn unicode_offsets_are_utf8_bytes() {
+    let source = fs::read_to_string(fixtures().join("ts/unicode.ts")).unwrap();
+    let analysis = analyze(Language::TypeScript, &source);
+    let Lookup::Unique(s) = analysis.lookup("après") else { panic!("après not found") };
+    assert!(source[s.start_byte..s.end_byte].starts_with("export function après("));
+    assert!(source[s.start_byte..s.end_byte].ends_with('}'));
+    let start = source.find("export function après").unwrap();
+    assert_eq!(s.start_byte, start);
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+fn refs(list: &[(&str, &str)]) -> Vec<SymbolRef> {
+    list.iter()
+        .map(|(f, q)| SymbolRef { file: (*f).to_owned(), qualified_name: (*q).to_owned() })
+        .collect()
+}
+
+#[test]
+fn cross_file_edges_through_relative_imports() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "src/a.ts", "import { pong } from './b';\nexport function ping(n: number) { return pong(n); }\n");
+    write(root, "src/b.ts", "import { ping } from './a';\nexport function pong(n: number) { return n ? ping(n - 1) : 0; }\n");
+    // Same name, unrelated: never bound.
+    write(root, "src/c.ts", "export function pong(n: number) { return n; }\nexport function user() { return pong(1); }\n");
+    write(root, "lib/d.ts", "function local() { return pong(); }\n");
+    let index = RepoIndex::new(root.to_path_buf());
+    index.build_now();
+    assert_eq!(index.callers("src/b.ts", "pong"), refs(&[("src/a.ts", "ping")]));
+    assert_eq!(index.callers("src/a.ts", "ping"), refs(&[("src/b.ts", "pong")]));
+    assert_eq!(index.callees("src/a.ts", "ping"), refs(&[("src/b.ts", "pong")]));
+    assert_eq!(index.callers("src/c.ts", "pong"), refs(&[("src/c.ts", "user")]));
+    assert_eq!(index.callees("lib/d.ts", "local"), vec![]);
+}
+
+#[test]
+fn python_imports_resolve_within_the_repository() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "pkg/__init__.py", "");
+    write(root, "pkg/m.py", "def f():\n    return 1\n");
+    write(root, "pkg/a.py", "from .m import f\n\ndef g():\n    return f()\n");
+    write(root, "app.py", "import pkg.m as m\nfrom pkg.m import f as ff\n\ndef h():\n    m.f()\n    ff()\n");
+    write(root, "other.py", "def f():\n    return 2\n\ndef k():\n    return f()\n");
+    let index = RepoIndex::new(root.to_path_buf());
+    index.build_now();
+    assert_eq!(
+        index.callers("pkg/m.py", "f"),
+        refs(&[("app.py", "h"), ("pkg/a.py", "g")])
+    );
+    assert_eq!(index.callers("other.py", "f"), refs(&[("other.py", "k")]));
+}
+
+/// Waits until the filesystem clock has moved so an rewrite gets a new mtime.
+fn settle() {
+    sleep(Duration::from_millis(20));
+}
+
+#[test]
+fn edits_and_removals_refresh_the_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "a.ts", "import { b } from './b';\nexport function a() { return b(); }\n");
+    write(root, "b.ts", "export function b() { return 1; }\n");
+    let index = Arc::new(RepoIndex::new(root.to_path_buf()));
+    index.start_background_build();
+    assert_eq!(index.callers("b.ts", "b"), refs(&[("a.ts", "a")]));
+
+    // The caller stops calling: noticed when the caller's file is checked.
+    settle();
+    write(root, "a.ts", "export function a() { return 2; }\n");
+    assert_eq!(index.callers("b.ts", "b"), vec![]);
+
+    // A new caller appears and is asked about.
+    settle();
+    write(root, "c.ts", "import { b } from './b';\nexport function c() { b(); }\n");
+    assert!(index.file("c.ts").unwrap().is_some());
+    assert_eq!(index.callers("b.ts", "b"), refs(&[("c.ts", "c")]));
+
+    // The callee is renamed: the edge goes; renamed back: it returns.
+    settle();
+    write(root, "b.ts", "export function bb() { return 1; }\n");
+    assert_eq!(index.callers("b.ts", "bb"), vec![]);
+    assert!(index.callees("c.ts", "c").is_empty());
+    settle();
+    write(root, "b.ts", "export function b() { return 1;  }\n");
+    assert_eq!(index.callees("c.ts", "c"), refs(&[("b.ts", "b")]));
+
+    // A removed file drops its symbols and edges.
+    fs::remove_file(root.join("c.ts")).unwrap();
+    assert!(index.file("c.ts").unwrap().is_none());
+    assert_eq!(index.callers("b.ts", "b"), vec![]);
+    assert!(!index.files().contains(&"c.ts".to_owned()));
+
+    // A module that appears later resolves the imports waiting for it.
+    write(root, "d.ts", "import { e } from './e';\nexport function d() { e(); }\n");
+    index.build_now();
+    assert!(index.callees("d.ts", "d").is_empty());
+    write(root, "e.ts", "export function e() {}\n");
+    assert!(index.file("e.ts").unwrap().is_some());
+    assert_eq!(index.callees("d.ts", "d"), refs(&[("e.ts", "e")]));
+}
+
+#[test]
+fn gitignore_hidden_and_unsupported_files_are_not_indexed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, ".gitignore", "dist/\n");
+    write(root, "dist/out.js", "function x() {}\n");
+    write(root, ".hidden/h.ts", "function h() {}\n");
+    write(root, "node_modules/p/index.js", "function p() {}\n");
+    write(root, "src/a.ts", "function a() {}\n");
+    write(root, "README.md", "# hi\n");
+    let index = RepoIndex::new(root.to_path_buf());
+    index.build_now();
+    assert_eq!(index.files(), vec!["src/a.ts".to_owned()]);
+    assert!(index.file("README.md").unwrap().is_none());
+}
+
+#[test]
+fn never_reads_outside_the_root() {
+    let outside = tempfile::tempdir().unwrap();
+    write(outside.path(), "secret.ts", "export function secret() {}\n");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "inside.ts", "export function inside() {}\n");
+    std::os::unix::fs::symlink(outside.path().join("secret.ts"), root.join("link.ts")).unwrap();
+    std::os::unix::fs::symlink(root.join("inside.ts"), root.join("alias.ts")).unwrap();
+    fs::create_dir(root.join("dir.ts")).unwrap();
+    let index = RepoIndex::new(root.to_path_buf());
+    assert!(index.file("link.ts").unwrap().is_none(), "symlink leaving the root");
+    assert!(index.file("alias.ts").unwrap().is_some(), "symlink inside the root");
+    assert!(index.file("dir.ts").unwrap().is_none(), "not a regular file");
+    assert!(index.file("../secret.ts").is_err());
+    assert!(index.file("/etc/passwd.ts").is_err());
+    assert!(index.file("missing.ts").unwrap().is_none());
+}
+
+#[test]
+fn huge_files_have_no_symbols() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let mut text = String::from("export function f() {}\n");
+    while text.len() <= 8 * 1024 * 1024 {
+        text.push_str(&"// padding padding padding padding padding padding padding\n".repeat(1024));
+    }
+    write(root, "big.ts", &text);
+    let index = RepoIndex::new(root.to_path_buf());
+    let analysis = index.file("big.ts").unwrap().unwrap();
+    assert!(analysis.symbols.is_empty());
+    assert!(!analysis.diagnostics.is_empty());
+}
+
+#[test]
+fn content_cache_is_shared_with_disk_parses() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let text = "export function f(a: number): number { return a; }\n";
+    write(root, "a.ts", text);
+    let index = RepoIndex::new(root.to_path_buf());
+    let from_disk = index.file("a.ts").unwrap().unwrap();
+    let staged = index.analyze_content(Language::TypeScript, text);
+    assert!(Arc::ptr_eq(&from_disk, &staged), "equal content costs no parse");
+    let other = index.analyze_content(Language::TypeScript, "export function f(a: string) {}\n");
+    assert!(!Arc::ptr_eq(&from_disk, &other));
+    assert_eq!(other.symbols[0].signature.as_deref(), Some("(a: string)"));
+}
