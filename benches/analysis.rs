@@ -68,7 +68,10 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let bytes = generate(root);
-    println!("generated {FILES} files x {FUNCTIONS} functions ({:.1} MB)", bytes as f64 / 1e6);
+    println!(
+        "generated {FILES} files x {FUNCTIONS} functions ({:.1} MB)",
+        bytes as f64 / 1e6
+    );
 
     let mut cold = Vec::new();
     let mut index = None;
@@ -126,13 +129,23 @@ fn main() {
     let parse_med = median(parse_only.clone());
     let refresh_med = median(refresh.clone());
     println!("medians of {RUNS} runs:");
-    println!("  cold index build ({FILES} files):            {}", fmt(median(cold)));
+    println!(
+        "  cold index build ({FILES} files):            {}",
+        fmt(median(cold))
+    );
     println!(
         "  refresh after one change + callers query:  {} (of which parsing the file: {}, rest: {})",
         fmt(refresh_med),
         fmt(parse_med),
         fmt(refresh_med.saturating_sub(parse_med))
     );
-    println!("  callers query alone (file unchanged):      {}", fmt(median(query)));
-    println!("  parse + extract of one {:.1} MB TS file:    {}", big.len() as f64 / 1e6, fmt(median(parse)));
+    println!(
+        "  callers query alone (file unchanged):      {}",
+        fmt(median(query))
+    );
+    println!(
+        "  parse + extract of one {:.1} MB TS file:    {}",
+        big.len() as f64 / 1e6,
+        fmt(median(parse))
+    );
 }

@@ -34,7 +34,12 @@ fn fixture_files() -> Vec<String> {
             if path.is_dir() {
                 stack.push(path);
             } else {
-                let rel = path.strip_prefix(fixtures()).unwrap().to_str().unwrap().to_owned();
+                let rel = path
+                    .strip_prefix(fixtures())
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .to_owned();
                 if Language::for_path(&rel).is_some() {
                     out.push(rel);
                 }
@@ -47,7 +52,10 @@ fn fixture_files() -> Vec<String> {
 
 /// One line of source text, shortened, with line breaks shown.
 fn excerpt(text: &str) -> String {
-    let flat: String = text.chars().map(|c| if c == '\n' { '⏎' } else { c }).collect();
+    let flat: String = text
+        .chars()
+        .map(|c| if c == '\n' { '⏎' } else { c })
+        .collect();
     let chars: Vec<char> = flat.chars().collect();
     if chars.len() <= 60 {
         return flat;
@@ -59,7 +67,11 @@ fn excerpt(text: &str) -> String {
 
 fn render(source: &str, analysis: &FileAnalysis) -> String {
     let mut out = String::new();
-    writeln!(out, "## symbols (kind qualified-name line [start..end) text)").unwrap();
+    writeln!(
+        out,
+        "## symbols (kind qualified-name line [start..end) text)"
+    )
+    .unwrap();
     for s in &analysis.symbols {
         let text = &source[s.start_byte..s.end_byte];
         writeln!(
@@ -160,8 +172,14 @@ fn fixture_snapshots_are_current() {
         let analysis = index.file(&file).unwrap().unwrap();
         for s in &analysis.symbols {
             for callee in index.callees(&file, &s.qualified_name) {
-                writeln!(edges, "{}:{} -> {}", file, s.qualified_name, callee.to_symbol_path())
-                    .unwrap();
+                writeln!(
+                    edges,
+                    "{}:{} -> {}",
+                    file,
+                    s.qualified_name,
+                    callee.to_symbol_path()
+                )
+                .unwrap();
             }
         }
     }
@@ -185,7 +203,9 @@ fn fixture_snapshots_are_current() {
 fn unicode_offsets_are_utf8_bytes() {
     let source = fs::read_to_string(fixtures().join("ts/unicode.ts")).unwrap();
     let analysis = analyze(Language::TypeScript, &source);
-    let Lookup::Unique(s) = analysis.lookup("après") else { panic!("après not found") };
+    let Lookup::Unique(s) = analysis.lookup("après") else {
+        panic!("après not found")
+    };
     assert!(source[s.start_byte..s.end_byte].starts_with("export function après("));
     assert!(source[s.start_byte..s.end_byte].ends_with('}'));
     let start = source.find("export function après").unwrap();
@@ -200,7 +220,10 @@ fn write(root: &Path, rel: &str, text: &str) {
 
 fn refs(list: &[(&str, &str)]) -> Vec<SymbolRef> {
     list.iter()
-        .map(|(f, q)| SymbolRef { file: (*f).to_owned(), qualified_name: (*q).to_owned() })
+        .map(|(f, q)| SymbolRef {
+            file: (*f).to_owned(),
+            qualified_name: (*q).to_owned(),
+        })
         .collect()
 }
 
@@ -208,17 +231,33 @@ fn refs(list: &[(&str, &str)]) -> Vec<SymbolRef> {
 fn cross_file_edges_through_relative_imports() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    write(root, "src/a.ts", "import { pong } from './b';\nexport function ping(n: number) { return pong(n); }\n");
+    write(
+        root,
+        "src/a.ts",
+        "import { pong } from './b';\nexport function ping(n: number) { return pong(n); }\n",
+    );
     write(root, "src/b.ts", "import { ping } from './a';\nexport function pong(n: number) { return n ? ping(n - 1) : 0; }\n");
     // Same name, unrelated: never bound.
     write(root, "src/c.ts", "export function pong(n: number) { return n; }\nexport function user() { return pong(1); }\n");
     write(root, "lib/d.ts", "function local() { return pong(); }\n");
     let index = RepoIndex::new(root.to_path_buf());
     index.build_now();
-    assert_eq!(index.callers("src/b.ts", "pong"), refs(&[("src/a.ts", "ping")]));
-    assert_eq!(index.callers("src/a.ts", "ping"), refs(&[("src/b.ts", "pong")]));
-    assert_eq!(index.callees("src/a.ts", "ping"), refs(&[("src/b.ts", "pong")]));
-    assert_eq!(index.callers("src/c.ts", "pong"), refs(&[("src/c.ts", "user")]));
+    assert_eq!(
+        index.callers("src/b.ts", "pong"),
+        refs(&[("src/a.ts", "ping")])
+    );
+    assert_eq!(
+        index.callers("src/a.ts", "ping"),
+        refs(&[("src/b.ts", "pong")])
+    );
+    assert_eq!(
+        index.callees("src/a.ts", "ping"),
+        refs(&[("src/b.ts", "pong")])
+    );
+    assert_eq!(
+        index.callers("src/c.ts", "pong"),
+        refs(&[("src/c.ts", "user")])
+    );
     assert_eq!(index.callees("lib/d.ts", "local"), vec![]);
 }
 
@@ -228,9 +267,21 @@ fn python_imports_resolve_within_the_repository() {
     let root = dir.path();
     write(root, "pkg/__init__.py", "");
     write(root, "pkg/m.py", "def f():\n    return 1\n");
-    write(root, "pkg/a.py", "from .m import f\n\ndef g():\n    return f()\n");
-    write(root, "app.py", "import pkg.m as m\nfrom pkg.m import f as ff\n\ndef h():\n    m.f()\n    ff()\n");
-    write(root, "other.py", "def f():\n    return 2\n\ndef k():\n    return f()\n");
+    write(
+        root,
+        "pkg/a.py",
+        "from .m import f\n\ndef g():\n    return f()\n",
+    );
+    write(
+        root,
+        "app.py",
+        "import pkg.m as m\nfrom pkg.m import f as ff\n\ndef h():\n    m.f()\n    ff()\n",
+    );
+    write(
+        root,
+        "other.py",
+        "def f():\n    return 2\n\ndef k():\n    return f()\n",
+    );
     let index = RepoIndex::new(root.to_path_buf());
     index.build_now();
     assert_eq!(
@@ -249,7 +300,11 @@ fn settle() {
 fn edits_and_removals_refresh_the_graph() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    write(root, "a.ts", "import { b } from './b';\nexport function a() { return b(); }\n");
+    write(
+        root,
+        "a.ts",
+        "import { b } from './b';\nexport function a() { return b(); }\n",
+    );
     write(root, "b.ts", "export function b() { return 1; }\n");
     let index = Arc::new(RepoIndex::new(root.to_path_buf()));
     index.start_background_build();
@@ -262,7 +317,11 @@ fn edits_and_removals_refresh_the_graph() {
 
     // A new caller appears and is asked about.
     settle();
-    write(root, "c.ts", "import { b } from './b';\nexport function c() { b(); }\n");
+    write(
+        root,
+        "c.ts",
+        "import { b } from './b';\nexport function c() { b(); }\n",
+    );
     assert!(index.file("c.ts").unwrap().is_some());
     assert_eq!(index.callers("b.ts", "b"), refs(&[("c.ts", "c")]));
 
@@ -282,7 +341,11 @@ fn edits_and_removals_refresh_the_graph() {
     assert!(!index.files().contains(&"c.ts".to_owned()));
 
     // A module that appears later resolves the imports waiting for it.
-    write(root, "d.ts", "import { e } from './e';\nexport function d() { e(); }\n");
+    write(
+        root,
+        "d.ts",
+        "import { e } from './e';\nexport function d() { e(); }\n",
+    );
     index.build_now();
     assert!(index.callees("d.ts", "d").is_empty());
     write(root, "e.ts", "export function e() {}\n");
@@ -317,9 +380,18 @@ fn never_reads_outside_the_root() {
     std::os::unix::fs::symlink(root.join("inside.ts"), root.join("alias.ts")).unwrap();
     fs::create_dir(root.join("dir.ts")).unwrap();
     let index = RepoIndex::new(root.to_path_buf());
-    assert!(index.file("link.ts").unwrap().is_none(), "symlink leaving the root");
-    assert!(index.file("alias.ts").unwrap().is_some(), "symlink inside the root");
-    assert!(index.file("dir.ts").unwrap().is_none(), "not a regular file");
+    assert!(
+        index.file("link.ts").unwrap().is_none(),
+        "symlink leaving the root"
+    );
+    assert!(
+        index.file("alias.ts").unwrap().is_some(),
+        "symlink inside the root"
+    );
+    assert!(
+        index.file("dir.ts").unwrap().is_none(),
+        "not a regular file"
+    );
     assert!(index.file("../secret.ts").is_err());
     assert!(index.file("/etc/passwd.ts").is_err());
     assert!(index.file("missing.ts").unwrap().is_none());
@@ -349,7 +421,10 @@ fn content_cache_is_shared_with_disk_parses() {
     let index = RepoIndex::new(root.to_path_buf());
     let from_disk = index.file("a.ts").unwrap().unwrap();
     let staged = index.analyze_content(Language::TypeScript, text);
-    assert!(Arc::ptr_eq(&from_disk, &staged), "equal content costs no parse");
+    assert!(
+        Arc::ptr_eq(&from_disk, &staged),
+        "equal content costs no parse"
+    );
     let other = index.analyze_content(Language::TypeScript, "export function f(a: string) {}\n");
     assert!(!Arc::ptr_eq(&from_disk, &other));
     assert_eq!(other.symbols[0].signature.as_deref(), Some("(a: string)"));

@@ -26,7 +26,11 @@ impl ContentKey {
             content.hash(&mut hasher);
             hasher.finish()
         };
-        ContentKey { language, len: content.len(), hash: (hash_with(0x5157), hash_with(0xa11ce)) }
+        ContentKey {
+            language,
+            len: content.len(),
+            hash: (hash_with(0x5157), hash_with(0xa11ce)),
+        }
     }
 }
 
@@ -51,7 +55,11 @@ impl ContentCache {
     /// A cache holding analyses of at most `capacity` bytes of source.
     pub(crate) fn new(capacity: usize) -> ContentCache {
         ContentCache {
-            inner: Mutex::new(Inner { entries: HashMap::new(), bytes: 0, tick: 0 }),
+            inner: Mutex::new(Inner {
+                entries: HashMap::new(),
+                bytes: 0,
+                tick: 0,
+            }),
             capacity,
         }
     }
@@ -75,11 +83,25 @@ impl ContentCache {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.tick += 1;
         let tick = inner.tick;
-        if inner.entries.insert(key, Entry { analysis, last_used: tick }).is_none() {
+        if inner
+            .entries
+            .insert(
+                key,
+                Entry {
+                    analysis,
+                    last_used: tick,
+                },
+            )
+            .is_none()
+        {
             inner.bytes += key.len;
         }
         while inner.bytes > self.capacity {
-            let Some(oldest) = inner.entries.iter().min_by_key(|(_, e)| e.last_used).map(|(k, _)| *k)
+            let Some(oldest) = inner
+                .entries
+                .iter()
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(k, _)| *k)
             else {
                 break;
             };

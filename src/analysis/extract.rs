@@ -187,7 +187,10 @@ impl FileAnalysis {
     pub(crate) fn empty(language: Option<Language>, message: &str) -> FileAnalysis {
         FileAnalysis {
             language,
-            diagnostics: vec![Diagnostic { line: 0, message: message.to_owned() }],
+            diagnostics: vec![Diagnostic {
+                line: 0,
+                message: message.to_owned(),
+            }],
             ..FileAnalysis::default()
         }
     }
@@ -238,7 +241,9 @@ impl FileAnalysis {
     }
 
     fn callable_symbol(&self, qualified_name: &str) -> bool {
-        self.by_qualified(qualified_name).iter().any(|s| s.kind.is_callable() || s.kind == SymbolKind::Class)
+        self.by_qualified(qualified_name)
+            .iter()
+            .any(|s| s.kind.is_callable() || s.kind == SymbolKind::Class)
     }
 }
 
@@ -262,7 +267,12 @@ pub fn analyze_with_budget(language: Language, source: &str, budget: Duration) -
     let Some(tree) = parse(spec, source, budget) else {
         return FileAnalysis::empty(Some(language), "parse exceeded the time budget");
     };
-    let mut extractor = Extractor { spec, source, queries, symbols: Vec::new() };
+    let mut extractor = Extractor {
+        spec,
+        source,
+        queries,
+        symbols: Vec::new(),
+    };
     extractor.run(&tree, language)
 }
 
@@ -327,7 +337,10 @@ impl<'a> Extractor<'a> {
         self.symbols = symbols;
         let mut by_qualified: HashMap<String, Vec<usize>> = HashMap::new();
         for (i, s) in self.symbols.iter().enumerate() {
-            by_qualified.entry(s.qualified_name.clone()).or_default().push(i);
+            by_qualified
+                .entry(s.qualified_name.clone())
+                .or_default()
+                .push(i);
         }
         let mut analysis = FileAnalysis {
             language: Some(language),
@@ -376,7 +389,10 @@ impl<'a> Extractor<'a> {
                 None => continue,
             };
             let body_node = node.child_by_field_name("value").filter(|v| {
-                matches!(v.kind(), "arrow_function" | "function_expression" | "generator_function")
+                matches!(
+                    v.kind(),
+                    "arrow_function" | "function_expression" | "generator_function"
+                )
             });
             raws.push(Raw {
                 node,
@@ -394,7 +410,11 @@ impl<'a> Extractor<'a> {
             });
         }
         raws.sort_by_key(|r| (r.node.start_byte(), std::cmp::Reverse(r.node.end_byte())));
-        let ids: HashMap<usize, usize> = raws.iter().enumerate().map(|(i, r)| (r.node.id(), i)).collect();
+        let ids: HashMap<usize, usize> = raws
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.node.id(), i))
+            .collect();
         for i in 0..raws.len() {
             let mut up = raws[i].node.parent();
             while let Some(n) = up {
@@ -457,7 +477,8 @@ impl<'a> Extractor<'a> {
         let mut outer = node;
         if node.kind() == "variable_declarator" {
             if let Some(decl) = node.parent() {
-                if self.spec.declaration_kinds.contains(&decl.kind()) && decl.named_child_count() == 1
+                if self.spec.declaration_kinds.contains(&decl.kind())
+                    && decl.named_child_count() == 1
                 {
                     outer = decl;
                 }
@@ -479,7 +500,11 @@ impl<'a> Extractor<'a> {
             first = p;
             prev = p.prev_named_sibling();
         }
-        (first.start_byte(), outer.end_byte(), first.start_position().row + 1)
+        (
+            first.start_byte(),
+            outer.end_byte(),
+            first.start_position().row + 1,
+        )
     }
 
     fn signature(&self, raw: &Raw<'_>) -> Option<String> {
@@ -490,19 +515,47 @@ impl<'a> Extractor<'a> {
             SymbolKind::Class => {
                 let body = node.child_by_field_name("body")?;
                 let start = name_end.unwrap_or(node.start_byte());
-                Some(normalized_text(node, start, body.start_byte(), self.source, comments, Some(":")))
+                Some(normalized_text(
+                    node,
+                    start,
+                    body.start_byte(),
+                    self.source,
+                    comments,
+                    Some(":"),
+                ))
             }
             SymbolKind::Interface => {
                 let body = node.child_by_field_name("body")?;
-                Some(normalized_text(node, name_end?, body.end_byte(), self.source, comments, None))
+                Some(normalized_text(
+                    node,
+                    name_end?,
+                    body.end_byte(),
+                    self.source,
+                    comments,
+                    None,
+                ))
             }
             SymbolKind::TypeAlias => {
                 let value = node.child_by_field_name("value")?;
-                Some(normalized_text(node, name_end?, value.end_byte(), self.source, comments, None))
+                Some(normalized_text(
+                    node,
+                    name_end?,
+                    value.end_byte(),
+                    self.source,
+                    comments,
+                    None,
+                ))
             }
             SymbolKind::Enum => {
                 let body = node.child_by_field_name("body")?;
-                Some(normalized_text(body, body.start_byte(), body.end_byte(), self.source, comments, None))
+                Some(normalized_text(
+                    body,
+                    body.start_byte(),
+                    body.end_byte(),
+                    self.source,
+                    comments,
+                    None,
+                ))
             }
             _ => {
                 let function = raw.body_node.unwrap_or(node);
@@ -510,7 +563,14 @@ impl<'a> Extractor<'a> {
                 let params = field("parameters").or_else(|| field("parameter"))?;
                 let start = field("type_parameters").unwrap_or(params).start_byte();
                 let end = field("return_type").unwrap_or(params).end_byte();
-                Some(normalized_text(function, start, end, self.source, comments, None))
+                Some(normalized_text(
+                    function,
+                    start,
+                    end,
+                    self.source,
+                    comments,
+                    None,
+                ))
             }
         }
     }
@@ -529,26 +589,48 @@ impl<'a> Extractor<'a> {
                 }
             }
             let t = |n: Node<'_>| text(n, self.source).to_owned();
-            let Some(module) = get.get("import.source").or_else(|| get.get("import.module")) else {
+            let Some(module) = get
+                .get("import.source")
+                .or_else(|| get.get("import.module"))
+            else {
                 continue;
             };
             let module = t(*module);
             let import = if let Some(ns) = get.get("import.namespace") {
-                Import { local: t(*ns), module, kind: ImportKind::Namespace }
+                Import {
+                    local: t(*ns),
+                    module,
+                    kind: ImportKind::Namespace,
+                }
             } else if get.contains_key("import.module") {
-                Import { local: module.clone(), module, kind: ImportKind::Namespace }
+                Import {
+                    local: module.clone(),
+                    module,
+                    kind: ImportKind::Namespace,
+                }
             } else if let Some(d) = get.get("import.default") {
-                Import { local: t(*d), module, kind: ImportKind::Default }
+                Import {
+                    local: t(*d),
+                    module,
+                    kind: ImportKind::Default,
+                }
             } else if let Some(named) = get.get("import.named") {
                 let (imported, local) = match named.child_by_field_name("name") {
                     Some(name) => {
                         let imported = t(name);
-                        let local = named.child_by_field_name("alias").map(t).unwrap_or_else(|| imported.clone());
+                        let local = named
+                            .child_by_field_name("alias")
+                            .map(t)
+                            .unwrap_or_else(|| imported.clone());
                         (imported, local)
                     }
                     None => (t(*named), t(*named)),
                 };
-                Import { local, module, kind: ImportKind::Named(imported) }
+                Import {
+                    local,
+                    module,
+                    kind: ImportKind::Named(imported),
+                }
             } else {
                 continue;
             };
@@ -567,7 +649,11 @@ impl<'a> Extractor<'a> {
     ) -> Vec<CallSite> {
         let query = &self.queries.calls;
         let names = query.capture_names();
-        let imports: HashMap<&str, &Import> = analysis.imports.iter().map(|i| (i.local.as_str(), i)).collect();
+        let imports: HashMap<&str, &Import> = analysis
+            .imports
+            .iter()
+            .map(|i| (i.local.as_str(), i))
+            .collect();
         let mut cursor = QueryCursor::new();
         let mut matches = cursor.matches(query, root, self.source.as_bytes());
         let mut out = Vec::new();
@@ -581,11 +667,16 @@ impl<'a> Extractor<'a> {
                     _ => {}
                 }
             }
-            let (Some(call), Some(callee)) = (call, callee) else { continue };
+            let (Some(call), Some(callee)) = (call, callee) else {
+                continue;
+            };
             let callee_name = text(callee, self.source).to_owned();
             // Only plain names and dotted chains are receivers we can follow.
             let receiver_text = receiver.map(|r| {
-                if matches!(r.kind(), "identifier" | "this" | "member_expression" | "attribute") {
+                if matches!(
+                    r.kind(),
+                    "identifier" | "this" | "member_expression" | "attribute"
+                ) {
                     text(r, self.source).split_whitespace().collect::<String>()
                 } else {
                     String::from("(..)")
@@ -593,9 +684,18 @@ impl<'a> Extractor<'a> {
             });
             let caller = enclosing(call, raws, node_to_raw).and_then(|i| {
                 let symbol = analysis.symbols.get(*raw_to_symbol.get(i)?)?;
-                symbol.kind.is_callable().then(|| symbol.qualified_name.clone())
+                symbol
+                    .kind
+                    .is_callable()
+                    .then(|| symbol.qualified_name.clone())
             });
-            let target = self.resolve(&callee_name, receiver_text.as_deref(), caller.as_deref(), &imports, analysis);
+            let target = self.resolve(
+                &callee_name,
+                receiver_text.as_deref(),
+                caller.as_deref(),
+                &imports,
+                analysis,
+            );
             let written = match &receiver_text {
                 Some(r) => format!("{r}.{callee_name}"),
                 None => callee_name,
@@ -630,7 +730,10 @@ impl<'a> Extractor<'a> {
             if path.is_empty() {
                 CallTarget::Unresolved
             } else {
-                CallTarget::Import { module: import.module.clone(), path }
+                CallTarget::Import {
+                    module: import.module.clone(),
+                    path,
+                }
             }
         };
         match receiver {
@@ -638,7 +741,10 @@ impl<'a> Extractor<'a> {
                 // Functions nested in the enclosing functions, innermost first.
                 let mut scope = caller;
                 while let Some(s) = scope {
-                    let is_function = analysis.by_qualified(s).iter().any(|x| x.kind.is_callable());
+                    let is_function = analysis
+                        .by_qualified(s)
+                        .iter()
+                        .any(|x| x.kind.is_callable());
                     if is_function {
                         let candidate = format!("{s}.{callee}");
                         if analysis.callable_symbol(&candidate) {
@@ -659,7 +765,11 @@ impl<'a> Extractor<'a> {
                 // The innermost class around the caller.
                 let mut scope = caller.and_then(|c| c.rsplit_once('.').map(|(head, _)| head));
                 while let Some(s) = scope {
-                    if analysis.by_qualified(s).iter().any(|x| x.kind == SymbolKind::Class) {
+                    if analysis
+                        .by_qualified(s)
+                        .iter()
+                        .any(|x| x.kind == SymbolKind::Class)
+                    {
                         let candidate = format!("{s}.{callee}");
                         if analysis.callable_symbol(&candidate) {
                             return CallTarget::Local(candidate);
@@ -675,7 +785,10 @@ impl<'a> Extractor<'a> {
                     return imported(*import, Some(callee));
                 }
                 let candidate = format!("{r}.{callee}");
-                if analysis.by_qualified(r).iter().any(|x| x.kind == SymbolKind::Class)
+                if analysis
+                    .by_qualified(r)
+                    .iter()
+                    .any(|x| x.kind == SymbolKind::Class)
                     && analysis.callable_symbol(&candidate)
                 {
                     return CallTarget::Local(candidate);
@@ -687,7 +800,11 @@ impl<'a> Extractor<'a> {
 }
 
 /// The raw definition whose node (or function value) most tightly contains `node`.
-fn enclosing(node: Node<'_>, raws: &[Raw<'_>], node_to_raw: &HashMap<usize, usize>) -> Option<usize> {
+fn enclosing(
+    node: Node<'_>,
+    raws: &[Raw<'_>],
+    node_to_raw: &HashMap<usize, usize>,
+) -> Option<usize> {
     let mut up = node.parent();
     while let Some(n) = up {
         if let Some(&i) = node_to_raw.get(&n.id()) {
@@ -707,9 +824,9 @@ fn merge_overloads(raws: &[Raw<'_>]) -> (Vec<Symbol>, Vec<usize>) {
     let mut raw_to_symbol = vec![usize::MAX; raws.len()];
     let mut pending: Option<(usize, Vec<String>, usize)> = None; // (start, signatures, line)
     for (i, raw) in raws.iter().enumerate() {
-        let continues = raws
-            .get(i + 1)
-            .is_some_and(|next| next.qualified_name == raw.qualified_name && next.parent == raw.parent);
+        let continues = raws.get(i + 1).is_some_and(|next| {
+            next.qualified_name == raw.qualified_name && next.parent == raw.parent
+        });
         let (start, line, mut signatures) = match pending.take() {
             Some((start, sigs, line)) => (start, line, sigs),
             None => (raw.start, raw.line, Vec::new()),
@@ -721,7 +838,11 @@ fn merge_overloads(raws: &[Raw<'_>]) -> (Vec<Symbol>, Vec<usize>) {
             continue;
         }
         raw_to_symbol[i] = symbols.len();
-        let signature = if signatures.is_empty() { None } else { Some(signatures.join("; ")) };
+        let signature = if signatures.is_empty() {
+            None
+        } else {
+            Some(signatures.join("; "))
+        };
         symbols.push(Symbol {
             name: raw.name.clone(),
             qualified_name: raw.qualified_name.clone(),
@@ -747,7 +868,10 @@ fn syntax_diagnostics(root: Node<'_>) -> Vec<Diagnostic> {
             break;
         }
         if n.is_error() {
-            out.push(Diagnostic { line: n.start_position().row + 1, message: "syntax error".to_owned() });
+            out.push(Diagnostic {
+                line: n.start_position().row + 1,
+                message: "syntax error".to_owned(),
+            });
             continue;
         }
         if n.is_missing() {

@@ -243,7 +243,10 @@ impl RepoIndex {
         analysis
             .matching(name)
             .into_iter()
-            .map(|s| SymbolRef { file: rel_path.to_owned(), qualified_name: s.qualified_name.clone() })
+            .map(|s| SymbolRef {
+                file: rel_path.to_owned(),
+                qualified_name: s.qualified_name.clone(),
+            })
             .collect()
     }
 
@@ -283,7 +286,10 @@ impl RepoIndex {
     }
 
     fn canonical_root(&self) -> Option<PathBuf> {
-        let mut root = self.canonical_root.lock().unwrap_or_else(|e| e.into_inner());
+        let mut root = self
+            .canonical_root
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         if root.is_none() {
             *root = std::fs::canonicalize(&self.root).ok();
         }
@@ -299,7 +305,12 @@ impl RepoIndex {
         let real = match std::fs::canonicalize(root.join(rel_path)) {
             Ok(real) => real,
             Err(err) if is_absent(&err) => return Ok(None),
-            Err(source) => return Err(AnalysisError::Io { path: rel_path.to_owned(), source }),
+            Err(source) => {
+                return Err(AnalysisError::Io {
+                    path: rel_path.to_owned(),
+                    source,
+                })
+            }
         };
         if !real.starts_with(&root) {
             return Ok(None);
@@ -308,7 +319,10 @@ impl RepoIndex {
             Ok(meta) if meta.is_file() => Ok(Some((real, meta))),
             Ok(_) => Ok(None),
             Err(err) if is_absent(&err) => Ok(None),
-            Err(source) => Err(AnalysisError::Io { path: rel_path.to_owned(), source }),
+            Err(source) => Err(AnalysisError::Io {
+                path: rel_path.to_owned(),
+                source,
+            }),
         }
     }
 
@@ -317,16 +331,26 @@ impl RepoIndex {
         let size = meta.len();
         let mtime = meta.modified().ok();
         let analysis = if size > MAX_FILE_BYTES {
-            Arc::new(FileAnalysis::empty(Some(language), "larger than 8 MiB: not parsed"))
+            Arc::new(FileAnalysis::empty(
+                Some(language),
+                "larger than 8 MiB: not parsed",
+            ))
         } else {
-            let bytes = std::fs::read(real)
-                .map_err(|source| AnalysisError::Io { path: rel.to_owned(), source })?;
+            let bytes = std::fs::read(real).map_err(|source| AnalysisError::Io {
+                path: rel.to_owned(),
+                source,
+            })?;
             match String::from_utf8(bytes) {
                 Ok(text) => self.analyze_content(language, &text),
                 Err(_) => Arc::new(FileAnalysis::empty(Some(language), "not UTF-8: not parsed")),
             }
         };
-        Ok(Loaded { rel: rel.to_owned(), size, mtime, analysis })
+        Ok(Loaded {
+            rel: rel.to_owned(),
+            size,
+            mtime,
+            analysis,
+        })
     }
 
     /// Drops a file that no longer exists.
@@ -351,7 +375,9 @@ impl RepoIndex {
             .map(|(k, e)| (k.clone(), (e.size, e.mtime, Arc::clone(&e.analysis))))
             .collect();
         let next = AtomicUsize::new(0);
-        let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 8);
+        let workers = std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .clamp(1, 8);
         let mut loaded: Vec<Loaded> = Vec::with_capacity(paths.len());
         std::thread::scope(|scope| {
             let handles: Vec<_> = (0..workers)
@@ -360,7 +386,9 @@ impl RepoIndex {
                         let mut out = Vec::new();
                         loop {
                             let i = next.fetch_add(1, Ordering::Relaxed);
-                            let Some((rel, language)) = paths.get(i) else { break };
+                            let Some((rel, language)) = paths.get(i) else {
+                                break;
+                            };
                             if let Some(l) = self.load_for_build(&root, rel, *language, &known) {
                                 out.push(l);
                             }
@@ -412,7 +440,12 @@ impl RepoIndex {
         if let Some((size, old_mtime, analysis)) = known.get(rel) {
             if *size == meta.len() && *old_mtime == mtime {
                 let analysis = Arc::clone(analysis);
-                return Some(Loaded { rel: rel.to_owned(), size: *size, mtime, analysis });
+                return Some(Loaded {
+                    rel: rel.to_owned(),
+                    size: *size,
+                    mtime,
+                    analysis,
+                });
             }
         }
         self.load(rel, language, &real, &meta).ok()
@@ -437,7 +470,9 @@ fn walk(root: &Path) -> Vec<(String, Language)> {
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
-        let Ok(rel) = entry.path().strip_prefix(root) else { continue };
+        let Ok(rel) = entry.path().strip_prefix(root) else {
+            continue;
+        };
         let Some(rel) = rel.to_str() else { continue };
         if let Some(language) = Language::for_path(rel) {
             out.push((rel.to_owned(), language));
@@ -485,11 +520,16 @@ fn remove(state: &mut State, rel: &str) {
 
 fn remove_edges(state: &mut State, rel: &str) {
     state.unresolved_importers.remove(rel);
-    let Some(entry) = state.files.get_mut(rel) else { return };
+    let Some(entry) = state.files.get_mut(rel) else {
+        return;
+    };
     let callees = std::mem::take(&mut entry.callees);
     let imported = std::mem::take(&mut entry.imported_files);
     for (caller, targets) in callees {
-        let caller = SymbolRef { file: rel.to_owned(), qualified_name: caller };
+        let caller = SymbolRef {
+            file: rel.to_owned(),
+            qualified_name: caller,
+        };
         for target in targets {
             if let Some(set) = state.callers.get_mut(&target) {
                 set.remove(&caller);
@@ -511,9 +551,13 @@ fn remove_edges(state: &mut State, rel: &str) {
 
 /// Resolves a file's calls into edges and records them in both directions.
 fn resolve_file(state: &mut State, rel: &str) {
-    let Some(entry) = state.files.get(rel) else { return };
+    let Some(entry) = state.files.get(rel) else {
+        return;
+    };
     let analysis = Arc::clone(&entry.analysis);
-    let Some(language) = analysis.language else { return };
+    let Some(language) = analysis.language else {
+        return;
+    };
     let style = language.spec().module_style;
     let mut callees: HashMap<String, BTreeSet<SymbolRef>> = HashMap::new();
     let mut imported_files = BTreeSet::new();
@@ -531,9 +575,10 @@ fn resolve_file(state: &mut State, rel: &str) {
         for call in &analysis.calls {
             let Some(caller) = &call.caller else { continue };
             let target = match &call.target {
-                CallTarget::Local(name) => {
-                    Some(SymbolRef { file: rel.to_owned(), qualified_name: name.clone() })
-                }
+                CallTarget::Local(name) => Some(SymbolRef {
+                    file: rel.to_owned(),
+                    qualified_name: name.clone(),
+                }),
                 CallTarget::Unresolved => None,
                 CallTarget::Import { module, path } => {
                     let mut found = None;
@@ -543,7 +588,10 @@ fn resolve_file(state: &mut State, rel: &str) {
                         found = files
                             .get(file)
                             .and_then(|e| e.analysis.export_target(path))
-                            .map(|q| SymbolRef { file: file.clone(), qualified_name: q });
+                            .map(|q| SymbolRef {
+                                file: file.clone(),
+                                qualified_name: q,
+                            });
                     }
                     // Python: `from . import m; m.f()` names a submodule.
                     if found.is_none() && style == ModuleStyle::Python && path.len() == 2 {
@@ -553,7 +601,10 @@ fn resolve_file(state: &mut State, rel: &str) {
                             found = files
                                 .get(&file)
                                 .and_then(|e| e.analysis.export_target(&path[1..]))
-                                .map(|q| SymbolRef { file, qualified_name: q });
+                                .map(|q| SymbolRef {
+                                    file,
+                                    qualified_name: q,
+                                });
                         } else if direct.is_none() {
                             unresolved = true;
                         }
@@ -569,13 +620,24 @@ fn resolve_file(state: &mut State, rel: &str) {
         }
     }
     for (caller, targets) in &callees {
-        let from = SymbolRef { file: rel.to_owned(), qualified_name: caller.clone() };
+        let from = SymbolRef {
+            file: rel.to_owned(),
+            qualified_name: caller.clone(),
+        };
         for target in targets {
-            state.callers.entry(target.clone()).or_default().insert(from.clone());
+            state
+                .callers
+                .entry(target.clone())
+                .or_default()
+                .insert(from.clone());
         }
     }
     for file in &imported_files {
-        state.importers.entry(file.clone()).or_default().insert(rel.to_owned());
+        state
+            .importers
+            .entry(file.clone())
+            .or_default()
+            .insert(rel.to_owned());
     }
     if unresolved {
         state.unresolved_importers.insert(rel.to_owned());
@@ -595,13 +657,21 @@ fn could_be_local(style: ModuleStyle, module: &str) -> bool {
 }
 
 fn is_absent(err: &std::io::Error) -> bool {
-    matches!(err.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory)
+    matches!(
+        err.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+    )
 }
 
 /// Rejects paths that are not plain relative paths inside the root. Callers normalise paths
 /// (PROTOCOL-NOTES 2.1); this is the index's own guard.
 fn check_relative(path: &str) -> Result<()> {
-    let invalid = |reason| Err(AnalysisError::InvalidPath { path: path.to_owned(), reason });
+    let invalid = |reason| {
+        Err(AnalysisError::InvalidPath {
+            path: path.to_owned(),
+            reason,
+        })
+    };
     if path.is_empty() {
         return invalid("empty");
     }

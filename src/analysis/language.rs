@@ -242,7 +242,10 @@ mod tests {
 
     #[test]
     fn suffixes_do_not_repeat() {
-        let mut all: Vec<&str> = SPECS.iter().flat_map(|s| s.extensions.iter().copied()).collect();
+        let mut all: Vec<&str> = SPECS
+            .iter()
+            .flat_map(|s| s.extensions.iter().copied())
+            .collect();
         let before = all.len();
         all.sort_unstable();
         all.dedup();

@@ -57,7 +57,11 @@ fn resolve_es(dir: &str, spec: &str, exists: &dyn Fn(&str) -> bool) -> Option<St
     if !joined.is_empty() {
         candidates.extend(ES_EXTENSIONS.iter().map(|e| format!("{joined}.{e}")));
     }
-    let index = if joined.is_empty() { "index".to_owned() } else { format!("{joined}/index") };
+    let index = if joined.is_empty() {
+        "index".to_owned()
+    } else {
+        format!("{joined}/index")
+    };
     candidates.extend(ES_EXTENSIONS.iter().map(|e| format!("{index}.{e}")));
     candidates.into_iter().find(|c| exists(c))
 }
@@ -97,7 +101,11 @@ fn resolve_python(dir: &str, module: &str, exists: &dyn Fn(&str) -> bool) -> Opt
             }
             path.push_str(part);
         }
-        let prefix = if path.is_empty() { String::new() } else { format!("{path}/") };
+        let prefix = if path.is_empty() {
+            String::new()
+        } else {
+            format!("{path}/")
+        };
         let mut candidates = Vec::new();
         if !parts.is_empty() {
             candidates.push(format!("{path}.py"));
@@ -140,12 +148,19 @@ mod tests {
     #[test]
     fn ecmascript_relative_specifiers() {
         let files = within(&["src/util.ts", "src/lib/index.tsx", "lib/x.js", "src/esm.ts"]);
-        let r = |from: &str, spec: &str| resolve_module(ModuleStyle::EcmaScript, from, spec, &files);
+        let r =
+            |from: &str, spec: &str| resolve_module(ModuleStyle::EcmaScript, from, spec, &files);
         assert_eq!(r("src/a.ts", "./util").as_deref(), Some("src/util.ts"));
         assert_eq!(r("src/a.ts", "./util.ts").as_deref(), Some("src/util.ts"));
         assert_eq!(r("src/a.ts", "./lib").as_deref(), Some("src/lib/index.tsx"));
-        assert_eq!(r("src/a.ts", "./lib/index").as_deref(), Some("src/lib/index.tsx"));
-        assert_eq!(r("src/deep/a.ts", "../util").as_deref(), Some("src/util.ts"));
+        assert_eq!(
+            r("src/a.ts", "./lib/index").as_deref(),
+            Some("src/lib/index.tsx")
+        );
+        assert_eq!(
+            r("src/deep/a.ts", "../util").as_deref(),
+            Some("src/util.ts")
+        );
         assert_eq!(r("src/a.ts", "../lib/x").as_deref(), Some("lib/x.js"));
         assert_eq!(r("src/a.ts", "./esm.js").as_deref(), Some("src/esm.ts"));
         assert_eq!(r("src/a.ts", "util"), None, "bare specifiers are packages");
@@ -155,7 +170,13 @@ mod tests {
 
     #[test]
     fn python_modules() {
-        let files = within(&["pkg/__init__.py", "pkg/m.py", "pkg/sub/n.py", "src/app/core.py", "top.py"]);
+        let files = within(&[
+            "pkg/__init__.py",
+            "pkg/m.py",
+            "pkg/sub/n.py",
+            "src/app/core.py",
+            "top.py",
+        ]);
         let r = |from: &str, m: &str| resolve_module(ModuleStyle::Python, from, m, &files);
         assert_eq!(r("pkg/a.py", ".m").as_deref(), Some("pkg/m.py"));
         assert_eq!(r("pkg/a.py", ".").as_deref(), Some("pkg/__init__.py"));
@@ -163,7 +184,10 @@ mod tests {
         assert_eq!(r("pkg/sub/x.py", ".n").as_deref(), Some("pkg/sub/n.py"));
         assert_eq!(r("other/a.py", "pkg.m").as_deref(), Some("pkg/m.py"));
         assert_eq!(r("other/a.py", "pkg").as_deref(), Some("pkg/__init__.py"));
-        assert_eq!(r("src/app/main.py", "app.core").as_deref(), Some("src/app/core.py"));
+        assert_eq!(
+            r("src/app/main.py", "app.core").as_deref(),
+            Some("src/app/core.py")
+        );
         assert_eq!(r("a.py", "top").as_deref(), Some("top.py"));
         assert_eq!(r("a.py", "..top"), None);
         assert_eq!(r("a.py", "os.path"), None);

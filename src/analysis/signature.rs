@@ -171,15 +171,24 @@ mod tests {
 
     #[test]
     fn equal_ignores_formatting_comments_and_trailing_commas() {
-        assert!(signatures_equal("(a: string, b?: number): boolean", "( a:string,\n  b?: number, ) :boolean"));
+        assert!(signatures_equal(
+            "(a: string, b?: number): boolean",
+            "( a:string,\n  b?: number, ) :boolean"
+        ));
         assert!(signatures_equal("(a, b=2)", "(a, /* two */ b = 2)"));
-        assert!(signatures_equal("(a: int) -> int", "(a: int  # the a\n) -> int"));
+        assert!(signatures_equal(
+            "(a: int) -> int",
+            "(a: int  # the a\n) -> int"
+        ));
         assert!(signatures_equal("<T>(x: T): T", "<T,>(x: T): T"));
     }
 
     #[test]
     fn any_token_change_is_a_difference() {
-        assert!(!signatures_equal("(a: string): boolean", "(a: string): number"));
+        assert!(!signatures_equal(
+            "(a: string): boolean",
+            "(a: string): number"
+        ));
         assert!(!signatures_equal("(a, b = 2)", "(a, b = 3)"));
         assert!(!signatures_equal("(a, b)", "(a, c)"));
         assert!(!signatures_equal("(a?: string)", "(a: string)"));
@@ -190,7 +199,10 @@ mod tests {
 
     #[test]
     fn tokens_split_operators_and_strings() {
-        assert_eq!(tokens("(a = \"x, y\") => void"), vec!["(", "a", "=", "\"x, y\"", ")", "=>", "void"]);
+        assert_eq!(
+            tokens("(a = \"x, y\") => void"),
+            vec!["(", "a", "=", "\"x, y\"", ")", "=>", "void"]
+        );
         assert_eq!(tokens("(ünï: T)"), vec!["(", "ünï", ":", "T", ")"]);
     }
 }

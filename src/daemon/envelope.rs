@@ -121,7 +121,9 @@ where
             StatusCode::NOT_FOUND,
             INVALID_REQUEST,
             "INVALID_REQUEST",
-            Some(json!({"reason": format!("no such path {}; use POST /rpc", request.uri().path())})),
+            Some(
+                json!({"reason": format!("no such path {}; use POST /rpc", request.uri().path())}),
+            ),
         ));
     }
     if request.method() != Method::POST {
@@ -129,7 +131,9 @@ where
             StatusCode::METHOD_NOT_ALLOWED,
             INVALID_REQUEST,
             "INVALID_REQUEST",
-            Some(json!({"reason": format!("HTTP method {} is not allowed; use POST", request.method())})),
+            Some(
+                json!({"reason": format!("HTTP method {} is not allowed; use POST", request.method())}),
+            ),
         );
         response
             .headers_mut()
@@ -156,7 +160,10 @@ where
             ))
         }
         Ok(Err(error)) => {
-            if error.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+            if error
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
                 return Ok(too_large(config.max_body_bytes));
             }
             return Ok(envelope_failure(
@@ -380,8 +387,7 @@ fn plan_element(element: &RawValue, methods: &HashSet<String>, plan: &mut Plan) 
         ))
     };
     if !element.get().starts_with('{') {
-        plan.slots
-            .push(invalid("a request must be a JSON object"));
+        plan.slots.push(invalid("a request must be a JSON object"));
         return;
     }
     let fields: RequestFields<'_> = match serde_json::from_str(element.get()) {

@@ -12,9 +12,7 @@ use super::server::{serve, ServeConfig};
 
 fn test_module() -> RpcModule<()> {
     let mut module = RpcModule::new(());
-    module
-        .register_method("ping", |_, _, _| "pong")
-        .unwrap();
+    module.register_method("ping", |_, _, _| "pong").unwrap();
     module
         .register_method("echo", |params, _, _| {
             params.as_str().map(str::to_owned).unwrap_or_default()
@@ -38,7 +36,11 @@ impl Harness {
         tokio::spawn(serve(listener, test_module().into(), config, async {
             let _ = rx.await;
         }));
-        Self { _dir: dir, socket, stop: Some(tx) }
+        Self {
+            _dir: dir,
+            socket,
+            stop: Some(tx),
+        }
     }
 }
 
@@ -51,7 +53,12 @@ impl Drop for Harness {
 }
 
 /// Sends one raw HTTP/1.1 request and reads one response on `stream`.
-async fn exchange(stream: &mut UnixStream, method: &str, path: &str, body: &[u8]) -> (u16, String, String) {
+async fn exchange(
+    stream: &mut UnixStream,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> (u16, String, String) {
     let head = format!(
         "{method} {path} HTTP/1.1\r\nhost: localhost\r\ncontent-length: {}\r\n\r\n",
         body.len()
@@ -78,7 +85,9 @@ async fn read_response(stream: &mut UnixStream) -> (u16, String, String) {
                 .lines()
                 .find_map(|l| {
                     let lower = l.to_ascii_lowercase();
-                    lower.strip_prefix("content-length:").map(|v| v.trim().parse().unwrap())
+                    lower
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse().unwrap())
                 })
                 .unwrap_or(0);
             if buffer.len() >= split + 4 + length {
@@ -105,13 +114,23 @@ async fn ping_answers_with_the_envelope_in_key_order() {
     )
     .await;
     assert_eq!(status, 200);
-    assert_eq!(body, r#"{"jsonrpc":"2.0","witVersion":"1","id":"1","result":"pong"}"#);
+    assert_eq!(
+        body,
+        r#"{"jsonrpc":"2.0","witVersion":"1","id":"1","result":"pong"}"#
+    );
 }
 
 #[tokio::test]
 async fn ids_are_echoed_exactly_as_written() {
     let h = Harness::start(ServeConfig::default()).await;
-    for id in ["-7", "1.50", "1e3", "null", "\"x\\u0041\"", "18446744073709551616"] {
+    for id in [
+        "-7",
+        "1.50",
+        "1e3",
+        "null",
+        "\"x\\u0041\"",
+        "18446744073709551616",
+    ] {
         let (status, body) = post(
             &h.socket,
             &format!(r#"{{"jsonrpc":"2.0","witVersion":"1","id":{id},"method":"ping"}}"#),
@@ -132,10 +151,26 @@ async fn envelope_errors_in_order_with_http_400() {
         ("{not json", 400, r#""id":null,"error":{"code":-32700"#),
         ("[]", 400, r#""id":null,"error":{"code":-32600"#),
         ("42", 400, r#""id":null,"error":{"code":-32600"#),
-        (r#"{"witVersion":"1","id":1,"method":"ping"}"#, 400, r#""id":null,"error":{"code":-32600"#),
-        (r#"{"jsonrpc":"2.0","witVersion":"1","id":1,"method":7}"#, 400, r#""id":null,"error":{"code":-32600"#),
-        (r#"{"jsonrpc":"2.0","witVersion":"1","id":{},"method":"ping"}"#, 400, r#""id":null,"error":{"code":-32600"#),
-        (r#"{"jsonrpc":"2.0","witVersion":"1","id":true,"method":"ping"}"#, 400, r#""id":null,"error":{"code":-32600"#),
+        (
+            r#"{"witVersion":"1","id":1,"method":"ping"}"#,
+            400,
+            r#""id":null,"error":{"code":-32600"#,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","witVersion":"1","id":1,"method":7}"#,
+            400,
+            r#""id":null,"error":{"code":-32600"#,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","witVersion":"1","id":{},"method":"ping"}"#,
+            400,
+            r#""id":null,"error":{"code":-32600"#,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","witVersion":"1","id":true,"method":"ping"}"#,
+            400,
+            r#""id":null,"error":{"code":-32600"#,
+        ),
         (
             r#"{"jsonrpc":"2.0","id":5,"method":"nope"}"#,
             400,
@@ -155,7 +190,10 @@ async fn envelope_errors_in_order_with_http_400() {
     for (request, want_status, want_fragment) in cases {
         let (status, body) = post(&h.socket, request).await;
         assert_eq!(status, want_status, "{request} -> {body}");
-        assert!(body.starts_with(r#"{"jsonrpc":"2.0","witVersion":"1","#), "{body}");
+        assert!(
+            body.starts_with(r#"{"jsonrpc":"2.0","witVersion":"1","#),
+            "{body}"
+        );
         assert!(body.contains(want_fragment), "{request} -> {body}");
     }
 }
@@ -166,8 +204,13 @@ async fn paths_and_methods_other_than_post_rpc_are_refused() {
     let mut stream = UnixStream::connect(&h.socket).await.unwrap();
     let (status, head, body) = exchange(&mut stream, "POST", "/other", b"{}").await;
     assert_eq!(status, 404);
-    assert!(head.to_ascii_lowercase().contains("content-type: application/json"));
-    assert!(body.contains(r#""code":-32600"#) && body.contains("reason"), "{body}");
+    assert!(head
+        .to_ascii_lowercase()
+        .contains("content-type: application/json"));
+    assert!(
+        body.contains(r#""code":-32600"#) && body.contains("reason"),
+        "{body}"
+    );
     let (status, _, body) = exchange(&mut stream, "GET", "/rpc", b"").await;
     assert_eq!(status, 405);
     assert!(body.contains(r#""code":-32600"#), "{body}");
@@ -184,7 +227,10 @@ async fn paths_and_methods_other_than_post_rpc_are_refused() {
 
 #[tokio::test]
 async fn oversized_bodies_answer_413_with_the_limit() {
-    let config = ServeConfig { max_body_bytes: 1000, ..ServeConfig::default() };
+    let config = ServeConfig {
+        max_body_bytes: 1000,
+        ..ServeConfig::default()
+    };
     let h = Harness::start(config).await;
     let big = format!(
         r#"{{"jsonrpc":"2.0","witVersion":"1","id":1,"method":"echo","params":"{}"}}"#,
@@ -221,14 +267,21 @@ async fn batches_check_each_element_and_skip_notifications() {
 #[tokio::test]
 async fn a_lone_notification_gets_no_body() {
     let h = Harness::start(ServeConfig::default()).await;
-    let (status, body) = post(&h.socket, r#"{"jsonrpc":"2.0","witVersion":"1","method":"ping"}"#).await;
+    let (status, body) = post(
+        &h.socket,
+        r#"{"jsonrpc":"2.0","witVersion":"1","method":"ping"}"#,
+    )
+    .await;
     assert_eq!(status, 204);
     assert!(body.is_empty());
 }
 
 #[tokio::test]
 async fn connections_over_the_cap_are_refused_with_503() {
-    let config = ServeConfig { max_connections: 1, ..ServeConfig::default() };
+    let config = ServeConfig {
+        max_connections: 1,
+        ..ServeConfig::default()
+    };
     let h = Harness::start(config).await;
     let mut first = UnixStream::connect(&h.socket).await.unwrap();
     let (status, _, _) = exchange(
@@ -249,7 +302,14 @@ async fn connections_over_the_cap_are_refused_with_503() {
 async fn a_silent_client_does_not_hold_up_others() {
     let h = Harness::start(ServeConfig::default()).await;
     let mut silent = UnixStream::connect(&h.socket).await.unwrap();
-    silent.write_all(b"POST /rpc HTTP/1.1\r\ncontent-length: 100\r\n\r\n{").await.unwrap();
-    let (status, body) = post(&h.socket, r#"{"jsonrpc":"2.0","witVersion":"1","id":1,"method":"ping"}"#).await;
+    silent
+        .write_all(b"POST /rpc HTTP/1.1\r\ncontent-length: 100\r\n\r\n{")
+        .await
+        .unwrap();
+    let (status, body) = post(
+        &h.socket,
+        r#"{"jsonrpc":"2.0","witVersion":"1","id":1,"method":"ping"}"#,
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
 }

@@ -79,7 +79,10 @@ pub async fn is_answering(client: &WitClient) -> bool {
 
 /// Makes sure a daemon serves `paths.root`, starting one in the background when none answers.
 /// Returns whether this call started it.
-pub async fn ensure_running(paths: &WitPaths, log_level: Option<&str>) -> Result<bool, LaunchError> {
+pub async fn ensure_running(
+    paths: &WitPaths,
+    log_level: Option<&str>,
+) -> Result<bool, LaunchError> {
     let client = WitClient::new(&paths.socket);
     if is_answering(&client).await {
         return Ok(false);

@@ -105,11 +105,13 @@ pub fn ensure_state_dir(paths: &WitPaths) -> Result<(), DaemonError> {
         .mode(0o700)
         .create(&paths.dir)
         .map_err(io_error(format!("creating {}", paths.dir.display())))?;
-    fs::set_permissions(&paths.dir, fs::Permissions::from_mode(0o700))
-        .map_err(io_error(format!("setting the mode of {}", paths.dir.display())))?;
+    fs::set_permissions(&paths.dir, fs::Permissions::from_mode(0o700)).map_err(io_error(
+        format!("setting the mode of {}", paths.dir.display()),
+    ))?;
     let gitignore = paths.dir.join(".gitignore");
     if !gitignore.exists() {
-        fs::write(&gitignore, "*\n").map_err(io_error(format!("writing {}", gitignore.display())))?;
+        fs::write(&gitignore, "*\n")
+            .map_err(io_error(format!("writing {}", gitignore.display())))?;
     }
     Ok(())
 }
@@ -160,8 +162,9 @@ pub fn take_residence(paths: &WitPaths) -> Result<(Residence, UnixListener), Dae
     }
     let listener = UnixListener::bind(&paths.socket)
         .map_err(io_error(format!("binding {}", paths.socket.display())))?;
-    fs::set_permissions(&paths.socket, fs::Permissions::from_mode(0o600))
-        .map_err(io_error(format!("setting the mode of {}", paths.socket.display())))?;
+    fs::set_permissions(&paths.socket, fs::Permissions::from_mode(0o600)).map_err(io_error(
+        format!("setting the mode of {}", paths.socket.display()),
+    ))?;
     write_pid_file(paths)?;
     Ok((
         Residence {
@@ -221,13 +224,19 @@ mod tests {
         let paths = WitPaths::for_root(temp.path());
         let (first, _listener) = take_residence(&paths).unwrap();
         let error = take_residence(&paths).unwrap_err();
-        assert!(matches!(error, DaemonError::AlreadyRunning { .. }), "{error}");
+        assert!(
+            matches!(error, DaemonError::AlreadyRunning { .. }),
+            "{error}"
+        );
         assert!(paths.socket.exists());
         let mode = fs::metadata(&paths.dir).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o700);
         let mode = fs::metadata(&paths.socket).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
-        assert_eq!(fs::read_to_string(paths.dir.join(".gitignore")).unwrap(), "*\n");
+        assert_eq!(
+            fs::read_to_string(paths.dir.join(".gitignore")).unwrap(),
+            "*\n"
+        );
         assert_eq!(PidRecord::read(&paths.pid).unwrap().pid, std::process::id());
         first.release();
         assert!(!paths.socket.exists());

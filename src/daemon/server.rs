@@ -62,8 +62,8 @@ pub async fn serve(
         methods: Arc::new(method_names),
     });
     // jsonrpsee's own limits sit above ours so that the envelope layer is the one that answers.
-    let jsonrpsee_body_limit = u32::try_from(config.max_body_bytes.saturating_mul(2) + 1024)
-        .unwrap_or(u32::MAX);
+    let jsonrpsee_body_limit =
+        u32::try_from(config.max_body_bytes.saturating_mul(2) + 1024).unwrap_or(u32::MAX);
     let server_config = ServerConfig::builder()
         .http_only()
         .max_request_body_size(jsonrpsee_body_limit)

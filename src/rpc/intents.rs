@@ -5,9 +5,8 @@ use super::services::App;
 use crate::coord::IntentStatus;
 use crate::protocol::server::IntentMethods;
 use crate::protocol::{
-    ConflictReport, IntentDeclareParams, IntentDeclareResult, IntentQueryParams,
-    IntentQueryResult, IntentUpdateParams, IntentUpdateParamsStatus, IntentUpdateResult,
-    ProtocolError,
+    ConflictReport, IntentDeclareParams, IntentDeclareResult, IntentQueryParams, IntentQueryResult,
+    IntentUpdateParams, IntentUpdateParamsStatus, IntentUpdateResult, ProtocolError,
 };
 
 impl IntentMethods for App {
@@ -25,7 +24,11 @@ impl IntentMethods for App {
                 )
             })
             .await?;
-        let items: Vec<_> = declared.conflicts.iter().map(convert::conflict_item).collect();
+        let items: Vec<_> = declared
+            .conflicts
+            .iter()
+            .map(convert::conflict_item)
+            .collect();
         Ok(IntentDeclareResult {
             intent_id: declared.intent.id,
             conflicts: ConflictReport {
@@ -44,8 +47,8 @@ impl IntentMethods for App {
             IntentUpdateParamsStatus::Resolved => IntentStatus::Resolved,
             IntentUpdateParamsStatus::Abandoned => IntentStatus::Abandoned,
         };
-        let intent =
-            self.now(|coord| coord.update_intent(&params.intent_id, &params.session_id, requested))?;
+        let intent = self
+            .now(|coord| coord.update_intent(&params.intent_id, &params.session_id, requested))?;
         Ok(IntentUpdateResult {
             intent_id: intent.id,
             status: intent.status.as_str().to_owned(),

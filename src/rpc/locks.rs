@@ -24,7 +24,11 @@ impl LockMethods for App {
             session_id: acquired.lock.session_id.clone(),
             acquired_at: iso_millis(acquired.lock.acquired_at_ms),
             expires_at: iso_millis(acquired.lock.expires_at_ms),
-            warnings: acquired.warnings.iter().map(convert::caller_warning).collect(),
+            warnings: acquired
+                .warnings
+                .iter()
+                .map(convert::caller_warning)
+                .collect(),
         })
     }
 

@@ -12,8 +12,8 @@ use crate::analysis::RepoIndex;
 use crate::coord::{Coord, CoordError, SystemClock};
 use crate::daemon::paths::WitPaths;
 use crate::protocol::server::{
-    register_contract_methods, register_discover, register_intent_methods,
-    register_lock_methods, register_wit_methods,
+    register_contract_methods, register_discover, register_intent_methods, register_lock_methods,
+    register_wit_methods,
 };
 use crate::protocol::ProtocolError;
 use crate::store::{Store, StoreError};

@@ -181,7 +181,8 @@ pub fn read_response(stream: &mut UnixStream) -> std::io::Result<(u16, String)> 
                 .unwrap_or(0);
             if buffer.len() >= split + 4 + length {
                 let status = head[9..12].parse().unwrap();
-                let body = String::from_utf8_lossy(&buffer[split + 4..split + 4 + length]).to_string();
+                let body =
+                    String::from_utf8_lossy(&buffer[split + 4..split + 4 + length]).to_string();
                 return Ok((status, body));
             }
         }

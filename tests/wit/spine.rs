@@ -14,7 +14,10 @@ fn curl_style_ping_answers_pong_exactly() {
     let _daemon = Daemon::start(&repo);
     let (status, body) = post(&repo.socket(), PING);
     assert_eq!(status, 200);
-    assert_eq!(body, r#"{"jsonrpc":"2.0","witVersion":"1","id":"1","result":"pong"}"#);
+    assert_eq!(
+        body,
+        r#"{"jsonrpc":"2.0","witVersion":"1","id":"1","result":"pong"}"#
+    );
 }
 
 #[test]
@@ -25,16 +28,25 @@ fn generated_client_pings_and_registers_idempotently() {
     block_on(async {
         assert_eq!(client.ping().await.unwrap(), PingResult::Pong);
         let first = client
-            .register(RegisterParams { name: "alice".into(), session_id: "s1".into() })
+            .register(RegisterParams {
+                name: "alice".into(),
+                session_id: "s1".into(),
+            })
             .await
             .unwrap();
         let again = client
-            .register(RegisterParams { name: "alice-2".into(), session_id: "s1".into() })
+            .register(RegisterParams {
+                name: "alice-2".into(),
+                session_id: "s1".into(),
+            })
             .await
             .unwrap();
         assert_eq!(first.agent_id, again.agent_id);
         let other = client
-            .register(RegisterParams { name: "bob".into(), session_id: "s2".into() })
+            .register(RegisterParams {
+                name: "bob".into(),
+                session_id: "s2".into(),
+            })
             .await
             .unwrap();
         assert_ne!(other.agent_id, first.agent_id);
@@ -58,8 +70,11 @@ fn invalid_params_name_every_field() {
     assert!(fields["sessionId"].is_array(), "{body}");
     // The typed client keeps the data.
     let client = repo.client();
-    let error = block_on(client.register(RegisterParams { name: String::new(), session_id: "s".into() }))
-        .unwrap_err();
+    let error = block_on(client.register(RegisterParams {
+        name: String::new(),
+        session_id: "s".into(),
+    }))
+    .unwrap_err();
     match error {
         ClientError::Rpc(error) => {
             assert!(error.is(ErrorCode::InvalidRequest));
@@ -93,9 +108,15 @@ fn envelope_rules_hold_end_to_end() {
     let (status, body) = post(&socket, r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#);
     assert_eq!(status, 400);
     assert!(body.contains(r#""id":3,"error":{"code":-32001"#), "{body}");
-    let (status, body) = post(&socket, r#"{"jsonrpc":"2.0","witVersion":"1","id":-2.5,"method":"lock.nope"}"#);
+    let (status, body) = post(
+        &socket,
+        r#"{"jsonrpc":"2.0","witVersion":"1","id":-2.5,"method":"lock.nope"}"#,
+    );
     assert_eq!(status, 200);
-    assert!(body.contains(r#""id":-2.5,"error":{"code":-32601"#), "{body}");
+    assert!(
+        body.contains(r#""id":-2.5,"error":{"code":-32601"#),
+        "{body}"
+    );
     let mut stream = UnixStream::connect(&socket).unwrap();
     let (status, _) = exchange(&mut stream, "GET", "/rpc", b"").unwrap();
     assert_eq!(status, 405);
@@ -134,13 +155,19 @@ fn restart_after_sigkill_cleans_the_stale_socket_and_keeps_data() {
     let repo = Repo::new();
     let mut daemon = Daemon::start(&repo);
     let client = repo.client();
-    let agent = block_on(client.register(RegisterParams { name: "a".into(), session_id: "keep".into() }))
-        .unwrap();
+    let agent = block_on(client.register(RegisterParams {
+        name: "a".into(),
+        session_id: "keep".into(),
+    }))
+    .unwrap();
     daemon.kill9();
     assert!(repo.socket().exists(), "SIGKILL leaves the socket behind");
     let _daemon = Daemon::start(&repo);
-    let again = block_on(repo.client().register(RegisterParams { name: "a".into(), session_id: "keep".into() }))
-        .unwrap();
+    let again = block_on(repo.client().register(RegisterParams {
+        name: "a".into(),
+        session_id: "keep".into(),
+    }))
+    .unwrap();
     assert_eq!(agent.agent_id, again.agent_id);
 }
 
