@@ -388,10 +388,9 @@ fn start_floor_server(socket: PathBuf) -> Result<()> {
                     let service = service_fn(|request: hyper::Request<hyper::body::Incoming>| async move {
                         use http_body_util::BodyExt;
                         let _ = request.into_body().collect().await;
-                        let response = hyper::Response::builder()
+                        hyper::Response::builder()
                             .header("content-type", "application/json")
-                            .body(Full::new(bytes::Bytes::from_static(PONG)));
-                        response
+                            .body(Full::new(bytes::Bytes::from_static(PONG)))
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .keep_alive(true)
@@ -467,7 +466,7 @@ async fn main() -> Result<()> {
     let floor_socket = work.path().join("floor.sock");
     start_floor_server(floor_socket.clone())?;
     let ping = Arc::new(|_: usize, _: usize| op(vec![ping_body()])) as MakeOp;
-    let mut floor = Report { floor_ping: None };
+    let floor = Report { floor_ping: None };
     let sqlite = tokio::task::spawn_blocking({
         let dir = work.path().to_owned();
         move || sqlite_commit_floor(&dir, 2000)
