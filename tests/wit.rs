@@ -2,5 +2,9 @@
 //! through the generated client and, for envelope rules, through raw HTTP.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod contracts;
 mod harness;
+mod hostile;
+mod intents;
+mod locks;
 mod spine;

@@ -1,0 +1,686 @@
+//! `wit-bench`: end-to-end benchmarks of a real `wit` daemon over its Unix socket, next to the
+//! machine's floor (a minimal hyper server answering the same ping, one SQLite WAL commit, one
+//! tree-sitter parse).
+//!
+//! ```text
+//! cargo run --release --bin wit-bench -- [--quick] [--wit PATH]
+//! ```
+//!
+//! It creates a temporary repository with generated TypeScript files (16 KB, 169 KB, 1.7 MB),
+//! starts `wit daemon run` on it (the `wit` binary next to this one, or `--wit`), and drives it
+//! with keep-alive HTTP/1.1 connections at 1 and 16 concurrent clients. Each line reports
+//! ops/s, p50/p99 latency, the daemon's CPU time per operation (from `/proc/<pid>/stat`) and
+//! the ratio of ops/s to the floor's ping. `--quick` runs fewer operations and skips the
+//! 10,000-intent and 1.7 MB cases.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+
+/// Parsed command line.
+struct Options {
+    quick: bool,
+    wit: PathBuf,
+}
+
+fn options() -> Result<Options> {
+    let mut quick = false;
+    let mut wit = std::env::current_exe()?
+        .parent()
+        .context("the bench binary has no directory")?
+        .join("wit");
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--quick" => quick = true,
+            "--wit" => wit = PathBuf::from(args.next().context("--wit needs a path")?),
+            "-h" | "--help" => {
+                println!("usage: wit-bench [--quick] [--wit PATH]");
+                std::process::exit(0);
+            }
+            other => bail!("unknown argument {other:?} (try --help)"),
+        }
+    }
+    if !wit.exists() {
+        bail!(
+            "{} not found: build it first (cargo build --release --bin wit) or pass --wit",
+            wit.display()
+        );
+    }
+    Ok(Options { quick, wit })
+}
+
+/// One keep-alive HTTP/1.1 connection to a Unix socket, posting to `/rpc`.
+struct Conn {
+    stream: UnixStream,
+    buffer: Vec<u8>,
+}
+
+impl Conn {
+    async fn open(socket: &Path) -> Result<Self> {
+        let stream = UnixStream::connect(socket)
+            .await
+            .with_context(|| format!("connect {}", socket.display()))?;
+        Ok(Self {
+            stream,
+            buffer: Vec::with_capacity(64 * 1024),
+        })
+    }
+
+    /// Posts `body`, returns the response body.
+    async fn post(&mut self, body: &[u8]) -> Result<Vec<u8>> {
+        let head = format!(
+            "POST /rpc HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        let mut request = Vec::with_capacity(head.len() + body.len());
+        request.extend_from_slice(head.as_bytes());
+        request.extend_from_slice(body);
+        self.stream.write_all(&request).await?;
+        self.buffer.clear();
+        let mut chunk = [0u8; 16 * 1024];
+        loop {
+            if let Some(end) = find(&self.buffer, b"\r\n\r\n") {
+                let head = std::str::from_utf8(&self.buffer[..end])?;
+                let length = head
+                    .lines()
+                    .find_map(|line| {
+                        let (name, value) = line.split_once(':')?;
+                        name.eq_ignore_ascii_case("content-length")
+                            .then(|| value.trim().parse::<usize>().ok())
+                            .flatten()
+                    })
+                    .context("response without content-length")?;
+                let total = end + 4 + length;
+                while self.buffer.len() < total {
+                    let n = self.stream.read(&mut chunk).await?;
+                    if n == 0 {
+                        bail!("connection closed mid-body");
+                    }
+                    self.buffer.extend_from_slice(&chunk[..n]);
+                }
+                return Ok(self.buffer[end + 4..total].to_vec());
+            }
+            let n = self.stream.read(&mut chunk).await?;
+            if n == 0 {
+                bail!("connection closed before an answer");
+            }
+            self.buffer.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// Calls `method` and returns its `result`, or an error carrying the JSON-RPC error.
+    async fn call(&mut self, method: &str, params: Value) -> Result<Value> {
+        let body = request(method, &params);
+        let answer = self.post(&body).await?;
+        let value: Value = serde_json::from_slice(&answer)?;
+        if let Some(error) = value.get("error") {
+            bail!("{method}: {error}");
+        }
+        Ok(value["result"].clone())
+    }
+}
+
+fn request(method: &str, params: &Value) -> Vec<u8> {
+    serde_json::to_vec(&json!({"jsonrpc": "2.0", "witVersion": "1", "id": 1, "method": method, "params": params}))
+        .unwrap_or_default()
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The outcome of one measured workload.
+struct Measured {
+    ops: usize,
+    elapsed: Duration,
+    latencies: Vec<Duration>,
+    cpu: Option<Duration>,
+    errors: usize,
+}
+
+impl Measured {
+    fn ops_per_sec(&self) -> f64 {
+        self.ops as f64 / self.elapsed.as_secs_f64()
+    }
+    fn percentile(&self, p: f64) -> Duration {
+        if self.latencies.is_empty() {
+            return Duration::ZERO;
+        }
+        let index = ((self.latencies.len() as f64 - 1.0) * p).round() as usize;
+        self.latencies[index]
+    }
+}
+
+/// Which request an operation sends: `(worker, i)` to a list of bodies sent in sequence (one
+/// operation may be several requests, e.g. acquire then release).
+type MakeOp = Arc<dyn Fn(usize, usize) -> Vec<Vec<u8>> + Send + Sync>;
+
+/// Runs `ops` operations split over `concurrency` keep-alive connections.
+async fn measure(socket: &Path, pid: Option<u32>, concurrency: usize, ops: usize, make: MakeOp) -> Result<Measured> {
+    let per_worker = ops.div_ceil(concurrency);
+    let mut conns = Vec::with_capacity(concurrency);
+    for _ in 0..concurrency {
+        conns.push(Conn::open(socket).await?);
+    }
+    let cpu_before = pid.map(cpu_time).transpose()?;
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for (worker, mut conn) in conns.into_iter().enumerate() {
+        let make = Arc::clone(&make);
+        tasks.spawn(async move {
+            let mut latencies = Vec::with_capacity(per_worker);
+            let mut errors = 0usize;
+            for i in 0..per_worker {
+                let bodies = make(worker, i);
+                let start = Instant::now();
+                for body in bodies {
+                    let answer = conn.post(&body).await?;
+                    if find(&answer, b"\"error\":").is_some() {
+                        errors += 1;
+                    }
+                }
+                latencies.push(start.elapsed());
+            }
+            anyhow::Ok((latencies, errors))
+        });
+    }
+    let mut latencies = Vec::with_capacity(per_worker * concurrency);
+    let mut errors = 0;
+    while let Some(joined) = tasks.join_next().await {
+        let (mut l, e) = joined??;
+        latencies.append(&mut l);
+        errors += e;
+    }
+    let elapsed = started.elapsed();
+    let cpu = match (pid, cpu_before) {
+        (Some(pid), Some(before)) => Some(cpu_time(pid)?.saturating_sub(before)),
+        _ => None,
+    };
+    latencies.sort_unstable();
+    Ok(Measured {
+        ops: latencies.len(),
+        elapsed,
+        latencies,
+        cpu,
+        errors,
+    })
+}
+
+/// utime + stime of a process.
+fn cpu_time(pid: u32) -> Result<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let after_name = stat.rsplit_once(')').context("odd /proc stat")?.1;
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    // Fields 14 and 15 of stat(5); `after_name` starts at field 3.
+    let utime: u64 = fields.get(11).context("utime")?.parse()?;
+    let stime: u64 = fields.get(12).context("stime")?.parse()?;
+    Ok(Duration::from_millis((utime + stime) * 1000 / clock_ticks()))
+}
+
+fn clock_ticks() -> u64 {
+    static TICKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(100)
+    })
+}
+
+/// Resident set size of a process, in KiB.
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// Prints one table row.
+struct Report {
+    floor_ping: Option<f64>,
+}
+
+impl Report {
+    fn header(&self) {
+        println!("| benchmark | conc | ops | ops/s | p50 | p99 | daemon CPU/op | ops/s vs floor ping |");
+        println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    }
+    fn row(&self, name: &str, concurrency: usize, m: &Measured) {
+        let cpu = m
+            .cpu
+            .map(|c| format!("{:.1} µs", c.as_secs_f64() * 1e6 / m.ops as f64))
+            .unwrap_or_else(|| "-".into());
+        let ratio = self
+            .floor_ping
+            .map(|f| format!("{:.3}", m.ops_per_sec() / f))
+            .unwrap_or_else(|| "1".into());
+        let errors = if m.errors > 0 { format!(" ({} errors)", m.errors) } else { String::new() };
+        println!(
+            "| {name}{errors} | {concurrency} | {} | {:.0} | {} | {} | {cpu} | {ratio} |",
+            m.ops,
+            m.ops_per_sec(),
+            fmt_duration(m.percentile(0.5)),
+            fmt_duration(m.percentile(0.99)),
+        );
+    }
+}
+
+fn fmt_duration(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us < 1000.0 {
+        format!("{us:.0} µs")
+    } else {
+        format!("{:.2} ms", us / 1000.0)
+    }
+}
+
+/// A generated TypeScript file of about `target` bytes: functions calling their neighbour.
+fn generated_ts(target: usize) -> (String, usize) {
+    let mut out = String::with_capacity(target + 1024);
+    let mut n = 0;
+    while out.len() < target {
+        out.push_str(&format!(
+            "/** Function {n}. */\nexport function fn_{n}(a: number, b: string = \"x\"): number {{\n  const c = a + b.length;\n  if (c > 10) {{\n    return fn_{next}(c - 1, b);\n  }}\n  return c * {n};\n}}\n\n",
+            next = n + 1
+        ));
+        n += 1;
+    }
+    (out, n)
+}
+
+/// A scratch directory under /tmp (short: socket paths must stay under 108 bytes), removed on
+/// drop.
+struct WorkDir(PathBuf);
+
+impl WorkDir {
+    fn new() -> Result<Self> {
+        let path = PathBuf::from(format!("/tmp/witb-{}", std::process::id()));
+        std::fs::create_dir_all(&path)?;
+        Ok(Self(path))
+    }
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A daemon child process, killed on drop.
+struct Daemon {
+    child: Child,
+    socket: PathBuf,
+}
+
+impl Daemon {
+    async fn start(wit: &Path, root: &Path) -> Result<(Self, Duration)> {
+        let started = Instant::now();
+        let child = Command::new(wit)
+            .args(["daemon", "run", "--log-level", "warn", "--repo"])
+            .arg(root)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("spawn {}", wit.display()))?;
+        let daemon = Daemon {
+            child,
+            socket: root.join(".wit/daemon.sock"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(mut conn) = Conn::open(&daemon.socket).await {
+                if conn.call("ping", json!({})).await.is_ok() {
+                    return Ok((daemon, started.elapsed()));
+                }
+            }
+            if Instant::now() > deadline {
+                bail!("the daemon did not answer ping within 20 s");
+            }
+            tokio::time::sleep(Duration::from_micros(500)).await;
+        }
+    }
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The floor: a minimal hyper HTTP/1 server answering the ping body over a Unix socket, on
+/// its own two-thread runtime.
+fn start_floor_server(socket: PathBuf) -> Result<()> {
+    use http_body_util::Full;
+    use hyper::service::service_fn;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let listener = {
+        let _guard = runtime.enter();
+        tokio::net::UnixListener::bind(&socket)?
+    };
+    std::thread::spawn(move || {
+        runtime.block_on(async move {
+            const PONG: &[u8] = br#"{"jsonrpc":"2.0","witVersion":"1","id":1,"result":"pong"}"#;
+            loop {
+                let Ok((stream, _)) = listener.accept().await else { continue };
+                tokio::spawn(async move {
+                    let service = service_fn(|request: hyper::Request<hyper::body::Incoming>| async move {
+                        use http_body_util::BodyExt;
+                        let _ = request.into_body().collect().await;
+                        hyper::Response::builder()
+                            .header("content-type", "application/json")
+                            .body(Full::new(bytes::Bytes::from_static(PONG)))
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .keep_alive(true)
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+    });
+    Ok(())
+}
+
+/// Mean time of one SQLite WAL commit (synchronous=NORMAL, as the daemon opens its store).
+fn sqlite_commit_floor(dir: &Path, commits: usize) -> Result<Duration> {
+    let connection = rusqlite::Connection::open(dir.join("floor.db"))?;
+    connection.execute_batch(
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER);",
+    )?;
+    let started = Instant::now();
+    for i in 0..commits {
+        connection.execute("INSERT OR REPLACE INTO t (k, v) VALUES (?1, ?2)", rusqlite::params![format!("k{}", i % 64), i as i64])?;
+    }
+    Ok(started.elapsed() / commits as u32)
+}
+
+fn ping_body() -> Vec<u8> {
+    request("ping", &json!({}))
+}
+
+fn op(bodies: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    bodies
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<()> {
+    let options = options()?;
+    let quick = options.quick;
+    let scale = |full: usize, small: usize| if quick { small } else { full };
+    let work = WorkDir::new()?;
+    let root = work.path().join("r");
+    std::fs::create_dir_all(root.join("src"))?;
+    let status = Command::new("git").args(["init", "-q"]).current_dir(&root).status()?;
+    if !status.success() {
+        bail!("git init failed");
+    }
+    let sizes: Vec<(&str, usize)> = if quick {
+        vec![("16k", 16 * 1024), ("169k", 169 * 1024)]
+    } else {
+        vec![("16k", 16 * 1024), ("169k", 169 * 1024), ("1.7m", 1_700 * 1024)]
+    };
+    let mut generated = Vec::new();
+    for (label, size) in &sizes {
+        let (text, functions) = generated_ts(*size);
+        let rel = format!("src/gen_{}.ts", label.replace('.', "_"));
+        std::fs::write(root.join(&rel), &text)?;
+        generated.push((label.to_string(), rel, text, functions));
+    }
+
+    println!("# wit-bench ({})", if quick { "quick" } else { "full" });
+    println!();
+    println!(
+        "machine: {} cores, {}; wit: {}",
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|c| c.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned()))
+            .unwrap_or_default(),
+        options.wit.display()
+    );
+    println!();
+
+    // Floors.
+    let floor_socket = work.path().join("floor.sock");
+    start_floor_server(floor_socket.clone())?;
+    let ping = Arc::new(|_: usize, _: usize| op(vec![ping_body()])) as MakeOp;
+    let floor = Report { floor_ping: None };
+    let sqlite = tokio::task::spawn_blocking({
+        let dir = work.path().to_owned();
+        move || sqlite_commit_floor(&dir, 2000)
+    })
+    .await??;
+    println!("floor: one SQLite WAL commit (synchronous=NORMAL): {:.1} µs", sqlite.as_secs_f64() * 1e6);
+    let big = generated.last().context("no generated file")?;
+    let parse_started = Instant::now();
+    let parsed = wit::analysis::analyze(wit::analysis::Language::TypeScript, &big.2);
+    let parse_time = parse_started.elapsed();
+    println!(
+        "floor: one tree-sitter analysis of the {} file ({} bytes, {} symbols): {}",
+        big.0,
+        big.2.len(),
+        parsed.symbols.len(),
+        fmt_duration(parse_time)
+    );
+    println!();
+    floor.header();
+    let ping_ops = scale(40_000, 5_000);
+    let mut floor_16 = 0.0;
+    for concurrency in [1, 16] {
+        let m = measure(&floor_socket, None, concurrency, ping_ops, Arc::clone(&ping)).await?;
+        floor.row("floor: hyper ping", concurrency, &m);
+        if concurrency == 16 {
+            floor_16 = m.ops_per_sec();
+        }
+    }
+    let report = Report { floor_ping: Some(floor_16) };
+
+    // Start-up on an empty repository.
+    let empty = work.path().join("e");
+    std::fs::create_dir_all(&empty)?;
+    {
+        let (daemon, startup) = Daemon::start(&options.wit, &empty).await?;
+        println!(
+            "| start-up to first pong (empty repo): {} | RSS {} KiB | | | | | | |",
+            fmt_duration(startup),
+            rss_kib(daemon.pid()).unwrap_or(0)
+        );
+    }
+
+    let (daemon, startup) = Daemon::start(&options.wit, &root).await?;
+    let pid = Some(daemon.pid());
+    let socket = daemon.socket.clone();
+    println!(
+        "| start-up to first pong (bench repo): {} | RSS {} KiB | | | | | | |",
+        fmt_duration(startup),
+        rss_kib(daemon.pid()).unwrap_or(0)
+    );
+    let mut setup = Conn::open(&socket).await?;
+
+    for concurrency in [1, 16] {
+        let m = measure(&socket, pid, concurrency, ping_ops, Arc::clone(&ping)).await?;
+        report.row("ping", concurrency, &m);
+    }
+    for concurrency in [1, 16] {
+        let make: MakeOp = Arc::new(move |w, i| {
+            op(vec![request("register", &json!({"name": format!("agent {w}"), "sessionId": format!("reg-{w}-{}", i % 50)}))])
+        });
+        let m = measure(&socket, pid, concurrency, scale(10_000, 2_000), make).await?;
+        report.row("register", concurrency, &m);
+    }
+    for concurrency in [1, 16] {
+        let make: MakeOp = Arc::new(move |w, i| {
+            let symbol = format!("src/cycle_{w}.ts:f{}", i % 100);
+            let session = format!("cyc-{concurrency}-{w}");
+            op(vec![
+                request("lock.acquire", &json!({"symbolPath": symbol, "sessionId": session, "ttlMs": 60_000})),
+                request("lock.release", &json!({"symbolPath": symbol, "sessionId": session})),
+            ])
+        });
+        let m = measure(&socket, pid, concurrency, scale(10_000, 2_000), make).await?;
+        report.row("lock.acquire+release cycle (2 requests)", concurrency, &m);
+    }
+    {
+        // 16 sessions fight over one symbol; the winner releases.
+        let make: MakeOp = Arc::new(move |w, i| {
+            let session = format!("fight-{w}");
+            let symbol = format!("src/hot.ts:f{}", i / 4);
+            op(vec![request("lock.acquire", &json!({"symbolPath": symbol, "sessionId": session, "ttlMs": 60_000}))])
+        });
+        let m = measure(&socket, pid, 16, scale(20_000, 4_000), make).await?;
+        report.row("lock.acquire contention (16 sessions, 1 symbol per 4 rounds; LOCK_CONFLICT counted as errors)", 16, &m);
+    }
+
+    // intent.declare with 100 / 1,000 / 10,000 unrelated active intents.
+    let levels: Vec<usize> = if quick { vec![100, 1_000] } else { vec![100, 1_000, 10_000] };
+    let mut populated = 0usize;
+    for level in levels {
+        while populated < level {
+            let declared = setup
+                .call(
+                    "intent.declare",
+                    json!({"sessionId": format!("pop-{}", populated % 7), "description": "background work", "files": [format!("pop/f{populated}.ts")], "symbols": ["x"]}),
+                )
+                .await?;
+            let id = declared["intentId"].as_str().unwrap_or_default().to_owned();
+            setup
+                .call("intent.update", json!({"intentId": id, "sessionId": format!("pop-{}", populated % 7), "status": "active"}))
+                .await?;
+            populated += 1;
+        }
+        for concurrency in [1, 16] {
+            let make: MakeOp = Arc::new(move |w, i| {
+                op(vec![request(
+                    "intent.declare",
+                    &json!({"sessionId": format!("decl-{w}"), "description": "measured", "files": [format!("bench/l{level}_c{concurrency}_w{w}_{i}.ts")], "symbols": ["run"]}),
+                )])
+            });
+            let m = measure(&socket, pid, concurrency, scale(2_000, 400), make).await?;
+            report.row(&format!("intent.declare, {level} active intents"), concurrency, &m);
+        }
+    }
+
+    // Queries at 10,000 rows (intents as populated; 10,000 locks).
+    let rows = populated;
+    for i in 0..rows {
+        setup
+            .call("lock.acquire", json!({"symbolPath": format!("pop/f{i}.ts:x"), "sessionId": format!("pop-{}", i % 7), "ttlMs": 3_600_000}))
+            .await?;
+    }
+    for concurrency in [1, 16] {
+        let make: MakeOp = Arc::new(move |_, i| op(vec![request("intent.query", &json!({"file": format!("pop/f{}.ts", i % rows)}))]));
+        let m = measure(&socket, pid, concurrency, scale(4_000, 1_000), make).await?;
+        report.row(&format!("intent.query by file ({rows} intents)"), concurrency, &m);
+        let make: MakeOp = Arc::new(move |_, i| op(vec![request("lock.query", &json!({"sessionId": format!("pop-{}", i % 7)}))]));
+        let m = measure(&socket, pid, concurrency, scale(200, 50), make).await?;
+        report.row(&format!("lock.query by session ({rows} locks, ~{} rows returned)", rows / 7), concurrency, &m);
+        let make: MakeOp = Arc::new(move |_, _| op(vec![request("intent.query", &json!({}))]));
+        let m = measure(&socket, pid, concurrency, scale(64, 16), make).await?;
+        report.row(&format!("intent.query all ({rows}+ rows returned)"), concurrency, &m);
+    }
+
+    // Contracts on generated files of each size.
+    for (label, rel, text, functions) in &generated {
+        let rel = rel.clone();
+        let functions = *functions;
+        let middle = functions / 2;
+        for concurrency in [1, 16] {
+            let rel = rel.clone();
+            let make: MakeOp = Arc::new(move |w, _| {
+                op(vec![request("contract.propose", &json!({"sessionId": format!("prop-{w}"), "symbolPath": format!("{rel}:fn_{middle}")}))])
+            });
+            let m = measure(&socket, pid, concurrency, scale(400, 64), make).await?;
+            report.row(&format!("contract.propose on {label} file"), concurrency, &m);
+        }
+        // Accept up to 100 contracts on this file, then check it.
+        let contracts = 100.min(functions);
+        for k in 0..contracts {
+            let symbol = format!("{rel}:fn_{}", k * functions / contracts);
+            let proposed = setup.call("contract.propose", json!({"sessionId": "owner", "symbolPath": symbol})).await?;
+            let id = proposed["contractId"].as_str().unwrap_or_default().to_owned();
+            setup.call("contract.respond", json!({"contractId": id, "sessionId": "peer", "accept": true})).await?;
+        }
+        let same = Arc::new(request("check-contracts", &json!({"files": [{"path": rel, "content": text}]})));
+        for concurrency in [1, 16] {
+            let same = Arc::clone(&same);
+            let make: MakeOp = Arc::new(move |_, _| op(vec![same.as_ref().clone()]));
+            let m = measure(&socket, pid, concurrency, scale(200, 32), make).await?;
+            report.row(&format!("check-contracts {label}, {contracts} contracts, content = working copy"), concurrency, &m);
+        }
+        {
+            let rel = rel.clone();
+            let text = text.clone();
+            let make: MakeOp = Arc::new(move |w, i| {
+                // A fresh comment each time: new content, so a real parse.
+                let content = format!("{text}// edit {w} {i}\n");
+                op(vec![request("check-contracts", &json!({"files": [{"path": rel, "content": content}]}))])
+            });
+            let m = measure(&socket, pid, 1, scale(40, 8), make).await?;
+            report.row(&format!("check-contracts {label}, {contracts} contracts, new content (parse)"), 1, &m);
+        }
+        {
+            let rel = rel.clone();
+            let make: MakeOp = Arc::new(move |w, i| {
+                let symbol = format!("{rel}:fn_{}", (w * 7 + i) % functions.max(1));
+                let session = format!("big-{w}");
+                op(vec![
+                    request("lock.acquire", &json!({"symbolPath": symbol, "sessionId": session, "ttlMs": 60_000})),
+                    request("lock.release", &json!({"symbolPath": symbol, "sessionId": session})),
+                ])
+            });
+            let m = measure(&socket, pid, 1, scale(400, 64), make).await?;
+            report.row(&format!("lock.acquire+release on a symbol of the unchanged {label} file"), 1, &m);
+        }
+    }
+
+    // 200 small files with 1,000 accepted contracts, checked in one call.
+    if !quick {
+        let mut files = Vec::new();
+        for f in 0..200 {
+            let (text, _) = generated_ts(600);
+            let rel = format!("small/s{f}.ts");
+            std::fs::create_dir_all(root.join("small"))?;
+            std::fs::write(root.join(&rel), &text)?;
+            for k in 0..5 {
+                let proposed = setup.call("contract.propose", json!({"sessionId": "owner", "symbolPath": format!("{rel}:fn_{k}")})).await?;
+                let id = proposed["contractId"].as_str().unwrap_or_default().to_owned();
+                setup.call("contract.respond", json!({"contractId": id, "sessionId": "peer", "accept": true})).await?;
+            }
+            files.push(json!({"path": rel, "content": text}));
+        }
+        let body = Arc::new(request("check-contracts", &json!({"files": files})));
+        let make: MakeOp = Arc::new(move |_, _| op(vec![body.as_ref().clone()]));
+        let m = measure(&socket, pid, 1, 50, make).await?;
+        report.row("check-contracts, 200 small files, 1,000 contracts", 1, &m);
+    }
+
+    println!();
+    println!(
+        "daemon RSS at the end: {} KiB; daemon CPU total: {:.2} s",
+        rss_kib(daemon.pid()).unwrap_or(0),
+        cpu_time(daemon.pid())?.as_secs_f64()
+    );
+    Ok(())
+}
