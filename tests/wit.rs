@@ -2,5 +2,6 @@
 //! through the generated client and, for envelope rules, through raw HTTP.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod cli;
 mod harness;
 mod spine;
