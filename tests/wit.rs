@@ -2,6 +2,7 @@
 //! through the generated client and, for envelope rules, through raw HTTP.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod cli;
 mod contracts;
 mod harness;
 mod hostile;

@@ -128,8 +128,10 @@ impl Conn {
 }
 
 fn request(method: &str, params: &Value) -> Vec<u8> {
-    serde_json::to_vec(&json!({"jsonrpc": "2.0", "witVersion": "1", "id": 1, "method": method, "params": params}))
-        .unwrap_or_default()
+    serde_json::to_vec(
+        &json!({"jsonrpc": "2.0", "witVersion": "1", "id": 1, "method": method, "params": params}),
+    )
+    .unwrap_or_default()
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -163,7 +165,13 @@ impl Measured {
 type MakeOp = Arc<dyn Fn(usize, usize) -> Vec<Vec<u8>> + Send + Sync>;
 
 /// Runs `ops` operations split over `concurrency` keep-alive connections.
-async fn measure(socket: &Path, pid: Option<u32>, concurrency: usize, ops: usize, make: MakeOp) -> Result<Measured> {
+async fn measure(
+    socket: &Path,
+    pid: Option<u32>,
+    concurrency: usize,
+    ops: usize,
+    make: MakeOp,
+) -> Result<Measured> {
     let per_worker = ops.div_ceil(concurrency);
     let mut conns = Vec::with_capacity(concurrency);
     for _ in 0..concurrency {
@@ -221,7 +229,9 @@ fn cpu_time(pid: u32) -> Result<Duration> {
     // Fields 14 and 15 of stat(5); `after_name` starts at field 3.
     let utime: u64 = fields.get(11).context("utime")?.parse()?;
     let stime: u64 = fields.get(12).context("stime")?.parse()?;
-    Ok(Duration::from_millis((utime + stime) * 1000 / clock_ticks()))
+    Ok(Duration::from_millis(
+        (utime + stime) * 1000 / clock_ticks(),
+    ))
 }
 
 fn clock_ticks() -> u64 {
@@ -253,7 +263,9 @@ struct Report {
 
 impl Report {
     fn header(&self) {
-        println!("| benchmark | conc | ops | ops/s | p50 | p99 | daemon CPU/op | ops/s vs floor ping |");
+        println!(
+            "| benchmark | conc | ops | ops/s | p50 | p99 | daemon CPU/op | ops/s vs floor ping |"
+        );
         println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     }
     fn row(&self, name: &str, concurrency: usize, m: &Measured) {
@@ -265,7 +277,11 @@ impl Report {
             .floor_ping
             .map(|f| format!("{:.3}", m.ops_per_sec() / f))
             .unwrap_or_else(|| "1".into());
-        let errors = if m.errors > 0 { format!(" ({} errors)", m.errors) } else { String::new() };
+        let errors = if m.errors > 0 {
+            format!(" ({} errors)", m.errors)
+        } else {
+            String::new()
+        };
         println!(
             "| {name}{errors} | {concurrency} | {} | {:.0} | {} | {} | {cpu} | {ratio} |",
             m.ops,
@@ -383,15 +399,19 @@ fn start_floor_server(socket: PathBuf) -> Result<()> {
         runtime.block_on(async move {
             const PONG: &[u8] = br#"{"jsonrpc":"2.0","witVersion":"1","id":1,"result":"pong"}"#;
             loop {
-                let Ok((stream, _)) = listener.accept().await else { continue };
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
                 tokio::spawn(async move {
-                    let service = service_fn(|request: hyper::Request<hyper::body::Incoming>| async move {
-                        use http_body_util::BodyExt;
-                        let _ = request.into_body().collect().await;
-                        hyper::Response::builder()
-                            .header("content-type", "application/json")
-                            .body(Full::new(bytes::Bytes::from_static(PONG)))
-                    });
+                    let service = service_fn(
+                        |request: hyper::Request<hyper::body::Incoming>| async move {
+                            use http_body_util::BodyExt;
+                            let _ = request.into_body().collect().await;
+                            hyper::Response::builder()
+                                .header("content-type", "application/json")
+                                .body(Full::new(bytes::Bytes::from_static(PONG)))
+                        },
+                    );
                     let _ = hyper::server::conn::http1::Builder::new()
                         .keep_alive(true)
                         .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
@@ -411,7 +431,10 @@ fn sqlite_commit_floor(dir: &Path, commits: usize) -> Result<Duration> {
     )?;
     let started = Instant::now();
     for i in 0..commits {
-        connection.execute("INSERT OR REPLACE INTO t (k, v) VALUES (?1, ?2)", rusqlite::params![format!("k{}", i % 64), i as i64])?;
+        connection.execute(
+            "INSERT OR REPLACE INTO t (k, v) VALUES (?1, ?2)",
+            rusqlite::params![format!("k{}", i % 64), i as i64],
+        )?;
     }
     Ok(started.elapsed() / commits as u32)
 }
@@ -432,14 +455,21 @@ async fn main() -> Result<()> {
     let work = WorkDir::new()?;
     let root = work.path().join("r");
     std::fs::create_dir_all(root.join("src"))?;
-    let status = Command::new("git").args(["init", "-q"]).current_dir(&root).status()?;
+    let status = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&root)
+        .status()?;
     if !status.success() {
         bail!("git init failed");
     }
     let sizes: Vec<(&str, usize)> = if quick {
         vec![("16k", 16 * 1024), ("169k", 169 * 1024)]
     } else {
-        vec![("16k", 16 * 1024), ("169k", 169 * 1024), ("1.7m", 1_700 * 1024)]
+        vec![
+            ("16k", 16 * 1024),
+            ("169k", 169 * 1024),
+            ("1.7m", 1_700 * 1024),
+        ]
     };
     let mut generated = Vec::new();
     for (label, size) in &sizes {
@@ -453,10 +483,19 @@ async fn main() -> Result<()> {
     println!();
     println!(
         "machine: {} cores, {}; wit: {}",
-        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(0),
         std::fs::read_to_string("/proc/cpuinfo")
             .ok()
-            .and_then(|c| c.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned()))
+            .and_then(
+                |c| c.lines().find(|l| l.starts_with("model name")).map(|l| l
+                    .split(':')
+                    .nth(1)
+                    .unwrap_or("")
+                    .trim()
+                    .to_owned())
+            )
             .unwrap_or_default(),
         options.wit.display()
     );
@@ -472,7 +511,10 @@ async fn main() -> Result<()> {
         move || sqlite_commit_floor(&dir, 2000)
     })
     .await??;
-    println!("floor: one SQLite WAL commit (synchronous=NORMAL): {:.1} µs", sqlite.as_secs_f64() * 1e6);
+    println!(
+        "floor: one SQLite WAL commit (synchronous=NORMAL): {:.1} µs",
+        sqlite.as_secs_f64() * 1e6
+    );
     let big = generated.last().context("no generated file")?;
     let parse_started = Instant::now();
     let parsed = wit::analysis::analyze(wit::analysis::Language::TypeScript, &big.2);
@@ -489,13 +531,22 @@ async fn main() -> Result<()> {
     let ping_ops = scale(40_000, 5_000);
     let mut floor_16 = 0.0;
     for concurrency in [1, 16] {
-        let m = measure(&floor_socket, None, concurrency, ping_ops, Arc::clone(&ping)).await?;
+        let m = measure(
+            &floor_socket,
+            None,
+            concurrency,
+            ping_ops,
+            Arc::clone(&ping),
+        )
+        .await?;
         floor.row("floor: hyper ping", concurrency, &m);
         if concurrency == 16 {
             floor_16 = m.ops_per_sec();
         }
     }
-    let report = Report { floor_ping: Some(floor_16) };
+    let report = Report {
+        floor_ping: Some(floor_16),
+    };
 
     // Start-up on an empty repository.
     let empty = work.path().join("e");
@@ -525,7 +576,10 @@ async fn main() -> Result<()> {
     }
     for concurrency in [1, 16] {
         let make: MakeOp = Arc::new(move |w, i| {
-            op(vec![request("register", &json!({"name": format!("agent {w}"), "sessionId": format!("reg-{w}-{}", i % 50)}))])
+            op(vec![request(
+                "register",
+                &json!({"name": format!("agent {w}"), "sessionId": format!("reg-{w}-{}", i % 50)}),
+            )])
         });
         let m = measure(&socket, pid, concurrency, scale(10_000, 2_000), make).await?;
         report.row("register", concurrency, &m);
@@ -535,8 +589,14 @@ async fn main() -> Result<()> {
             let symbol = format!("src/cycle_{w}.ts:f{}", i % 100);
             let session = format!("cyc-{concurrency}-{w}");
             op(vec![
-                request("lock.acquire", &json!({"symbolPath": symbol, "sessionId": session, "ttlMs": 60_000})),
-                request("lock.release", &json!({"symbolPath": symbol, "sessionId": session})),
+                request(
+                    "lock.acquire",
+                    &json!({"symbolPath": symbol, "sessionId": session, "ttlMs": 60_000}),
+                ),
+                request(
+                    "lock.release",
+                    &json!({"symbolPath": symbol, "sessionId": session}),
+                ),
             ])
         });
         let m = measure(&socket, pid, concurrency, scale(10_000, 2_000), make).await?;
@@ -547,14 +607,21 @@ async fn main() -> Result<()> {
         let make: MakeOp = Arc::new(move |w, i| {
             let session = format!("fight-{w}");
             let symbol = format!("src/hot.ts:f{}", i / 4);
-            op(vec![request("lock.acquire", &json!({"symbolPath": symbol, "sessionId": session, "ttlMs": 60_000}))])
+            op(vec![request(
+                "lock.acquire",
+                &json!({"symbolPath": symbol, "sessionId": session, "ttlMs": 60_000}),
+            )])
         });
         let m = measure(&socket, pid, 16, scale(20_000, 4_000), make).await?;
         report.row("lock.acquire contention (16 sessions, 1 symbol per 4 rounds; LOCK_CONFLICT counted as errors)", 16, &m);
     }
 
     // intent.declare with 100 / 1,000 / 10,000 unrelated active intents.
-    let levels: Vec<usize> = if quick { vec![100, 1_000] } else { vec![100, 1_000, 10_000] };
+    let levels: Vec<usize> = if quick {
+        vec![100, 1_000]
+    } else {
+        vec![100, 1_000, 10_000]
+    };
     let mut populated = 0usize;
     for level in levels {
         while populated < level {
@@ -578,7 +645,11 @@ async fn main() -> Result<()> {
                 )])
             });
             let m = measure(&socket, pid, concurrency, scale(2_000, 400), make).await?;
-            report.row(&format!("intent.declare, {level} active intents"), concurrency, &m);
+            report.row(
+                &format!("intent.declare, {level} active intents"),
+                concurrency,
+                &m,
+            );
         }
     }
 
@@ -590,15 +661,40 @@ async fn main() -> Result<()> {
             .await?;
     }
     for concurrency in [1, 16] {
-        let make: MakeOp = Arc::new(move |_, i| op(vec![request("intent.query", &json!({"file": format!("pop/f{}.ts", i % rows)}))]));
+        let make: MakeOp = Arc::new(move |_, i| {
+            op(vec![request(
+                "intent.query",
+                &json!({"file": format!("pop/f{}.ts", i % rows)}),
+            )])
+        });
         let m = measure(&socket, pid, concurrency, scale(4_000, 1_000), make).await?;
-        report.row(&format!("intent.query by file ({rows} intents)"), concurrency, &m);
-        let make: MakeOp = Arc::new(move |_, i| op(vec![request("lock.query", &json!({"sessionId": format!("pop-{}", i % 7)}))]));
+        report.row(
+            &format!("intent.query by file ({rows} intents)"),
+            concurrency,
+            &m,
+        );
+        let make: MakeOp = Arc::new(move |_, i| {
+            op(vec![request(
+                "lock.query",
+                &json!({"sessionId": format!("pop-{}", i % 7)}),
+            )])
+        });
         let m = measure(&socket, pid, concurrency, scale(200, 50), make).await?;
-        report.row(&format!("lock.query by session ({rows} locks, ~{} rows returned)", rows / 7), concurrency, &m);
+        report.row(
+            &format!(
+                "lock.query by session ({rows} locks, ~{} rows returned)",
+                rows / 7
+            ),
+            concurrency,
+            &m,
+        );
         let make: MakeOp = Arc::new(move |_, _| op(vec![request("intent.query", &json!({}))]));
         let m = measure(&socket, pid, concurrency, scale(64, 16), make).await?;
-        report.row(&format!("intent.query all ({rows}+ rows returned)"), concurrency, &m);
+        report.row(
+            &format!("intent.query all ({rows}+ rows returned)"),
+            concurrency,
+            &m,
+        );
     }
 
     // Contracts on generated files of each size.
@@ -609,25 +705,52 @@ async fn main() -> Result<()> {
         for concurrency in [1, 16] {
             let rel = rel.clone();
             let make: MakeOp = Arc::new(move |w, _| {
-                op(vec![request("contract.propose", &json!({"sessionId": format!("prop-{w}"), "symbolPath": format!("{rel}:fn_{middle}")}))])
+                op(vec![request(
+                    "contract.propose",
+                    &json!({"sessionId": format!("prop-{w}"), "symbolPath": format!("{rel}:fn_{middle}")}),
+                )])
             });
             let m = measure(&socket, pid, concurrency, scale(400, 64), make).await?;
-            report.row(&format!("contract.propose on {label} file"), concurrency, &m);
+            report.row(
+                &format!("contract.propose on {label} file"),
+                concurrency,
+                &m,
+            );
         }
         // Accept up to 100 contracts on this file, then check it.
         let contracts = 100.min(functions);
         for k in 0..contracts {
             let symbol = format!("{rel}:fn_{}", k * functions / contracts);
-            let proposed = setup.call("contract.propose", json!({"sessionId": "owner", "symbolPath": symbol})).await?;
-            let id = proposed["contractId"].as_str().unwrap_or_default().to_owned();
-            setup.call("contract.respond", json!({"contractId": id, "sessionId": "peer", "accept": true})).await?;
+            let proposed = setup
+                .call(
+                    "contract.propose",
+                    json!({"sessionId": "owner", "symbolPath": symbol}),
+                )
+                .await?;
+            let id = proposed["contractId"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            setup
+                .call(
+                    "contract.respond",
+                    json!({"contractId": id, "sessionId": "peer", "accept": true}),
+                )
+                .await?;
         }
-        let same = Arc::new(request("check-contracts", &json!({"files": [{"path": rel, "content": text}]})));
+        let same = Arc::new(request(
+            "check-contracts",
+            &json!({"files": [{"path": rel, "content": text}]}),
+        ));
         for concurrency in [1, 16] {
             let same = Arc::clone(&same);
             let make: MakeOp = Arc::new(move |_, _| op(vec![same.as_ref().clone()]));
             let m = measure(&socket, pid, concurrency, scale(200, 32), make).await?;
-            report.row(&format!("check-contracts {label}, {contracts} contracts, content = working copy"), concurrency, &m);
+            report.row(
+                &format!("check-contracts {label}, {contracts} contracts, content = working copy"),
+                concurrency,
+                &m,
+            );
         }
         {
             let rel = rel.clone();
@@ -635,10 +758,17 @@ async fn main() -> Result<()> {
             let make: MakeOp = Arc::new(move |w, i| {
                 // A fresh comment each time: new content, so a real parse.
                 let content = format!("{text}// edit {w} {i}\n");
-                op(vec![request("check-contracts", &json!({"files": [{"path": rel, "content": content}]}))])
+                op(vec![request(
+                    "check-contracts",
+                    &json!({"files": [{"path": rel, "content": content}]}),
+                )])
             });
             let m = measure(&socket, pid, 1, scale(40, 8), make).await?;
-            report.row(&format!("check-contracts {label}, {contracts} contracts, new content (parse)"), 1, &m);
+            report.row(
+                &format!("check-contracts {label}, {contracts} contracts, new content (parse)"),
+                1,
+                &m,
+            );
         }
         {
             let rel = rel.clone();
@@ -646,12 +776,22 @@ async fn main() -> Result<()> {
                 let symbol = format!("{rel}:fn_{}", (w * 7 + i) % functions.max(1));
                 let session = format!("big-{w}");
                 op(vec![
-                    request("lock.acquire", &json!({"symbolPath": symbol, "sessionId": session, "ttlMs": 60_000})),
-                    request("lock.release", &json!({"symbolPath": symbol, "sessionId": session})),
+                    request(
+                        "lock.acquire",
+                        &json!({"symbolPath": symbol, "sessionId": session, "ttlMs": 60_000}),
+                    ),
+                    request(
+                        "lock.release",
+                        &json!({"symbolPath": symbol, "sessionId": session}),
+                    ),
                 ])
             });
             let m = measure(&socket, pid, 1, scale(400, 64), make).await?;
-            report.row(&format!("lock.acquire+release on a symbol of the unchanged {label} file"), 1, &m);
+            report.row(
+                &format!("lock.acquire+release on a symbol of the unchanged {label} file"),
+                1,
+                &m,
+            );
         }
     }
 
@@ -664,9 +804,22 @@ async fn main() -> Result<()> {
             std::fs::create_dir_all(root.join("small"))?;
             std::fs::write(root.join(&rel), &text)?;
             for k in 0..5 {
-                let proposed = setup.call("contract.propose", json!({"sessionId": "owner", "symbolPath": format!("{rel}:fn_{k}")})).await?;
-                let id = proposed["contractId"].as_str().unwrap_or_default().to_owned();
-                setup.call("contract.respond", json!({"contractId": id, "sessionId": "peer", "accept": true})).await?;
+                let proposed = setup
+                    .call(
+                        "contract.propose",
+                        json!({"sessionId": "owner", "symbolPath": format!("{rel}:fn_{k}")}),
+                    )
+                    .await?;
+                let id = proposed["contractId"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                setup
+                    .call(
+                        "contract.respond",
+                        json!({"contractId": id, "sessionId": "peer", "accept": true}),
+                    )
+                    .await?;
             }
             files.push(json!({"path": rel, "content": text}));
         }

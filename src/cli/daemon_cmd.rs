@@ -1,13 +1,14 @@
 //! `wit daemon run|start|stop|status`.
 
-use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use clap::Subcommand;
+use serde_json::json;
 
-use super::{EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE};
+use super::context::{block_on, Context};
+use super::output::{self, CliError, Report};
+use super::EXIT_UNREACHABLE;
 use crate::daemon::launcher;
-use crate::daemon::paths::{discover_root, WitPaths};
 use crate::daemon::runner::{run as run_daemon, DaemonOptions};
 use crate::daemon::server::ServeConfig;
 
@@ -34,119 +35,105 @@ pub enum DaemonCommand {
     },
     /// Stop the running daemon (SIGTERM) and wait until it is gone.
     Stop,
-    /// Show pid, socket, uptime and version of the running daemon.
+    /// Show pid, socket, uptime and version of the running daemon (exit 3 when none runs).
     Status,
 }
 
-/// Runs a daemon subcommand and returns the exit code.
-pub fn run(repo: Option<&Path>, command: DaemonCommand) -> u8 {
-    let root = match discover_root(repo) {
-        Ok(root) => root,
-        Err(error) => {
-            eprintln!("wit: cannot use the repository root: {error}");
-            return EXIT_USAGE;
-        }
-    };
-    let paths = WitPaths::for_root(&root);
+/// Runs a daemon subcommand.
+pub fn run(ctx: &Context, command: DaemonCommand) -> Result<Report, CliError> {
+    let paths = &ctx.paths;
+    let root = paths.root.display().to_string();
     match command {
         DaemonCommand::Run {
             log_level,
             max_body,
             max_connections,
-        } => run_foreground(&paths, log_level.as_deref(), max_body, max_connections),
-        DaemonCommand::Start { log_level } => with_runtime(async {
-            match launcher::ensure_running(&paths, log_level.as_deref()).await {
-                Ok(true) => {
-                    println!("wit daemon started for {}", paths.root.display());
-                    EXIT_OK
-                }
-                Ok(false) => {
-                    println!("wit daemon already running for {}", paths.root.display());
-                    EXIT_OK
-                }
-                Err(error) => {
-                    eprintln!("wit: {error}");
-                    EXIT_UNREACHABLE
-                }
-            }
+        } => run_foreground(ctx, log_level.as_deref(), max_body, max_connections),
+        DaemonCommand::Start { log_level } => block_on(async {
+            let started = launcher::ensure_running(paths, log_level.as_deref())
+                .await
+                .map_err(|error| CliError::Unreachable(error.to_string()))?;
+            let human = if started {
+                format!("wit daemon started for {root}")
+            } else {
+                format!("wit daemon already running for {root}")
+            };
+            Ok(Report::new(
+                json!({"root": root, "started": started}),
+                human,
+            ))
         }),
-        DaemonCommand::Stop => with_runtime(async {
-            match launcher::stop(&paths, Duration::from_secs(10)).await {
-                Ok(true) => {
-                    println!("wit daemon stopped");
-                    EXIT_OK
-                }
-                Ok(false) => {
-                    println!("no wit daemon is running for {}", paths.root.display());
-                    EXIT_OK
-                }
-                Err(error) => {
-                    eprintln!("wit: {error}");
-                    EXIT_UNREACHABLE
-                }
-            }
+        DaemonCommand::Stop => block_on(async {
+            let stopped = launcher::stop(paths, Duration::from_secs(10))
+                .await
+                .map_err(|error| CliError::Unreachable(error.to_string()))?;
+            let human = if stopped {
+                "wit daemon stopped".to_string()
+            } else {
+                format!("no wit daemon is running for {root}")
+            };
+            Ok(Report::new(
+                json!({"root": root, "stopped": stopped}),
+                human,
+            ))
         }),
-        DaemonCommand::Status => with_runtime(async {
-            let status = launcher::status(&paths).await;
+        DaemonCommand::Status => block_on(async {
+            let status = launcher::status(paths).await;
+            let socket = status.socket.display().to_string();
             match (&status.record, status.answering) {
                 (Some(record), true) => {
-                    let now = SystemTime::now()
-                        .duration_since(UNIX_EPOCH)
-                        .map(|d| d.as_millis() as u64)
-                        .unwrap_or(0);
-                    let uptime = Duration::from_millis(now.saturating_sub(record.started_at_ms));
-                    println!("running");
-                    println!("  pid      {}", record.pid);
-                    println!("  socket   {}", status.socket.display());
-                    println!("  uptime   {}s", uptime.as_secs());
-                    println!("  version  {}", record.version);
-                    EXIT_OK
+                    let uptime_ms = (output::now_ms() as u64).saturating_sub(record.started_at_ms);
+                    let human = format!(
+                        "running\n  pid      {}\n  socket   {socket}\n  uptime   {}s\n  version  {}",
+                        record.pid,
+                        uptime_ms / 1000,
+                        record.version
+                    );
+                    let value = json!({
+                        "running": true,
+                        "pid": record.pid,
+                        "socket": socket,
+                        "uptimeMs": uptime_ms,
+                        "version": record.version,
+                    });
+                    Ok(Report::new(value, human))
                 }
-                _ => {
-                    println!("not running (socket {})", status.socket.display());
-                    EXIT_UNREACHABLE
-                }
+                _ => Ok(Report::new(
+                    json!({"running": false, "socket": socket}),
+                    format!("not running (socket {socket})"),
+                )
+                .with_code(EXIT_UNREACHABLE)),
             }
         }),
     }
 }
 
-fn with_runtime(future: impl std::future::Future<Output = u8>) -> u8 {
-    match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime.block_on(future),
-        Err(error) => {
-            eprintln!("wit: cannot start the async runtime: {error}");
-            EXIT_UNREACHABLE
-        }
-    }
-}
-
-fn run_foreground(paths: &WitPaths, log_level: Option<&str>, max_body: usize, max_connections: usize) -> u8 {
+fn run_foreground(
+    ctx: &Context,
+    log_level: Option<&str>,
+    max_body: usize,
+    max_connections: usize,
+) -> Result<Report, CliError> {
     init_logging(log_level);
     let options = DaemonOptions {
-        root: paths.root.clone(),
+        root: ctx.paths.root.clone(),
         serve: ServeConfig {
             max_body_bytes: max_body,
             max_connections,
             ..ServeConfig::default()
         },
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("wit: cannot start the async runtime: {error}");
-            return EXIT_UNREACHABLE;
-        }
-    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| {
+            CliError::Unreachable(format!("cannot start the async runtime: {error}"))
+        })?;
     match runtime.block_on(run_daemon(options)) {
-        Ok(()) => EXIT_OK,
+        Ok(()) => Ok(Report::nothing()),
         Err(error) => {
             tracing::error!(%error, "daemon failed");
-            eprintln!("wit: {error}");
-            EXIT_UNREACHABLE
+            Err(CliError::Unreachable(error.to_string()))
         }
     }
 }

@@ -1,32 +1,85 @@
-//! The `wit` command line: argument parsing and dispatch to one module per subcommand.
+//! The `wit` command line: argument parsing and dispatch to one module per subcommand group.
 //!
-//! Exit codes: 0 success, 1 a protocol error (such as LOCK_CONFLICT), 2 a usage error,
-//! 3 the daemon is unreachable.
+//! Every command returns a [`output::Report`] or a [`output::CliError`]; [`output`] is the one
+//! place that prints. Exit codes: 0 success, 1 a protocol error (such as LOCK_CONFLICT) or a
+//! failed check, 2 a usage error, 3 the daemon is unreachable.
+//!
+//! A call costs one process start, one current-thread runtime and one request on the socket:
+//! the request is sent first and the daemon is only started (race-free, through
+//! [`crate::daemon::launcher::ensure_running`]) when nothing answers.
 
+mod agents;
+mod call;
+mod context;
+mod contracts;
 mod daemon_cmd;
+mod demo;
+mod duration;
+mod hooks;
+mod init;
+mod intents;
+mod locks;
+mod output;
+mod session;
+mod status;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
+
+pub use duration::parse_duration;
+pub use session::{resolve_session, SessionSource};
+
+use context::Context;
+use output::{CliError, Report};
 
 /// Exit code of a successful command.
 pub const EXIT_OK: u8 = 0;
-/// Exit code when the daemon answered with a protocol error.
+/// Exit code when the daemon answered with a protocol error, or a check failed.
 pub const EXIT_PROTOCOL: u8 = 1;
 /// Exit code of a usage error.
 pub const EXIT_USAGE: u8 = 2;
 /// Exit code when no daemon could be reached or started.
 pub const EXIT_UNREACHABLE: u8 = 3;
 
+/// Environment variable that turns auto-start off (`1`): commands fail with exit code 3
+/// instead of starting a daemon.
+pub const NO_AUTOSTART_ENV: &str = "WIT_NO_AUTOSTART";
+
+const EXAMPLES: &str = "\
+Examples:
+  wit demo                                   watch two agents coordinate in a temp repo
+  wit init                                   set wit up in this repository
+  export WIT_SESSION=agent-1                 give this shell its own identity
+  wit declare -d \"Rework auth\" -f src/auth.ts -s validateToken
+  wit lock src/auth.ts:validateToken --ttl 20m
+  wit status
+  wit release src/auth.ts:validateToken
+  wit contract propose src/auth.ts:validateToken
+  wit call lock.query '{}'                    any RPC method with raw params
+
+Exit codes: 0 ok, 1 protocol error (e.g. LOCK_CONFLICT) or blocked check, 2 usage, 3 daemon unreachable.";
+
 /// Coordinate several AI coding agents editing one git repository.
+///
+/// One daemon per repository keeps locks on symbols, declared intents and agreed function
+/// signatures (contracts); every command talks to it over `.wit/daemon.sock` and starts it
+/// when none is running.
 #[derive(Debug, Parser)]
-#[command(name = "wit", version, about, long_about = None)]
+#[command(name = "wit", version, about, after_help = EXAMPLES)]
 pub struct Cli {
     /// Repository root (default: $WIT_REPO_ROOT, else the enclosing git work tree, else the
     /// current directory).
     #[arg(long, global = true, value_name = "DIR")]
     pub repo: Option<PathBuf>,
+    /// This agent's session id (default: $WIT_SESSION, else $CLAUDE_SESSION_ID, else
+    /// .wit/session.id).
+    #[arg(long, global = true, value_name = "ID")]
+    pub session: Option<String>,
+    /// Print machine-readable JSON on stdout (errors too, as `{"error": {..}}`).
+    #[arg(long, global = true)]
+    pub json: bool,
     /// The subcommand.
     #[command(subcommand)]
     pub command: Command,
@@ -35,23 +88,121 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Set wit up here: .wit/, a session id, the daemon, git hooks, AGENTS.md/CLAUDE.md.
+    ///
+    /// Running it again changes nothing; an existing session id is never replaced.
+    Init(init::InitArgs),
+    /// Show intents, locks (with time left) and contracts.
+    Status,
+    /// Live view of `wit status` that redraws when something changes (Ctrl-C to quit).
+    Watch(status::WatchArgs),
+    /// Declare what you are about to change; prints conflicts with other agents' work.
+    ///
+    /// Example: wit declare -d "Rework token checks" -f src/auth.ts -s validateToken
+    Declare(intents::DeclareArgs),
+    /// List or update intents.
+    #[command(subcommand)]
+    Intent(intents::IntentCommand),
+    /// Lock a symbol (`file:name`) for this session.
+    ///
+    /// Exit code 1 with LOCK_CONFLICT when another session holds it.
+    /// Example: wit lock src/auth.ts:validateToken --ttl 20m
+    Lock(locks::LockArgs),
+    /// Release a lock this session holds.
+    Release(locks::ReleaseArgs),
+    /// List live locks.
+    Locks(locks::LocksArgs),
+    /// Propose, accept, reject or list signature contracts.
+    #[command(subcommand)]
+    Contract(contracts::ContractCommand),
+    /// Register this session under a display name.
+    Register(agents::RegisterArgs),
+    /// Call any RPC method with raw JSON params (for scripts and debugging).
+    ///
+    /// Example: wit call lock.query '{"sessionId":"agent-1"}'
+    Call(call::CallArgs),
+    /// Play two agents through the whole protocol in a temporary repository.
+    Demo(demo::DemoArgs),
     /// Run, start, stop or inspect the repository's daemon.
     #[command(subcommand)]
     Daemon(daemon_cmd::DaemonCommand),
+    /// Install or remove wit's git hooks (pre-commit, prepare-commit-msg).
+    #[command(subcommand)]
+    Hook(hooks::HookCommand),
+    /// Check staged changes (or the given files) against accepted contracts.
+    ///
+    /// What the pre-commit hook runs. Exit code 1 when a contract is broken.
+    CheckContracts(contracts::CheckArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
-/// Parses the arguments, runs the command and returns the process exit code.
+/// Parses the arguments, runs the command, prints its outcome and returns the exit code.
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
-            let code = if error.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+            let code = if error.use_stderr() {
+                EXIT_USAGE
+            } else {
+                EXIT_OK
+            };
             let _ = error.print();
             return ExitCode::from(code);
         }
     };
-    let code = match cli.command {
-        Command::Daemon(command) => daemon_cmd::run(cli.repo.as_deref(), command),
-    };
-    ExitCode::from(code)
+    let json = cli.json;
+    let outcome = run(cli);
+    ExitCode::from(output::finish(outcome, json))
+}
+
+fn run(cli: Cli) -> Result<Report, CliError> {
+    match cli.command {
+        // Commands that need no repository or daemon.
+        Command::Completions { shell } => {
+            let mut buffer = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "wit", &mut buffer);
+            Ok(Report::raw(buffer))
+        }
+        Command::Demo(args) => demo::run(&args, cli.json),
+        command => {
+            let ctx = Context::new(cli.repo.as_deref(), cli.session, cli.json)?;
+            dispatch(&ctx, command)
+        }
+    }
+}
+
+fn dispatch(ctx: &Context, command: Command) -> Result<Report, CliError> {
+    match command {
+        Command::Init(args) => init::run(ctx, &args),
+        Command::Status => ctx.block_on(status::status(ctx)),
+        Command::Watch(args) => ctx.block_on(status::watch(ctx, &args)),
+        Command::Declare(args) => ctx.block_on(intents::declare(ctx, args)),
+        Command::Intent(command) => ctx.block_on(intents::run(ctx, command)),
+        Command::Lock(args) => ctx.block_on(locks::lock(ctx, args)),
+        Command::Release(args) => ctx.block_on(locks::release(ctx, args)),
+        Command::Locks(args) => ctx.block_on(locks::list(ctx, args)),
+        Command::Contract(command) => ctx.block_on(contracts::run(ctx, command)),
+        Command::Register(args) => ctx.block_on(agents::register(ctx, args)),
+        Command::Call(args) => ctx.block_on(call::run(ctx, args)),
+        Command::Daemon(command) => daemon_cmd::run(ctx, command),
+        Command::Hook(command) => hooks::run(ctx, command),
+        Command::CheckContracts(args) => ctx.block_on(contracts::check(ctx, &args)),
+        Command::Completions { .. } | Command::Demo(_) => Err(CliError::Failed(
+            "internal: command dispatched twice".into(),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
 }

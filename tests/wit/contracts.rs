@@ -96,15 +96,28 @@ fn check(files: &[(&str, &str)]) -> CheckContractsParams {
 /// Proposes a contract on `symbol` as `owner` and has `other` accept it; returns its id and
 /// signature.
 async fn accepted(client: &WitClient, symbol: &str) -> (String, String) {
-    let proposed = client.contract_propose(propose("owner", symbol)).await.unwrap();
-    let answer = client.contract_respond(respond(&proposed.contract_id, "other", true)).await.unwrap();
+    let proposed = client
+        .contract_propose(propose("owner", symbol))
+        .await
+        .unwrap();
+    let answer = client
+        .contract_respond(respond(&proposed.contract_id, "other", true))
+        .await
+        .unwrap();
     assert_eq!(answer.contract_id, proposed.contract_id);
-    assert_eq!(serde_json::to_value(&answer.status).unwrap(), json!("accepted"));
+    assert_eq!(
+        serde_json::to_value(&answer.status).unwrap(),
+        json!("accepted")
+    );
     (proposed.contract_id, proposed.signature)
 }
 
 async fn violations(client: &WitClient, files: &[(&str, &str)]) -> Vec<Violation> {
-    client.check_contracts(check(files)).await.unwrap().violations
+    client
+        .check_contracts(check(files))
+        .await
+        .unwrap()
+        .violations
 }
 
 #[test]
@@ -124,17 +137,26 @@ fn propose_captures_signatures_of_every_kind() {
         ("src/shapes.ts:Handler", "= (req: Request) => void"),
         ("src/shapes.ts:tail", "(): void"),
         ("py/area.py:area", "(w: int, h: int = 1) -> int"),
-        ("py/area.py:Shape.scale", "(self, factor: float) -> \"Shape\""),
+        (
+            "py/area.py:Shape.scale",
+            "(self, factor: float) -> \"Shape\"",
+        ),
         ("py/area.py:tail", "()"),
     ];
     block_on(async {
         for (symbol, signature) in cases {
-            let proposed = client.contract_propose(propose("s1", symbol)).await.unwrap_or_else(|e| panic!("{symbol}: {e:?}"));
+            let proposed = client
+                .contract_propose(propose("s1", symbol))
+                .await
+                .unwrap_or_else(|e| panic!("{symbol}: {e:?}"));
             assert_eq!(proposed.signature, signature, "{symbol}");
             assert_eq!(proposed.symbol_path, symbol);
         }
         // The path is normalised in the result and the record.
-        let proposed = client.contract_propose(propose("s1", "./src//shapes.ts:area")).await.unwrap();
+        let proposed = client
+            .contract_propose(propose("s1", "./src//shapes.ts:area"))
+            .await
+            .unwrap();
         assert_eq!(proposed.symbol_path, "src/shapes.ts:area");
     });
 }
@@ -143,7 +165,10 @@ fn propose_captures_signatures_of_every_kind() {
 fn lifecycle_and_every_error_with_its_data() {
     let repo = Repo::new();
     repo.write("src/shapes.ts", SHAPES_TS);
-    repo.write("src/twice.ts", "class A { m(): void {} }\nclass B { m(x: number): void {} }\n");
+    repo.write(
+        "src/twice.ts",
+        "class A { m(): void {} }\nclass B { m(x: number): void {} }\n",
+    );
     repo.write("README.md", "# area\n");
     let _daemon = Daemon::start(&repo);
     let client = repo.client();
@@ -151,9 +176,17 @@ fn lifecycle_and_every_error_with_its_data() {
         // propose: params, then SYMBOL_NOT_FOUND for a missing file, language, symbol.
         let e = rpc_error(client.call_raw("contract.propose", json!({})).await);
         assert_invalid_fields(&e, &["sessionId", "symbolPath"]);
-        let e = rpc_error(client.contract_propose(propose("s1", "src/shapes.ts")).await);
+        let e = rpc_error(
+            client
+                .contract_propose(propose("s1", "src/shapes.ts"))
+                .await,
+        );
         assert_invalid_fields(&e, &["symbolPath"]);
-        let e = rpc_error(client.contract_propose(propose("", "src/shapes.ts:area")).await);
+        let e = rpc_error(
+            client
+                .contract_propose(propose("", "src/shapes.ts:area"))
+                .await,
+        );
         assert_invalid_fields(&e, &["sessionId"]);
         for (asked, reported) in [
             ("src/missing.ts:area", "src/missing.ts:area"),
@@ -163,14 +196,36 @@ fn lifecycle_and_every_error_with_its_data() {
             ("src:area", "src:area"),
         ] {
             let e = rpc_error(client.contract_propose(propose("s1", asked)).await);
-            assert_domain(&e, ErrorCode::SymbolNotFound, Some(json!({"symbolPath": reported})));
+            assert_domain(
+                &e,
+                ErrorCode::SymbolNotFound,
+                Some(json!({"symbolPath": reported})),
+            );
         }
-        let e = rpc_error(client.contract_propose(propose("s1", "src/twice.ts:m")).await);
-        assert_domain(&e, ErrorCode::SymbolNotFound, Some(json!({"symbolPath": "src/twice.ts:m", "candidates": ["A.m", "B.m"]})));
-        assert_eq!(client.call_raw("contract.query", json!({})).await.unwrap(), json!([]), "failed proposals store nothing");
+        let e = rpc_error(
+            client
+                .contract_propose(propose("s1", "src/twice.ts:m"))
+                .await,
+        );
+        assert_domain(
+            &e,
+            ErrorCode::SymbolNotFound,
+            Some(json!({"symbolPath": "src/twice.ts:m", "candidates": ["A.m", "B.m"]})),
+        );
+        assert_eq!(
+            client.call_raw("contract.query", json!({})).await.unwrap(),
+            json!([]),
+            "failed proposals store nothing"
+        );
 
-        let first = client.contract_propose(propose("s1", "src/shapes.ts:area")).await.unwrap();
-        let second = client.contract_propose(propose("s1", "src/shapes.ts:double")).await.unwrap();
+        let first = client
+            .contract_propose(propose("s1", "src/shapes.ts:area"))
+            .await
+            .unwrap();
+        let second = client
+            .contract_propose(propose("s1", "src/shapes.ts:double"))
+            .await
+            .unwrap();
         assert_ne!(first.contract_id, second.contract_id);
         let listed = client.call_raw("contract.query", json!({})).await.unwrap();
         assert_eq!(listed.as_array().unwrap().len(), 2);
@@ -187,41 +242,131 @@ fn lifecycle_and_every_error_with_its_data() {
         // respond: params, then not found, already resolved, self, in that order.
         let e = rpc_error(client.call_raw("contract.respond", json!({})).await);
         assert_invalid_fields(&e, &["contractId", "sessionId", "accept"]);
-        let e = rpc_error(client.call_raw("contract.respond", json!({"contractId": "x", "sessionId": "s2", "accept": "yes"})).await);
+        let e = rpc_error(
+            client
+                .call_raw(
+                    "contract.respond",
+                    json!({"contractId": "x", "sessionId": "s2", "accept": "yes"}),
+                )
+                .await,
+        );
         assert_invalid_fields(&e, &["accept"]);
-        let e = rpc_error(client.contract_respond(respond("no-such-contract", "s2", true)).await);
+        let e = rpc_error(
+            client
+                .contract_respond(respond("no-such-contract", "s2", true))
+                .await,
+        );
         assert_domain(&e, ErrorCode::ContractNotFound, None);
-        let e = rpc_error(client.contract_respond(respond(&first.contract_id, "s1", true)).await);
+        let e = rpc_error(
+            client
+                .contract_respond(respond(&first.contract_id, "s1", true))
+                .await,
+        );
         assert_domain(&e, ErrorCode::SelfAcceptNotAllowed, None);
-        let e = rpc_error(client.contract_respond(respond(&first.contract_id, "s1", false)).await);
+        let e = rpc_error(
+            client
+                .contract_respond(respond(&first.contract_id, "s1", false))
+                .await,
+        );
         assert_domain(&e, ErrorCode::SelfAcceptNotAllowed, None);
-        let answer = client.contract_respond(respond(&first.contract_id, "s2", true)).await.unwrap();
-        assert_eq!(serde_json::to_value(&answer.status).unwrap(), json!("accepted"));
-        let answer = client.contract_respond(respond(&second.contract_id, "s3", false)).await.unwrap();
-        assert_eq!(serde_json::to_value(&answer.status).unwrap(), json!("rejected"));
-        let e = rpc_error(client.contract_respond(respond(&first.contract_id, "s3", false)).await);
-        assert_domain(&e, ErrorCode::ContractAlreadyResolved, Some(json!({"status": "accepted"})));
+        let answer = client
+            .contract_respond(respond(&first.contract_id, "s2", true))
+            .await
+            .unwrap();
+        assert_eq!(
+            serde_json::to_value(&answer.status).unwrap(),
+            json!("accepted")
+        );
+        let answer = client
+            .contract_respond(respond(&second.contract_id, "s3", false))
+            .await
+            .unwrap();
+        assert_eq!(
+            serde_json::to_value(&answer.status).unwrap(),
+            json!("rejected")
+        );
+        let e = rpc_error(
+            client
+                .contract_respond(respond(&first.contract_id, "s3", false))
+                .await,
+        );
+        assert_domain(
+            &e,
+            ErrorCode::ContractAlreadyResolved,
+            Some(json!({"status": "accepted"})),
+        );
         // Already resolved is checked before self.
-        let e = rpc_error(client.contract_respond(respond(&second.contract_id, "s1", true)).await);
-        assert_domain(&e, ErrorCode::ContractAlreadyResolved, Some(json!({"status": "rejected"})));
+        let e = rpc_error(
+            client
+                .contract_respond(respond(&second.contract_id, "s1", true))
+                .await,
+        );
+        assert_domain(
+            &e,
+            ErrorCode::ContractAlreadyResolved,
+            Some(json!({"status": "rejected"})),
+        );
 
         let listed = client.call_raw("contract.query", json!({})).await.unwrap();
         assert_eq!(listed[0]["status"], "accepted");
         assert_eq!(listed[0]["responderSessionId"], "s2");
-        assert!(listed[0]["respondedAt"].as_i64().unwrap() >= listed[0]["proposedAt"].as_i64().unwrap());
+        assert!(
+            listed[0]["respondedAt"].as_i64().unwrap() >= listed[0]["proposedAt"].as_i64().unwrap()
+        );
         assert_eq!(listed[1]["status"], "rejected");
         assert_eq!(listed[1]["responderSessionId"], "s3");
 
         // query filters: exact normalised symbol path, validated status.
-        let ids = |records: Vec<wit::protocol::ContractRecord>| records.into_iter().map(|r| r.contract_id).collect::<Vec<_>>();
+        let ids = |records: Vec<wit::protocol::ContractRecord>| {
+            records
+                .into_iter()
+                .map(|r| r.contract_id)
+                .collect::<Vec<_>>()
+        };
         let (a, b) = (first.contract_id.as_str(), second.contract_id.as_str());
-        assert_eq!(ids(client.contract_query(cquery(None, None)).await.unwrap()), [a, b]);
-        assert_eq!(ids(client.contract_query(cquery(Some("./src//shapes.ts:area"), None)).await.unwrap()), [a]);
-        assert_eq!(ids(client.contract_query(cquery(Some("src/shapes.ts:are"), None)).await.unwrap()), Vec::<String>::new());
-        assert_eq!(ids(client.contract_query(cquery(Some(""), None)).await.unwrap()), Vec::<String>::new());
-        assert_eq!(ids(client.contract_query(cquery(None, Some("rejected"))).await.unwrap()), [b]);
-        assert_eq!(ids(client.contract_query(cquery(Some("src/shapes.ts:area"), Some("rejected"))).await.unwrap()), Vec::<String>::new());
-        assert_eq!(ids(client.contract_query(cquery(None, Some("proposed"))).await.unwrap()), Vec::<String>::new());
+        assert_eq!(
+            ids(client.contract_query(cquery(None, None)).await.unwrap()),
+            [a, b]
+        );
+        assert_eq!(
+            ids(client
+                .contract_query(cquery(Some("./src//shapes.ts:area"), None))
+                .await
+                .unwrap()),
+            [a]
+        );
+        assert_eq!(
+            ids(client
+                .contract_query(cquery(Some("src/shapes.ts:are"), None))
+                .await
+                .unwrap()),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            ids(client.contract_query(cquery(Some(""), None)).await.unwrap()),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            ids(client
+                .contract_query(cquery(None, Some("rejected")))
+                .await
+                .unwrap()),
+            [b]
+        );
+        assert_eq!(
+            ids(client
+                .contract_query(cquery(Some("src/shapes.ts:area"), Some("rejected")))
+                .await
+                .unwrap()),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            ids(client
+                .contract_query(cquery(None, Some("proposed")))
+                .await
+                .unwrap()),
+            Vec::<String>::new()
+        );
         for status in ["", "ACCEPTED", "declared", "nope"] {
             let e = rpc_error(client.contract_query(cquery(None, Some(status))).await);
             assert_invalid_fields(&e, &["status"]);
@@ -232,9 +377,17 @@ fn lifecycle_and_every_error_with_its_data() {
         // check-contracts: params.
         let e = rpc_error(client.call_raw("check-contracts", json!({})).await);
         assert_invalid_fields(&e, &["files"]);
-        let e = rpc_error(client.call_raw("check-contracts", json!({"files": [{"path": "a.ts"}]})).await);
+        let e = rpc_error(
+            client
+                .call_raw("check-contracts", json!({"files": [{"path": "a.ts"}]}))
+                .await,
+        );
         assert_invalid_fields(&e, &["files"]);
-        let e = rpc_error(client.call_raw("check-contracts", json!({"files": "a.ts"})).await);
+        let e = rpc_error(
+            client
+                .call_raw("check-contracts", json!({"files": "a.ts"}))
+                .await,
+        );
         assert_invalid_fields(&e, &["files"]);
         for bad in ["../src/shapes.ts", "/src/shapes.ts", "src/\u{0}.ts"] {
             let e = rpc_error(client.check_contracts(check(&[(bad, SHAPES_TS)])).await);
@@ -242,14 +395,25 @@ fn lifecycle_and_every_error_with_its_data() {
         }
         assert!(violations(&client, &[]).await.is_empty());
         // Only the accepted contract is checked: `double` was rejected.
-        let broken = SHAPES_TS.replace("(x: number): number", "(x: string): string").replace("h: number = 1", "h: number = 2");
-        let found = violations(&client, &[("./src//shapes.ts", &broken), ("src/other.ts", "garbage(")]).await;
+        let broken = SHAPES_TS
+            .replace("(x: number): number", "(x: string): string")
+            .replace("h: number = 1", "h: number = 2");
+        let found = violations(
+            &client,
+            &[("./src//shapes.ts", &broken), ("src/other.ts", "garbage(")],
+        )
+        .await;
         assert_eq!(
             serde_json::to_value(&found).unwrap(),
             json!([{"contractId": a, "symbolPath": "src/shapes.ts:area", "expected": "(w: number, h: number = 1): number", "actual": "(w: number, h: number = 2): number"}])
         );
         // The path is matched exactly: another file of the same name is not this one.
-        assert!(violations(&client, &[("lib/src/shapes.ts", &broken), ("shapes.ts", &broken)]).await.is_empty());
+        assert!(violations(
+            &client,
+            &[("lib/src/shapes.ts", &broken), ("shapes.ts", &broken)]
+        )
+        .await
+        .is_empty());
     });
 }
 
@@ -290,27 +454,94 @@ fn py_edits() -> Vec<(&'static str, String, bool)> {
         format!("{}{}\n\n\n{}", &s[..start], &s[end..], &s[start..end])
     };
     vec![
-        ("added parameter", s.replace("h: int = 1)", "h: int = 1, d: int = 0)"), true),
-        ("removed parameter", s.replace("w: int, h: int = 1", "w: int"), true),
-        ("renamed parameter", s.replace("area(w: int", "area(width: int"), true),
-        ("changed type", s.replace("area(w: int", "area(w: float"), true),
-        ("changed default", s.replace("h: int = 1", "h: int = 2"), true),
-        ("changed return type", s.replace(") -> int:", ") -> float:"), true),
-        ("star args added", s.replace("h: int = 1)", "h: int = 1, *rest)"), true),
+        (
+            "added parameter",
+            s.replace("h: int = 1)", "h: int = 1, d: int = 0)"),
+            true,
+        ),
+        (
+            "removed parameter",
+            s.replace("w: int, h: int = 1", "w: int"),
+            true,
+        ),
+        (
+            "renamed parameter",
+            s.replace("area(w: int", "area(width: int"),
+            true,
+        ),
+        (
+            "changed type",
+            s.replace("area(w: int", "area(w: float"),
+            true,
+        ),
+        (
+            "changed default",
+            s.replace("h: int = 1", "h: int = 2"),
+            true,
+        ),
+        (
+            "changed return type",
+            s.replace(") -> int:", ") -> float:"),
+            true,
+        ),
+        (
+            "star args added",
+            s.replace("h: int = 1)", "h: int = 1, *rest)"),
+            true,
+        ),
         // PROTOCOL-NOTES 2.5: the signature is the parameter list and return type; `async` is
         // not part of it.
-        ("async added", s.replace("def area(", "async def area("), false),
-        ("body-only change", s.replace("return w * h", "product = w * h\n    return product"), false),
-        ("reformatted", s.replace("area(w: int, h: int = 1) -> int:", "area(\n    w:int,\n    h: int=1,\n)->int:"), false),
-        ("comment added", s.replace("area(w: int, h: int = 1)", "area(\n    w: int,  # width\n    h: int = 1,\n)").replace("def area", "# Area.\ndef area"), false),
-        ("decorator added", s.replace("def area", "@cache\ndef area"), false),
-        ("symbol removed", s.replace("def area(w: int, h: int = 1) -> int:\n    return w * h\n", ""), true),
+        (
+            "async added",
+            s.replace("def area(", "async def area("),
+            false,
+        ),
+        (
+            "body-only change",
+            s.replace("return w * h", "product = w * h\n    return product"),
+            false,
+        ),
+        (
+            "reformatted",
+            s.replace(
+                "area(w: int, h: int = 1) -> int:",
+                "area(\n    w:int,\n    h: int=1,\n)->int:",
+            ),
+            false,
+        ),
+        (
+            "comment added",
+            s.replace(
+                "area(w: int, h: int = 1)",
+                "area(\n    w: int,  # width\n    h: int = 1,\n)",
+            )
+            .replace("def area", "# Area.\ndef area"),
+            false,
+        ),
+        (
+            "decorator added",
+            s.replace("def area", "@cache\ndef area"),
+            false,
+        ),
+        (
+            "symbol removed",
+            s.replace(
+                "def area(w: int, h: int = 1) -> int:\n    return w * h\n",
+                "",
+            ),
+            true,
+        ),
         ("symbol moved within the file", moved, false),
         ("unchanged", s.to_owned(), false),
     ]
 }
 
-fn run_edit_table(path: &str, original: &str, symbol: &str, edits: Vec<(&'static str, String, bool)>) {
+fn run_edit_table(
+    path: &str,
+    original: &str,
+    symbol: &str,
+    edits: Vec<(&'static str, String, bool)>,
+) {
     let repo = Repo::new();
     repo.write(path, original);
     let _daemon = Daemon::start(&repo);
@@ -320,10 +551,16 @@ fn run_edit_table(path: &str, original: &str, symbol: &str, edits: Vec<(&'static
         let (contract_id, expected) = accepted(&client, &symbol_path).await;
         let mut failures = Vec::new();
         for (name, edited, violation_expected) in edits {
-            assert_ne!(edited == original, name != "unchanged", "the edit {name:?} changes the text");
+            assert_ne!(
+                edited == original,
+                name != "unchanged",
+                "the edit {name:?} changes the text"
+            );
             let found = violations(&client, &[(path, &edited)]).await;
             if found.is_empty() == violation_expected {
-                failures.push(format!("{name}: expected violation {violation_expected}, got {found:?}"));
+                failures.push(format!(
+                    "{name}: expected violation {violation_expected}, got {found:?}"
+                ));
                 continue;
             }
             if let Some(violation) = found.first() {
@@ -333,7 +570,10 @@ fn run_edit_table(path: &str, original: &str, symbol: &str, edits: Vec<(&'static
                 assert_eq!(violation.expected, expected, "{name}");
                 assert_ne!(violation.actual, expected, "{name}");
                 if name.starts_with("symbol removed") || name.starts_with("symbol renamed") {
-                    assert_eq!(violation.actual, "(symbol not found in staged content)", "{name}");
+                    assert_eq!(
+                        violation.actual, "(symbol not found in staged content)",
+                        "{name}"
+                    );
                 }
             }
         }
@@ -364,11 +604,21 @@ fn method_contracts_follow_their_class() {
         let renamed_class = SHAPES_TS.replace("class Shape {", "class Figure {");
         let found = violations(&client, &[("src/shapes.ts", &renamed_class)]).await;
         assert_eq!(found.len(), 1);
-        assert_eq!((found[0].contract_id.as_str(), found[0].actual.as_str()), (ts.as_str(), "(symbol not found in staged content)"));
+        assert_eq!(
+            (found[0].contract_id.as_str(), found[0].actual.as_str()),
+            (ts.as_str(), "(symbol not found in staged content)")
+        );
         let changed = AREA_PY.replace("factor: float", "factor: int");
-        let found = violations(&client, &[("py/area.py", &changed), ("src/shapes.ts", SHAPES_TS)]).await;
+        let found = violations(
+            &client,
+            &[("py/area.py", &changed), ("src/shapes.ts", SHAPES_TS)],
+        )
+        .await;
         assert_eq!(found.len(), 1);
-        assert_eq!((found[0].contract_id.as_str(), found[0].actual.as_str()), (py.as_str(), "(self, factor: int) -> \"Shape\""));
+        assert_eq!(
+            (found[0].contract_id.as_str(), found[0].actual.as_str()),
+            (py.as_str(), "(self, factor: int) -> \"Shape\"")
+        );
     });
 }
 
@@ -398,55 +648,134 @@ export const Card = ({ title }: { title: string }) => (
         let (card, signature) = accepted(&client, "ui/button.tsx:Card").await;
         assert_eq!(signature, "({ title }: { title: string })");
         let new_markup = BUTTON_TSX
-            .replace("{props.label}</button>", "<span>{props.label}</span></button>")
-            .replace("<h1>{title}</h1>", "<h2 id=\"t\">{title.toUpperCase()}</h2>");
-        assert!(violations(&client, &[("ui/button.tsx", &new_markup)]).await.is_empty());
+            .replace(
+                "{props.label}</button>",
+                "<span>{props.label}</span></button>",
+            )
+            .replace(
+                "<h1>{title}</h1>",
+                "<h2 id=\"t\">{title.toUpperCase()}</h2>",
+            );
+        assert!(violations(&client, &[("ui/button.tsx", &new_markup)])
+            .await
+            .is_empty());
         let changed = BUTTON_TSX
-            .replace("Button(props: ButtonProps)", "Button(props: ButtonProps, ref: unknown)")
-            .replace("({ title }: { title: string })", "({ title, subtitle }: { title: string; subtitle: string })");
+            .replace(
+                "Button(props: ButtonProps)",
+                "Button(props: ButtonProps, ref: unknown)",
+            )
+            .replace(
+                "({ title }: { title: string })",
+                "({ title, subtitle }: { title: string; subtitle: string })",
+            );
         let found = violations(&client, &[("ui/button.tsx", &changed)]).await;
         let ids: Vec<_> = found.iter().map(|v| v.contract_id.as_str()).collect();
         assert_eq!(ids, [button.as_str(), card.as_str()]);
-        assert_eq!(found[0].actual, "(props: ButtonProps, ref: unknown): JSX.Element");
+        assert_eq!(
+            found[0].actual,
+            "(props: ButtonProps, ref: unknown): JSX.Element"
+        );
     });
 }
 
 #[test]
 fn paths_outside_the_root_are_never_read() {
-    let outside = tempfile::Builder::new().prefix("witout").tempdir_in("/tmp").unwrap();
-    std::fs::write(outside.path().join("secret.ts"), "export function secret(key: string): string {\n  return key;\n}\n").unwrap();
-    let outside_name = outside.path().file_name().unwrap().to_str().unwrap().to_owned();
+    let outside = tempfile::Builder::new()
+        .prefix("witout")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::write(
+        outside.path().join("secret.ts"),
+        "export function secret(key: string): string {\n  return key;\n}\n",
+    )
+    .unwrap();
+    let outside_name = outside
+        .path()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
     let repo = Repo::new();
     repo.write("src/inside.ts", "export function inside(): void {}\n");
-    std::os::unix::fs::symlink(outside.path().join("secret.ts"), repo.path().join("src/link.ts")).unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("secret.ts"),
+        repo.path().join("src/link.ts"),
+    )
+    .unwrap();
     std::os::unix::fs::symlink(outside.path(), repo.path().join("ext")).unwrap();
     std::fs::create_dir_all(repo.path().join("src/dir.ts")).unwrap();
-    let fifo = std::process::Command::new("mkfifo").arg(repo.path().join("src/fifo.ts")).status().unwrap();
+    let fifo = std::process::Command::new("mkfifo")
+        .arg(repo.path().join("src/fifo.ts"))
+        .status()
+        .unwrap();
     assert!(fifo.success());
     let _daemon = Daemon::start(&repo);
     let client = repo.client().with_timeout(Duration::from_secs(10));
     block_on(async {
-        for symbol in ["src/link.ts:secret", "ext/secret.ts:secret", "src/dir.ts:secret", "src/fifo.ts:secret"] {
+        for symbol in [
+            "src/link.ts:secret",
+            "ext/secret.ts:secret",
+            "src/dir.ts:secret",
+            "src/fifo.ts:secret",
+        ] {
             let e = rpc_error(client.contract_propose(propose("s1", symbol)).await);
-            assert_domain(&e, ErrorCode::SymbolNotFound, Some(json!({"symbolPath": symbol})));
+            assert_domain(
+                &e,
+                ErrorCode::SymbolNotFound,
+                Some(json!({"symbolPath": symbol})),
+            );
         }
         let relative = format!("../{outside_name}/secret.ts:secret");
         let absolute = format!("{}:secret", outside.path().join("secret.ts").display());
         let dotted = format!("src/../../{outside_name}/secret.ts:secret");
-        for symbol in [relative.as_str(), absolute.as_str(), dotted.as_str(), "src/\u{0}/x.ts:secret"] {
+        for symbol in [
+            relative.as_str(),
+            absolute.as_str(),
+            dotted.as_str(),
+            "src/\u{0}/x.ts:secret",
+        ] {
             let e = rpc_error(client.contract_propose(propose("s1", symbol)).await);
             assert_invalid_fields(&e, &["symbolPath"]);
         }
         // An intent on a symlink out of the root resolves nothing there: file-level.
-        let intent = client.intent_declare(declare("s1", "peek", &["src/link.ts", "ext/secret.ts"], Some(&["secret"]))).await.unwrap();
+        let intent = client
+            .intent_declare(declare(
+                "s1",
+                "peek",
+                &["src/link.ts", "ext/secret.ts"],
+                Some(&["secret"]),
+            ))
+            .await
+            .unwrap();
         let records = client.call_raw("intent.query", json!({})).await.unwrap();
-        let record = records.as_array().unwrap().iter().find(|r| r["intentId"] == json!(intent.intent_id)).unwrap();
-        assert_eq!((&record["startByte"], &record["endByte"]), (&Value::Null, &Value::Null));
+        let record = records
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["intentId"] == json!(intent.intent_id))
+            .unwrap();
+        assert_eq!(
+            (&record["startByte"], &record["endByte"]),
+            (&Value::Null, &Value::Null)
+        );
         // And nothing through them shows up as a caller or callee.
-        let locked = client.call_raw("lock.acquire", json!({"symbolPath": "src/link.ts:secret", "sessionId": "s1"})).await.unwrap();
+        let locked = client
+            .call_raw(
+                "lock.acquire",
+                json!({"symbolPath": "src/link.ts:secret", "sessionId": "s1"}),
+            )
+            .await
+            .unwrap();
         assert_eq!(locked["warnings"], json!([]));
-        assert_eq!(client.ping().await.unwrap(), wit::protocol::PingResult::Pong);
+        assert_eq!(
+            client.ping().await.unwrap(),
+            wit::protocol::PingResult::Pong
+        );
         // The in-root file is still fine.
-        client.contract_propose(propose("s1", "src/inside.ts:inside")).await.unwrap();
+        client
+            .contract_propose(propose("s1", "src/inside.ts:inside"))
+            .await
+            .unwrap();
     });
 }

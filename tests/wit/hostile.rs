@@ -31,8 +31,20 @@ static METHODS: [&str; 13] = [
 
 /// The param names any method knows, so random objects often hit real fields.
 static PARAM_NAMES: [&str; 14] = [
-    "name", "sessionId", "symbolPath", "ttlMs", "description", "files", "symbols", "intentId",
-    "status", "file", "contractId", "accept", "path", "content",
+    "name",
+    "sessionId",
+    "symbolPath",
+    "ttlMs",
+    "description",
+    "files",
+    "symbols",
+    "intentId",
+    "status",
+    "file",
+    "contractId",
+    "accept",
+    "path",
+    "content",
 ];
 
 fn cases() -> u32 {
@@ -48,7 +60,9 @@ fn json_value() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::from),
         any::<i64>().prop_map(Value::from),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
         ".{0,40}".prop_map(Value::from),
         prop_oneof![
             Just("src/a.ts:f"),
@@ -66,27 +80,44 @@ fn json_value() -> impl Strategy<Value = Value> {
     leaf.prop_recursive(4, 48, 8, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
-            prop::collection::vec((prop::sample::select(&PARAM_NAMES[..]).prop_map(str::to_owned), inner.clone()), 0..8)
+            prop::collection::vec(
+                (
+                    prop::sample::select(&PARAM_NAMES[..]).prop_map(str::to_owned),
+                    inner.clone()
+                ),
+                0..8
+            )
+            .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+            prop::collection::vec((".{0,8}", inner), 0..4)
                 .prop_map(|entries| Value::Object(entries.into_iter().collect())),
-            prop::collection::vec((".{0,8}", inner), 0..4).prop_map(|entries| Value::Object(entries.into_iter().collect())),
         ]
     })
 }
 
 /// Checks one answer: a JSON-RPC response with the protocol's envelope.
 fn check_answer(status: u16, body: &str, id: Option<&Value>) -> Result<(), TestCaseError> {
-    prop_assert!(matches!(status, 200 | 400 | 404 | 405 | 413), "status {status}: {body}");
-    let value: Value = serde_json::from_str(body).map_err(|e| TestCaseError::fail(format!("not JSON ({e}): {body:.300}")))?;
+    prop_assert!(
+        matches!(status, 200 | 400 | 404 | 405 | 413),
+        "status {status}: {body}"
+    );
+    let value: Value = serde_json::from_str(body)
+        .map_err(|e| TestCaseError::fail(format!("not JSON ({e}): {body:.300}")))?;
     let check_one = |value: &Value| -> Result<(), TestCaseError> {
         prop_assert_eq!(&value["jsonrpc"], "2.0", "{}", body);
         prop_assert_eq!(&value["witVersion"], "1", "{}", body);
         let has_result = value.get("result").is_some();
         let error = value.get("error");
-        prop_assert!(has_result != error.is_some(), "result xor error: {body:.300}");
+        prop_assert!(
+            has_result != error.is_some(),
+            "result xor error: {body:.300}"
+        );
         if let Some(error) = error {
             prop_assert!(error["code"].is_i64(), "{body:.300}");
             prop_assert!(error["message"].is_string(), "{body:.300}");
-            prop_assert!(error["code"] != json!(-32603), "internal error: {body:.300}");
+            prop_assert!(
+                error["code"] != json!(-32603),
+                "internal error: {body:.300}"
+            );
         }
         Ok(())
     };
@@ -108,10 +139,16 @@ fn check_answer(status: u16, body: &str, id: Option<&Value>) -> Result<(), TestC
 
 /// Sends `body` on a fresh connection; a missing or truncated answer or a hang fails.
 fn send(socket: &Path, body: &[u8]) -> Result<(u16, String), TestCaseError> {
-    let mut stream = UnixStream::connect(socket).map_err(|e| TestCaseError::fail(format!("connect: {e}")))?;
-    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    stream.set_write_timeout(Some(Duration::from_secs(20))).unwrap();
-    exchange(&mut stream, "POST", "/rpc", body).map_err(|e| TestCaseError::fail(format!("no full answer: {e}")))
+    let mut stream =
+        UnixStream::connect(socket).map_err(|e| TestCaseError::fail(format!("connect: {e}")))?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    stream
+        .set_write_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    exchange(&mut stream, "POST", "/rpc", body)
+        .map_err(|e| TestCaseError::fail(format!("no full answer: {e}")))
 }
 
 fn ping_still_answers(socket: &Path) -> Result<(), TestCaseError> {
@@ -133,10 +170,17 @@ fn runner() -> TestRunner {
 #[test]
 fn random_params_for_every_method_get_json_rpc_answers() {
     let repo = Repo::new();
-    repo.write("src/a.ts", "export function f(a: number): number {\n  return a;\n}\n");
+    repo.write(
+        "src/a.ts",
+        "export function f(a: number): number {\n  return a;\n}\n",
+    );
     let _daemon = Daemon::start(&repo);
     let socket = repo.socket();
-    let strategy = (prop::sample::select(&METHODS[..]), json_value(), any::<u32>());
+    let strategy = (
+        prop::sample::select(&METHODS[..]),
+        json_value(),
+        any::<u32>(),
+    );
     runner()
         .run(&strategy, |(method, params, id)| {
             let request = json!({"jsonrpc": "2.0", "witVersion": "1", "id": id, "method": method, "params": params});
@@ -209,7 +253,9 @@ fn huge_deep_and_malformed_inputs_get_json_rpc_answers() {
             check_answer(status, &body, Some(&json!("x"))).unwrap();
             ping_still_answers(&socket).unwrap();
         }
-        let nested = format!(r#"{{"jsonrpc":"2.0","witVersion":"1","id":2,"method":"{method}","params":{{"files":{deep}}}}}"#);
+        let nested = format!(
+            r#"{{"jsonrpc":"2.0","witVersion":"1","id":2,"method":"{method}","params":{{"files":{deep}}}}}"#
+        );
         let (status, body) = send(&socket, nested.as_bytes()).unwrap();
         check_answer(status, &body, None).unwrap();
         ping_still_answers(&socket).unwrap();
@@ -241,13 +287,20 @@ fn silent_and_half_sent_clients_do_not_block_others() {
     let socket = repo.socket();
     let _silent = UnixStream::connect(&socket).unwrap();
     let mut half = UnixStream::connect(&socket).unwrap();
-    half.write_all(b"POST /rpc HTTP/1.1\r\nhost: x\r\ncontent-length: 1000\r\n\r\n{\"jsonrpc\"").unwrap();
+    half.write_all(b"POST /rpc HTTP/1.1\r\nhost: x\r\ncontent-length: 1000\r\n\r\n{\"jsonrpc\"")
+        .unwrap();
     let mut head_only = UnixStream::connect(&socket).unwrap();
-    head_only.write_all(b"POST /rpc HTTP/1.1\r\nhost: x\r\n").unwrap();
+    head_only
+        .write_all(b"POST /rpc HTTP/1.1\r\nhost: x\r\n")
+        .unwrap();
     let started = std::time::Instant::now();
     for _ in 0..20 {
         let (status, body) = post(&socket, PING);
         assert_eq!(status, 200, "{body}");
     }
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
 }

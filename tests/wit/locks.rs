@@ -41,7 +41,12 @@ pub fn assert_invalid_fields(error: &ProtocolError, fields: &[&str]) {
         .map(|(field, messages)| {
             let messages = messages.as_array().unwrap();
             assert!(!messages.is_empty(), "{data}");
-            assert!(messages.iter().all(|m| m.as_str().is_some_and(|m| !m.is_empty())), "{data}");
+            assert!(
+                messages
+                    .iter()
+                    .all(|m| m.as_str().is_some_and(|m| !m.is_empty())),
+                "{data}"
+            );
             field.as_str()
         })
         .collect();
@@ -82,32 +87,70 @@ fn acquire_validates_every_param() {
     block_on(async {
         let e = raw_error(&client, "lock.acquire", json!({})).await;
         assert_invalid_fields(&e, &["symbolPath", "sessionId"]);
-        let e = raw_error(&client, "lock.acquire", json!({"symbolPath": 1, "sessionId": [], "ttlMs": "x"})).await;
+        let e = raw_error(
+            &client,
+            "lock.acquire",
+            json!({"symbolPath": 1, "sessionId": [], "ttlMs": "x"}),
+        )
+        .await;
         assert_invalid_fields(&e, &["symbolPath", "sessionId", "ttlMs"]);
-        let e = raw_error(&client, "lock.acquire", json!({"symbolPath": "a.ts", "sessionId": "s"})).await;
+        let e = raw_error(
+            &client,
+            "lock.acquire",
+            json!({"symbolPath": "a.ts", "sessionId": "s"}),
+        )
+        .await;
         assert_invalid_fields(&e, &["symbolPath"]);
-        let e = raw_error(&client, "lock.acquire", json!({"symbolPath": "a.ts:f", "sessionId": ""})).await;
+        let e = raw_error(
+            &client,
+            "lock.acquire",
+            json!({"symbolPath": "a.ts:f", "sessionId": ""}),
+        )
+        .await;
         assert_invalid_fields(&e, &["sessionId"]);
-        let e = raw_error(&client, "lock.acquire", json!({"symbolPath": "a.ts:f", "sessionId": "s", "ttlMs": 1.5})).await;
+        let e = raw_error(
+            &client,
+            "lock.acquire",
+            json!({"symbolPath": "a.ts:f", "sessionId": "s", "ttlMs": 1.5}),
+        )
+        .await;
         assert_invalid_fields(&e, &["ttlMs"]);
         for ttl in [0i64, -1, 604_800_001, i64::MAX] {
             let e = rpc_error(client.lock_acquire(acquire("a.ts:f", "s", Some(ttl))).await);
             assert_invalid_fields(&e, &["ttlMs"]);
         }
-        for bad in ["../x.ts:f", "/etc/x.ts:f", "src/../../x.ts:f", ".:f", "a\\b.ts:f", "a.ts:", ":f"] {
+        for bad in [
+            "../x.ts:f",
+            "/etc/x.ts:f",
+            "src/../../x.ts:f",
+            ".:f",
+            "a\\b.ts:f",
+            "a.ts:",
+            ":f",
+        ] {
             let e = rpc_error(client.lock_acquire(acquire(bad, "s", None)).await);
             assert_invalid_fields(&e, &["symbolPath"]);
         }
         let long_session = "s".repeat(257);
-        let e = rpc_error(client.lock_acquire(acquire("a.ts:f", &long_session, None)).await);
+        let e = rpc_error(
+            client
+                .lock_acquire(acquire("a.ts:f", &long_session, None))
+                .await,
+        );
         assert_invalid_fields(&e, &["sessionId"]);
         let long_path = format!("{}.ts:f", "a".repeat(4100));
         let e = rpc_error(client.lock_acquire(acquire(&long_path, "s", None)).await);
         assert_invalid_fields(&e, &["symbolPath"]);
         // Bounds are inclusive and nothing was stored by the refused calls.
         assert!(client.lock_query(query(None)).await.unwrap().is_empty());
-        client.lock_acquire(acquire("a.ts:min", "s", Some(1))).await.unwrap();
-        client.lock_acquire(acquire("a.ts:max", "s", Some(604_800_000))).await.unwrap();
+        client
+            .lock_acquire(acquire("a.ts:min", "s", Some(1)))
+            .await
+            .unwrap();
+        client
+            .lock_acquire(acquire("a.ts:max", "s", Some(604_800_000)))
+            .await
+            .unwrap();
     });
 }
 
@@ -119,7 +162,12 @@ fn release_and_query_validate_their_params() {
     block_on(async {
         let e = raw_error(&client, "lock.release", json!({})).await;
         assert_invalid_fields(&e, &["symbolPath", "sessionId"]);
-        let e = raw_error(&client, "lock.release", json!({"symbolPath": "", "sessionId": "s"})).await;
+        let e = raw_error(
+            &client,
+            "lock.release",
+            json!({"symbolPath": "", "sessionId": "s"}),
+        )
+        .await;
         assert_invalid_fields(&e, &["symbolPath"]);
         let e = rpc_error(client.lock_release(release("../a.ts:f", "s")).await);
         assert_invalid_fields(&e, &["symbolPath"]);
@@ -128,8 +176,14 @@ fn release_and_query_validate_their_params() {
         let e = raw_error(&client, "lock.query", json!([1])).await;
         assert_eq!(e.code, -32600, "{e:?}");
         // params may be omitted or {} where nothing is required.
-        assert_eq!(client.call_raw("lock.query", Value::Null).await.unwrap(), json!([]));
-        assert_eq!(client.call_raw("lock.query", json!({})).await.unwrap(), json!([]));
+        assert_eq!(
+            client.call_raw("lock.query", Value::Null).await.unwrap(),
+            json!([])
+        );
+        assert_eq!(
+            client.call_raw("lock.query", json!({})).await.unwrap(),
+            json!([])
+        );
     });
 }
 
@@ -139,15 +193,30 @@ fn conflict_release_errors_and_normalisation() {
     let _daemon = Daemon::start(&repo);
     let client = repo.client();
     block_on(async {
-        let held = client.lock_acquire(acquire("./src//a.ts:f", "s1", Some(60_000))).await.unwrap();
+        let held = client
+            .lock_acquire(acquire("./src//a.ts:f", "s1", Some(60_000)))
+            .await
+            .unwrap();
         assert_eq!(held.symbol_path, "src/a.ts:f");
         assert_eq!(held.session_id, "s1");
         assert!(held.warnings.is_empty());
-        assert!(held.acquired_at.ends_with('Z') && held.acquired_at.len() == 24, "{}", held.acquired_at);
+        assert!(
+            held.acquired_at.ends_with('Z') && held.acquired_at.len() == 24,
+            "{}",
+            held.acquired_at
+        );
         assert!(held.expires_at > held.acquired_at);
 
-        let e = rpc_error(client.lock_acquire(acquire("src/../src/a.ts:f", "s2", None)).await);
-        assert_domain(&e, ErrorCode::LockConflict, Some(json!({"heldBy": "s1", "expiresAt": held.expires_at})));
+        let e = rpc_error(
+            client
+                .lock_acquire(acquire("src/../src/a.ts:f", "s2", None))
+                .await,
+        );
+        assert_domain(
+            &e,
+            ErrorCode::LockConflict,
+            Some(json!({"heldBy": "s1", "expiresAt": held.expires_at})),
+        );
 
         let e = rpc_error(client.lock_release(release("src/a.ts:f", "s2")).await);
         assert_domain(&e, ErrorCode::LockNotHeld, Some(json!({"heldBy": "s1"})));
@@ -155,15 +224,24 @@ fn conflict_release_errors_and_normalisation() {
         assert_domain(&e, ErrorCode::LockNotFound, None);
 
         // A symbol of a file that does not exist can be locked; names may contain ':'.
-        let other = client.lock_acquire(acquire("nowhere/x.py:C.m:odd", "s2", None)).await.unwrap();
+        let other = client
+            .lock_acquire(acquire("nowhere/x.py:C.m:odd", "s2", None))
+            .await
+            .unwrap();
         assert_eq!(other.symbol_path, "nowhere/x.py:C.m:odd");
 
-        let released = client.lock_release(release("src/a.ts:f", "s1")).await.unwrap();
+        let released = client
+            .lock_release(release("src/a.ts:f", "s1"))
+            .await
+            .unwrap();
         assert!(released.released);
         let e = rpc_error(client.lock_release(release("src/a.ts:f", "s1")).await);
         assert_domain(&e, ErrorCode::LockNotFound, None);
         // Released: the other session takes it at once.
-        client.lock_acquire(acquire("src/a.ts:f", "s2", None)).await.unwrap();
+        client
+            .lock_acquire(acquire("src/a.ts:f", "s2", None))
+            .await
+            .unwrap();
     });
 }
 
@@ -173,27 +251,51 @@ fn expired_locks_are_gone_everywhere_and_can_be_taken_over() {
     let _daemon = Daemon::start(&repo);
     let client = repo.client();
     block_on(async {
-        let first = client.lock_acquire(acquire("a.ts:f", "s1", Some(60))).await.unwrap();
+        let first = client
+            .lock_acquire(acquire("a.ts:f", "s1", Some(60)))
+            .await
+            .unwrap();
         let e = rpc_error(client.lock_acquire(acquire("a.ts:f", "s2", None)).await);
-        assert_domain(&e, ErrorCode::LockConflict, Some(json!({"heldBy": "s1", "expiresAt": first.expires_at})));
+        assert_domain(
+            &e,
+            ErrorCode::LockConflict,
+            Some(json!({"heldBy": "s1", "expiresAt": first.expires_at})),
+        );
         tokio::time::sleep(Duration::from_millis(90)).await;
         // Invisible to query and release, whatever the sweep did.
         assert!(client.lock_query(query(None)).await.unwrap().is_empty());
-        assert!(client.lock_query(query(Some("s1"))).await.unwrap().is_empty());
+        assert!(client
+            .lock_query(query(Some("s1")))
+            .await
+            .unwrap()
+            .is_empty());
         let e = rpc_error(client.lock_release(release("a.ts:f", "s1")).await);
         assert_domain(&e, ErrorCode::LockNotFound, None);
         // Another session takes it over as a new acquisition.
-        let taken = client.lock_acquire(acquire("a.ts:f", "s2", Some(60_000))).await.unwrap();
+        let taken = client
+            .lock_acquire(acquire("a.ts:f", "s2", Some(60_000)))
+            .await
+            .unwrap();
         assert!(taken.acquired_at > first.acquired_at);
         let e = rpc_error(client.lock_release(release("a.ts:f", "s1")).await);
         assert_domain(&e, ErrorCode::LockNotHeld, Some(json!({"heldBy": "s2"})));
         let e = rpc_error(client.lock_acquire(acquire("a.ts:f", "s1", None)).await);
-        assert_domain(&e, ErrorCode::LockConflict, Some(json!({"heldBy": "s2", "expiresAt": taken.expires_at})));
+        assert_domain(
+            &e,
+            ErrorCode::LockConflict,
+            Some(json!({"heldBy": "s2", "expiresAt": taken.expires_at})),
+        );
 
         // The old holder re-acquiring after expiry is a new acquisition too (acquiredAt moves).
-        let mine = client.lock_acquire(acquire("a.ts:g", "s1", Some(30))).await.unwrap();
+        let mine = client
+            .lock_acquire(acquire("a.ts:g", "s1", Some(30)))
+            .await
+            .unwrap();
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let again = client.lock_acquire(acquire("a.ts:g", "s1", Some(60_000))).await.unwrap();
+        let again = client
+            .lock_acquire(acquire("a.ts:g", "s1", Some(60_000)))
+            .await
+            .unwrap();
         assert!(again.acquired_at > mine.acquired_at, "{mine:?} {again:?}");
     });
 }
@@ -204,13 +306,22 @@ fn refresh_keeps_acquired_at_and_moves_expiry() {
     let _daemon = Daemon::start(&repo);
     let client = repo.client();
     block_on(async {
-        let first = client.lock_acquire(acquire("a.ts:f", "s1", Some(10_000))).await.unwrap();
+        let first = client
+            .lock_acquire(acquire("a.ts:f", "s1", Some(10_000)))
+            .await
+            .unwrap();
         tokio::time::sleep(Duration::from_millis(15)).await;
-        let second = client.lock_acquire(acquire("a.ts:f", "s1", Some(20_000))).await.unwrap();
+        let second = client
+            .lock_acquire(acquire("a.ts:f", "s1", Some(20_000)))
+            .await
+            .unwrap();
         assert_eq!(second.acquired_at, first.acquired_at);
         assert!(second.expires_at > first.expires_at);
         // A refresh may also shorten the lock: expiresAt = now + ttlMs.
-        let third = client.lock_acquire(acquire("a.ts:f", "s1", Some(40))).await.unwrap();
+        let third = client
+            .lock_acquire(acquire("a.ts:f", "s1", Some(40)))
+            .await
+            .unwrap();
         assert_eq!(third.acquired_at, first.acquired_at);
         assert!(third.expires_at < second.expires_at);
         let listed = client.lock_query(query(Some("s1"))).await.unwrap();
@@ -228,23 +339,62 @@ fn query_filters_literally_and_orders_by_acquisition() {
     let client = repo.client();
     block_on(async {
         for (symbol, session) in [("b.ts:z", "s1"), ("b.ts:a", "s2"), ("a.ts:m", "s1")] {
-            client.lock_acquire(acquire(symbol, session, Some(60_000))).await.unwrap();
+            client
+                .lock_acquire(acquire(symbol, session, Some(60_000)))
+                .await
+                .unwrap();
             tokio::time::sleep(Duration::from_millis(3)).await;
         }
         let all = client.lock_query(query(None)).await.unwrap();
-        let order: Vec<_> = all.iter().map(|l| (l.symbol_path.as_str(), l.session_id.as_str())).collect();
-        assert_eq!(order, [("b.ts:z", "s1"), ("b.ts:a", "s2"), ("a.ts:m", "s1")]);
+        let order: Vec<_> = all
+            .iter()
+            .map(|l| (l.symbol_path.as_str(), l.session_id.as_str()))
+            .collect();
+        assert_eq!(
+            order,
+            [("b.ts:z", "s1"), ("b.ts:a", "s2"), ("a.ts:m", "s1")]
+        );
         for lock in &all {
-            assert!(lock.ttl_remaining_ms > 59_000 && lock.ttl_remaining_ms <= 60_000, "{lock:?}");
+            assert!(
+                lock.ttl_remaining_ms > 59_000 && lock.ttl_remaining_ms <= 60_000,
+                "{lock:?}"
+            );
         }
-        let s1: Vec<_> = client.lock_query(query(Some("s1"))).await.unwrap().into_iter().map(|l| l.symbol_path).collect();
+        let s1: Vec<_> = client
+            .lock_query(query(Some("s1")))
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|l| l.symbol_path)
+            .collect();
         assert_eq!(s1, ["b.ts:z", "a.ts:m"]);
         assert!(client.lock_query(query(Some(""))).await.unwrap().is_empty());
-        assert!(client.lock_query(query(Some("S1"))).await.unwrap().is_empty());
+        assert!(client
+            .lock_query(query(Some("S1")))
+            .await
+            .unwrap()
+            .is_empty());
         // The raw record has exactly the spec's keys.
-        let raw = client.call_raw("lock.query", json!({"sessionId": "s2"})).await.unwrap();
-        let keys: HashSet<&str> = raw[0].as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(keys, HashSet::from(["symbolPath", "sessionId", "acquiredAt", "expiresAt", "ttlRemainingMs"]));
+        let raw = client
+            .call_raw("lock.query", json!({"sessionId": "s2"}))
+            .await
+            .unwrap();
+        let keys: HashSet<&str> = raw[0]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            HashSet::from([
+                "symbolPath",
+                "sessionId",
+                "acquiredAt",
+                "expiresAt",
+                "ttlRemainingMs"
+            ])
+        );
     });
 }
 
@@ -279,7 +429,9 @@ fn racing_acquires_have_exactly_one_winner_per_round() {
                 tasks.spawn(async move {
                     let session = format!("racer-{i}");
                     barrier.wait().await;
-                    let outcome = client.lock_acquire(acquire(&symbol, &session, Some(60_000))).await;
+                    let outcome = client
+                        .lock_acquire(acquire(&symbol, &session, Some(60_000)))
+                        .await;
                     (session, outcome)
                 });
             }
@@ -296,10 +448,18 @@ fn racing_acquires_have_exactly_one_winner_per_round() {
             assert_eq!(losers.len(), CLIENTS - 1);
             let (winner, won) = &winners[0];
             for loser in &losers {
-                assert_domain(loser, ErrorCode::LockConflict, Some(json!({"heldBy": winner, "expiresAt": won.expires_at})));
+                assert_domain(
+                    loser,
+                    ErrorCode::LockConflict,
+                    Some(json!({"heldBy": winner, "expiresAt": won.expires_at})),
+                );
             }
             let held = clients[0].lock_query(query(None)).await.unwrap();
-            let holders: Vec<_> = held.iter().filter(|l| l.symbol_path == symbol).map(|l| l.session_id.clone()).collect();
+            let holders: Vec<_> = held
+                .iter()
+                .filter(|l| l.symbol_path == symbol)
+                .map(|l| l.session_id.clone())
+                .collect();
             assert_eq!(holders, [winner.clone()]);
         }
     });
@@ -321,19 +481,37 @@ fn caller_warnings_follow_a_relative_import_and_never_block() {
     let _daemon = Daemon::start(&repo);
     let client = repo.client();
     block_on(async {
-        client.lock_acquire(acquire("src/a.ts:caller", "s1", None)).await.unwrap();
-        client.lock_acquire(acquire("src/a.ts:bystander", "s1", None)).await.unwrap();
-        let locked = client.lock_acquire(acquire("src/b.ts:callee", "s2", None)).await.unwrap();
+        client
+            .lock_acquire(acquire("src/a.ts:caller", "s1", None))
+            .await
+            .unwrap();
+        client
+            .lock_acquire(acquire("src/a.ts:bystander", "s1", None))
+            .await
+            .unwrap();
+        let locked = client
+            .lock_acquire(acquire("src/b.ts:callee", "s2", None))
+            .await
+            .unwrap();
         let warnings = serde_json::to_value(&locked.warnings).unwrap();
         assert_eq!(
             warnings,
             json!([{"lockedSymbol": "src/a.ts:caller", "heldBy": "s1", "chain": ["src/a.ts:caller", "src/b.ts:callee"]}])
         );
         // A symbol nobody calls: no warnings. The caller's own session: no warnings either.
-        let quiet = client.lock_acquire(acquire("src/b.ts:unrelated", "s2", None)).await.unwrap();
+        let quiet = client
+            .lock_acquire(acquire("src/b.ts:unrelated", "s2", None))
+            .await
+            .unwrap();
         assert!(quiet.warnings.is_empty());
-        client.lock_release(release("src/b.ts:callee", "s2")).await.unwrap();
-        let own = client.lock_acquire(acquire("src/b.ts:callee", "s1", None)).await.unwrap();
+        client
+            .lock_release(release("src/b.ts:callee", "s2"))
+            .await
+            .unwrap();
+        let own = client
+            .lock_acquire(acquire("src/b.ts:callee", "s1", None))
+            .await
+            .unwrap();
         assert!(own.warnings.is_empty(), "{own:?}");
     });
 }
@@ -345,17 +523,33 @@ fn caller_warnings_see_edits_made_after_start() {
     let _daemon = Daemon::start(&repo);
     let client = repo.client();
     block_on(async {
-        client.lock_acquire(acquire("src/a.ts:bystander", "s1", None)).await.unwrap();
-        let before = client.lock_acquire(acquire("src/b.ts:callee", "s2", None)).await.unwrap();
+        client
+            .lock_acquire(acquire("src/a.ts:bystander", "s1", None))
+            .await
+            .unwrap();
+        let before = client
+            .lock_acquire(acquire("src/b.ts:callee", "s2", None))
+            .await
+            .unwrap();
         assert!(before.warnings.is_empty());
-        client.lock_release(release("src/b.ts:callee", "s2")).await.unwrap();
+        client
+            .lock_release(release("src/b.ts:callee", "s2"))
+            .await
+            .unwrap();
         // bystander now calls callee too (the size changes, so the index re-parses).
         repo.write(
             "src/a.ts",
             &CALLER_TS.replace("return 0;", "return callee(1) + callee(2);"),
         );
-        let after = client.lock_acquire(acquire("src/b.ts:callee", "s2", None)).await.unwrap();
-        let locked: Vec<_> = after.warnings.iter().map(|w| w.locked_symbol.as_str()).collect();
+        let after = client
+            .lock_acquire(acquire("src/b.ts:callee", "s2", None))
+            .await
+            .unwrap();
+        let locked: Vec<_> = after
+            .warnings
+            .iter()
+            .map(|w| w.locked_symbol.as_str())
+            .collect();
         assert_eq!(locked, ["src/a.ts:bystander"], "{after:?}");
     });
 }

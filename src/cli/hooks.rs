@@ -1,0 +1,359 @@
+//! Git hooks (`wit hook install|uninstall`, PROTOCOL-NOTES 6), the `prepare-commit-msg`
+//! trailer step, and the Claude Code SessionStart step.
+//!
+//! The installed scripts call the `wit` binary by the absolute path it was installed from,
+//! fall back to `wit` on PATH, and let the commit through when neither exists. A hook that was
+//! already there is renamed to `<hook>.wit-chained` and called first; `uninstall` puts it back.
+
+use std::fs;
+use std::io::{IsTerminal, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use clap::Subcommand;
+use serde_json::{json, Value};
+
+use super::context::{block_on, Context};
+use super::intents::is_open;
+use super::output::{self, CliError, Report};
+use crate::protocol::IntentQueryParams;
+
+/// The hooks wit installs.
+pub const HOOKS: &[&str] = &["pre-commit", "prepare-commit-msg"];
+
+/// The line that marks a hook script as wit's own.
+const MARKER: &str = "# wit-managed-hook";
+
+/// Suffix of a pre-existing hook that wit's hook calls first.
+const CHAINED_SUFFIX: &str = ".wit-chained";
+
+/// How long `prepare-commit-msg` waits for the daemon before giving up silently.
+const TRAILER_BUDGET: Duration = Duration::from_millis(1500);
+
+/// `wit hook ...`.
+#[derive(Debug, Subcommand)]
+pub enum HookCommand {
+    /// Install the pre-commit and prepare-commit-msg hooks (honours core.hooksPath; an
+    /// existing hook is kept and called first).
+    Install,
+    /// Remove wit's hooks and restore the hooks they chained to.
+    Uninstall,
+    /// What the prepare-commit-msg hook runs: adds a `Wit-Intent: <id>` trailer per declared
+    /// or active intent of the committing session.
+    #[command(hide = true)]
+    PrepareCommitMsg {
+        /// The commit message file.
+        file: PathBuf,
+        /// Where the message came from (message, template, merge, squash, commit).
+        source: Option<String>,
+        /// The commit id, for amends.
+        sha: Option<String>,
+    },
+    /// What the Claude Code plugin's SessionStart hook runs: exports the Claude session id
+    /// for later `wit` calls (through $CLAUDE_ENV_FILE) and prints `wit status`.
+    #[command(hide = true)]
+    ClaudeSessionStart,
+}
+
+/// Runs a hook subcommand.
+pub fn run(ctx: &Context, command: HookCommand) -> Result<Report, CliError> {
+    match command {
+        HookCommand::Install => {
+            let exe = std::env::current_exe().map_err(|error| {
+                CliError::Failed(format!("cannot find the wit binary: {error}"))
+            })?;
+            let installed = install(&ctx.paths.root, &exe)?;
+            Ok(installed.report())
+        }
+        HookCommand::Uninstall => Ok(uninstall(&ctx.paths.root)?.report()),
+        HookCommand::PrepareCommitMsg { file, .. } => {
+            // Never in the way of a commit: any failure leaves the message as it is.
+            let added = block_on(add_trailers(ctx, &file)).unwrap_or_default();
+            Ok(Report::quiet(json!({"trailers": added})))
+        }
+        HookCommand::ClaudeSessionStart => Ok(claude_session_start(ctx)),
+    }
+}
+
+/// What `install` or `uninstall` did, per hook.
+#[derive(Debug, Default)]
+pub struct HookChanges {
+    /// The hooks directory.
+    pub dir: PathBuf,
+    /// `(hook, what happened)`.
+    pub actions: Vec<(String, String)>,
+}
+
+impl HookChanges {
+    /// Whether anything on disk changed.
+    pub fn changed(&self) -> bool {
+        self.actions
+            .iter()
+            .any(|(_, action)| !action.starts_with("unchanged") && !action.starts_with("absent"))
+    }
+
+    fn report(&self) -> Report {
+        let mut human = format!("hooks in {}:\n", self.dir.display());
+        for (hook, action) in &self.actions {
+            human.push_str(&format!("  {hook:<20} {action}\n"));
+        }
+        let actions: serde_json::Map<String, Value> = self
+            .actions
+            .iter()
+            .map(|(hook, action)| (hook.clone(), Value::String(action.clone())))
+            .collect();
+        Report::new(
+            json!({"dir": self.dir.display().to_string(), "hooks": actions}),
+            human,
+        )
+    }
+}
+
+/// The hooks directory git uses for `root` (`core.hooksPath` honoured).
+pub fn hooks_dir(root: &Path) -> Result<PathBuf, CliError> {
+    let output = Command::new("git")
+        .args(["rev-parse", "--git-path", "hooks"])
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|error| CliError::Failed(format!("cannot run git: {error}")))?;
+    if !output.status.success() {
+        return Err(CliError::Usage(format!(
+            "{} is not inside a git repository",
+            root.display()
+        )));
+    }
+    let text = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    Ok(root.join(text))
+}
+
+/// The script of `hook`, calling `exe`.
+fn script(hook: &str, exe: &Path) -> String {
+    let exe = shell_quote(&exe.display().to_string());
+    let header = format!(
+        "#!/bin/sh\n{MARKER}: {hook}\n\
+         # Installed by `wit hook install`; `wit hook uninstall` removes it and restores the hook\n\
+         # that was here before (kept as {hook}{CHAINED_SUFFIX} and called first).\n\
+         hook_dir=${{0%/*}}\n\
+         if [ -x \"$hook_dir/{hook}{CHAINED_SUFFIX}\" ]; then\n\
+         \x20   \"$hook_dir/{hook}{CHAINED_SUFFIX}\" \"$@\" || exit $?\n\
+         fi\n\
+         wit={exe}\n\
+         if [ ! -x \"$wit\" ]; then\n\
+         \x20   wit=$(command -v wit 2>/dev/null) || wit=\n\
+         fi\n"
+    );
+    let body = match hook {
+        "pre-commit" => {
+            "\
+if [ -z \"$wit\" ]; then
+    echo \"wit: wit binary not found; contracts not checked, commit allowed\" >&2
+    exit 0
+fi
+# Exit code 1 means a broken contract; anything else lets the commit through.
+\"$wit\" check-contracts --hook
+[ $? -eq 1 ] && exit 1
+exit 0
+"
+        }
+        _ => {
+            "\
+[ -n \"$wit\" ] && \"$wit\" hook prepare-commit-msg \"$@\" 2>/dev/null
+exit 0
+"
+        }
+    };
+    format!("{header}{body}")
+}
+
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+fn is_ours(path: &Path) -> bool {
+    fs::read_to_string(path).is_ok_and(|text| text.contains(MARKER))
+}
+
+fn exists(path: &Path) -> bool {
+    path.symlink_metadata().is_ok()
+}
+
+fn io_failed(what: &str, path: &Path) -> impl FnOnce(std::io::Error) -> CliError {
+    let context = format!("{what} {}", path.display());
+    move |error| CliError::Failed(format!("{context}: {error}"))
+}
+
+fn write_executable(path: &Path, content: &str) -> Result<(), CliError> {
+    let aside = path.with_extension(format!("wit-tmp-{}", std::process::id()));
+    {
+        let mut file = fs::File::create(&aside).map_err(io_failed("writing", &aside))?;
+        file.write_all(content.as_bytes())
+            .map_err(io_failed("writing", &aside))?;
+    }
+    fs::set_permissions(&aside, fs::Permissions::from_mode(0o755))
+        .map_err(io_failed("making executable", &aside))?;
+    fs::rename(&aside, path).map_err(io_failed("installing", path))
+}
+
+/// Installs wit's hooks for the repository at `root`, calling `exe`.
+pub fn install(root: &Path, exe: &Path) -> Result<HookChanges, CliError> {
+    let dir = hooks_dir(root)?;
+    fs::create_dir_all(&dir).map_err(io_failed("creating", &dir))?;
+    let mut changes = HookChanges {
+        dir: dir.clone(),
+        actions: Vec::new(),
+    };
+    for hook in HOOKS {
+        let path = dir.join(hook);
+        let chained = dir.join(format!("{hook}{CHAINED_SUFFIX}"));
+        let wanted = script(hook, exe);
+        let action = if exists(&path) && is_ours(&path) {
+            if fs::read_to_string(&path).is_ok_and(|text| text == wanted) {
+                "unchanged".to_string()
+            } else {
+                write_executable(&path, &wanted)?;
+                "updated".to_string()
+            }
+        } else if exists(&path) {
+            if exists(&chained) {
+                return Err(CliError::Failed(format!(
+                    "cannot install the {hook} hook: both {} and {} exist; move one away first",
+                    path.display(),
+                    chained.display()
+                )));
+            }
+            fs::rename(&path, &chained).map_err(io_failed("renaming", &path))?;
+            write_executable(&path, &wanted)?;
+            format!("installed (chained to the existing hook, kept as {hook}{CHAINED_SUFFIX})")
+        } else {
+            write_executable(&path, &wanted)?;
+            "installed".to_string()
+        };
+        changes.actions.push((hook.to_string(), action));
+    }
+    Ok(changes)
+}
+
+/// Removes wit's hooks and restores what they chained to.
+pub fn uninstall(root: &Path) -> Result<HookChanges, CliError> {
+    let dir = hooks_dir(root)?;
+    let mut changes = HookChanges {
+        dir: dir.clone(),
+        actions: Vec::new(),
+    };
+    for hook in HOOKS {
+        let path = dir.join(hook);
+        let chained = dir.join(format!("{hook}{CHAINED_SUFFIX}"));
+        let action = if exists(&path) && !is_ours(&path) {
+            "left alone (not installed by wit)".to_string()
+        } else {
+            let removed = exists(&path);
+            if removed {
+                fs::remove_file(&path).map_err(io_failed("removing", &path))?;
+            }
+            if exists(&chained) {
+                fs::rename(&chained, &path).map_err(io_failed("restoring", &chained))?;
+                "removed; previous hook restored".to_string()
+            } else if removed {
+                "removed".to_string()
+            } else {
+                "absent".to_string()
+            }
+        };
+        changes.actions.push((hook.to_string(), action));
+    }
+    Ok(changes)
+}
+
+/// Appends one `Wit-Intent: <id>` trailer per open intent of the committing session.
+async fn add_trailers(ctx: &Context, file: &Path) -> Result<Vec<String>, CliError> {
+    let Some((session_id, _)) = ctx.session_if_any()? else {
+        return Ok(Vec::new());
+    };
+    let client = ctx.client().with_timeout(TRAILER_BUDGET);
+    let intents = client
+        .intent_query(IntentQueryParams {
+            session_id: Some(session_id),
+            file: None,
+            status: None,
+        })
+        .await?;
+    let ids: Vec<String> = intents
+        .into_iter()
+        .filter(is_open)
+        .map(|intent| intent.intent_id)
+        .collect();
+    if ids.is_empty() {
+        return Ok(ids);
+    }
+    let mut command = tokio::process::Command::new("git");
+    command
+        .args([
+            "interpret-trailers",
+            "--in-place",
+            "--if-exists",
+            "addIfDifferent",
+        ])
+        .current_dir(&ctx.paths.root)
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    for id in &ids {
+        command.arg("--trailer").arg(format!("Wit-Intent: {id}"));
+    }
+    command.arg(file);
+    let status = tokio::time::timeout(TRAILER_BUDGET, command.status())
+        .await
+        .map_err(|_| CliError::Failed("git interpret-trailers took too long".into()))?
+        .map_err(|error| CliError::Failed(format!("cannot run git: {error}")))?;
+    if !status.success() {
+        return Err(CliError::Failed("git interpret-trailers failed".into()));
+    }
+    Ok(ids)
+}
+
+/// Claude Code's SessionStart hook: makes later `wit` calls of this Claude session use its
+/// session id (`CLAUDE_SESSION_ID` in `$CLAUDE_ENV_FILE`; an explicit `WIT_SESSION` still
+/// wins) and prints `wit status` as context. Never fails: a failing SessionStart hook would
+/// get in the way of the session.
+fn claude_session_start(ctx: &Context) -> Report {
+    let mut input = String::new();
+    if !std::io::stdin().is_terminal() {
+        let _ = std::io::stdin().take(1 << 20).read_to_string(&mut input);
+    }
+    let session_id = serde_json::from_str::<Value>(&input)
+        .ok()
+        .and_then(|v| {
+            v.get("session_id")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .filter(|id| !id.trim().is_empty());
+    if let (Some(id), Some(env_file)) = (&session_id, std::env::var_os("CLAUDE_ENV_FILE")) {
+        let line = format!("export CLAUDE_SESSION_ID={}\n", shell_quote(id));
+        let _ = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(env_file)
+            .and_then(|mut file| file.write_all(line.as_bytes()));
+    }
+    // Only repositories set up with `wit init` get a status (and a daemon).
+    if !ctx.paths.dir.is_dir() {
+        return Report::nothing();
+    }
+    let status_ctx = match Context::new(Some(&ctx.paths.root), session_id, false) {
+        Ok(status_ctx) => status_ctx,
+        Err(_) => return Report::nothing(),
+    };
+    match block_on(super::status::status(&status_ctx)) {
+        Ok(report) => report.with_code(0),
+        Err(error) => Report::new(
+            Value::Null,
+            format!(
+                "wit is set up here but unavailable: {}",
+                output::error_text(&error)
+            ),
+        ),
+    }
+}

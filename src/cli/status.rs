@@ -1,0 +1,157 @@
+//! `wit status` and `wit watch`.
+
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::{json, Value};
+
+use super::context::Context;
+use super::duration::parse_duration;
+use super::intents::is_open;
+use super::output::{self, CliError, Report};
+use crate::client::{ClientError, WitClient};
+use crate::protocol::{
+    ContractQueryParams, ContractRecord, IntentQueryParams, IntentRecord, LockQueryParams,
+    LockRecord,
+};
+
+/// `wit watch`.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// How often to look for changes: 500ms, 1s, 5s …
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub interval: Duration,
+}
+
+/// What `status` shows.
+struct Snapshot {
+    intents: Vec<IntentRecord>,
+    locks: Vec<LockRecord>,
+    contracts: Vec<ContractRecord>,
+}
+
+impl Snapshot {
+    /// Open intents, live locks, and contracts that are proposed or accepted.
+    async fn fetch(client: &WitClient) -> Result<Self, ClientError> {
+        let intents = client.intent_query(IntentQueryParams::default()).await?;
+        let (locks, contracts) = tokio::join!(
+            client.lock_query(LockQueryParams::default()),
+            client.contract_query(ContractQueryParams::default()),
+        );
+        Ok(Self {
+            intents: intents.into_iter().filter(is_open).collect(),
+            locks: locks?,
+            contracts: contracts?
+                .into_iter()
+                .filter(|c| {
+                    matches!(
+                        serde_json::to_value(&c.status)
+                            .ok()
+                            .as_ref()
+                            .and_then(Value::as_str),
+                        Some("proposed" | "accepted")
+                    )
+                })
+                .collect(),
+        })
+    }
+
+    /// The data without the time left, to notice changes.
+    fn key(&self) -> Value {
+        let locks: Vec<Value> = self
+            .locks
+            .iter()
+            .map(|l| json!([l.symbol_path, l.session_id, l.expires_at]))
+            .collect();
+        json!({"intents": self.intents, "locks": locks, "contracts": self.contracts})
+    }
+}
+
+fn session_json(ctx: &Context) -> Result<(Value, String), CliError> {
+    Ok(match ctx.session_if_any()? {
+        Some((id, source)) => (
+            json!({"id": id, "source": source.label()}),
+            format!("session: {id} (from {})", source.label()),
+        ),
+        None => (
+            Value::Null,
+            "session: none yet (set WIT_SESSION, or run `wit init`)".to_string(),
+        ),
+    })
+}
+
+fn render(ctx: &Context, snapshot: &Snapshot) -> Result<(Value, String), CliError> {
+    let (session, session_line) = session_json(ctx)?;
+    let value = json!({
+        "root": ctx.paths.root.display().to_string(),
+        "session": session,
+        "intents": snapshot.intents,
+        "locks": snapshot.locks,
+        "contracts": snapshot.contracts,
+    });
+    let human = format!(
+        "wit status for {}\n{session_line}\n\n{}\n{}\n{}",
+        ctx.paths.root.display(),
+        output::intents_section(&snapshot.intents),
+        output::locks_section(&snapshot.locks),
+        output::contracts_section(&snapshot.contracts),
+    );
+    Ok((value, human))
+}
+
+/// Shows intents, locks and contracts.
+pub async fn status(ctx: &Context) -> Result<Report, CliError> {
+    let snapshot = ctx
+        .call(|client| async move { Snapshot::fetch(&client).await })
+        .await?;
+    let (value, human) = render(ctx, &snapshot)?;
+    Ok(Report::new(value, human))
+}
+
+/// Redraws the status whenever it changes, until Ctrl-C.
+pub async fn watch(ctx: &Context, args: &WatchArgs) -> Result<Report, CliError> {
+    ctx.call(|client| async move { client.ping().await })
+        .await?;
+    let client = ctx.client();
+    let mut last_key = Value::Null;
+    let mut last_text = String::new();
+    let interrupted = tokio::signal::ctrl_c();
+    tokio::pin!(interrupted);
+    loop {
+        match Snapshot::fetch(&client).await {
+            Ok(snapshot) => {
+                let (value, human) = render(ctx, &snapshot)?;
+                let key = snapshot.key();
+                if ctx.json {
+                    if key != last_key {
+                        output::out_text(&value.to_string());
+                    }
+                } else if human != last_text {
+                    output::redraw(&format!(
+                        "{human}\n(refreshing every {}; Ctrl-C to quit)",
+                        super::duration::format_left(args.interval.as_millis() as i64)
+                    ));
+                }
+                last_key = key;
+                last_text = human;
+            }
+            Err(error) => {
+                let text = output::error_text(&CliError::from(error));
+                if text != last_text {
+                    if ctx.json {
+                        output::out_text(&json!({"error": text}).to_string());
+                    } else {
+                        output::redraw(&format!("{text}\n(retrying; Ctrl-C to quit)"));
+                    }
+                    last_key = Value::Null;
+                    last_text = text;
+                }
+            }
+        }
+        tokio::select! {
+            _ = &mut interrupted => break,
+            () = tokio::time::sleep(args.interval) => {}
+        }
+    }
+    Ok(Report::nothing())
+}

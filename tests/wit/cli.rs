@@ -1,0 +1,752 @@
+//! The `wit` command line end to end, in real temporary git repositories.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::harness::*;
+
+// ---- CLI helpers (used by this module only) ---------------------------------------------
+
+/// `wit` in `repo` with a clean wit environment and extra `env`.
+fn wit_cmd(repo: &Path, env: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(wit_bin());
+    command
+        .current_dir(repo)
+        .env_remove("WIT_SESSION")
+        .env_remove("CLAUDE_SESSION_ID")
+        .env_remove("WIT_REPO_ROOT")
+        .env_remove("WIT_NO_AUTOSTART")
+        .stdin(Stdio::null());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command
+}
+
+fn wit_as(repo: &Repo, session: &str, args: &[&str]) -> Output {
+    wit_cmd(repo.path(), &[("WIT_SESSION", session)])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn json_of(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}{}",
+            text(&output.stdout),
+            text(&output.stderr)
+        )
+    })
+}
+
+fn code(output: &Output) -> i32 {
+    output.status.code().unwrap_or(-1)
+}
+
+fn git(repo: &Path, args: &[&str]) -> Output {
+    Command::new("git")
+        .current_dir(repo)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .env_remove("WIT_REPO_ROOT")
+        .output()
+        .unwrap()
+}
+
+/// Stops the repository's daemon when dropped, so no test leaks a process.
+struct StopDaemon<'a>(&'a Repo);
+
+impl Drop for StopDaemon<'_> {
+    fn drop(&mut self) {
+        let _ = wit_cmd(self.0.path(), &[])
+            .args(["daemon", "stop"])
+            .output();
+    }
+}
+
+const AUTH_TS: &str =
+    "export function validateToken(token: string): boolean {\n  return token.length > 3;\n}\n";
+const API_TS: &str = "import { validateToken } from \"./auth\";\nexport function handle(t: string): number {\n  return validateToken(t) ? 200 : 401;\n}\n";
+
+fn seeded_repo() -> Repo {
+    let repo = Repo::new();
+    repo.write("src/auth.ts", AUTH_TS);
+    repo.write("src/api.ts", API_TS);
+    repo.write(
+        "tax.py",
+        "def tax(amount: float) -> float:\n    return amount * 0.2\n",
+    );
+    git(repo.path(), &["add", "."]);
+    let out = git(repo.path(), &["commit", "-q", "--no-verify", "-m", "init"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    repo
+}
+
+/// Replaces timestamps, UUIDs, durations left and the repository path by placeholders.
+fn mask(text: &str, repo: &Path) -> String {
+    let text = text.replace(&repo.display().to_string(), "<REPO>");
+    let mut out = String::new();
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let rest: String = chars[i..].iter().take(36).collect();
+        if is_uuid(&rest) {
+            out.push_str("<ID>");
+            i += 36;
+            continue;
+        }
+        let stamp: String = chars[i..].iter().take(24).collect();
+        if stamp.len() == 24
+            && stamp.as_bytes()[4] == b'-'
+            && stamp.as_bytes()[10] == b'T'
+            && stamp.ends_with('Z')
+        {
+            out.push_str("<TIME>");
+            i += 24;
+            continue;
+        }
+        out.push(chars[i]);
+        i += 1;
+    }
+    mask_left(&out)
+}
+
+fn is_uuid(s: &str) -> bool {
+    s.len() == 36
+        && s.char_indices().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => c == '-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
+/// `29m 59s`, `30m 00s`, `45s`, `1h 05m` -> `<LEFT>`.
+fn mask_left(text: &str) -> String {
+    text.split('\n')
+        .map(|line| {
+            let words: Vec<&str> = line.split(' ').collect();
+            let mut out: Vec<String> = Vec::new();
+            let mut i = 0;
+            while i < words.len() {
+                let unit = |w: &str, u: &str| {
+                    w.strip_suffix(u)
+                        .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+                };
+                let w = words[i];
+                let next = words.get(i + 1).copied().unwrap_or("");
+                if (unit(w, "m") && unit(next, "s"))
+                    || (unit(w, "h") && unit(next, "m"))
+                    || (unit(w, "d") && unit(next, "h"))
+                {
+                    out.push("<LEFT>".into());
+                    i += 2;
+                } else if unit(w, "s") {
+                    out.push("<LEFT>".into());
+                    i += 1;
+                } else {
+                    out.push(w.to_string());
+                    i += 1;
+                }
+            }
+            out.join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Compares `actual` with `tests/snapshots/cli/<name>.txt` (rewritten with
+/// `WIT_UPDATE_SNAPSHOTS=1`).
+fn snapshot(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots/cli")
+        .join(format!("{name}.txt"));
+    if std::env::var_os("WIT_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(
+        expected, actual,
+        "snapshot {name} differs; rerun with WIT_UPDATE_SNAPSHOTS=1 and review the diff"
+    );
+}
+
+// ---- tests ------------------------------------------------------------------------------
+
+#[test]
+fn lock_conflict_release_and_tables() {
+    let repo = seeded_repo();
+    let _stop = StopDaemon(&repo);
+    let out = wit_as(
+        &repo,
+        "alice",
+        &["lock", "src/auth.ts:validateToken", "--ttl", "10m"],
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    snapshot("lock", &mask(&text(&out.stdout), repo.path()));
+
+    let out = wit_as(&repo, "bob", &["lock", "src/auth.ts:validateToken"]);
+    assert_eq!(code(&out), 1);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("LOCK_CONFLICT") && err.contains("locked by alice"),
+        "{err}"
+    );
+    assert!(err.contains("expiresAt:"), "{err}");
+    snapshot("lock_conflict", &mask(&err, repo.path()));
+
+    let out = wit_as(
+        &repo,
+        "bob",
+        &["--json", "lock", "src/auth.ts:validateToken"],
+    );
+    assert_eq!(code(&out), 1);
+    let value = json_of(&out);
+    assert_eq!(value["error"]["message"], "LOCK_CONFLICT");
+    assert_eq!(value["error"]["data"]["heldBy"], "alice");
+
+    // bob locks the caller: alice re-locking gets no warning, but bob locking... the caller
+    // warning goes to whoever locks the callee while the caller is held.
+    let out = wit_as(&repo, "bob", &["lock", "src/api.ts:handle"]);
+    assert_eq!(code(&out), 0);
+    let out = wit_as(
+        &repo,
+        "alice",
+        &["--json", "lock", "src/auth.ts:validateToken"],
+    );
+    let value = json_of(&out);
+    assert_eq!(
+        value["warnings"][0]["lockedSymbol"], "src/api.ts:handle",
+        "{value}"
+    );
+    let out = wit_as(&repo, "alice", &["lock", "src/auth.ts:validateToken"]);
+    let human = text(&out.stdout);
+    assert!(
+        human.contains("warning: caller src/api.ts:handle is locked by bob"),
+        "{human}"
+    );
+    assert!(
+        human.contains("chain: src/api.ts:handle -> src/auth.ts:validateToken"),
+        "{human}"
+    );
+
+    let out = wit_as(&repo, "alice", &["locks"]);
+    assert_eq!(code(&out), 0);
+    snapshot("locks", &mask(&text(&out.stdout), repo.path()));
+    let out = wit_as(&repo, "alice", &["--json", "locks", "--mine"]);
+    assert_eq!(json_of(&out).as_array().unwrap().len(), 1);
+
+    let out = wit_as(&repo, "alice", &["release", "src/auth.ts:validateToken"]);
+    assert_eq!(code(&out), 0);
+    assert_eq!(text(&out.stdout), "released src/auth.ts:validateToken\n");
+    let out = wit_as(
+        &repo,
+        "alice",
+        &["--json", "release", "src/auth.ts:validateToken"],
+    );
+    assert_eq!(code(&out), 1);
+    assert_eq!(json_of(&out)["error"]["message"], "LOCK_NOT_FOUND");
+}
+
+#[test]
+fn bad_durations_are_usage_errors() {
+    let repo = Repo::new();
+    for bad in ["600", "10x", "0s"] {
+        let out = wit_as(&repo, "a", &["lock", "a.ts:f", "--ttl", bad]);
+        assert_eq!(code(&out), 2, "{bad}: {}", text(&out.stderr));
+    }
+    let out = wit_as(&repo, "a", &["lock", "a.ts:f", "--ttl", "8d"]);
+    assert_eq!(code(&out), 2);
+    let out = wit_as(&repo, "a", &["no-such-command"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        !repo.path().join(".wit/daemon.sock").exists(),
+        "usage errors start nothing"
+    );
+}
+
+#[test]
+fn unreachable_daemon_exits_3() {
+    let repo = Repo::new();
+    let out = wit_cmd(
+        repo.path(),
+        &[("WIT_SESSION", "a"), ("WIT_NO_AUTOSTART", "1")],
+    )
+    .args(["locks"])
+    .output()
+    .unwrap();
+    assert_eq!(code(&out), 3, "{}", text(&out.stderr));
+    let out = wit_cmd(repo.path(), &[("WIT_NO_AUTOSTART", "1")])
+        .args(["--json", "status"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 3);
+    assert_eq!(json_of(&out)["error"]["kind"], "unreachable");
+    // `.wit` is a file: the daemon cannot be started, so auto-start fails fast with 3.
+    let blocked = Repo::new();
+    std::fs::write(blocked.path().join(".wit"), "not a directory").unwrap();
+    let out = wit_cmd(blocked.path(), &[("WIT_SESSION", "a")])
+        .args(["locks"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 3, "{}", text(&out.stderr));
+}
+
+#[test]
+fn session_resolution_order() {
+    let repo = Repo::new();
+    let _stop = StopDaemon(&repo);
+    std::fs::create_dir_all(repo.path().join(".wit")).unwrap();
+    std::fs::write(repo.path().join(".wit/session.id"), "from-file\n").unwrap();
+    let who = |env: &[(&str, &str)], flag: Option<&str>| {
+        let mut command = wit_cmd(repo.path(), env);
+        if let Some(flag) = flag {
+            command.args(["--session", flag]);
+        }
+        let out = command.args(["--json", "register", "x"]).output().unwrap();
+        assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+        let out = wit_cmd(repo.path(), env)
+            .args(["--json", "status"])
+            .output()
+            .unwrap();
+        json_of(&out)["session"].clone()
+    };
+    let all = [
+        ("WIT_SESSION", "from-env"),
+        ("CLAUDE_SESSION_ID", "from-claude"),
+    ];
+    let out = wit_cmd(repo.path(), &all)
+        .args(["--session", "from-flag", "--json", "status"])
+        .output()
+        .unwrap();
+    assert_eq!(json_of(&out)["session"]["id"], "from-flag");
+    assert_eq!(who(&all, None)["id"], "from-env");
+    let claude = [("WIT_SESSION", ""), ("CLAUDE_SESSION_ID", "from-claude")];
+    assert_eq!(who(&claude, None)["id"], "from-claude");
+    assert_eq!(who(&[], None)["id"], "from-file");
+    assert_eq!(who(&[], None)["source"], ".wit/session.id");
+}
+
+#[test]
+fn intents_contracts_and_status_tables() {
+    let repo = seeded_repo();
+    let _stop = StopDaemon(&repo);
+    let out = wit_as(
+        &repo,
+        "alice",
+        &[
+            "--json",
+            "declare",
+            "-d",
+            "Tighten checks",
+            "-f",
+            "src/auth.ts",
+            "-s",
+            "validateToken",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let intent = json_of(&out)["intentId"].as_str().unwrap().to_string();
+    let out = wit_as(
+        &repo,
+        "bob",
+        &["declare", "-d", "Audit log", "-f", "src/auth.ts"],
+    );
+    assert_eq!(code(&out), 0);
+    let human = text(&out.stdout);
+    assert!(
+        human.contains("INTENT_OVERLAP") && human.contains(&intent),
+        "{human}"
+    );
+    snapshot("declare_conflict", &mask(&human, repo.path()));
+
+    let out = wit_as(
+        &repo,
+        "alice",
+        &["contract", "propose", "src/auth.ts:validateToken"],
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("(token: string): boolean"));
+    let out = wit_as(&repo, "alice", &["--json", "contract", "list"]);
+    let contract = json_of(&out)[0]["contractId"].as_str().unwrap().to_string();
+    let out = wit_as(&repo, "alice", &["contract", "accept", &contract]);
+    assert_eq!(code(&out), 1);
+    assert!(text(&out.stderr).contains("SELF_ACCEPT_NOT_ALLOWED"));
+    let out = wit_as(&repo, "bob", &["contract", "accept", &contract]);
+    assert_eq!(code(&out), 0);
+    assert_eq!(text(&out.stdout), format!("contract {contract} accepted\n"));
+    let out = wit_as(&repo, "alice", &["lock", "src/auth.ts:validateToken"]);
+    assert_eq!(code(&out), 0);
+
+    let out = wit_as(&repo, "alice", &["status"]);
+    assert_eq!(code(&out), 0);
+    snapshot("status", &mask(&text(&out.stdout), repo.path()));
+    let out = wit_as(&repo, "alice", &["--json", "status"]);
+    let value = json_of(&out);
+    assert_eq!(value["intents"].as_array().unwrap().len(), 2);
+    assert_eq!(value["locks"].as_array().unwrap().len(), 1);
+    assert_eq!(value["contracts"].as_array().unwrap().len(), 1);
+
+    let out = wit_as(&repo, "alice", &["intent", "list", "--mine"]);
+    snapshot("intent_list", &mask(&text(&out.stdout), repo.path()));
+    let out = wit_as(&repo, "alice", &["intent", "update", &intent, "resolved"]);
+    assert_eq!(
+        text(&out.stdout),
+        format!("intent {intent} is now resolved\n")
+    );
+    let out = wit_as(
+        &repo,
+        "alice",
+        &["--json", "intent", "update", &intent, "active"],
+    );
+    assert_eq!(code(&out), 1);
+    assert_eq!(json_of(&out)["error"]["data"]["current"], "resolved");
+    let out = wit_as(&repo, "alice", &["--json", "intent", "list", "--all"]);
+    assert_eq!(json_of(&out).as_array().unwrap().len(), 2);
+    let out = wit_as(
+        &repo,
+        "alice",
+        &["contract", "list", "--status", "accepted"],
+    );
+    snapshot("contract_list", &mask(&text(&out.stdout), repo.path()));
+
+    let out = wit_as(&repo, "alice", &["call", "lock.query", "{}"]);
+    assert_eq!(code(&out), 0);
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(value[0]["sessionId"], "alice");
+    let out = wit_as(&repo, "alice", &["--json", "call", "register", "{}"]);
+    assert_eq!(code(&out), 1);
+    assert!(json_of(&out)["error"]["data"]["fieldErrors"]["sessionId"].is_array());
+    let out = wit_as(&repo, "alice", &["register", "alice-agent"]);
+    assert!(text(&out.stdout).starts_with("registered alice-agent (session alice) as agent "));
+}
+
+#[test]
+fn twenty_concurrent_calls_on_a_cold_repo_start_one_daemon() {
+    let repo = Repo::new();
+    let _stop = StopDaemon(&repo);
+    let children: Vec<_> = (0..20)
+        .map(|i| {
+            wit_cmd(repo.path(), &[("WIT_SESSION", &format!("s{i}"))])
+                .args(["--json", "lock", &format!("a.ts:f{i}")])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    }
+    let out = wit_cmd(repo.path(), &[])
+        .args(["--json", "locks"])
+        .output()
+        .unwrap();
+    assert_eq!(json_of(&out).as_array().unwrap().len(), 20);
+    let pids = Command::new("pgrep")
+        .args([
+            "-f",
+            &format!("daemon run --repo {}", repo.path().display()),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(text(&pids.stdout).lines().count(), 1, "exactly one daemon");
+}
+
+fn init(repo: &Repo) -> Output {
+    wit_cmd(repo.path(), &[]).args(["init"]).output().unwrap()
+}
+
+#[test]
+fn init_is_idempotent() {
+    let repo = seeded_repo();
+    let _stop = StopDaemon(&repo);
+    repo.write("AGENTS.md", "# Our agents\n\nBe nice.\n");
+    let out = init(&repo);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let read = |rel: &str| std::fs::read_to_string(repo.path().join(rel)).unwrap();
+    let before: Vec<String> = [
+        "AGENTS.md",
+        "CLAUDE.md",
+        ".wit/session.id",
+        ".git/hooks/pre-commit",
+        ".git/hooks/prepare-commit-msg",
+    ]
+    .iter()
+    .map(|f| read(f))
+    .collect();
+    assert!(before[0].starts_with("# Our agents\n\nBe nice.\n\n<!-- wit:begin -->"));
+    let out = wit_cmd(repo.path(), &[])
+        .args(["--json", "init"])
+        .output()
+        .unwrap();
+    let value = json_of(&out);
+    assert_eq!(value["sessionCreated"], false);
+    assert_eq!(value["daemonStarted"], false);
+    assert_eq!(value["docs"]["AGENTS.md"], "unchanged");
+    assert_eq!(value["hooks"]["pre-commit"], "unchanged");
+    let after: Vec<String> = [
+        "AGENTS.md",
+        "CLAUDE.md",
+        ".wit/session.id",
+        ".git/hooks/pre-commit",
+        ".git/hooks/prepare-commit-msg",
+    ]
+    .iter()
+    .map(|f| read(f))
+    .collect();
+    assert_eq!(before, after);
+}
+
+fn commit(repo: &Repo, session: &str, message: &str, env: &[(&str, &str)]) -> (Output, Duration) {
+    git(repo.path(), &["add", "-A"]);
+    let started = Instant::now();
+    let mut command = Command::new("git");
+    command
+        .current_dir(repo.path())
+        .args(["commit", "-q", "-m", message])
+        .env("WIT_SESSION", session)
+        .env_remove("WIT_REPO_ROOT")
+        .env_remove("CLAUDE_SESSION_ID")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let out = command.output().unwrap();
+    (out, started.elapsed())
+}
+
+#[test]
+fn hooks_block_a_broken_contract_allow_body_changes_and_add_trailers() {
+    let repo = seeded_repo();
+    let _stop = StopDaemon(&repo);
+    assert_eq!(code(&init(&repo)), 0);
+    let out = wit_as(
+        &repo,
+        "alice",
+        &["--json", "contract", "propose", "src/auth.ts:validateToken"],
+    );
+    let contract = json_of(&out)["contractId"].as_str().unwrap().to_string();
+    assert_eq!(
+        code(&wit_as(&repo, "bob", &["contract", "accept", &contract])),
+        0
+    );
+    let out = wit_as(
+        &repo,
+        "alice",
+        &["--json", "declare", "-d", "tighten", "-f", "src/auth.ts"],
+    );
+    let intent = json_of(&out)["intentId"].as_str().unwrap().to_string();
+
+    repo.write("src/auth.ts", "export function validateToken(token: string, strict: boolean): boolean {\n  return strict;\n}\n");
+    let (out, _) = commit(&repo, "alice", "break it", &[]);
+    assert!(!out.status.success(), "the commit must be blocked");
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(all.contains("src/auth.ts:validateToken"), "{all}");
+    assert!(all.contains("expected: (token: string): boolean"), "{all}");
+    assert!(
+        all.contains("actual:   (token: string, strict: boolean): boolean"),
+        "{all}"
+    );
+
+    repo.write(
+        "src/auth.ts",
+        "export function validateToken(token: string): boolean {\n  return token.length > 8;\n}\n",
+    );
+    let (out, _) = commit(&repo, "alice", "body only", &[]);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let message = text(&git(repo.path(), &["log", "-1", "--format=%B"]).stdout);
+    assert!(
+        message.contains(&format!("Wit-Intent: {intent}")),
+        "{message}"
+    );
+
+    // bob has no intents: no trailer.
+    repo.write(
+        "tax.py",
+        "def tax(amount: float) -> float:\n    return amount * 0.3\n",
+    );
+    let (out, _) = commit(&repo, "bob", "tax", &[]);
+    assert!(out.status.success());
+    let message = text(&git(repo.path(), &["log", "-1", "--format=%B"]).stdout);
+    assert!(!message.contains("Wit-Intent"), "{message}");
+
+    // check-contracts on working-tree files, human and JSON.
+    let out = wit_as(
+        &repo,
+        "alice",
+        &["--json", "check-contracts", "src/auth.ts"],
+    );
+    assert_eq!(code(&out), 0);
+    assert_eq!(json_of(&out)["violations"], serde_json::json!([]));
+}
+
+#[test]
+fn a_commit_with_the_daemon_unreachable_goes_through_fast() {
+    let repo = seeded_repo();
+    let _stop = StopDaemon(&repo);
+    assert_eq!(code(&init(&repo)), 0);
+    let out = wit_cmd(repo.path(), &[])
+        .args(["daemon", "stop"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0);
+    repo.write(
+        "src/auth.ts",
+        "export function validateToken(): boolean { return true; }\n",
+    );
+    let (out, elapsed) = commit(&repo, "alice", "offline", &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
+    let err = text(&out.stderr);
+    assert!(err.contains("contracts not checked"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one-line warning: {err}");
+    assert!(
+        !repo.path().join(".wit/daemon.sock").exists(),
+        "the hook never starts a daemon"
+    );
+}
+
+#[test]
+fn hooks_chain_to_an_existing_hook_and_uninstall_restores_it() {
+    let repo = seeded_repo();
+    let hooks = repo.path().join(".git/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    let original = "#!/bin/sh\necho chained-hook-ran > chained.txt\n";
+    std::fs::write(hooks.join("pre-commit"), original).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        hooks.join("pre-commit"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let out = wit_cmd(repo.path(), &[])
+        .args(["hook", "install"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("chained"));
+    assert_eq!(
+        std::fs::read_to_string(hooks.join("pre-commit.wit-chained")).unwrap(),
+        original
+    );
+    repo.write("x.txt", "x");
+    let (out, _) = commit(&repo, "a", "x", &[("WIT_NO_AUTOSTART", "1")]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        repo.path().join("chained.txt").exists(),
+        "the existing hook still runs"
+    );
+    let out = wit_cmd(repo.path(), &[])
+        .args(["hook", "uninstall"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0);
+    assert_eq!(
+        std::fs::read_to_string(hooks.join("pre-commit")).unwrap(),
+        original
+    );
+    assert!(!hooks.join("pre-commit.wit-chained").exists());
+    assert!(!hooks.join("prepare-commit-msg").exists());
+}
+
+#[test]
+fn hooks_honour_core_hooks_path() {
+    let repo = seeded_repo();
+    git(repo.path(), &["config", "core.hooksPath", "githooks"]);
+    let out = wit_cmd(repo.path(), &[])
+        .args(["--json", "hook", "install"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert!(repo.path().join("githooks/pre-commit").exists());
+    assert!(!repo.path().join(".git/hooks/pre-commit").exists());
+}
+
+#[test]
+fn completions_and_help() {
+    let repo = Repo::new();
+    let out = wit_cmd(repo.path(), &[])
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0);
+    assert!(text(&out.stdout).contains("wit"));
+    let out = wit_cmd(repo.path(), &[]).args(["--help"]).output().unwrap();
+    assert_eq!(code(&out), 0);
+    assert!(text(&out.stdout).contains("Exit codes"));
+}
+
+#[test]
+fn demo_runs_end_to_end_and_cleans_up() {
+    let out = wit_cmd(Path::new("/tmp"), &[])
+        .args(["--json", "demo"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}{}", text(&out.stdout), text(&out.stderr));
+    let value = json_of(&out);
+    assert_eq!(value["ok"], true);
+    let root = value["root"].as_str().unwrap();
+    assert!(!Path::new(root).exists(), "the demo removes its repository");
+    let steps = value["steps"].as_array().unwrap();
+    assert!(steps
+        .iter()
+        .any(|s| s["error"]["message"] == "LOCK_CONFLICT"));
+}
+
+#[test]
+fn watch_prints_changes_and_exits_on_ctrl_c() {
+    let repo = Repo::new();
+    let _stop = StopDaemon(&repo);
+    let mut child = wit_cmd(repo.path(), &[])
+        .args(["--json", "watch", "--interval", "100ms"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines() {
+            let _ = tx.send(line.unwrap());
+        }
+    });
+    let first = rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&first).unwrap()["locks"],
+        serde_json::json!([])
+    );
+    assert_eq!(code(&wit_as(&repo, "a", &["lock", "a.ts:f"])), 0);
+    let second = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&second).unwrap()["locks"][0]["symbolPath"],
+        "a.ts:f"
+    );
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = wait_with_timeout(&mut child, Duration::from_secs(10));
+    assert_eq!(status.code(), Some(0));
+}
