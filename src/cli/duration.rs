@@ -53,7 +53,7 @@ pub fn format_left(ms: i64) -> String {
     if ms <= 0 {
         return "expired".to_string();
     }
-    let seconds = ms.div_ceil(1000);
+    let seconds = (ms + 999) / 1000;
     let (d, h, m, s) = (
         seconds / 86_400,
         seconds % 86_400 / 3_600,

@@ -87,7 +87,7 @@ pub async fn declare(ctx: &Context, args: DeclareArgs) -> Result<Report, CliErro
         session_id: ctx.session()?,
         description: args.description,
         files: args.files,
-        symbols: (!args.symbols.is_empty()).then_some(args.symbols),
+        symbols: args.symbols,
     };
     let result = ctx
         .call(|client| {

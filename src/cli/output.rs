@@ -12,7 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{json, Value};
 
 use super::duration::format_left;
-use super::{EXIT_OK, EXIT_PROTOCOL, EXIT_UNREACHABLE, EXIT_USAGE};
+use super::{EXIT_PROTOCOL, EXIT_UNREACHABLE, EXIT_USAGE};
 use crate::client::ClientError;
 use crate::protocol::{
     CallerWarning, ConflictItem, ConflictReport, ContractRecord, IntentRecord, LockRecord,

@@ -86,7 +86,7 @@ where
         + Send
         + 'static,
     S::Future: Send + 'static,
-    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
     type Response = HttpResponse;
@@ -113,7 +113,7 @@ async fn handle<S, B>(
 ) -> Result<HttpResponse, BoxError>
 where
     S: Service<Request<Full<Bytes>>, Response = HttpResponse, Error = BoxError>,
-    B: http_body::Body<Data = Bytes>,
+    B: hyper::body::Body<Data = Bytes>,
     B::Error: Into<BoxError>,
 {
     if request.uri().path() != RPC_PATH {

@@ -100,7 +100,9 @@ pub async fn serve(
             connections.spawn(refuse_connection(stream));
             continue;
         };
-        let service = service_builder.build(methods.clone(), stop_handle.clone());
+        let service = service_builder
+            .clone()
+            .build(methods.clone(), stop_handle.clone());
         let hyper_service = TowerToHyperService::new(service);
         let mut closing = closing_rx.clone();
         let header_timeout = config.header_timeout;
@@ -115,7 +117,7 @@ pub async fn serve(
             tokio::pin!(connection);
             tokio::select! {
                 result = &mut connection => log_connection_end(result),
-                _ = closing.wait_for(|closing| *closing) => {
+                _ = async move { closing.wait_for(|closing| *closing).await.is_ok() } => {
                     connection.as_mut().graceful_shutdown();
                     log_connection_end(connection.await);
                 }

@@ -6,12 +6,12 @@
 //! The generated code is in `OUT_DIR`, never in `src/`; a golden copy is kept in
 //! `codegen/tests/golden/`.
 
-mod error;
 pub mod params;
+mod protocol_error;
 #[cfg(feature = "daemon")]
 pub mod server;
 
-pub use error::{
+pub use protocol_error::{
     ParamErrors, ProtocolError, INTERNAL_ERROR_CODE, PARSE_ERROR_CODE, VERSION_MISMATCH_CODE,
     WIT_VERSION,
 };

@@ -11,7 +11,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-pub use super::error::ParamErrors;
+pub use super::ParamErrors;
 
 /// One param (or one property of an object param) as the decoder checks it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,7 +20,7 @@ impl IntentMethods for App {
                     &params.session_id,
                     &params.description,
                     &params.files,
-                    params.symbols.as_deref(),
+                    (!params.symbols.is_empty()).then_some(params.symbols.as_slice()),
                 )
             })
             .await?;
