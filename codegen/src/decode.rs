@@ -59,7 +59,7 @@ pub fn generate(model: &MethodModel) -> Result<TokenStream, CodegenError> {
             required_fields.push(ident.clone());
             quote! { decoder.required(&Self::PARAM_RULES[#index]) }
         } else {
-            quote! { decoder.optional(&Self::PARAM_RULES[#index]) }
+            quote! { decoder.optional_field(&Self::PARAM_RULES[#index]) }
         };
         lets.push(quote! { let #ident = #call; });
         all_fields.push(ident);

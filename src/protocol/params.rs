@@ -198,6 +198,12 @@ impl<'a> ParamDecoder<'a> {
         self.decode(rule, value)
     }
 
+    /// An optional param as the struct field typify generated for it: `Option<T>`, or a
+    /// collection that is simply empty when the param is absent.
+    pub fn optional_field<F: OptionalField<'a>>(&mut self, rule: &ParamRule) -> F {
+        F::from_decoded(self.optional(rule))
+    }
+
     /// Whether no problem has been recorded so far.
     pub fn is_ok(&self) -> bool {
         self.errors.is_empty()
@@ -470,4 +476,27 @@ fn display_path<'p>(path: &'p str, field: &'p str) -> &'p str {
 /// Whether a number is written without a fractional part (e.g. `1e30`, `99999999999999999999`).
 fn is_integral(n: &serde_json::Number) -> bool {
     n.as_f64().is_some_and(|f| f.fract() == 0.0)
+}
+
+/// How an absent-or-present optional param becomes its struct field: typify keeps most optional
+/// params as `Option<T>` but gives optional arrays a `Vec<T>` field with a serde default.
+pub trait OptionalField<'a>: Sized {
+    /// What the decoder reads from the JSON value.
+    type Decoded: Deserialize<'a>;
+    /// The field value for an absent (`None`) or present param.
+    fn from_decoded(decoded: Option<Self::Decoded>) -> Self;
+}
+
+impl<'a, T: Deserialize<'a>> OptionalField<'a> for Option<T> {
+    type Decoded = T;
+    fn from_decoded(decoded: Option<T>) -> Self {
+        decoded
+    }
+}
+
+impl<'a, T: Deserialize<'a>> OptionalField<'a> for Vec<T> {
+    type Decoded = Vec<T>;
+    fn from_decoded(decoded: Option<Vec<T>>) -> Self {
+        decoded.unwrap_or_default()
+    }
 }

@@ -131,10 +131,7 @@ fn checks_arrays_and_their_elements() {
                         "symbols": ["f", "g"]});
     let decoded = IntentDeclareParams::from_params(Some(&params)).unwrap();
     assert_eq!(decoded.files, ["a.ts"]);
-    assert_eq!(
-        decoded.symbols,
-        Some(vec!["f".to_string(), "g".to_string()])
-    );
+    assert_eq!(decoded.symbols, vec!["f".to_string(), "g".to_string()]);
 }
 
 #[test]
