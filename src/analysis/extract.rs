@@ -754,7 +754,7 @@ impl<'a> Extractor<'a> {
                     scope = s.rsplit_once('.').map(|(head, _)| head);
                 }
                 if let Some(import) = imports.get(callee) {
-                    return imported(*import, None);
+                    return imported(import, None);
                 }
                 if analysis.callable_symbol(callee) {
                     return CallTarget::Local(callee.to_owned());
@@ -782,7 +782,7 @@ impl<'a> Extractor<'a> {
             }
             Some(r) => {
                 if let Some(import) = imports.get(r) {
-                    return imported(*import, Some(callee));
+                    return imported(import, Some(callee));
                 }
                 let candidate = format!("{r}.{callee}");
                 if analysis

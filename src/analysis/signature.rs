@@ -122,8 +122,8 @@ pub(crate) fn tokens(text: &str) -> Vec<&str> {
             i += 1;
         } else if rest.starts_with("//") || c == b'#' {
             i += rest.find('\n').unwrap_or(rest.len());
-        } else if rest.starts_with("/*") {
-            i += rest[2..].find("*/").map_or(rest.len(), |p| p + 4);
+        } else if let Some(comment) = rest.strip_prefix("/*") {
+            i += comment.find("*/").map_or(rest.len(), |p| p + 4);
         } else if c == b'"' || c == b'\'' || c == b'`' {
             let mut j = i + 1;
             while j < bytes.len() && bytes[j] != c {

@@ -116,10 +116,7 @@ async fn respond(ctx: &Context, contract_id: String, accept: bool) -> Result<Rep
             async move { client.contract_respond(params).await }
         })
         .await?;
-    let status = serde_json::to_value(&result.status)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default();
+    let status = result.status;
     let human = format!("contract {} {status}", result.contract_id);
     Ok(Report::new(json!(result), human))
 }

@@ -87,13 +87,6 @@ pub struct HookChanges {
 }
 
 impl HookChanges {
-    /// Whether anything on disk changed.
-    pub fn changed(&self) -> bool {
-        self.actions
-            .iter()
-            .any(|(_, action)| !action.starts_with("unchanged") && !action.starts_with("absent"))
-    }
-
     fn report(&self) -> Report {
         let mut human = format!("hooks in {}:\n", self.dir.display());
         for (hook, action) in &self.actions {

@@ -135,9 +135,7 @@ pub fn with_section(existing: Option<&str>) -> String {
             return format!("{}{block}{after}", &text[..begin]);
         }
     }
-    let separator = if text.is_empty() {
-        ""
-    } else if text.ends_with("\n\n") {
+    let separator = if text.is_empty() || text.ends_with("\n\n") {
         ""
     } else if text.ends_with('\n') {
         "\n"

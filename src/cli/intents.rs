@@ -6,7 +6,7 @@ use serde_json::json;
 use super::context::Context;
 use super::output::{self, CliError, Report};
 use crate::protocol::{
-    IntentDeclareParams, IntentQueryParams, IntentRecord, IntentUpdateParams,
+    IntentDeclareParams, IntentQueryParams, IntentRecord, IntentRecordStatus, IntentUpdateParams,
     IntentUpdateParamsStatus,
 };
 
@@ -153,10 +153,7 @@ async fn list(ctx: &Context, args: ListArgs) -> Result<Report, CliError> {
 /// Whether an intent is still in play (declared or active).
 pub fn is_open(intent: &IntentRecord) -> bool {
     matches!(
-        serde_json::to_value(&intent.status)
-            .ok()
-            .as_ref()
-            .and_then(|v| v.as_str()),
-        Some("declared" | "active")
+        intent.status,
+        IntentRecordStatus::Declared | IntentRecordStatus::Active
     )
 }

@@ -11,7 +11,7 @@ use super::intents::is_open;
 use super::output::{self, CliError, Report};
 use crate::client::{ClientError, WitClient};
 use crate::protocol::{
-    ContractQueryParams, ContractRecord, IntentQueryParams, IntentRecord, LockQueryParams,
+    ContractQueryParams, ContractRecord, ContractRecordStatus, IntentQueryParams, IntentRecord, LockQueryParams,
     LockRecord,
 };
 
@@ -45,11 +45,8 @@ impl Snapshot {
                 .into_iter()
                 .filter(|c| {
                     matches!(
-                        serde_json::to_value(&c.status)
-                            .ok()
-                            .as_ref()
-                            .and_then(Value::as_str),
-                        Some("proposed" | "accepted")
+                        c.status,
+                        ContractRecordStatus::Proposed | ContractRecordStatus::Accepted
                     )
                 })
                 .collect(),

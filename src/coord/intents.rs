@@ -60,11 +60,14 @@ pub struct DeclaredIntent {
 }
 
 /// What the index says about the declared symbols, computed before the transaction.
+/// A listed file's byte ranges, `None` when the whole file is claimed.
+type FileRanges = Option<Vec<(i64, i64)>>;
+
 struct Resolution {
     /// Per listed file: its rows (ranges, or one file-level row).
     ranges: Vec<IntentRange>,
     /// Per listed file: its ranges, `None` when file-level.
-    per_file: Vec<(String, Option<Vec<(i64, i64)>>)>,
+    per_file: Vec<(String, FileRanges)>,
     /// `(file:symbol, callee)` pairs for DEP_CHAIN, deduplicated, in order.
     callees: Vec<(String, String)>,
 }
@@ -662,7 +665,8 @@ mod tests {
         let h = Harness::new();
         let f = strings(&["a.ts"]);
         let long = "x".repeat(65_537);
-        let cases: Vec<(&str, &str, Vec<String>, Option<Vec<String>>, &str)> = vec![
+        type Case<'a> = (&'a str, &'a str, Vec<String>, Option<Vec<String>>, &'a str);
+        let cases: Vec<Case> = vec![
             ("", "d", f.clone(), None, "sessionId"),
             ("s", "", f.clone(), None, "description"),
             ("s", &long, f.clone(), None, "description"),

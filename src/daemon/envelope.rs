@@ -178,7 +178,7 @@ where
 
     let plan = match plan_request(&body, &config.methods) {
         Ok(plan) => plan,
-        Err(failure) => return Ok(failure),
+        Err(failure) => return Ok(*failure),
     };
     let inner_output = match plan.forwarded_body() {
         None => None,
@@ -310,16 +310,17 @@ fn index_inner_responses(bytes: &[u8]) -> HashMap<usize, InnerAnswer> {
 }
 
 /// Judges the whole body: parse, shape, witVersion and method of each element.
-fn plan_request(body: &[u8], methods: &HashSet<String>) -> Result<Plan, HttpResponse> {
+/// The whole-body rejection is boxed: an HTTP response is large and the plan is the hot path.
+fn plan_request(body: &[u8], methods: &HashSet<String>) -> Result<Plan, Box<HttpResponse>> {
     let top: &RawValue = match serde_json::from_slice(body) {
         Ok(top) => top,
         Err(error) => {
-            return Err(envelope_failure(
+            return Err(Box::new(envelope_failure(
                 StatusCode::BAD_REQUEST,
                 PARSE_ERROR,
                 "PARSE_ERROR",
                 Some(json!({"reason": error.to_string()})),
-            ))
+            )))
         }
     };
     let text = top.get();
@@ -327,21 +328,21 @@ fn plan_request(body: &[u8], methods: &HashSet<String>) -> Result<Plan, HttpResp
         let elements: Vec<&RawValue> = match serde_json::from_str(text) {
             Ok(elements) => elements,
             Err(error) => {
-                return Err(envelope_failure(
+                return Err(Box::new(envelope_failure(
                     StatusCode::BAD_REQUEST,
                     PARSE_ERROR,
                     "PARSE_ERROR",
                     Some(json!({"reason": error.to_string()})),
-                ))
+                )))
             }
         };
         if elements.is_empty() {
-            return Err(envelope_failure(
+            return Err(Box::new(envelope_failure(
                 StatusCode::BAD_REQUEST,
                 INVALID_REQUEST,
                 "INVALID_REQUEST",
                 Some(json!({"reason": "empty batch"})),
-            ));
+            )));
         }
         let mut plan = Plan {
             batch: true,

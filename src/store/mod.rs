@@ -263,7 +263,7 @@ mod tests {
         {
             let store = Store::open(&path).unwrap();
             store
-                .write(|w| w.put_lock(&lock).map_err(StoreError::from))
+                .write(|w| w.put_lock(&lock))
                 .unwrap();
         }
         let store = Store::open(&path).unwrap();

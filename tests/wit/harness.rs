@@ -4,6 +4,7 @@ use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use wit::client::WitClient;
@@ -52,10 +53,13 @@ impl Repo {
     }
 }
 
-/// A foreground daemon child process; killed on drop.
+/// A foreground daemon child process; killed on drop. Its stderr is drained by a thread (a
+/// full pipe would otherwise block a chatty daemon) and kept for assertions.
 pub struct Daemon {
     pub child: Child,
     pub socket: PathBuf,
+    stderr: Arc<Mutex<String>>,
+    drain: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Daemon {
@@ -76,10 +80,36 @@ impl Daemon {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut pipe = child.stderr.take().unwrap();
+        let sink = Arc::clone(&stderr);
+        let drain = std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&chunk[..n]));
+            }
+        });
         Self {
             child,
             socket: repo.socket(),
+            stderr,
+            drain: Some(drain),
         }
+    }
+
+    /// Everything the daemon wrote to stderr; complete once the process has exited.
+    pub fn stderr_text(&mut self) -> String {
+        if self.child.try_wait().ok().flatten().is_some() {
+            if let Some(drain) = self.drain.take() {
+                let _ = drain.join();
+            }
+        }
+        self.stderr.lock().unwrap().clone()
     }
 
     pub fn wait_ready(&self) {

@@ -143,8 +143,7 @@ fn a_second_daemon_on_one_root_refuses_and_the_first_keeps_serving() {
     let mut second = Daemon::spawn(&repo);
     let status = wait_with_timeout(&mut second.child, std::time::Duration::from_secs(10));
     assert!(!status.success());
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(second.child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    let stderr = second.stderr_text();
     assert!(stderr.contains("already running"), "{stderr}");
     let (status, _) = post(&repo.socket(), PING);
     assert_eq!(status, 200);
