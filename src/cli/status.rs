@@ -11,8 +11,8 @@ use super::intents::is_open;
 use super::output::{self, CliError, Report};
 use crate::client::{ClientError, WitClient};
 use crate::protocol::{
-    ContractQueryParams, ContractRecord, ContractRecordStatus, IntentQueryParams, IntentRecord, LockQueryParams,
-    LockRecord,
+    ContractQueryParams, ContractRecord, ContractRecordStatus, IntentQueryParams, IntentRecord,
+    LockQueryParams, LockRecord,
 };
 
 /// `wit watch`.

@@ -262,9 +262,7 @@ mod tests {
         };
         {
             let store = Store::open(&path).unwrap();
-            store
-                .write(|w| w.put_lock(&lock))
-                .unwrap();
+            store.write(|w| w.put_lock(&lock)).unwrap();
         }
         let store = Store::open(&path).unwrap();
         let got = store.read(|r| r.lock("src/a.ts:f")).unwrap();

@@ -106,7 +106,7 @@ async fn accepted(client: &WitClient, symbol: &str) -> (String, String) {
         .unwrap();
     assert_eq!(answer.contract_id, proposed.contract_id);
     assert_eq!(
-        serde_json::to_value(&answer.status).unwrap(),
+        serde_json::to_value(answer.status).unwrap(),
         json!("accepted")
     );
     (proposed.contract_id, proposed.signature)
@@ -274,7 +274,7 @@ fn lifecycle_and_every_error_with_its_data() {
             .await
             .unwrap();
         assert_eq!(
-            serde_json::to_value(&answer.status).unwrap(),
+            serde_json::to_value(answer.status).unwrap(),
             json!("accepted")
         );
         let answer = client
@@ -282,7 +282,7 @@ fn lifecycle_and_every_error_with_its_data() {
             .await
             .unwrap();
         assert_eq!(
-            serde_json::to_value(&answer.status).unwrap(),
+            serde_json::to_value(answer.status).unwrap(),
             json!("rejected")
         );
         let e = rpc_error(

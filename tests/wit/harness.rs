@@ -72,7 +72,7 @@ impl Daemon {
 
     /// Spawns without waiting.
     pub fn spawn(repo: &Repo) -> Self {
-        let child = Command::new(wit_bin())
+        let mut child = Command::new(wit_bin())
             .args(["daemon", "run", "--log-level", "warn", "--repo"])
             .arg(repo.path())
             .stdin(Stdio::null())

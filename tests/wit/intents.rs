@@ -34,7 +34,11 @@ pub fn declare(
         session_id: session.into(),
         description: description.into(),
         files: files.iter().map(|f| f.to_string()).collect(),
-        symbols: symbols.map(|s| s.iter().map(|s| s.to_string()).collect()),
+        symbols: symbols
+            .unwrap_or_default()
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
     }
 }
 
@@ -126,7 +130,7 @@ fn declare_update_query_validate_every_param() {
                     session_id: "s".into(),
                     description: "d".into(),
                     files: many,
-                    symbols: None,
+                    symbols: Vec::new(),
                 })
                 .await,
         );
@@ -277,15 +281,15 @@ fn transitions_table_is_complete() {
                     .unwrap();
                 for step in path {
                     client
-                        .intent_update(update(&intent.intent_id, "s", step.clone()))
+                        .intent_update(update(&intent.intent_id, "s", *step))
                         .await
                         .unwrap();
                 }
                 let to = wire(&requested);
                 let before = record(&client, &intent.intent_id).await;
-                assert_eq!(serde_json::to_value(&before.status).unwrap(), json!(from));
+                assert_eq!(serde_json::to_value(before.status).unwrap(), json!(from));
                 let outcome = client
-                    .intent_update(update(&intent.intent_id, "s", requested.clone()))
+                    .intent_update(update(&intent.intent_id, "s", requested))
                     .await;
                 if allowed(from, to) {
                     let done = outcome.unwrap_or_else(|e| panic!("{from} -> {to}: {e:?}"));
@@ -293,7 +297,7 @@ fn transitions_table_is_complete() {
                     assert_eq!(done.status, to);
                     assert!(done.updated_at >= before.updated_at);
                     let after = record(&client, &intent.intent_id).await;
-                    assert_eq!(serde_json::to_value(&after.status).unwrap(), json!(to));
+                    assert_eq!(serde_json::to_value(after.status).unwrap(), json!(to));
                     assert_eq!(after.updated_at, done.updated_at);
                     assert_eq!(after.declared_at, before.declared_at);
                 } else {

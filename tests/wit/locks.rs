@@ -460,7 +460,7 @@ fn racing_acquires_have_exactly_one_winner_per_round() {
                 .filter(|l| l.symbol_path == symbol)
                 .map(|l| l.session_id.clone())
                 .collect();
-            assert_eq!(holders, [winner.clone()]);
+            assert_eq!(holders.as_slice(), std::slice::from_ref(winner));
         }
     });
 }
