@@ -204,6 +204,20 @@ impl RepoIndex {
     pub fn callees(&self, rel_path: &str, name: &str) -> Vec<SymbolRef> {
         self.ensure_built();
         let targets = self.targets(rel_path, name);
+        // Re-check the files this one imports: an edit there may have renamed, removed or
+        // restored a callee (re-reading one re-resolves its importers, this file included).
+        let imported: Vec<String> = self
+            .read()
+            .files
+            .get(rel_path)
+            .map(|entry| entry.imported_files.iter().cloned().collect())
+            .unwrap_or_default();
+        for file in imported {
+            if self.is_stale(&file) {
+                // An error or a vanished file both mean the old edges go.
+                let _ = self.file(&file);
+            }
+        }
         let state = self.read();
         let Some(entry) = state.files.get(rel_path) else {
             return Vec::new();

@@ -193,7 +193,7 @@ where
             let response = inner.call(forwarded).await?;
             let status = response.status();
             let bytes = response.into_body().collect().await?.to_bytes();
-            if !status.is_success() || !looks_like_json(&bytes) {
+            if !status.is_success() {
                 // Not a JSON-RPC answer (jsonrpsee's own HTTP-level refusals): pass it on as is.
                 let mut passthrough = Response::new(HttpBody::from(bytes.to_vec()));
                 *passthrough.status_mut() = status;
@@ -370,12 +370,21 @@ struct RequestFields<'a> {
     jsonrpc: Option<&'a RawValue>,
     #[serde(borrow, default)]
     method: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    /// `Some` whenever the key is present, `null` included (a plain `Option` would read
+    /// `"id": null` as absent and turn the request into a notification).
+    #[serde(borrow, default, deserialize_with = "present")]
     id: Option<&'a RawValue>,
     #[serde(borrow, default)]
     params: Option<&'a RawValue>,
     #[serde(borrow, default, rename = "witVersion")]
     wit_version: Option<&'a RawValue>,
+}
+
+/// Deserialises a present field as `Some`, whatever its JSON value.
+fn present<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue as Deserialize>::deserialize(deserializer).map(Some)
 }
 
 fn plan_element(element: &RawValue, methods: &HashSet<String>, plan: &mut Plan) {
@@ -479,13 +488,6 @@ fn plan_element(element: &RawValue, methods: &HashSet<String>, plan: &mut Plan) 
 /// An id is valid when it is a JSON string, number or null.
 fn is_valid_id(raw: &str) -> bool {
     matches!(raw.as_bytes().first(), Some(b'"' | b'-' | b'0'..=b'9')) || raw == "null"
-}
-
-fn looks_like_json(bytes: &[u8]) -> bool {
-    matches!(
-        bytes.iter().find(|b| !b.is_ascii_whitespace()),
-        Some(b'{' | b'[')
-    )
 }
 
 fn error_payload(code: i32, message: &str, data: Option<&Value>) -> String {
