@@ -17,6 +17,20 @@ use crate::protocol::{
 /// The whole budget of `check-contracts --hook`: after it the commit goes through.
 pub const HOOK_BUDGET: Duration = Duration::from_secs(2);
 
+/// The environment variable that overrides [`HOOK_BUDGET`], in milliseconds (for slow machines
+/// and for the demo; a value that is not a positive integer is ignored).
+pub const HOOK_BUDGET_ENV: &str = "WIT_HOOK_TIMEOUT_MS";
+
+/// The hook's budget: [`HOOK_BUDGET_ENV`] when it holds a positive integer, else
+/// [`HOOK_BUDGET`].
+pub fn hook_budget() -> Duration {
+    std::env::var(HOOK_BUDGET_ENV)
+        .ok()
+        .and_then(|ms| ms.trim().parse::<u64>().ok())
+        .filter(|&ms| ms > 0)
+        .map_or(HOOK_BUDGET, Duration::from_millis)
+}
+
 /// Suffixes whose symbols wit understands (PROTOCOL-NOTES 2.3).
 pub const SUPPORTED_SUFFIXES: &[&str] = &[
     ".ts", ".mts", ".cts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".py", ".pyi",
@@ -127,7 +141,8 @@ pub async fn check(ctx: &Context, args: &CheckArgs) -> Result<Report, CliError> 
     if !args.hook {
         return check_files(ctx, args, true).await;
     }
-    let reason = match tokio::time::timeout(HOOK_BUDGET, check_files(ctx, args, false)).await {
+    let budget = hook_budget();
+    let reason = match tokio::time::timeout(budget, check_files(ctx, args, false)).await {
         Ok(Ok(report)) => return Ok(report),
         Ok(Err(error)) => output::error_text(&error)
             .trim_start_matches("wit: ")
@@ -135,7 +150,7 @@ pub async fn check(ctx: &Context, args: &CheckArgs) -> Result<Report, CliError> 
             .next()
             .unwrap_or_default()
             .to_string(),
-        Err(_) => format!("no answer within {} s", HOOK_BUDGET.as_secs()),
+        Err(_) => format!("no answer within {} ms", budget.as_millis()),
     };
     Ok(
         Report::quiet(json!({"checked": false, "reason": reason})).with_note(format!(

@@ -477,6 +477,9 @@ fn git(root: &Path, session: &str) -> Command {
         .current_dir(root)
         .env("WIT_REPO_ROOT", root)
         .env("WIT_SESSION", session)
+        // The demo shows the hook blocking: give it room on a loaded machine instead of
+        // failing open after the usual 2 s.
+        .env(super::contracts::HOOK_BUDGET_ENV, "20000")
         .env_remove("CLAUDE_SESSION_ID")
         .env_remove("WIT_NO_AUTOSTART")
         .env_remove("GIT_DIR")

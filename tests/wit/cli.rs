@@ -60,6 +60,9 @@ fn git(repo: &Path, args: &[&str]) -> Output {
         .env("GIT_COMMITTER_NAME", "t")
         .env("GIT_COMMITTER_EMAIL", "t@example.com")
         .env_remove("WIT_REPO_ROOT")
+        // A blocking verdict must not turn into fail-open on a loaded CI machine; the
+        // unreachable-daemon case fails open at once whatever the budget.
+        .env("WIT_HOOK_TIMEOUT_MS", "20000")
         .output()
         .unwrap()
 }
@@ -523,7 +526,10 @@ fn commit(repo: &Repo, session: &str, message: &str, env: &[(&str, &str)]) -> (O
         .env("GIT_AUTHOR_NAME", "t")
         .env("GIT_AUTHOR_EMAIL", "t@example.com")
         .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com");
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        // A blocking verdict must not turn into fail-open on a loaded CI machine; the
+        // unreachable-daemon case fails open at once whatever the budget.
+        .env("WIT_HOOK_TIMEOUT_MS", "20000");
     for (key, value) in env {
         command.env(key, value);
     }
