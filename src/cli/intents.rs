@@ -130,22 +130,35 @@ async fn list(ctx: &Context, args: ListArgs) -> Result<Report, CliError> {
         (true, _) => Some(ctx.session()?),
         (false, of) => of,
     };
-    let params = IntentQueryParams {
-        session_id,
-        file: args.file,
-        status: args.status.clone(),
-    };
-    let intents = ctx
-        .call(|client| {
-            let params = params.clone();
-            async move { client.intent_query(params).await }
-        })
-        .await?;
-    let intents: Vec<IntentRecord> = if args.all || args.status.is_some() {
-        intents
+    // The protocol filters by one status (default: declared and active); `--all` asks for
+    // each status and merges, in the protocol's order (declaration time, then id).
+    let statuses: Vec<Option<String>> = if args.all {
+        ["declared", "active", "resolved", "abandoned"]
+            .into_iter()
+            .map(|status| Some(status.to_owned()))
+            .collect()
     } else {
-        intents.into_iter().filter(is_open).collect()
+        vec![args.status.clone()]
     };
+    let mut intents: Vec<IntentRecord> = Vec::new();
+    for status in statuses {
+        let params = IntentQueryParams {
+            session_id: session_id.clone(),
+            file: args.file.clone(),
+            status,
+        };
+        let found = ctx
+            .call(|client| {
+                let params = params.clone();
+                async move { client.intent_query(params).await }
+            })
+            .await?;
+        intents.extend(found);
+    }
+    intents.sort_by(|a, b| (a.declared_at, &a.intent_id).cmp(&(b.declared_at, &b.intent_id)));
+    if !args.all && args.status.is_none() {
+        intents.retain(is_open);
+    }
     let human = output::intents_section(&intents);
     Ok(Report::new(json!(intents), human))
 }

@@ -145,19 +145,24 @@ fn mask_left(text: &str) -> String {
                     w.strip_suffix(u)
                         .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
                 };
-                let w = words[i];
+                let word = words[i];
+                // "(9m 59s left)": the opening parenthesis stays, the duration goes.
+                let (prefix, w) = match word.strip_prefix('(') {
+                    Some(rest) => ("(", rest),
+                    None => ("", word),
+                };
                 let next = words.get(i + 1).copied().unwrap_or("");
                 if (unit(w, "m") && unit(next, "s"))
                     || (unit(w, "h") && unit(next, "m"))
                     || (unit(w, "d") && unit(next, "h"))
                 {
-                    out.push("<LEFT>".into());
+                    out.push(format!("{prefix}<LEFT>"));
                     i += 2;
                 } else if unit(w, "s") {
-                    out.push("<LEFT>".into());
+                    out.push(format!("{prefix}<LEFT>"));
                     i += 1;
                 } else {
-                    out.push(w.to_string());
+                    out.push(word.to_string());
                     i += 1;
                 }
             }
