@@ -184,16 +184,12 @@ impl RepoIndex {
         let targets = self.targets(rel_path, name);
         let found = self.collect_callers(&targets);
         // Re-check the files of the callers found: an edit there may have removed the call.
-        let files: BTreeSet<&str> = found.iter().map(|r| r.file.as_str()).collect();
-        let mut changed = false;
-        for file in files {
-            if file != rel_path && self.is_stale(file) {
-                // An error or a vanished file both mean the old edges go.
-                let _ = self.file(file);
-                changed = true;
-            }
-        }
-        if changed {
+        let files: BTreeSet<&str> = found
+            .iter()
+            .map(|r| r.file.as_str())
+            .filter(|file| *file != rel_path)
+            .collect();
+        if self.refresh_stale(files) {
             self.collect_callers(&targets)
         } else {
             found
@@ -212,12 +208,7 @@ impl RepoIndex {
             .get(rel_path)
             .map(|entry| entry.imported_files.iter().cloned().collect())
             .unwrap_or_default();
-        for file in imported {
-            if self.is_stale(&file) {
-                // An error or a vanished file both mean the old edges go.
-                let _ = self.file(&file);
-            }
-        }
+        self.refresh_stale(imported.iter().map(String::as_str));
         let state = self.read();
         let Some(entry) = state.files.get(rel_path) else {
             return Vec::new();
@@ -273,6 +264,19 @@ impl RepoIndex {
             }
         }
         out.into_iter().collect()
+    }
+
+    /// Re-reads each of `files` whose size or mtime changed; whether any was re-read.
+    fn refresh_stale<'f>(&self, files: impl IntoIterator<Item = &'f str>) -> bool {
+        let mut refreshed = false;
+        for file in files {
+            if self.is_stale(file) {
+                // An error or a vanished file both mean the old edges go.
+                let _ = self.file(file);
+                refreshed = true;
+            }
+        }
+        refreshed
     }
 
     /// Whether an indexed file's size or mtime differ from what was indexed (one `stat`).

@@ -59,10 +59,10 @@ pub struct DeclaredIntent {
     pub conflicts: Vec<Conflict>,
 }
 
-/// What the index says about the declared symbols, computed before the transaction.
 /// A listed file's byte ranges, `None` when the whole file is claimed.
 type FileRanges = Option<Vec<(i64, i64)>>;
 
+/// What the index says about the declared symbols, computed before the transaction.
 struct Resolution {
     /// Per listed file: its rows (ranges, or one file-level row).
     ranges: Vec<IntentRange>,
