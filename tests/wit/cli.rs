@@ -51,10 +51,11 @@ fn code(output: &Output) -> i32 {
     output.status.code().unwrap_or(-1)
 }
 
-fn git(repo: &Path, args: &[&str]) -> Output {
-    Command::new("git")
+/// `git` in `repo` with a fixed identity, the repository found from the working directory.
+fn git_command(repo: &Path) -> Command {
+    let mut command = Command::new("git");
+    command
         .current_dir(repo)
-        .args(args)
         .env("GIT_AUTHOR_NAME", "t")
         .env("GIT_AUTHOR_EMAIL", "t@example.com")
         .env("GIT_COMMITTER_NAME", "t")
@@ -62,9 +63,12 @@ fn git(repo: &Path, args: &[&str]) -> Output {
         .env_remove("WIT_REPO_ROOT")
         // A blocking verdict must not turn into fail-open on a loaded CI machine; the
         // unreachable-daemon case fails open at once whatever the budget.
-        .env("WIT_HOOK_TIMEOUT_MS", "20000")
-        .output()
-        .unwrap()
+        .env("WIT_HOOK_TIMEOUT_MS", "20000");
+    command
+}
+
+fn git(repo: &Path, args: &[&str]) -> Output {
+    git_command(repo).args(args).output().unwrap()
 }
 
 /// Stops the repository's daemon when dropped, so no test leaks a process.
@@ -521,20 +525,11 @@ fn init_is_idempotent() {
 fn commit(repo: &Repo, session: &str, message: &str, env: &[(&str, &str)]) -> (Output, Duration) {
     git(repo.path(), &["add", "-A"]);
     let started = Instant::now();
-    let mut command = Command::new("git");
+    let mut command = git_command(repo.path());
     command
-        .current_dir(repo.path())
         .args(["commit", "-q", "-m", message])
         .env("WIT_SESSION", session)
-        .env_remove("WIT_REPO_ROOT")
-        .env_remove("CLAUDE_SESSION_ID")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        // A blocking verdict must not turn into fail-open on a loaded CI machine; the
-        // unreachable-daemon case fails open at once whatever the budget.
-        .env("WIT_HOOK_TIMEOUT_MS", "20000");
+        .env_remove("CLAUDE_SESSION_ID");
     for (key, value) in env {
         command.env(key, value);
     }
