@@ -196,6 +196,40 @@ impl RepoIndex {
         }
     }
 
+    /// Whether [`RepoIndex::callers`] of `name` in `rel_path` would answer from the index
+    /// as it is, without building it or parsing any file: the index is built, and the file and
+    /// the files of its known callers are unchanged on disk (a few `stat`s, no parse). Lets a
+    /// caller answer on its own thread instead of handing the work to a blocking pool.
+    pub fn callers_are_fresh(&self, rel_path: &str, name: &str) -> bool {
+        if Language::for_path(rel_path).is_none() {
+            // Never analysed: no symbols, so no callers.
+            return true;
+        }
+        if !self.is_built() || check_relative(rel_path).is_err() || self.is_stale(rel_path) {
+            return false;
+        }
+        let targets = {
+            let state = self.read();
+            let Some(entry) = state.files.get(rel_path) else {
+                // Not indexed and absent (not stale): no symbols, so no callers.
+                return true;
+            };
+            entry
+                .analysis
+                .matching(name)
+                .into_iter()
+                .map(|s| SymbolRef {
+                    file: rel_path.to_owned(),
+                    qualified_name: s.qualified_name.clone(),
+                })
+                .collect::<Vec<_>>()
+        };
+        let callers = self.collect_callers(&targets);
+        let files: BTreeSet<&str> = callers.iter().map(|r| r.file.as_str()).collect();
+        let fresh = files.into_iter().all(|file| !self.is_stale(file));
+        fresh
+    }
+
     /// The symbols that `name` in `rel_path` calls (resolved calls only), sorted.
     pub fn callees(&self, rel_path: &str, name: &str) -> Vec<SymbolRef> {
         self.ensure_built();

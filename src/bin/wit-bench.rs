@@ -27,10 +27,31 @@ use tokio::net::UnixStream;
 struct Options {
     quick: bool,
     wit: PathBuf,
+    /// Sections to run (`--only`); empty runs them all.
+    only: Vec<String>,
 }
+
+impl Options {
+    /// Whether the section `name` runs.
+    fn wants(&self, name: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| o == name)
+    }
+}
+
+/// The sections `--only` can pick.
+const SECTIONS: &[&str] = &[
+    "ping",
+    "register",
+    "locks",
+    "intents",
+    "contracts",
+    "small",
+    "cli",
+];
 
 fn options() -> Result<Options> {
     let mut quick = false;
+    let mut only = Vec::new();
     let mut wit = std::env::current_exe()?
         .parent()
         .context("the bench binary has no directory")?
@@ -40,8 +61,26 @@ fn options() -> Result<Options> {
         match arg.as_str() {
             "--quick" => quick = true,
             "--wit" => wit = PathBuf::from(args.next().context("--wit needs a path")?),
+            "--only" => {
+                for name in args
+                    .next()
+                    .context("--only needs a section list")?
+                    .split(',')
+                {
+                    if !SECTIONS.contains(&name) {
+                        bail!(
+                            "unknown section {name:?}; sections: {}",
+                            SECTIONS.join(", ")
+                        );
+                    }
+                    only.push(name.to_owned());
+                }
+            }
             "-h" | "--help" => {
-                println!("usage: wit-bench [--quick] [--wit PATH]");
+                println!(
+                    "usage: wit-bench [--quick] [--wit PATH] [--only SECTION[,SECTION...]]\nsections: {}",
+                    SECTIONS.join(", ")
+                );
                 std::process::exit(0);
             }
             other => bail!("unknown argument {other:?} (try --help)"),
@@ -53,14 +92,23 @@ fn options() -> Result<Options> {
             wit.display()
         );
     }
-    Ok(Options { quick, wit })
+    Ok(Options { quick, wit, only })
 }
 
 /// One keep-alive HTTP/1.1 connection to a Unix socket, posting to `/rpc`.
+///
+/// The daemon closes a connection that stays idle past its header timeout (30 s), so a
+/// connection left unused for a while (the set-up connection during long measurements) is
+/// reopened before its next request.
 struct Conn {
+    socket: PathBuf,
     stream: UnixStream,
     buffer: Vec<u8>,
+    last_used: Instant,
 }
+
+/// How long a connection may sit idle before [`Conn::post`] reopens it.
+const IDLE_REOPEN: Duration = Duration::from_secs(5);
 
 impl Conn {
     async fn open(socket: &Path) -> Result<Self> {
@@ -68,8 +116,10 @@ impl Conn {
             .await
             .with_context(|| format!("connect {}", socket.display()))?;
         Ok(Self {
+            socket: socket.to_owned(),
             stream,
             buffer: Vec::with_capacity(64 * 1024),
+            last_used: Instant::now(),
         })
     }
 
@@ -82,6 +132,12 @@ impl Conn {
         let mut request = Vec::with_capacity(head.len() + body.len());
         request.extend_from_slice(head.as_bytes());
         request.extend_from_slice(body);
+        if self.last_used.elapsed() > IDLE_REOPEN {
+            self.stream = UnixStream::connect(&self.socket)
+                .await
+                .with_context(|| format!("reconnect {}", self.socket.display()))?;
+        }
+        self.last_used = Instant::now();
         self.stream.write_all(&request).await?;
         self.buffer.clear();
         let mut chunk = [0u8; 16 * 1024];
@@ -569,212 +625,50 @@ async fn main() -> Result<()> {
         rss_kib(daemon.pid()).unwrap_or(0)
     );
     let mut setup = Conn::open(&socket).await?;
+    // The index builds in the background after start-up; the first acquire that needs caller
+    // warnings waits for it. Measure from a settled daemon, and report how long that took.
+    let settle_started = Instant::now();
+    let warm_symbol = format!("{}:fn_0", big.1);
+    setup
+        .call(
+            "lock.acquire",
+            json!({"symbolPath": warm_symbol, "sessionId": "warm-up", "ttlMs": 1_000}),
+        )
+        .await?;
+    setup
+        .call(
+            "lock.release",
+            json!({"symbolPath": warm_symbol, "sessionId": "warm-up"}),
+        )
+        .await?;
+    println!(
+        "| background index of the bench repo complete (first acquire answered) after: {} more | | | | | | | |",
+        fmt_duration(settle_started.elapsed())
+    );
 
-    for concurrency in [1, 16] {
-        let m = measure(&socket, pid, concurrency, ping_ops, Arc::clone(&ping)).await?;
-        report.row("ping", concurrency, &m);
-    }
-    for concurrency in [1, 16] {
-        let make: MakeOp = Arc::new(move |w, i| {
-            op(vec![request(
-                "register",
-                &json!({"name": format!("agent {w}"), "sessionId": format!("reg-{w}-{}", i % 50)}),
-            )])
-        });
-        let m = measure(&socket, pid, concurrency, scale(10_000, 2_000), make).await?;
-        report.row("register", concurrency, &m);
-    }
-    for concurrency in [1, 16] {
-        let make: MakeOp = Arc::new(move |w, i| {
-            let symbol = format!("src/cycle_{w}.ts:f{}", i % 100);
-            let session = format!("cyc-{concurrency}-{w}");
-            op(vec![
-                request(
-                    "lock.acquire",
-                    &json!({"symbolPath": symbol, "sessionId": session, "ttlMs": 60_000}),
-                ),
-                request(
-                    "lock.release",
-                    &json!({"symbolPath": symbol, "sessionId": session}),
-                ),
-            ])
-        });
-        let m = measure(&socket, pid, concurrency, scale(10_000, 2_000), make).await?;
-        report.row("lock.acquire+release cycle (2 requests)", concurrency, &m);
-    }
-    {
-        // 16 sessions fight over one symbol; the winner releases.
-        let make: MakeOp = Arc::new(move |w, i| {
-            let session = format!("fight-{w}");
-            let symbol = format!("src/hot.ts:f{}", i / 4);
-            op(vec![request(
-                "lock.acquire",
-                &json!({"symbolPath": symbol, "sessionId": session, "ttlMs": 60_000}),
-            )])
-        });
-        let m = measure(&socket, pid, 16, scale(20_000, 4_000), make).await?;
-        report.row("lock.acquire contention (16 sessions, 1 symbol per 4 rounds; LOCK_CONFLICT counted as errors)", 16, &m);
-    }
-
-    // intent.declare with 100 / 1,000 / 10,000 unrelated active intents.
-    let levels: Vec<usize> = if quick {
-        vec![100, 1_000]
-    } else {
-        vec![100, 1_000, 10_000]
-    };
-    let mut populated = 0usize;
-    for level in levels {
-        while populated < level {
-            let declared = setup
-                .call(
-                    "intent.declare",
-                    json!({"sessionId": format!("pop-{}", populated % 7), "description": "background work", "files": [format!("pop/f{populated}.ts")], "symbols": ["x"]}),
-                )
-                .await?;
-            let id = declared["intentId"].as_str().unwrap_or_default().to_owned();
-            setup
-                .call("intent.update", json!({"intentId": id, "sessionId": format!("pop-{}", populated % 7), "status": "active"}))
-                .await?;
-            populated += 1;
+    if options.wants("ping") {
+        for concurrency in [1, 16] {
+            let m = measure(&socket, pid, concurrency, ping_ops, Arc::clone(&ping)).await?;
+            report.row("ping", concurrency, &m);
         }
+    }
+    if options.wants("register") {
         for concurrency in [1, 16] {
             let make: MakeOp = Arc::new(move |w, i| {
                 op(vec![request(
-                    "intent.declare",
-                    &json!({"sessionId": format!("decl-{w}"), "description": "measured", "files": [format!("bench/l{level}_c{concurrency}_w{w}_{i}.ts")], "symbols": ["run"]}),
+                    "register",
+                    &json!({"name": format!("agent {w}"), "sessionId": format!("reg-{w}-{}", i % 50)}),
                 )])
             });
-            let m = measure(&socket, pid, concurrency, scale(2_000, 400), make).await?;
-            report.row(
-                &format!("intent.declare, {level} active intents"),
-                concurrency,
-                &m,
-            );
+            let m = measure(&socket, pid, concurrency, scale(10_000, 2_000), make).await?;
+            report.row("register", concurrency, &m);
         }
     }
-
-    // Queries at 10,000 rows (intents as populated; 10,000 locks).
-    let rows = populated;
-    for i in 0..rows {
-        setup
-            .call("lock.acquire", json!({"symbolPath": format!("pop/f{i}.ts:x"), "sessionId": format!("pop-{}", i % 7), "ttlMs": 3_600_000}))
-            .await?;
-    }
-    for concurrency in [1, 16] {
-        let make: MakeOp = Arc::new(move |_, i| {
-            op(vec![request(
-                "intent.query",
-                &json!({"file": format!("pop/f{}.ts", i % rows)}),
-            )])
-        });
-        let m = measure(&socket, pid, concurrency, scale(4_000, 1_000), make).await?;
-        report.row(
-            &format!("intent.query by file ({rows} intents)"),
-            concurrency,
-            &m,
-        );
-        let make: MakeOp = Arc::new(move |_, i| {
-            op(vec![request(
-                "lock.query",
-                &json!({"sessionId": format!("pop-{}", i % 7)}),
-            )])
-        });
-        let m = measure(&socket, pid, concurrency, scale(200, 50), make).await?;
-        report.row(
-            &format!(
-                "lock.query by session ({rows} locks, ~{} rows returned)",
-                rows / 7
-            ),
-            concurrency,
-            &m,
-        );
-        let make: MakeOp = Arc::new(move |_, _| op(vec![request("intent.query", &json!({}))]));
-        let m = measure(&socket, pid, concurrency, scale(64, 16), make).await?;
-        report.row(
-            &format!("intent.query all ({rows}+ rows returned)"),
-            concurrency,
-            &m,
-        );
-    }
-
-    // Contracts on generated files of each size.
-    for (label, rel, text, functions) in &generated {
-        let rel = rel.clone();
-        let functions = *functions;
-        let middle = functions / 2;
+    if options.wants("locks") {
         for concurrency in [1, 16] {
-            let rel = rel.clone();
-            let make: MakeOp = Arc::new(move |w, _| {
-                op(vec![request(
-                    "contract.propose",
-                    &json!({"sessionId": format!("prop-{w}"), "symbolPath": format!("{rel}:fn_{middle}")}),
-                )])
-            });
-            let m = measure(&socket, pid, concurrency, scale(400, 64), make).await?;
-            report.row(
-                &format!("contract.propose on {label} file"),
-                concurrency,
-                &m,
-            );
-        }
-        // Accept up to 100 contracts on this file, then check it.
-        let contracts = 100.min(functions);
-        for k in 0..contracts {
-            let symbol = format!("{rel}:fn_{}", k * functions / contracts);
-            let proposed = setup
-                .call(
-                    "contract.propose",
-                    json!({"sessionId": "owner", "symbolPath": symbol}),
-                )
-                .await?;
-            let id = proposed["contractId"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            setup
-                .call(
-                    "contract.respond",
-                    json!({"contractId": id, "sessionId": "peer", "accept": true}),
-                )
-                .await?;
-        }
-        let same = Arc::new(request(
-            "check-contracts",
-            &json!({"files": [{"path": rel, "content": text}]}),
-        ));
-        for concurrency in [1, 16] {
-            let same = Arc::clone(&same);
-            let make: MakeOp = Arc::new(move |_, _| op(vec![same.as_ref().clone()]));
-            let m = measure(&socket, pid, concurrency, scale(200, 32), make).await?;
-            report.row(
-                &format!("check-contracts {label}, {contracts} contracts, content = working copy"),
-                concurrency,
-                &m,
-            );
-        }
-        {
-            let rel = rel.clone();
-            let text = text.clone();
             let make: MakeOp = Arc::new(move |w, i| {
-                // A fresh comment each time: new content, so a real parse.
-                let content = format!("{text}// edit {w} {i}\n");
-                op(vec![request(
-                    "check-contracts",
-                    &json!({"files": [{"path": rel, "content": content}]}),
-                )])
-            });
-            let m = measure(&socket, pid, 1, scale(40, 8), make).await?;
-            report.row(
-                &format!("check-contracts {label}, {contracts} contracts, new content (parse)"),
-                1,
-                &m,
-            );
-        }
-        {
-            let rel = rel.clone();
-            let make: MakeOp = Arc::new(move |w, i| {
-                let symbol = format!("{rel}:fn_{}", (w * 7 + i) % functions.max(1));
-                let session = format!("big-{w}");
+                let symbol = format!("src/cycle_{w}.ts:f{}", i % 100);
+                let session = format!("cyc-{concurrency}-{w}");
                 op(vec![
                     request(
                         "lock.acquire",
@@ -786,17 +680,208 @@ async fn main() -> Result<()> {
                     ),
                 ])
             });
-            let m = measure(&socket, pid, 1, scale(400, 64), make).await?;
+            let m = measure(&socket, pid, concurrency, scale(10_000, 2_000), make).await?;
+            report.row("lock.acquire+release cycle (2 requests)", concurrency, &m);
+        }
+        {
+            // 16 sessions fight over one symbol; the winner releases.
+            let make: MakeOp = Arc::new(move |w, i| {
+                let session = format!("fight-{w}");
+                let symbol = format!("src/hot.ts:f{}", i / 4);
+                op(vec![request(
+                    "lock.acquire",
+                    &json!({"symbolPath": symbol, "sessionId": session, "ttlMs": 60_000}),
+                )])
+            });
+            let m = measure(&socket, pid, 16, scale(20_000, 4_000), make).await?;
+            report.row("lock.acquire contention (16 sessions, 1 symbol per 4 rounds; LOCK_CONFLICT counted as errors)", 16, &m);
+        }
+    }
+    if options.wants("intents") {
+        // intent.declare with 100 / 1,000 / 10,000 unrelated active intents.
+        let levels: Vec<usize> = if quick {
+            vec![100, 1_000]
+        } else {
+            vec![100, 1_000, 10_000]
+        };
+        let mut populated = 0usize;
+        for level in levels {
+            while populated < level {
+                let declared = setup
+                .call(
+                    "intent.declare",
+                    json!({"sessionId": format!("pop-{}", populated % 7), "description": "background work", "files": [format!("pop/f{populated}.ts")], "symbols": ["x"]}),
+                )
+                .await?;
+                let id = declared["intentId"].as_str().unwrap_or_default().to_owned();
+                setup
+                .call("intent.update", json!({"intentId": id, "sessionId": format!("pop-{}", populated % 7), "status": "active"}))
+                .await?;
+                populated += 1;
+            }
+            for concurrency in [1, 16] {
+                let make: MakeOp = Arc::new(move |w, i| {
+                    op(vec![request(
+                        "intent.declare",
+                        &json!({"sessionId": format!("decl-{w}"), "description": "measured", "files": [format!("bench/l{level}_c{concurrency}_w{w}_{i}.ts")], "symbols": ["run"]}),
+                    )])
+                });
+                let m = measure(&socket, pid, concurrency, scale(2_000, 400), make).await?;
+                report.row(
+                    &format!("intent.declare, {level} active intents"),
+                    concurrency,
+                    &m,
+                );
+            }
+        }
+
+        // Queries at 10,000 rows (intents as populated; 10,000 locks).
+        let rows = populated;
+        for i in 0..rows {
+            setup
+            .call("lock.acquire", json!({"symbolPath": format!("pop/f{i}.ts:x"), "sessionId": format!("pop-{}", i % 7), "ttlMs": 3_600_000}))
+            .await?;
+        }
+        for concurrency in [1, 16] {
+            let make: MakeOp = Arc::new(move |_, i| {
+                op(vec![request(
+                    "intent.query",
+                    &json!({"file": format!("pop/f{}.ts", i % rows)}),
+                )])
+            });
+            let m = measure(&socket, pid, concurrency, scale(4_000, 1_000), make).await?;
             report.row(
-                &format!("lock.acquire+release on a symbol of the unchanged {label} file"),
-                1,
+                &format!("intent.query by file ({rows} intents)"),
+                concurrency,
+                &m,
+            );
+            let make: MakeOp = Arc::new(move |_, i| {
+                op(vec![request(
+                    "lock.query",
+                    &json!({"sessionId": format!("pop-{}", i % 7)}),
+                )])
+            });
+            let m = measure(&socket, pid, concurrency, scale(200, 50), make).await?;
+            report.row(
+                &format!(
+                    "lock.query by session ({rows} locks, ~{} rows returned)",
+                    rows / 7
+                ),
+                concurrency,
+                &m,
+            );
+            let make: MakeOp = Arc::new(move |_, _| op(vec![request("intent.query", &json!({}))]));
+            let m = measure(&socket, pid, concurrency, scale(64, 16), make).await?;
+            report.row(
+                &format!("intent.query all ({rows}+ rows returned)"),
+                concurrency,
                 &m,
             );
         }
     }
-
+    if options.wants("contracts") {
+        // Contracts on generated files of each size.
+        for (label, rel, text, functions) in &generated {
+            let rel = rel.clone();
+            let functions = *functions;
+            let middle = functions / 2;
+            for concurrency in [1, 16] {
+                let rel = rel.clone();
+                let make: MakeOp = Arc::new(move |w, _| {
+                    op(vec![request(
+                        "contract.propose",
+                        &json!({"sessionId": format!("prop-{w}"), "symbolPath": format!("{rel}:fn_{middle}")}),
+                    )])
+                });
+                let m = measure(&socket, pid, concurrency, scale(400, 64), make).await?;
+                report.row(
+                    &format!("contract.propose on {label} file"),
+                    concurrency,
+                    &m,
+                );
+            }
+            // Accept up to 100 contracts on this file, then check it.
+            let contracts = 100.min(functions);
+            for k in 0..contracts {
+                let symbol = format!("{rel}:fn_{}", k * functions / contracts);
+                let proposed = setup
+                    .call(
+                        "contract.propose",
+                        json!({"sessionId": "owner", "symbolPath": symbol}),
+                    )
+                    .await?;
+                let id = proposed["contractId"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                setup
+                    .call(
+                        "contract.respond",
+                        json!({"contractId": id, "sessionId": "peer", "accept": true}),
+                    )
+                    .await?;
+            }
+            let same = Arc::new(request(
+                "check-contracts",
+                &json!({"files": [{"path": rel, "content": text}]}),
+            ));
+            for concurrency in [1, 16] {
+                let same = Arc::clone(&same);
+                let make: MakeOp = Arc::new(move |_, _| op(vec![same.as_ref().clone()]));
+                let m = measure(&socket, pid, concurrency, scale(200, 32), make).await?;
+                report.row(
+                    &format!(
+                        "check-contracts {label}, {contracts} contracts, content = working copy"
+                    ),
+                    concurrency,
+                    &m,
+                );
+            }
+            {
+                let rel = rel.clone();
+                let text = text.clone();
+                let make: MakeOp = Arc::new(move |w, i| {
+                    // A fresh comment each time: new content, so a real parse.
+                    let content = format!("{text}// edit {w} {i}\n");
+                    op(vec![request(
+                        "check-contracts",
+                        &json!({"files": [{"path": rel, "content": content}]}),
+                    )])
+                });
+                let m = measure(&socket, pid, 1, scale(40, 8), make).await?;
+                report.row(
+                    &format!("check-contracts {label}, {contracts} contracts, new content (parse)"),
+                    1,
+                    &m,
+                );
+            }
+            {
+                let rel = rel.clone();
+                let make: MakeOp = Arc::new(move |w, i| {
+                    let symbol = format!("{rel}:fn_{}", (w * 7 + i) % functions.max(1));
+                    let session = format!("big-{w}");
+                    op(vec![
+                        request(
+                            "lock.acquire",
+                            &json!({"symbolPath": symbol, "sessionId": session, "ttlMs": 60_000}),
+                        ),
+                        request(
+                            "lock.release",
+                            &json!({"symbolPath": symbol, "sessionId": session}),
+                        ),
+                    ])
+                });
+                let m = measure(&socket, pid, 1, scale(400, 64), make).await?;
+                report.row(
+                    &format!("lock.acquire+release on a symbol of the unchanged {label} file"),
+                    1,
+                    &m,
+                );
+            }
+        }
+    }
     // 200 small files with 1,000 accepted contracts, checked in one call.
-    if !quick {
+    if !quick && options.wants("small") {
         let mut files = Vec::new();
         for f in 0..200 {
             let (text, _) = generated_ts(600);
@@ -830,10 +915,131 @@ async fn main() -> Result<()> {
     }
 
     println!();
+    let wit = options.wit.clone();
+    let cli_root = root.clone();
+    let runs = scale(60, 15);
+    if options.wants("cli") {
+        tokio::task::spawn_blocking(move || cli_and_hook_timings(&wit, &cli_root, runs)).await??;
+    }
+
+    println!();
     println!(
         "daemon RSS at the end: {} KiB; daemon CPU total: {:.2} s",
         rss_kib(daemon.pid()).unwrap_or(0),
         cpu_time(daemon.pid())?.as_secs_f64()
     );
     Ok(())
+}
+
+/// Median wall time of `runs` runs of `command` (built afresh by `make` each run); fails when a
+/// run exits non-zero.
+fn median_wall(runs: usize, mut make: impl FnMut(usize) -> Command) -> Result<Duration> {
+    let mut times = Vec::with_capacity(runs);
+    for i in 0..runs {
+        let mut command = make(i);
+        let started = Instant::now();
+        let output = command.output()?;
+        times.push(started.elapsed());
+        if !output.status.success() {
+            bail!(
+                "{:?} failed: {}{}",
+                command,
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+    }
+    times.sort_unstable();
+    Ok(times[times.len() / 2])
+}
+
+/// One `git commit` of a one-line change to a file no contract covers.
+fn commit_command(root: &Path, note: &str) -> Result<Command> {
+    std::fs::write(root.join("notes.txt"), format!("{note}\n"))?;
+    let status = Command::new("git")
+        .args(["add", "notes.txt"])
+        .current_dir(root)
+        .status()?;
+    if !status.success() {
+        bail!("git add failed");
+    }
+    let mut command = Command::new("git");
+    command
+        .args([
+            "-c",
+            "user.name=bench",
+            "-c",
+            "user.email=bench@example.com",
+        ])
+        .args(["commit", "-q", "-m", "bench"])
+        .current_dir(root)
+        .env("WIT_SESSION", "bench-committer");
+    Ok(command)
+}
+
+/// Wall time of one CLI call against the running daemon, and of a `git commit` with and
+/// without wit's hooks (no contract at stake).
+fn cli_and_hook_timings(wit: &Path, root: &Path, runs: usize) -> Result<()> {
+    let cli = |args: Vec<String>| {
+        let mut command = Command::new(wit);
+        command
+            .args(&args)
+            .arg("--repo")
+            .arg(root)
+            .env("WIT_SESSION", "bench-cli");
+        command
+    };
+    let ping = median_wall(runs, |_| cli(vec!["call".into(), "ping".into()]))?;
+    let lock = median_wall(runs, |i| {
+        cli(vec![
+            "lock".into(),
+            format!("src/cli_{i}.ts:f"),
+            "--ttl".into(),
+            "10m".into(),
+        ])
+    })?;
+    let release = median_wall(runs, |i| {
+        cli(vec!["release".into(), format!("src/cli_{i}.ts:f")])
+    })?;
+    println!(
+        "| CLI call, median wall of {runs} processes: `wit call ping` {} | `wit lock` {} | `wit release` {} | | | | |",
+        fmt_duration(ping),
+        fmt_duration(lock),
+        fmt_duration(release)
+    );
+    let git_floor = median_commits(root, "plain", runs)?;
+    let status = cli(vec!["hook".into(), "install".into()]).output()?;
+    if !status.status.success() {
+        bail!(
+            "wit hook install failed: {}",
+            String::from_utf8_lossy(&status.stderr)
+        );
+    }
+    let with_hooks = median_commits(root, "hooked", runs)?;
+    println!(
+        "| git commit, median of {runs}: without hooks {} | with wit's hooks {} | hooks add {} | | | | |",
+        fmt_duration(git_floor),
+        fmt_duration(with_hooks),
+        fmt_duration(with_hooks.saturating_sub(git_floor))
+    );
+    Ok(())
+}
+
+/// Median wall time of `runs` commits (the staging step is not timed).
+fn median_commits(root: &Path, series: &str, runs: usize) -> Result<Duration> {
+    let mut times = Vec::with_capacity(runs);
+    for i in 0..runs {
+        let mut command = commit_command(root, &format!("{series} {i}"))?;
+        let started = Instant::now();
+        let output = command.output()?;
+        times.push(started.elapsed());
+        if !output.status.success() {
+            bail!(
+                "git commit failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+    }
+    times.sort_unstable();
+    Ok(times[times.len() / 2])
 }

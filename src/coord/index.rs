@@ -27,6 +27,10 @@ pub trait CodeIndex: Send + Sync {
     /// Symbol paths (`file:qualified`) of the callers of `file:name`, in any file.
     fn callers(&self, file: &str, name: &str) -> Vec<String>;
 
+    /// Whether [`CodeIndex::callers`] of `file:name` would answer at once, without parsing
+    /// any file (so it may run on a request-serving thread rather than a blocking pool).
+    fn callers_are_fresh(&self, file: &str, name: &str) -> bool;
+
     /// Symbol paths (`file:qualified`) of the symbols `file:name` calls, in any file.
     fn callees(&self, file: &str, name: &str) -> Vec<String>;
 

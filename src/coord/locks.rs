@@ -45,6 +45,16 @@ pub struct LiveLock {
 }
 
 impl Coord {
+    /// Whether [`Coord::acquire_lock`] on `symbol_path` would finish without parsing source
+    /// (the index already knows the file and its callers as they are on disk), so it can run
+    /// on the calling thread. An invalid path is quick too: it fails before any lookup.
+    pub fn acquire_is_quick(&self, symbol_path: &str) -> bool {
+        match parse_symbol_path("symbolPath", symbol_path) {
+            Ok((file, name, _)) => self.index.callers_are_fresh(&file, &name),
+            Err(_) => true,
+        }
+    }
+
     /// Acquires or refreshes the exclusive lock on `symbol_path` for `session_id`.
     ///
     /// `ttl_ms` defaults to [`DEFAULT_TTL_MS`] and must lie in `MIN_TTL_MS..=MAX_TTL_MS`.

@@ -50,6 +50,10 @@ impl CodeIndex for AnalysisIndex {
             .collect()
     }
 
+    fn callers_are_fresh(&self, file: &str, name: &str) -> bool {
+        self.index.callers_are_fresh(file, name)
+    }
+
     fn callees(&self, file: &str, name: &str) -> Vec<String> {
         self.index
             .callees(file, name)

@@ -14,10 +14,14 @@ impl LockMethods for App {
         &self,
         params: LockAcquireParams,
     ) -> Result<LockAcquireResult, ProtocolError> {
+        let symbol_path = params.symbol_path.clone();
         let acquired = self
-            .blocking(move |coord| {
-                coord.acquire_lock(&params.symbol_path, &params.session_id, params.ttl_ms)
-            })
+            .inline_when_quick(
+                |coord| coord.acquire_is_quick(&symbol_path),
+                move |coord| {
+                    coord.acquire_lock(&params.symbol_path, &params.session_id, params.ttl_ms)
+                },
+            )
             .await?;
         Ok(LockAcquireResult {
             symbol_path: acquired.lock.symbol_path.clone(),

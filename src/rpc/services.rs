@@ -61,6 +61,20 @@ impl App {
         work(&self.coord).map_err(to_protocol)
     }
 
+    /// Runs `work` inline when `is_quick` says it will not parse (a hand-off to the blocking
+    /// pool costs two thread switches, more than most requests), else on the blocking pool.
+    pub(super) async fn inline_when_quick<T: Send + 'static>(
+        &self,
+        is_quick: impl FnOnce(&Coord) -> bool,
+        work: impl FnOnce(&Coord) -> Result<T, CoordError> + Send + 'static,
+    ) -> Result<T, ProtocolError> {
+        if is_quick(&self.coord) {
+            self.now(work)
+        } else {
+            self.blocking(work).await
+        }
+    }
+
     /// Runs work that may parse source files on the blocking pool, so that no parse ever
     /// stalls the request-serving threads.
     pub(super) async fn blocking<T: Send + 'static>(
