@@ -1,27 +1,27 @@
-//! The HTTP layer that does wit's envelope work around jsonrpsee (PROTOCOL-NOTES section 1).
+//! The HTTP service of the daemon: wit's envelope (PROTOCOL-NOTES section 1) around jsonrpsee's
+//! method table.
 //!
 //! jsonrpsee knows JSON-RPC 2.0 but not wit's envelope: `witVersion` on every request and
 //! response, ids echoed exactly as written (negative and fractional numbers too), `POST /rpc`
 //! only, a body limit answered with 413, HTTP 400 for envelope errors, and a fixed key order in
-//! every response. This layer owns all of that. It validates each request (batch elements one
-//! by one), hands jsonrpsee a rewritten body whose ids are batch positions, and rebuilds the
-//! answer from jsonrpsee's response with the original ids put back.
+//! every response. This module owns all of that. It parses each request once (batch elements
+//! one by one), calls each valid element's jsonrpsee callback directly with the raw params
+//! (the callback parses them into the generated types and maps errors), and writes the answer
+//! with the original id put back. jsonrpsee's own HTTP server is not in the path: it would
+//! parse every body a second time.
 
-use std::collections::{HashMap, HashSet};
-use std::future::Future;
-use std::pin::Pin;
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{header, HeaderValue, Method, Request, Response, StatusCode};
+use http::{header, Extensions, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
-use jsonrpsee::server::{HttpBody, HttpResponse};
+use jsonrpsee::core::server::{ConnectionId, MethodCallback, Methods};
+use jsonrpsee::types::{Id, Params};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
-use tower::{Layer, Service};
 
 /// The one protocol version this daemon speaks.
 pub const WIT_VERSION: &str = "1";
@@ -35,209 +35,174 @@ const VERSION_MISMATCH: i32 = -32001;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Settings of the envelope layer.
+/// Settings of the envelope.
 #[derive(Debug, Clone)]
 pub struct EnvelopeConfig {
     /// Largest accepted request body in bytes; larger bodies answer HTTP 413.
     pub max_body_bytes: usize,
     /// How long a client may take to send its whole body once the headers arrived.
     pub body_timeout: Duration,
-    /// The method names the RPC module serves; anything else is METHOD_NOT_FOUND.
-    pub methods: Arc<HashSet<String>>,
 }
 
-/// Tower layer that wraps jsonrpsee's HTTP service with the wit envelope.
+/// An HTTP response with a complete body, as every answer of the daemon is.
+pub type HttpResponse = Response<Full<Bytes>>;
+
+/// The HTTP service of the daemon: checks the envelope and dispatches each call straight to
+/// the jsonrpsee method table (no second parse, no rewritten body). Cheap to clone.
 #[derive(Debug, Clone)]
-pub struct EnvelopeLayer {
+pub struct Envelope {
     config: Arc<EnvelopeConfig>,
+    methods: Methods,
 }
 
-impl EnvelopeLayer {
-    /// Creates the layer.
-    pub fn new(config: EnvelopeConfig) -> Self {
+impl Envelope {
+    /// The envelope around `methods`.
+    pub fn new(config: EnvelopeConfig, methods: Methods) -> Self {
         Self {
             config: Arc::new(config),
+            methods,
         }
     }
-}
 
-impl<S> Layer<S> for EnvelopeLayer {
-    type Service = EnvelopeService<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        EnvelopeService {
-            inner,
-            config: Arc::clone(&self.config),
+    /// Answers one HTTP request.
+    pub async fn handle<B>(&self, request: Request<B>) -> HttpResponse
+    where
+        B: hyper::body::Body<Data = Bytes>,
+        B::Error: Into<BoxError>,
+    {
+        let body = match self.read_body(request).await {
+            Ok(body) => body,
+            Err(refusal) => return *refusal,
+        };
+        let plan = match plan_request(&body, &self.methods) {
+            Ok(plan) => plan,
+            Err(failure) => return *failure,
+        };
+        let mut answers = HashMap::with_capacity(plan.calls.len());
+        for (index, call) in plan.calls.iter().enumerate() {
+            let answer = self.dispatch(call, index).await;
+            if call.answered {
+                answers.insert(index, answer);
+            }
         }
-    }
-}
-
-/// The service produced by [`EnvelopeLayer`].
-#[derive(Debug, Clone)]
-pub struct EnvelopeService<S> {
-    inner: S,
-    config: Arc<EnvelopeConfig>,
-}
-
-impl<S, B> Service<Request<B>> for EnvelopeService<S>
-where
-    S: Service<Request<Full<Bytes>>, Response = HttpResponse, Error = BoxError>
-        + Clone
-        + Send
-        + 'static,
-    S::Future: Send + 'static,
-    B: hyper::body::Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<BoxError>,
-{
-    type Response = HttpResponse;
-    type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<HttpResponse, BoxError>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
+        plan.assemble(&answers)
     }
 
-    fn call(&mut self, request: Request<B>) -> Self::Future {
-        // Take the service that was driven to readiness and leave a fresh clone behind.
-        let clone = self.inner.clone();
-        let inner = std::mem::replace(&mut self.inner, clone);
-        let config = Arc::clone(&self.config);
-        Box::pin(handle(inner, config, request))
-    }
-}
-
-async fn handle<S, B>(
-    mut inner: S,
-    config: Arc<EnvelopeConfig>,
-    request: Request<B>,
-) -> Result<HttpResponse, BoxError>
-where
-    S: Service<Request<Full<Bytes>>, Response = HttpResponse, Error = BoxError>,
-    B: hyper::body::Body<Data = Bytes>,
-    B::Error: Into<BoxError>,
-{
-    if request.uri().path() != RPC_PATH {
-        return Ok(envelope_failure(
-            StatusCode::NOT_FOUND,
-            INVALID_REQUEST,
-            "INVALID_REQUEST",
-            Some(
-                json!({"reason": format!("no such path {}; use POST /rpc", request.uri().path())}),
-            ),
-        ));
-    }
-    if request.method() != Method::POST {
-        let mut response = envelope_failure(
-            StatusCode::METHOD_NOT_ALLOWED,
-            INVALID_REQUEST,
-            "INVALID_REQUEST",
-            Some(
-                json!({"reason": format!("HTTP method {} is not allowed; use POST", request.method())}),
-            ),
-        );
-        response
-            .headers_mut()
-            .insert(header::ALLOW, HeaderValue::from_static("POST"));
-        return Ok(response);
-    }
-    let declared_length = request
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared_length.is_some_and(|len| len > config.max_body_bytes as u64) {
-        return Ok(too_large(config.max_body_bytes));
-    }
-
-    let limited = Limited::new(request.into_body(), config.max_body_bytes);
-    let body = match tokio::time::timeout(config.body_timeout, limited.collect()).await {
-        Err(_elapsed) => {
-            return Ok(envelope_failure(
+    /// Checks path, method and size, and collects the body within the body timeout.
+    async fn read_body<B>(&self, request: Request<B>) -> Result<Bytes, Box<HttpResponse>>
+    where
+        B: hyper::body::Body<Data = Bytes>,
+        B::Error: Into<BoxError>,
+    {
+        if request.uri().path() != RPC_PATH {
+            return Err(Box::new(envelope_failure(
+                StatusCode::NOT_FOUND,
+                INVALID_REQUEST,
+                "INVALID_REQUEST",
+                Some(
+                    json!({"reason": format!("no such path {}; use POST /rpc", request.uri().path())}),
+                ),
+            )));
+        }
+        if request.method() != Method::POST {
+            let mut response = envelope_failure(
+                StatusCode::METHOD_NOT_ALLOWED,
+                INVALID_REQUEST,
+                "INVALID_REQUEST",
+                Some(
+                    json!({"reason": format!("HTTP method {} is not allowed; use POST", request.method())}),
+                ),
+            );
+            response
+                .headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("POST"));
+            return Err(Box::new(response));
+        }
+        let max = self.config.max_body_bytes;
+        let declared_length = request
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared_length.is_some_and(|len| len > max as u64) {
+            return Err(Box::new(too_large(max)));
+        }
+        let limited = Limited::new(request.into_body(), max);
+        match tokio::time::timeout(self.config.body_timeout, limited.collect()).await {
+            Err(_elapsed) => Err(Box::new(envelope_failure(
                 StatusCode::REQUEST_TIMEOUT,
                 INVALID_REQUEST,
                 "INVALID_REQUEST",
                 Some(json!({"reason": "the request body did not arrive in time"})),
-            ))
-        }
-        Ok(Err(error)) => {
-            if error
-                .downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some()
-            {
-                return Ok(too_large(config.max_body_bytes));
+            ))),
+            Ok(Err(error)) => {
+                if error
+                    .downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some()
+                {
+                    return Err(Box::new(too_large(max)));
+                }
+                Err(Box::new(envelope_failure(
+                    StatusCode::BAD_REQUEST,
+                    INVALID_REQUEST,
+                    "INVALID_REQUEST",
+                    Some(json!({"reason": format!("could not read the request body: {error}")})),
+                )))
             }
-            return Ok(envelope_failure(
-                StatusCode::BAD_REQUEST,
-                INVALID_REQUEST,
-                "INVALID_REQUEST",
-                Some(json!({"reason": format!("could not read the request body: {error}")})),
-            ));
-        }
-        Ok(Ok(collected)) => collected.to_bytes(),
-    };
-
-    let plan = match plan_request(&body, &config.methods) {
-        Ok(plan) => plan,
-        Err(failure) => return Ok(*failure),
-    };
-    let inner_output = match plan.forwarded_body() {
-        None => None,
-        Some(forward) => {
-            let mut forwarded = Request::new(Full::new(Bytes::from(forward)));
-            *forwarded.method_mut() = Method::POST;
-            *forwarded.uri_mut() = http::Uri::from_static(RPC_PATH);
-            forwarded.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            let response = inner.call(forwarded).await?;
-            let status = response.status();
-            let bytes = response.into_body().collect().await?.to_bytes();
-            if !status.is_success() {
-                // Not a JSON-RPC answer (jsonrpsee's own HTTP-level refusals): pass it on as is.
-                let mut passthrough = Response::new(HttpBody::from(bytes.to_vec()));
-                *passthrough.status_mut() = status;
-                set_json_content_type(&mut passthrough);
-                return Ok(passthrough);
-            }
-            Some(bytes)
-        }
-    };
-    Ok(plan.assemble(inner_output.as_deref()))
-}
-
-/// One element of the incoming request as the layer judged it.
-enum Slot {
-    /// An envelope failure answered by the layer itself: a finished response object.
-    Answered(String),
-    /// A method-level error answered by the layer itself (HTTP 200 when alone).
-    MethodError(String),
-    /// Forwarded to jsonrpsee under position `index`; `id` is the original raw id text.
-    Forwarded { index: usize, id: String },
-    /// A valid notification: forwarded, and never answered.
-    Notification,
-}
-
-struct Plan {
-    batch: bool,
-    slots: Vec<Slot>,
-    forwarded: Vec<String>,
-}
-
-impl Plan {
-    fn forwarded_body(&self) -> Option<String> {
-        if self.forwarded.is_empty() {
-            return None;
-        }
-        if self.batch {
-            Some(format!("[{}]", self.forwarded.join(",")))
-        } else {
-            self.forwarded.first().cloned()
+            Ok(Ok(collected)) => Ok(collected.to_bytes()),
         }
     }
 
-    fn assemble(self, inner: Option<&[u8]>) -> HttpResponse {
-        let answers = inner.map(index_inner_responses).unwrap_or_default();
+    /// Runs one call through its jsonrpsee callback (which parses the params and maps errors)
+    /// and splits the answer into result and error text.
+    async fn dispatch(&self, call: &Call<'_>, index: usize) -> InnerAnswer {
+        let id = Id::Number(u64::try_from(index).unwrap_or(u64::MAX));
+        let params = Params::new(call.params).into_owned();
+        let response = match self.methods.method_with_name(call.method) {
+            Some((_, MethodCallback::Async(callback))) => {
+                callback(id, params, ConnectionId(0), usize::MAX, Extensions::new()).await
+            }
+            Some((_, MethodCallback::Sync(callback))) => {
+                callback(id, params, usize::MAX, Extensions::new())
+            }
+            Some(_) | None => {
+                return InnerAnswer::internal("the method cannot be called over HTTP");
+            }
+        };
+        InnerAnswer::from_response(response.as_json().get())
+    }
+}
+
+/// One element of the incoming request as the envelope judged it.
+enum Slot {
+    /// An envelope failure answered by the envelope itself: a finished response object.
+    Answered(String),
+    /// A method-level error answered by the envelope itself (HTTP 200 when alone).
+    MethodError(String),
+    /// Dispatched as call `index`; `id` is the original raw id text.
+    Dispatched { index: usize, id: String },
+    /// A valid notification: dispatched, and never answered.
+    Notification,
+}
+
+/// A call to dispatch, borrowing from the request body.
+struct Call<'a> {
+    /// The method name as the method table spells it.
+    method: &'static str,
+    /// The raw `params` text, if any.
+    params: Option<&'a str>,
+    /// Whether the caller expects an answer (false for notifications).
+    answered: bool,
+}
+
+struct Plan<'a> {
+    batch: bool,
+    slots: Vec<Slot>,
+    calls: Vec<Call<'a>>,
+}
+
+impl Plan<'_> {
+    fn assemble(self, answers: &HashMap<usize, InnerAnswer>) -> HttpResponse {
         let mut entries = Vec::with_capacity(self.slots.len());
         let mut single_status = StatusCode::OK;
         for slot in self.slots {
@@ -246,7 +211,7 @@ impl Plan {
                     single_status = StatusCode::BAD_REQUEST;
                     entries.push(text);
                 }
-                Slot::Forwarded { index, id } => match answers.get(&index) {
+                Slot::Dispatched { index, id } => match answers.get(&index) {
                     Some(InnerAnswer { result, error }) => {
                         entries.push(response_object(&id, result.as_deref(), error.as_deref()))
                     }
@@ -262,7 +227,7 @@ impl Plan {
             }
         }
         if entries.is_empty() {
-            let mut response = Response::new(HttpBody::empty());
+            let mut response = Response::new(Full::new(Bytes::new()));
             *response.status_mut() = StatusCode::NO_CONTENT;
             return response;
         }
@@ -276,42 +241,47 @@ impl Plan {
 }
 
 #[derive(Deserialize)]
-struct InnerAnswerWire {
-    id: Option<u64>,
-    result: Option<Box<RawValue>>,
-    error: Option<Box<RawValue>>,
+struct InnerAnswerWire<'a> {
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
 }
 
+/// The result or error text of one dispatched call.
 struct InnerAnswer {
     result: Option<String>,
     error: Option<String>,
 }
 
-fn index_inner_responses(bytes: &[u8]) -> HashMap<usize, InnerAnswer> {
-    let mut out = HashMap::new();
-    let wires: Vec<InnerAnswerWire> = match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
-        Some(b'[') => serde_json::from_slice(bytes).unwrap_or_default(),
-        _ => serde_json::from_slice::<InnerAnswerWire>(bytes)
-            .map(|one| vec![one])
-            .unwrap_or_default(),
-    };
-    for wire in wires {
-        if let Some(id) = wire.id.and_then(|id| usize::try_from(id).ok()) {
-            out.insert(
-                id,
-                InnerAnswer {
-                    result: wire.result.map(|r| r.get().to_owned()),
-                    error: wire.error.map(|e| e.get().to_owned()),
-                },
-            );
+impl InnerAnswer {
+    /// Splits jsonrpsee's response object into its result and error.
+    fn from_response(text: &str) -> InnerAnswer {
+        match serde_json::from_str::<InnerAnswerWire<'_>>(text) {
+            Ok(wire) => InnerAnswer {
+                result: wire.result.map(|r| r.get().to_owned()),
+                error: wire.error.map(|e| e.get().to_owned()),
+            },
+            Err(_) => InnerAnswer::internal("the method produced a malformed response"),
         }
     }
-    out
+
+    /// An INTERNAL_ERROR answer with `reason`.
+    fn internal(reason: &str) -> InnerAnswer {
+        InnerAnswer {
+            result: None,
+            error: Some(error_payload(
+                -32603,
+                "INTERNAL_ERROR",
+                Some(&json!({ "reason": reason })),
+            )),
+        }
+    }
 }
 
 /// Judges the whole body: parse, shape, witVersion and method of each element.
 /// The whole-body rejection is boxed: an HTTP response is large and the plan is the hot path.
-fn plan_request(body: &[u8], methods: &HashSet<String>) -> Result<Plan, Box<HttpResponse>> {
+fn plan_request<'a>(body: &'a [u8], methods: &Methods) -> Result<Plan<'a>, Box<HttpResponse>> {
     let top: &RawValue = match serde_json::from_slice(body) {
         Ok(top) => top,
         Err(error) => {
@@ -347,7 +317,7 @@ fn plan_request(body: &[u8], methods: &HashSet<String>) -> Result<Plan, Box<Http
         let mut plan = Plan {
             batch: true,
             slots: Vec::with_capacity(elements.len()),
-            forwarded: Vec::new(),
+            calls: Vec::new(),
         };
         for element in elements {
             plan_element(element, methods, &mut plan);
@@ -357,7 +327,7 @@ fn plan_request(body: &[u8], methods: &HashSet<String>) -> Result<Plan, Box<Http
         let mut plan = Plan {
             batch: false,
             slots: Vec::with_capacity(1),
-            forwarded: Vec::new(),
+            calls: Vec::new(),
         };
         plan_element(top, methods, &mut plan);
         Ok(plan)
@@ -387,7 +357,7 @@ fn present<'de, D: serde::Deserializer<'de>>(
     <&RawValue as Deserialize>::deserialize(deserializer).map(Some)
 }
 
-fn plan_element(element: &RawValue, methods: &HashSet<String>, plan: &mut Plan) {
+fn plan_element<'a>(element: &'a RawValue, methods: &Methods, plan: &mut Plan<'a>) {
     let invalid = |reason: &str| {
         Slot::Answered(error_object(
             "null",
@@ -450,7 +420,7 @@ fn plan_element(element: &RawValue, methods: &HashSet<String>, plan: &mut Plan) 
             return;
         }
     }
-    if !methods.contains(&method) {
+    let Some((method_name, _)) = methods.method_with_name(&method) else {
         // An unknown method is a method-level error: answered with HTTP 200, unlike the
         // envelope failures above. Notifications to unknown methods get no answer.
         if let Some(id) = id {
@@ -462,26 +432,16 @@ fn plan_element(element: &RawValue, methods: &HashSet<String>, plan: &mut Plan) 
             )));
         }
         return;
-    }
-    let index = plan.forwarded.len();
-    let params = fields
-        .params
-        .map(|p| format!(",\"params\":{}", p.get()))
-        .unwrap_or_default();
-    let method_json = fields.method.map(RawValue::get).unwrap_or("\"\"");
+    };
+    let index = plan.calls.len();
+    plan.calls.push(Call {
+        method: method_name,
+        params: fields.params.map(RawValue::get),
+        answered: id.is_some(),
+    });
     match id {
-        Some(id) => {
-            plan.forwarded.push(format!(
-                "{{\"jsonrpc\":\"2.0\",\"id\":{index},\"method\":{method_json}{params}}}"
-            ));
-            plan.slots.push(Slot::Forwarded { index, id });
-        }
-        None => {
-            plan.forwarded.push(format!(
-                "{{\"jsonrpc\":\"2.0\",\"method\":{method_json}{params}}}"
-            ));
-            plan.slots.push(Slot::Notification);
-        }
+        Some(id) => plan.slots.push(Slot::Dispatched { index, id }),
+        None => plan.slots.push(Slot::Notification),
     }
 }
 
@@ -518,7 +478,7 @@ fn error_object(id: &str, code: i32, message: &str, data: Option<&Value>) -> Str
 }
 
 fn json_response(status: StatusCode, body: String) -> HttpResponse {
-    let mut response = Response::new(HttpBody::from(body));
+    let mut response = Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = status;
     set_json_content_type(&mut response);
     response

@@ -1,25 +1,25 @@
 //! Serves a jsonrpsee method table over HTTP/1.1 on a Unix socket.
 //!
 //! One accept loop; each connection gets its own task running hyper's HTTP/1 connection
-//! driver (keep-alive on) around jsonrpsee's tower service wrapped in the
-//! [`EnvelopeLayer`]. Connections are capped: an excess connection is answered with a JSON
+//! driver (keep-alive on) around the [`Envelope`], which dispatches to jsonrpsee's method
+//! table. Connections are capped: an excess connection is answered with a JSON
 //! 503 and closed, never left hanging. Shutdown stops accepting, lets in-flight requests
 //! finish within a bound, then returns.
 
-use std::collections::HashSet;
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::server::conn::http1;
+use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
-use jsonrpsee::server::{stop_channel, BatchRequestConfig, Methods, ServerConfig};
+use jsonrpsee::server::Methods;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
-use super::envelope::{EnvelopeConfig, EnvelopeLayer};
+use super::envelope::{Envelope, EnvelopeConfig};
 
 /// Limits and timeouts of the socket server.
 #[derive(Debug, Clone)]
@@ -55,27 +55,13 @@ pub async fn serve(
     config: ServeConfig,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
-    let method_names: HashSet<String> = methods.method_names().map(str::to_owned).collect();
-    let envelope = EnvelopeLayer::new(EnvelopeConfig {
-        max_body_bytes: config.max_body_bytes,
-        body_timeout: config.body_timeout,
-        methods: Arc::new(method_names),
-    });
-    // jsonrpsee's own limits sit above ours so that the envelope layer is the one that answers.
-    let jsonrpsee_body_limit =
-        u32::try_from(config.max_body_bytes.saturating_mul(2) + 1024).unwrap_or(u32::MAX);
-    let server_config = ServerConfig::builder()
-        .http_only()
-        .max_request_body_size(jsonrpsee_body_limit)
-        .max_response_body_size(u32::MAX)
-        .max_connections(u32::MAX)
-        .set_batch_request_config(BatchRequestConfig::Unlimited)
-        .build();
-    let (stop_handle, server_handle) = stop_channel();
-    let service_builder = jsonrpsee::server::Server::builder()
-        .set_config(server_config)
-        .set_http_middleware(tower::ServiceBuilder::new().layer(envelope))
-        .to_service_builder();
+    let envelope = Envelope::new(
+        EnvelopeConfig {
+            max_body_bytes: config.max_body_bytes,
+            body_timeout: config.body_timeout,
+        },
+        methods,
+    );
 
     let permits = Arc::new(Semaphore::new(config.max_connections));
     let (closing_tx, closing_rx) = watch::channel(false);
@@ -100,10 +86,11 @@ pub async fn serve(
             connections.spawn(refuse_connection(stream));
             continue;
         };
-        let service = service_builder
-            .clone()
-            .build(methods.clone(), stop_handle.clone());
-        let hyper_service = TowerToHyperService::new(service);
+        let envelope = envelope.clone();
+        let hyper_service = service_fn(move |request| {
+            let envelope = envelope.clone();
+            async move { Ok::<_, Infallible>(envelope.handle(request).await) }
+        });
         let mut closing = closing_rx.clone();
         let header_timeout = config.header_timeout;
         connections.spawn(async move {
@@ -135,7 +122,6 @@ pub async fn serve(
         tracing::warn!("shutdown grace period over; dropping remaining connections");
         connections.abort_all();
     }
-    let _ = server_handle.stop();
 }
 
 fn log_connection_end(result: Result<(), hyper::Error>) {
