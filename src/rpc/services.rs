@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use jsonrpsee::server::Methods;
+use jsonrpsee::Methods;
 use jsonrpsee::RpcModule;
 
 use super::code_index::AnalysisIndex;
