@@ -45,6 +45,7 @@ const SECTIONS: &[&str] = &[
     "locks",
     "intents",
     "contracts",
+    "isolation",
     "small",
     "cli",
 ];
@@ -880,6 +881,71 @@ async fn main() -> Result<()> {
             }
         }
     }
+    // Parsing never blocks other clients: ping on one connection while another hammers the
+    // 169 KB file (acquire+release on it unchanged; check-contracts with new content each time,
+    // so a real parse per call).
+    if options.wants("isolation") {
+        let (label, rel, text, functions) = &generated[1];
+        let functions = *functions;
+        // One accepted contract on the file, so that check-contracts must parse the content.
+        let proposed = setup
+            .call(
+                "contract.propose",
+                json!({"sessionId": "iso-owner", "symbolPath": format!("{rel}:fn_1")}),
+            )
+            .await?;
+        let id = proposed["contractId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        setup
+            .call(
+                "contract.respond",
+                json!({"contractId": id, "sessionId": "iso-peer", "accept": true}),
+            )
+            .await?;
+        let hammer_rel = rel.clone();
+        let hammer_locks: MakeOp = Arc::new(move |_, i| {
+            let symbol = format!("{hammer_rel}:fn_{}", i % functions.max(1));
+            op(vec![
+                request(
+                    "lock.acquire",
+                    &json!({"symbolPath": symbol, "sessionId": "hammer", "ttlMs": 60_000}),
+                ),
+                request(
+                    "lock.release",
+                    &json!({"symbolPath": symbol, "sessionId": "hammer"}),
+                ),
+            ])
+        });
+        let hammer_rel = rel.clone();
+        let hammer_text = text.clone();
+        let hammer_parse: MakeOp = Arc::new(move |_, i| {
+            let content = format!("{hammer_text}// hammer {i}\n");
+            op(vec![request(
+                "check-contracts",
+                &json!({"files": [{"path": hammer_rel, "content": content}]}),
+            )])
+        });
+        for (what, hammer) in [
+            (
+                format!("lock.acquire+release on the {label} file"),
+                hammer_locks,
+            ),
+            (
+                format!("check-contracts parsing new {label} content"),
+                hammer_parse,
+            ),
+        ] {
+            let (m, hammered) = ping_beside(&socket, pid, scale(40_000, 10_000), hammer).await?;
+            report.row(
+                &format!("ping while another connection loops {what} ({hammered} calls meanwhile)"),
+                1,
+                &m,
+            );
+        }
+    }
+
     // 200 small files with 1,000 accepted contracts, checked in one call.
     if !quick && options.wants("small") {
         let mut files = Vec::new();
@@ -1042,4 +1108,36 @@ fn median_commits(root: &Path, series: &str, runs: usize) -> Result<Duration> {
     }
     times.sort_unstable();
     Ok(times[times.len() / 2])
+}
+
+/// Measures `pings` pings on one connection while another connection sends `hammer`'s
+/// requests in a loop; returns the pings' figures and how many hammer operations ran meanwhile.
+async fn ping_beside(
+    socket: &Path,
+    pid: Option<u32>,
+    pings: usize,
+    hammer: MakeOp,
+) -> Result<(Measured, usize)> {
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut conn = Conn::open(socket).await?;
+    let hammering = tokio::spawn({
+        let stop = Arc::clone(&stop);
+        async move {
+            let mut done = 0usize;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for body in hammer(0, done) {
+                    conn.post(&body).await?;
+                }
+                done += 1;
+            }
+            anyhow::Ok(done)
+        }
+    });
+    // Let the hammer get going before measuring.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let ping = Arc::new(|_: usize, _: usize| op(vec![ping_body()])) as MakeOp;
+    let measured = measure(socket, pid, 1, pings, ping).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let hammered = hammering.await??;
+    Ok((measured?, hammered))
 }
