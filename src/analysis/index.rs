@@ -230,6 +230,25 @@ impl RepoIndex {
         fresh
     }
 
+    /// Whether the symbols of `rel_path` and their callees ([`RepoIndex::callees`]) would
+    /// answer from the index as it is, without building it or parsing any file: the index is
+    /// built, and the file and the files it imports are unchanged on disk (a few `stat`s).
+    pub fn file_and_imports_are_fresh(&self, rel_path: &str) -> bool {
+        if Language::for_path(rel_path).is_none() {
+            return true;
+        }
+        if !self.is_built() || check_relative(rel_path).is_err() || self.is_stale(rel_path) {
+            return false;
+        }
+        let imported: Vec<String> = self
+            .read()
+            .files
+            .get(rel_path)
+            .map(|entry| entry.imported_files.iter().cloned().collect())
+            .unwrap_or_default();
+        imported.iter().all(|file| !self.is_stale(file))
+    }
+
     /// The symbols that `name` in `rel_path` calls (resolved calls only), sorted.
     pub fn callees(&self, rel_path: &str, name: &str) -> Vec<SymbolRef> {
         self.ensure_built();

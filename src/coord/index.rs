@@ -31,6 +31,10 @@ pub trait CodeIndex: Send + Sync {
     /// any file (so it may run on a request-serving thread rather than a blocking pool).
     fn callers_are_fresh(&self, file: &str, name: &str) -> bool;
 
+    /// Whether [`CodeIndex::symbol_ranges`] and [`CodeIndex::callees`] in `file` would answer
+    /// at once, without parsing any file.
+    fn file_is_fresh(&self, file: &str) -> bool;
+
     /// Symbol paths (`file:qualified`) of the symbols `file:name` calls, in any file.
     fn callees(&self, file: &str, name: &str) -> Vec<String>;
 

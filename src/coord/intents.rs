@@ -81,7 +81,21 @@ fn intersects(a: (i64, i64), b: (i64, i64)) -> bool {
     a.0 < b.1 && b.0 < a.1
 }
 
+/// Most files a declare may list and still run on the calling thread (one `stat` or so each).
+const QUICK_DECLARE_FILES: usize = 64;
+
 impl Coord {
+    /// Whether [`Coord::declare_intent`] over `files` would finish without parsing source
+    /// (the index knows every listed file and its imports as they are on disk), so it can run
+    /// on the calling thread. Invalid input is quick too: it fails before any lookup.
+    pub fn declare_is_quick(&self, files: &[String]) -> bool {
+        files.len() <= QUICK_DECLARE_FILES
+            && files.iter().all(|file| match normalize(file) {
+                Ok(file) => self.index.file_is_fresh(&file),
+                Err(_) => true,
+            })
+    }
+
     /// Declares an intent of `session_id` to change `files` (and, optionally, `symbols` in
     /// them), stores it as `declared` and reports the conflicts with other sessions' work.
     pub fn declare_intent(

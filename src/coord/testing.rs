@@ -172,6 +172,10 @@ impl CodeIndex for FakeIndex {
         true
     }
 
+    fn file_is_fresh(&self, _file: &str) -> bool {
+        true
+    }
+
     fn callees(&self, file: &str, name: &str) -> Vec<String> {
         let path = join_symbol_path(file, name);
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);

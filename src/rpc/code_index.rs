@@ -54,6 +54,10 @@ impl CodeIndex for AnalysisIndex {
         self.index.callers_are_fresh(file, name)
     }
 
+    fn file_is_fresh(&self, file: &str) -> bool {
+        self.index.file_and_imports_are_fresh(file)
+    }
+
     fn callees(&self, file: &str, name: &str) -> Vec<String> {
         self.index
             .callees(file, name)

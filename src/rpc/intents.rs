@@ -14,15 +14,19 @@ impl IntentMethods for App {
         &self,
         params: IntentDeclareParams,
     ) -> Result<IntentDeclareResult, ProtocolError> {
+        let files = params.files.clone();
         let declared = self
-            .blocking(move |coord| {
-                coord.declare_intent(
-                    &params.session_id,
-                    &params.description,
-                    &params.files,
-                    (!params.symbols.is_empty()).then_some(params.symbols.as_slice()),
-                )
-            })
+            .inline_when_quick(
+                |coord| coord.declare_is_quick(&files),
+                move |coord| {
+                    coord.declare_intent(
+                        &params.session_id,
+                        &params.description,
+                        &params.files,
+                        (!params.symbols.is_empty()).then_some(params.symbols.as_slice()),
+                    )
+                },
+            )
             .await?;
         let items: Vec<_> = declared
             .conflicts

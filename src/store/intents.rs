@@ -89,28 +89,45 @@ impl Reader<'_> {
 
     /// Intents matching `filter`, ordered by declaration time, then creation order.
     pub fn intents(&self, filter: &IntentFilter<'_>) -> Result<Vec<Intent>> {
-        let mut sql = format!("SELECT {INTENT_COLUMNS} FROM intents i WHERE ");
-        let mut args: Vec<&dyn ToSql> = Vec::new();
-        match &filter.status {
-            Some(status) => {
-                sql.push_str("i.status = ?");
-                args.push(status);
-            }
-            None => sql.push_str("i.status IN ('declared', 'active')"),
-        }
-        if let Some(session) = &filter.session_id {
-            sql.push_str(" AND i.session_id = ?");
-            args.push(session);
-        }
-        if let Some(file) = &filter.file {
-            sql.push_str(" AND i.seq IN (SELECT intent_seq FROM intent_ranges WHERE file = ?)");
-            args.push(file);
-        }
-        sql.push_str(" ORDER BY i.declared_at, i.seq");
+        let (sql, args) = intents_query(filter);
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let rows = stmt.query_map(args.as_slice(), intent_from_row)?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
+}
+
+/// The SQL and arguments of [`Reader::intents`] for `filter`.
+pub(super) fn intents_query<'f>(filter: &'f IntentFilter<'_>) -> (String, Vec<&'f dyn ToSql>) {
+    let mut sql = format!("SELECT {INTENT_COLUMNS} FROM intents i WHERE ");
+    let mut args: Vec<&dyn ToSql> = Vec::new();
+    // With a file or session filter, that filter's index is the selective one: the unary `+`
+    // keeps SQLite from walking the status index over every live intent instead.
+    let status_column = if filter.file.is_some() || filter.session_id.is_some() {
+        "+i.status"
+    } else {
+        "i.status"
+    };
+    match &filter.status {
+        Some(status) => {
+            sql.push_str(status_column);
+            sql.push_str(" = ?");
+            args.push(status);
+        }
+        None => {
+            sql.push_str(status_column);
+            sql.push_str(" IN ('declared', 'active')");
+        }
+    }
+    if let Some(session) = &filter.session_id {
+        sql.push_str(" AND i.session_id = ?");
+        args.push(session);
+    }
+    if let Some(file) = &filter.file {
+        sql.push_str(" AND i.seq IN (SELECT intent_seq FROM intent_ranges WHERE file = ?)");
+        args.push(file);
+    }
+    sql.push_str(" ORDER BY i.declared_at, i.seq");
+    (sql, args)
 }
 
 impl Writer<'_> {

@@ -341,7 +341,7 @@ mod tests {
                 "contracts_file_status",
             ),
             (
-                "SELECT * FROM intents i WHERE i.status IN ('declared', 'active') \
+                "SELECT * FROM intents i WHERE +i.status IN ('declared', 'active') \
                  AND i.seq IN (SELECT intent_seq FROM intent_ranges WHERE file = 'x')",
                 "intent_ranges_file",
             ),
@@ -370,6 +370,48 @@ mod tests {
                     && !plan.contains("SCAN contracts"),
                 "{sql}: {plan}"
             );
+        }
+    }
+
+    /// `intent.query` by file or session looks up that file's or session's rows, never walks
+    /// every live intent through the status index.
+    #[test]
+    fn intent_queries_by_file_or_session_use_their_index() {
+        let store = Store::open_in_memory().unwrap();
+        let cases = [
+            (
+                IntentFilter {
+                    file: Some("x"),
+                    ..IntentFilter::default()
+                },
+                "INTEGER PRIMARY KEY",
+            ),
+            (
+                IntentFilter {
+                    session_id: Some("s"),
+                    status: Some(IntentStatus::Active),
+                    ..IntentFilter::default()
+                },
+                "intents_session",
+            ),
+            (IntentFilter::default(), "intents_status"),
+        ];
+        for (filter, index) in cases {
+            let (sql, args) = intents::intents_query(&filter);
+            let plan = {
+                let conn = store.conn.lock().unwrap();
+                let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+                let rows = stmt
+                    .query_map(args.as_slice(), |r| r.get::<_, String>(3))
+                    .unwrap()
+                    .collect::<rusqlite::Result<Vec<_>>>()
+                    .unwrap();
+                rows.join("; ")
+            };
+            assert!(plan.contains(index), "{filter:?}: {plan}");
+            if index != "intents_status" {
+                assert!(!plan.contains("intents_status"), "{filter:?}: {plan}");
+            }
         }
     }
 
