@@ -53,6 +53,8 @@ fn word_hash(bytes: &[u8]) -> u64 {
 
 struct Entry {
     analysis: Arc<FileAnalysis>,
+    /// What the analysis costs in memory ([`FileAnalysis::approx_heap_bytes`]).
+    weight: usize,
     last_used: u64,
 }
 
@@ -69,7 +71,9 @@ pub(crate) struct ContentCache {
 }
 
 impl ContentCache {
-    /// A cache holding analyses of at most `capacity` bytes of source.
+    /// A cache holding analyses that take at most `capacity` bytes of memory (as
+    /// [`FileAnalysis::approx_heap_bytes`] counts them; an analysis is several times the size
+    /// of its source, so a bound on source bytes would not bound memory).
     pub(crate) fn new(capacity: usize) -> ContentCache {
         ContentCache {
             inner: Mutex::new(Inner {
@@ -92,38 +96,37 @@ impl ContentCache {
     }
 
     /// Remembers an analysis; evicts the least recently used entries beyond the capacity.
-    /// Content larger than the whole capacity is not kept.
     pub(crate) fn insert(&self, key: ContentKey, analysis: Arc<FileAnalysis>) {
-        if key.len > self.capacity {
+        let weight = analysis.approx_heap_bytes();
+        if weight > self.capacity {
             return;
         }
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.tick += 1;
         let tick = inner.tick;
-        if inner
-            .entries
-            .insert(
-                key,
-                Entry {
-                    analysis,
-                    last_used: tick,
-                },
-            )
-            .is_none()
-        {
-            inner.bytes += key.len;
+        let replaced = inner.entries.insert(
+            key,
+            Entry {
+                analysis,
+                weight,
+                last_used: tick,
+            },
+        );
+        inner.bytes += weight;
+        if let Some(old) = replaced {
+            inner.bytes = inner.bytes.saturating_sub(old.weight);
         }
         while inner.bytes > self.capacity {
-            let Some(oldest) = inner
+            let Some((oldest, weight)) = inner
                 .entries
                 .iter()
                 .min_by_key(|(_, e)| e.last_used)
-                .map(|(k, _)| *k)
+                .map(|(k, e)| (*k, e.weight))
             else {
                 break;
             };
             inner.entries.remove(&oldest);
-            inner.bytes = inner.bytes.saturating_sub(oldest.len);
+            inner.bytes = inner.bytes.saturating_sub(weight);
         }
     }
 
@@ -141,8 +144,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn evicts_least_recently_used_by_bytes() {
-        let cache = ContentCache::new(10);
+    fn evicts_least_recently_used_by_weight() {
+        let one = FileAnalysis::default().approx_heap_bytes();
+        let cache = ContentCache::new(2 * one + one / 2);
         let a = ContentKey::new(Language::Python, "aaaa");
         let b = ContentKey::new(Language::Python, "bbbb");
         let c = ContentKey::new(Language::Python, "cccc");
@@ -154,9 +158,28 @@ mod tests {
         assert!(cache.get(&b).is_none(), "b was least recently used");
         assert!(cache.get(&c).is_some());
         assert_eq!(cache.len(), 2);
-        let huge = ContentKey::new(Language::Python, "01234567890");
-        cache.insert(huge, Arc::default());
-        assert!(cache.get(&huge).is_none());
+        // An analysis heavier than the whole cache is not kept (however short its source).
+        let source: String = (0..50)
+            .map(|i| format!("def f{i}(a, b=1):\n    return g(a)\n"))
+            .collect();
+        let heavy = Arc::new(crate::analysis::analyze(Language::Python, &source));
+        assert!(heavy.approx_heap_bytes() > 3 * one);
+        let key = ContentKey::new(Language::Python, &source);
+        cache.insert(key, heavy);
+        assert!(cache.get(&key).is_none());
+        assert_eq!(cache.len(), 2);
+    }
+
+    /// An analysis weighs more than its bare records: every string counts.
+    #[test]
+    fn weight_grows_with_the_analysis() {
+        let small = crate::analysis::analyze(Language::TypeScript, "function f(a: number) {}\n");
+        let source: String = (0..100)
+            .map(|i| format!("function f{i}(a: number) {{ return g(a); }}\n"))
+            .collect();
+        let large = crate::analysis::analyze(Language::TypeScript, &source);
+        assert!(small.approx_heap_bytes() > FileAnalysis::default().approx_heap_bytes());
+        assert!(large.approx_heap_bytes() > 50 * small.approx_heap_bytes() / 2);
     }
 
     #[test]

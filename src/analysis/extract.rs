@@ -183,6 +183,61 @@ pub enum Lookup<'a> {
 }
 
 impl FileAnalysis {
+    /// About how many bytes of memory the analysis holds: its records, their strings and its
+    /// name index (allocator overhead aside). Bounds the content cache by what it costs.
+    pub fn approx_heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let symbols: usize = self
+            .symbols
+            .iter()
+            .map(|s| {
+                size_of::<Symbol>()
+                    + s.name.len()
+                    + s.qualified_name.len()
+                    + s.signature.as_ref().map_or(0, String::len)
+            })
+            .sum();
+        let calls: usize = self
+            .calls
+            .iter()
+            .map(|c| {
+                let target = match &c.target {
+                    CallTarget::Local(name) => name.len(),
+                    CallTarget::Import { module, path } => {
+                        module.len()
+                            + path
+                                .iter()
+                                .map(|p| size_of::<String>() + p.len())
+                                .sum::<usize>()
+                    }
+                    CallTarget::Unresolved => 0,
+                };
+                size_of::<CallSite>()
+                    + c.caller.as_ref().map_or(0, String::len)
+                    + c.callee.len()
+                    + target
+            })
+            .sum();
+        let imports: usize = self
+            .imports
+            .iter()
+            .map(|i| size_of::<Import>() + i.local.len() + i.module.len())
+            .sum();
+        let diagnostics: usize = self
+            .diagnostics
+            .iter()
+            .map(|d| size_of::<Diagnostic>() + d.message.len())
+            .sum();
+        let index: usize = self
+            .by_qualified
+            .iter()
+            .map(|(name, at)| {
+                size_of::<(String, Vec<usize>)>() + name.len() + at.len() * size_of::<usize>() + 8
+            })
+            .sum();
+        size_of::<FileAnalysis>() + symbols + calls + imports + diagnostics + index
+    }
+
     /// An analysis with no symbols, saying why.
     pub(crate) fn empty(language: Option<Language>, message: &str) -> FileAnalysis {
         FileAnalysis {

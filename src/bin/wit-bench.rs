@@ -202,6 +202,8 @@ struct Measured {
     latencies: Vec<Duration>,
     cpu: Option<Duration>,
     errors: usize,
+    /// The daemon's resident set right after the run.
+    rss_kib: Option<u64>,
 }
 
 impl Measured {
@@ -275,6 +277,7 @@ async fn measure(
         latencies,
         cpu,
         errors,
+        rss_kib: pid.and_then(rss_kib),
     })
 }
 
@@ -321,9 +324,9 @@ struct Report {
 impl Report {
     fn header(&self) {
         println!(
-            "| benchmark | conc | ops | ops/s | p50 | p99 | daemon CPU/op | ops/s vs floor ping |"
+            "| benchmark | conc | ops | ops/s | p50 | p99 | daemon CPU/op | ops/s vs floor ping | daemon RSS after |"
         );
-        println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+        println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     }
     fn row(&self, name: &str, concurrency: usize, m: &Measured) {
         let cpu = m
@@ -339,8 +342,12 @@ impl Report {
         } else {
             String::new()
         };
+        let rss = m
+            .rss_kib
+            .map(|kib| format!("{:.1} MB", kib as f64 / 1024.0))
+            .unwrap_or_else(|| "-".into());
         println!(
-            "| {name}{errors} | {concurrency} | {} | {:.0} | {} | {} | {cpu} | {ratio} |",
+            "| {name}{errors} | {concurrency} | {} | {:.0} | {} | {} | {cpu} | {ratio} | {rss} |",
             m.ops,
             m.ops_per_sec(),
             fmt_duration(m.percentile(0.5)),
@@ -577,10 +584,11 @@ async fn main() -> Result<()> {
     let parsed = wit::analysis::analyze(wit::analysis::Language::TypeScript, &big.2);
     let parse_time = parse_started.elapsed();
     println!(
-        "floor: one tree-sitter analysis of the {} file ({} bytes, {} symbols): {}",
+        "floor: one tree-sitter analysis of the {} file ({} bytes, {} symbols, the analysis holds ~{:.1} MB): {}",
         big.0,
         big.2.len(),
         parsed.symbols.len(),
+        parsed.approx_heap_bytes() as f64 / 1e6,
         fmt_duration(parse_time)
     );
     println!();
@@ -611,7 +619,7 @@ async fn main() -> Result<()> {
     {
         let (daemon, startup) = Daemon::start(&options.wit, &empty).await?;
         println!(
-            "| start-up to first pong (empty repo): {} | RSS {} KiB | | | | | | |",
+            "| start-up to first pong (empty repo): {} | RSS {} KiB | | | | | | | |",
             fmt_duration(startup),
             rss_kib(daemon.pid()).unwrap_or(0)
         );
@@ -621,7 +629,7 @@ async fn main() -> Result<()> {
     let pid = Some(daemon.pid());
     let socket = daemon.socket.clone();
     println!(
-        "| start-up to first pong (bench repo): {} | RSS {} KiB | | | | | | |",
+        "| start-up to first pong (bench repo): {} | RSS {} KiB | | | | | | | |",
         fmt_duration(startup),
         rss_kib(daemon.pid()).unwrap_or(0)
     );
@@ -643,7 +651,7 @@ async fn main() -> Result<()> {
         )
         .await?;
     println!(
-        "| background index of the bench repo complete (first acquire answered) after: {} more | | | | | | | |",
+        "| background index of the bench repo complete (first acquire answered) after: {} more | | | | | | | | |",
         fmt_duration(settle_started.elapsed())
     );
 
@@ -1068,7 +1076,7 @@ fn cli_and_hook_timings(wit: &Path, root: &Path, runs: usize) -> Result<()> {
         cli(vec!["release".into(), format!("src/cli_{i}.ts:f")])
     })?;
     println!(
-        "| CLI call, median wall of {runs} processes: `wit call ping` {} | `wit lock` {} | `wit release` {} | | | | |",
+        "| CLI call, median wall of {runs} processes: `wit call ping` {} | `wit lock` {} | `wit release` {} | | | | | |",
         fmt_duration(ping),
         fmt_duration(lock),
         fmt_duration(release)
@@ -1083,7 +1091,7 @@ fn cli_and_hook_timings(wit: &Path, root: &Path, runs: usize) -> Result<()> {
     }
     let with_hooks = median_commits(root, "hooked", runs)?;
     println!(
-        "| git commit, median of {runs}: without hooks {} | with wit's hooks {} | hooks add {} | | | | |",
+        "| git commit, median of {runs}: without hooks {} | with wit's hooks {} | hooks add {} | | | | | |",
         fmt_duration(git_floor),
         fmt_duration(with_hooks),
         fmt_duration(with_hooks.saturating_sub(git_floor))
