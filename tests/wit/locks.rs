@@ -404,8 +404,8 @@ fn query_filters_literally_and_orders_by_acquisition() {
 /// Racing acquires on one symbol: exactly one winner per round, every loser told who won.
 #[test]
 fn racing_acquires_have_exactly_one_winner_per_round() {
-    const CLIENTS: usize = 150;
-    const ROUNDS: usize = 4;
+    const CLIENTS: usize = 200;
+    const ROUNDS: usize = 10;
     let repo = Repo::new();
     let _daemon = Daemon::start(&repo);
     let runtime = tokio::runtime::Builder::new_multi_thread()

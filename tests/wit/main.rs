@@ -7,5 +7,6 @@ mod contracts;
 mod harness;
 mod hostile;
 mod intents;
+mod load;
 mod locks;
 mod spine;
