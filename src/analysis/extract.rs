@@ -6,6 +6,7 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Serialize};
 use tree_sitter::{Node, ParseOptions, ParseState, Parser, QueryCursor, StreamingIterator, Tree};
 
 use super::language::{Language, LanguageSpec};
@@ -18,7 +19,7 @@ pub const PARSE_BUDGET: Duration = Duration::from_secs(5);
 const MAX_SYNTAX_DIAGNOSTICS: usize = 20;
 
 /// What kind of declaration a symbol is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum SymbolKind {
     /// A function declaration, or a variable initialised with an arrow or function expression.
     Function,
@@ -70,7 +71,7 @@ impl SymbolKind {
 }
 
 /// A named declaration in a file (PROTOCOL-NOTES 2.4).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Symbol {
     /// The declared name (`area`).
     pub name: String,
@@ -89,7 +90,7 @@ pub struct Symbol {
 }
 
 /// Where a call goes, as far as the calling file alone can tell.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum CallTarget {
     /// A symbol of the same file, by qualified name.
     Local(String),
@@ -107,7 +108,7 @@ pub enum CallTarget {
 }
 
 /// A call site.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallSite {
     /// Qualified name of the innermost named function-like symbol containing the call; `None`
     /// at module or class-body level.
@@ -123,7 +124,7 @@ pub struct CallSite {
 }
 
 /// How an import binds its local name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ImportKind {
     /// `import { f } from "./m"`, `from .m import f`: the exported name.
     Named(String),
@@ -134,7 +135,7 @@ pub enum ImportKind {
 }
 
 /// One imported binding.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Import {
     /// The name bound in this file (`m`, `f`, `pkg.m`).
     pub local: String,
@@ -145,7 +146,7 @@ pub struct Import {
 }
 
 /// Something worth knowing about a file that is not an error: broken code still has symbols.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diagnostic {
     /// 1-based line, 0 when it concerns the whole file.
     pub line: usize,
@@ -154,7 +155,7 @@ pub struct Diagnostic {
 }
 
 /// Everything one parse of a file yields.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct FileAnalysis {
     /// The language the file was parsed as; `None` when it was not parsed.
     pub language: Option<Language>,
@@ -168,6 +169,9 @@ pub struct FileAnalysis {
     pub default_export: Option<String>,
     /// Syntax errors, a parse that ran out of time, a file too large to parse.
     pub diagnostics: Vec<Diagnostic>,
+    /// Qualified name -> positions in `symbols`; rebuilt by [`FileAnalysis::reindex`] after
+    /// deserialising, never sent.
+    #[serde(skip)]
     by_qualified: HashMap<String, Vec<usize>>,
 }
 
@@ -236,6 +240,18 @@ impl FileAnalysis {
             })
             .sum();
         size_of::<FileAnalysis>() + symbols + calls + imports + diagnostics + index
+    }
+
+    /// Rebuilds the name index from `symbols` (after deserialising).
+    pub(crate) fn reindex(&mut self) {
+        let mut by_qualified: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, s) in self.symbols.iter().enumerate() {
+            by_qualified
+                .entry(s.qualified_name.clone())
+                .or_default()
+                .push(i);
+        }
+        self.by_qualified = by_qualified;
     }
 
     /// An analysis with no symbols, saying why.
@@ -390,13 +406,6 @@ impl<'a> Extractor<'a> {
         }
         let (symbols, raw_to_symbol) = merge_overloads(&raws);
         self.symbols = symbols;
-        let mut by_qualified: HashMap<String, Vec<usize>> = HashMap::new();
-        for (i, s) in self.symbols.iter().enumerate() {
-            by_qualified
-                .entry(s.qualified_name.clone())
-                .or_default()
-                .push(i);
-        }
         let mut analysis = FileAnalysis {
             language: Some(language),
             symbols: std::mem::take(&mut self.symbols),
@@ -404,8 +413,9 @@ impl<'a> Extractor<'a> {
             imports: self.imports(root),
             default_export,
             diagnostics: syntax_diagnostics(root),
-            by_qualified,
+            by_qualified: HashMap::new(),
         };
+        analysis.reindex();
         analysis.calls = self.calls(root, &raws, &node_to_raw, &raw_to_symbol, &analysis);
         analysis
     }

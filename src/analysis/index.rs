@@ -17,6 +17,7 @@ use super::cache::{ContentCache, ContentKey};
 use super::extract::{analyze_with_budget, CallTarget, FileAnalysis, PARSE_BUDGET};
 use super::language::{Language, ModuleStyle};
 use super::resolve::{python_submodule, resolve_module};
+use super::worker::{ParseWorker, WorkerError};
 use super::{AnalysisError, Result};
 
 /// Files larger than this are not parsed: they have no symbols (PROTOCOL-NOTES 2.6).
@@ -86,6 +87,8 @@ pub struct RepoIndex {
     built: AtomicBool,
     build_gate: Mutex<()>,
     budget: Duration,
+    /// Where large sources are parsed; `None`: everything in-process.
+    worker: Option<ParseWorker>,
 }
 
 impl std::fmt::Debug for RepoIndex {
@@ -109,7 +112,14 @@ impl RepoIndex {
             built: AtomicBool::new(false),
             build_gate: Mutex::new(()),
             budget: PARSE_BUDGET,
+            worker: None,
         }
+    }
+
+    /// Parses large sources in child processes of `worker` (see [`super::worker`]).
+    pub fn with_parse_worker(mut self, worker: ParseWorker) -> RepoIndex {
+        self.worker = Some(worker);
+        self
     }
 
     /// The root as given to [`RepoIndex::new`].
@@ -228,9 +238,8 @@ impl RepoIndex {
                 .collect::<Vec<_>>()
         };
         let callers = self.collect_callers(&targets);
-        let files: BTreeSet<&str> = callers.iter().map(|r| r.file.as_str()).collect();
-        let fresh = files.into_iter().all(|file| !self.is_stale(file));
-        fresh
+        let files: BTreeSet<String> = callers.into_iter().map(|r| r.file).collect();
+        files.iter().all(|file| !self.is_stale(file))
     }
 
     /// Whether the symbols of `rel_path` and their callees ([`RepoIndex::callees`]) would
@@ -285,9 +294,27 @@ impl RepoIndex {
         if let Some(hit) = self.cache.get(&key) {
             return hit;
         }
-        let analysis = Arc::new(analyze_with_budget(language, content, self.budget));
+        let analysis = Arc::new(self.analyze_uncached(language, content));
         self.cache.insert(key, Arc::clone(&analysis));
         analysis
+    }
+
+    /// Sends large sources to the parse worker when there is one; parses in-process otherwise,
+    /// and when no child process can be started.
+    fn analyze_uncached(&self, language: Language, content: &str) -> FileAnalysis {
+        if let Some(worker) = self.worker.as_ref().filter(|w| w.takes(content)) {
+            match worker.analyze(language, content, self.budget) {
+                Ok(analysis) => return analysis,
+                Err(WorkerError::Spawn(error)) => {
+                    tracing::warn!(%error, "parsing in-process instead");
+                }
+                Err(error @ WorkerError::Failed(_)) => {
+                    tracing::warn!(%error, bytes = content.len(), "source not analysed");
+                    return FileAnalysis::empty(Some(language), &error.to_string());
+                }
+            }
+        }
+        analyze_with_budget(language, content, self.budget)
     }
 
     /// Every indexed file, sorted.

@@ -7,7 +7,9 @@ use std::sync::OnceLock;
 use tree_sitter::Query;
 
 /// A language wit understands. Each file suffix maps to exactly one (PROTOCOL-NOTES 2.3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Language {
     /// `.ts .mts .cts`, parsed with the TypeScript grammar.
     TypeScript,
@@ -163,6 +165,13 @@ impl Language {
             Language::Tsx => "tsx",
             Language::Python => "python",
         }
+    }
+
+    /// The language called [`Language::name`] `name`.
+    pub fn from_name(name: &str) -> Option<Language> {
+        [Language::TypeScript, Language::Tsx, Language::Python]
+            .into_iter()
+            .find(|language| language.name() == name)
     }
 
     /// The file suffixes of this language, without the dot.

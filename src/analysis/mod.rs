@@ -8,6 +8,8 @@
 //! - [`analyze`]: one parse of one file -> [`FileAnalysis`] (symbols, calls, imports).
 //! - [`signatures_equal`]: token comparison of signatures (PROTOCOL-NOTES 2.5).
 //! - [`RepoIndex`]: the whole repository, callers and callees across files.
+//! - [`worker`]: large sources parsed in a child process, so the parse's memory goes back to
+//!   the OS and a parser crash cannot take the daemon down.
 
 mod cache;
 mod extract;
@@ -15,6 +17,7 @@ mod index;
 pub mod language;
 mod resolve;
 mod signature;
+pub mod worker;
 
 pub use extract::{
     analyze, analyze_with_budget, CallSite, CallTarget, Diagnostic, FileAnalysis, Import,

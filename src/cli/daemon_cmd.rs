@@ -1,5 +1,6 @@
 //! `wit daemon run|start|stop|status`.
 
+use crate::analysis::worker::{self, ParseWorker};
 use std::time::Duration;
 
 use clap::Subcommand;
@@ -122,6 +123,10 @@ fn run_foreground(
             max_connections,
             ..ServeConfig::default()
         },
+        // Large files are parsed by this same executable in a child process.
+        parse_worker: std::env::current_exe()
+            .ok()
+            .map(|exe| ParseWorker::new(exe, worker::DEFAULT_THRESHOLD)),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

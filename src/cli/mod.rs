@@ -28,6 +28,8 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+use crate::analysis::worker;
+
 pub use duration::parse_duration;
 pub use session::{resolve_session, SessionSource};
 
@@ -142,6 +144,10 @@ pub enum Command {
 
 /// Parses the arguments, runs the command, prints its outcome and returns the exit code.
 pub fn main() -> ExitCode {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().is_some_and(|first| first == worker::SUBCOMMAND) {
+        return analyze_worker(args.collect());
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
@@ -157,6 +163,35 @@ pub fn main() -> ExitCode {
     let json = cli.json;
     let outcome = run(cli);
     ExitCode::from(output::finish(outcome, json))
+}
+
+/// `wit __analyze LANGUAGE BUDGET_MS`: the daemon's parse worker (see
+/// [`crate::analysis::worker`]); not for people, so not in `--help`.
+fn analyze_worker(args: Vec<std::ffi::OsString>) -> ExitCode {
+    let text: Vec<String> = args
+        .iter()
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect();
+    let [language, budget] = text.as_slice() else {
+        eprintln!(
+            "usage: wit {} LANGUAGE BUDGET_MS < source",
+            worker::SUBCOMMAND
+        );
+        return ExitCode::from(EXIT_USAGE);
+    };
+    let outcome = worker::serve(
+        language,
+        budget,
+        &mut std::io::stdin().lock(),
+        &mut std::io::BufWriter::new(std::io::stdout().lock()),
+    );
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("wit {}: {error}", worker::SUBCOMMAND);
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn run(cli: Cli) -> Result<Report, CliError> {

@@ -6,6 +6,7 @@ use std::time::Instant;
 use super::lifecycle::{take_residence, termination_signal, DaemonError};
 use super::paths::WitPaths;
 use super::server::{serve, ServeConfig};
+use crate::analysis::worker::ParseWorker;
 use crate::rpc::Services;
 
 /// Options of a foreground daemon.
@@ -15,6 +16,8 @@ pub struct DaemonOptions {
     pub root: PathBuf,
     /// Socket-server limits.
     pub serve: ServeConfig,
+    /// Where large sources are parsed (`None`: in the daemon's own process).
+    pub parse_worker: Option<ParseWorker>,
 }
 
 /// Runs the daemon in the foreground until SIGTERM, SIGINT or SIGHUP.
@@ -22,7 +25,7 @@ pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
     let started = Instant::now();
     let paths = WitPaths::for_root(&options.root);
     let (residence, listener) = take_residence(&paths)?;
-    let opened = Services::open(&paths).and_then(|services| {
+    let opened = Services::open(&paths, options.parse_worker.clone()).and_then(|services| {
         let methods = services.methods()?;
         Ok((services, methods))
     });

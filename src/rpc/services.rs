@@ -8,6 +8,7 @@ use jsonrpsee::RpcModule;
 
 use super::code_index::AnalysisIndex;
 use super::errors::{task_failed, to_protocol};
+use crate::analysis::worker::ParseWorker;
 use crate::analysis::RepoIndex;
 use crate::coord::{Coord, CoordError, SystemClock};
 use crate::daemon::paths::WitPaths;
@@ -99,9 +100,14 @@ pub struct Services {
 impl Services {
     /// Opens the database and the code index of `paths.root`; starts the index build and the
     /// lock sweep in the background (the daemon answers before the index is complete).
-    pub fn open(paths: &WitPaths) -> Result<Self, OpenError> {
+    /// With `parse_worker`, large sources are parsed in its child processes.
+    pub fn open(paths: &WitPaths, parse_worker: Option<ParseWorker>) -> Result<Self, OpenError> {
         let store = Store::open(&paths.database)?;
-        let index = Arc::new(RepoIndex::new(paths.root.clone()));
+        let mut index = RepoIndex::new(paths.root.clone());
+        if let Some(worker) = parse_worker {
+            index = index.with_parse_worker(worker);
+        }
+        let index = Arc::new(index);
         index.start_background_build();
         let coord = Coord::new(
             store,
