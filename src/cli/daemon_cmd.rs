@@ -150,8 +150,10 @@ fn init_logging(level: Option<&str>) {
         None => EnvFilter::try_from_default_env().or_else(|_| EnvFilter::try_new("info")),
     }
     .unwrap_or_else(|_| EnvFilter::new("info"));
+    // Colour only on a terminal: `.wit/daemon.log` and captured stderr stay plain text.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .try_init();
 }

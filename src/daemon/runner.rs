@@ -33,7 +33,10 @@ pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
         Ok(opened) => opened,
         Err(error) => {
             residence.release();
-            return Err(DaemonError::State(error.to_string()));
+            return Err(DaemonError::State(format!(
+                "{}: {error}",
+                paths.database.display()
+            )));
         }
     };
     tracing::info!(

@@ -1392,6 +1392,7 @@ fn full_tmpfs(repo: &Repo, _mount: TmpfsMount) {
         assert!(log.contains("storage failure"), "{log}");
         assert!(log.contains("database or disk is full"), "{log}");
         assert!(!log.contains("panicked"), "{log}");
+        assert!(!log.contains('\u{1b}'), "plain text, no colour codes: {log:?}");
 
         std::fs::remove_file(&filler).unwrap();
         let after = client
@@ -1516,6 +1517,7 @@ fn broken_state_file(repo: &Repo) {
         stderr.contains("could not open the daemon state"),
         "{stderr}"
     );
+    assert!(stderr.contains(".wit/state.db"), "names the file: {stderr}");
     assert!(stderr.contains(expected), "{stderr}");
     assert!(
         !stderr.contains("panicked") && !stderr.contains("stack backtrace"),
