@@ -1392,7 +1392,10 @@ fn full_tmpfs(repo: &Repo, _mount: TmpfsMount) {
         assert!(log.contains("storage failure"), "{log}");
         assert!(log.contains("database or disk is full"), "{log}");
         assert!(!log.contains("panicked"), "{log}");
-        assert!(!log.contains('\u{1b}'), "plain text, no colour codes: {log:?}");
+        assert!(
+            !log.contains('\u{1b}'),
+            "plain text, no colour codes: {log:?}"
+        );
 
         std::fs::remove_file(&filler).unwrap();
         let after = client
