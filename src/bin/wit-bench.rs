@@ -958,7 +958,11 @@ async fn main() -> Result<()> {
     if !quick && options.wants("small") {
         let mut files = Vec::new();
         for f in 0..200 {
-            let (text, _) = generated_ts(600);
+            // About 1.2 KB: six functions, five of them under contract.
+            let (text, functions) = generated_ts(1_100);
+            if functions < 5 {
+                bail!("a small file has only {functions} functions");
+            }
             let rel = format!("small/s{f}.ts");
             std::fs::create_dir_all(root.join("small"))?;
             std::fs::write(root.join(&rel), &text)?;
