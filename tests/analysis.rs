@@ -429,3 +429,20 @@ fn content_cache_is_shared_with_disk_parses() {
     assert!(!Arc::ptr_eq(&from_disk, &other));
     assert_eq!(other.symbols[0].signature.as_deref(), Some("(a: string)"));
 }
+
+#[test]
+fn staged_content_equal_to_the_indexed_file_needs_no_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let text = "export function f(a: number): number { return a; }\n";
+    write(root, "a.ts", text);
+    // A cache that keeps nothing: only the index remembers the parse.
+    let index = RepoIndex::new(root.to_path_buf()).with_cache_bytes(0);
+    let from_disk = index.file("a.ts").unwrap().unwrap();
+    let staged = index.analyze_content_of("a.ts", Language::TypeScript, text);
+    assert!(Arc::ptr_eq(&from_disk, &staged), "the indexed analysis");
+    let anonymous = index.analyze_content(Language::TypeScript, text);
+    assert!(!Arc::ptr_eq(&from_disk, &anonymous), "parsed again");
+    let edited = index.analyze_content_of("a.ts", Language::TypeScript, "export function f() {}\n");
+    assert_eq!(edited.symbols[0].signature.as_deref(), Some("()"));
+}

@@ -24,10 +24,11 @@ use super::{AnalysisError, Result};
 pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Memory the content cache may take for analyses (as `FileAnalysis::approx_heap_bytes`
-/// counts it): about six analyses of a 1.7 MB TypeScript file, or thousands of ordinary ones.
-/// Files of the working tree stay in the index whatever this says; the cache only decides
-/// which other contents (staged versions, earlier versions) are kept for a repeat.
-const CACHE_BYTES: usize = 32 * 1024 * 1024;
+/// counts it): a few versions of a 1.7 MB TypeScript file, or thousands of ordinary ones.
+/// Analyses of the working tree are also held by the index, and content equal to a file's
+/// indexed version is found there whatever the cache evicted (`analyze_content_of`); the
+/// cache decides which other contents (staged versions) are kept for a repeat.
+const CACHE_BYTES: usize = 16 * 1024 * 1024;
 
 /// Directories never indexed even when not ignored: vendored packages are not the repository's
 /// code and can be huge.
@@ -52,6 +53,8 @@ impl SymbolRef {
 struct Entry {
     size: u64,
     mtime: Option<SystemTime>,
+    /// The content key of what was parsed (`None` when the file was not parsed).
+    key: Option<ContentKey>,
     analysis: Arc<FileAnalysis>,
     /// Resolved outgoing edges: caller qualified name -> callees.
     callees: HashMap<String, BTreeSet<SymbolRef>>,
@@ -71,10 +74,12 @@ struct State {
 }
 
 /// A freshly read file, not yet installed.
+#[derive(Clone)]
 struct Loaded {
     rel: String,
     size: u64,
     mtime: Option<SystemTime>,
+    key: Option<ContentKey>,
     analysis: Arc<FileAnalysis>,
 }
 
@@ -114,6 +119,12 @@ impl RepoIndex {
             budget: PARSE_BUDGET,
             worker: None,
         }
+    }
+
+    /// Bounds the content cache at `bytes` of analyses (default 16 MB).
+    pub fn with_cache_bytes(mut self, bytes: usize) -> RepoIndex {
+        self.cache = ContentCache::new(bytes);
+        self
     }
 
     /// Parses large sources in child processes of `worker` (see [`super::worker`]).
@@ -290,7 +301,33 @@ impl RepoIndex {
     /// The analysis of `content` as `language`, cached by content hash (shared with the parses
     /// of files on disk, so content equal to the working copy costs no parse).
     pub fn analyze_content(&self, language: Language, content: &str) -> Arc<FileAnalysis> {
+        self.analyze_keyed(ContentKey::new(language, content), language, content)
+    }
+
+    /// The analysis of `content` as the file `rel_path` (staged content, say): the indexed
+    /// analysis when the content is what the index parsed for that file, whatever the cache
+    /// has evicted since; else as [`RepoIndex::analyze_content`].
+    pub fn analyze_content_of(
+        &self,
+        rel_path: &str,
+        language: Language,
+        content: &str,
+    ) -> Arc<FileAnalysis> {
         let key = ContentKey::new(language, content);
+        if let Some(entry) = self.read().files.get(rel_path) {
+            if entry.key == Some(key) {
+                return Arc::clone(&entry.analysis);
+            }
+        }
+        self.analyze_keyed(key, language, content)
+    }
+
+    fn analyze_keyed(
+        &self,
+        key: ContentKey,
+        language: Language,
+        content: &str,
+    ) -> Arc<FileAnalysis> {
         if let Some(hit) = self.cache.get(&key) {
             return hit;
         }
@@ -431,25 +468,30 @@ impl RepoIndex {
     fn load(&self, rel: &str, language: Language, real: &Path, meta: &Metadata) -> Result<Loaded> {
         let size = meta.len();
         let mtime = meta.modified().ok();
-        let analysis = if size > MAX_FILE_BYTES {
-            Arc::new(FileAnalysis::empty(
-                Some(language),
-                "larger than 8 MiB: not parsed",
-            ))
+        let (key, analysis) = if size > MAX_FILE_BYTES {
+            let analysis = FileAnalysis::empty(Some(language), "larger than 8 MiB: not parsed");
+            (None, Arc::new(analysis))
         } else {
             let bytes = std::fs::read(real).map_err(|source| AnalysisError::Io {
                 path: rel.to_owned(),
                 source,
             })?;
             match String::from_utf8(bytes) {
-                Ok(text) => self.analyze_content(language, &text),
-                Err(_) => Arc::new(FileAnalysis::empty(Some(language), "not UTF-8: not parsed")),
+                Ok(text) => {
+                    let key = ContentKey::new(language, &text);
+                    (Some(key), self.analyze_keyed(key, language, &text))
+                }
+                Err(_) => {
+                    let analysis = FileAnalysis::empty(Some(language), "not UTF-8: not parsed");
+                    (None, Arc::new(analysis))
+                }
             }
         };
         Ok(Loaded {
             rel: rel.to_owned(),
             size,
             mtime,
+            key,
             analysis,
         })
     }
@@ -469,11 +511,20 @@ impl RepoIndex {
             return;
         };
         let paths = walk(&root);
-        let known: HashMap<String, (u64, Option<SystemTime>, Arc<FileAnalysis>)> = self
+        let known: HashMap<String, Loaded> = self
             .read()
             .files
             .iter()
-            .map(|(k, e)| (k.clone(), (e.size, e.mtime, Arc::clone(&e.analysis))))
+            .map(|(rel, e)| {
+                let known = Loaded {
+                    rel: rel.clone(),
+                    size: e.size,
+                    mtime: e.mtime,
+                    key: e.key,
+                    analysis: Arc::clone(&e.analysis),
+                };
+                (rel.clone(), known)
+            })
             .collect();
         let next = AtomicUsize::new(0);
         let workers = std::thread::available_parallelism()
@@ -513,6 +564,7 @@ impl RepoIndex {
                 Entry {
                     size: l.size,
                     mtime: l.mtime,
+                    key: l.key,
                     analysis: l.analysis,
                     callees: HashMap::new(),
                     imported_files: BTreeSet::new(),
@@ -530,7 +582,7 @@ impl RepoIndex {
         root: &Path,
         rel: &str,
         language: Language,
-        known: &HashMap<String, (u64, Option<SystemTime>, Arc<FileAnalysis>)>,
+        known: &HashMap<String, Loaded>,
     ) -> Option<Loaded> {
         let real = root.join(rel);
         let meta = std::fs::symlink_metadata(&real).ok()?;
@@ -538,15 +590,9 @@ impl RepoIndex {
             return None;
         }
         let mtime = meta.modified().ok();
-        if let Some((size, old_mtime, analysis)) = known.get(rel) {
-            if *size == meta.len() && *old_mtime == mtime {
-                let analysis = Arc::clone(analysis);
-                return Some(Loaded {
-                    rel: rel.to_owned(),
-                    size: *size,
-                    mtime,
-                    analysis,
-                });
+        if let Some(known) = known.get(rel) {
+            if known.size == meta.len() && known.mtime == mtime {
+                return Some(known.clone());
             }
         }
         self.load(rel, language, &real, &meta).ok()
@@ -592,6 +638,7 @@ fn install(state: &mut State, loaded: Loaded) {
         Entry {
             size: loaded.size,
             mtime: loaded.mtime,
+            key: loaded.key,
             analysis: loaded.analysis,
             callees: HashMap::new(),
             imported_files: BTreeSet::new(),

@@ -89,12 +89,10 @@ impl ParseWorker {
             .take()
             .map(|mut stdin| stdin.write_all(source.as_bytes()))
             .unwrap_or(Ok(()));
-        let mut output = Vec::new();
-        let read = child
-            .stdout
-            .take()
-            .map(|mut stdout| stdout.read_to_end(&mut output))
-            .unwrap_or(Ok(0));
+        // Decoded as it streams in: no buffer of the whole (several MB) answer.
+        let decoded = child.stdout.take().map(|stdout| {
+            serde_json::from_reader::<_, FileAnalysis>(std::io::BufReader::new(stdout))
+        });
         let status = child.wait();
         let timed_out = watchdog.stop();
         if timed_out {
@@ -109,8 +107,8 @@ impl ParseWorker {
             Err(error) => return Err(WorkerError::Failed(error.to_string())),
         }
         written.map_err(|e| WorkerError::Failed(format!("sending the source: {e}")))?;
-        read.map_err(|e| WorkerError::Failed(format!("reading the analysis: {e}")))?;
-        let mut analysis: FileAnalysis = serde_json::from_slice(&output)
+        let mut analysis = decoded
+            .ok_or_else(|| WorkerError::Failed("no output pipe".to_owned()))?
             .map_err(|e| WorkerError::Failed(format!("unreadable analysis: {e}")))?;
         analysis.reindex();
         Ok(analysis)

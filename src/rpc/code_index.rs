@@ -86,7 +86,7 @@ impl CodeIndex for AnalysisIndex {
         let Some(language) = Language::for_path(file) else {
             return vec![None; names.len()];
         };
-        let analysis = self.index.analyze_content(language, content);
+        let analysis = self.index.analyze_content_of(file, language, content);
         names
             .iter()
             .map(|name| match analysis.lookup(name) {
