@@ -1187,6 +1187,24 @@ async fn large_file_work(
     join_all(tasks).await;
 }
 
+/// The daemon bounds glibc's malloc arenas (it re-executes itself with `MALLOC_ARENA_MAX`),
+/// keeping its process id; an explicit setting is left alone.
+#[test]
+fn the_daemon_runs_with_bounded_malloc_arenas() {
+    let repo = Repo::new();
+    let daemon = Daemon::start(&repo);
+    let environ = std::fs::read(format!("/proc/{}/environ", daemon.child.id())).unwrap();
+    let vars: Vec<String> = environ
+        .split(|b| *b == 0)
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .collect();
+    let expected = match std::env::var("MALLOC_ARENA_MAX") {
+        Ok(value) => format!("MALLOC_ARENA_MAX={value}"),
+        Err(_) => "MALLOC_ARENA_MAX=2".to_owned(),
+    };
+    assert!(vars.contains(&expected), "{vars:?}");
+}
+
 /// With a 1.7 MB and a 169 KB TypeScript file in the repository, 1,000 lock.acquire +
 /// lock.release on symbols of the big one and 1,000 contract.propose on symbols of the small
 /// one (4 clients in parallel): the daemon's resident set stays under 100 MB and grows by less
