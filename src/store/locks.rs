@@ -77,7 +77,8 @@ impl Writer<'_> {
         Ok(stmt.execute([symbol_path])? > 0)
     }
 
-    /// Deletes every lock expired at `now_ms` (through the expiry index); how many.
+    /// Deletes every lock expired at `now_ms` (a scan: an expiry index cost every lock write
+    /// more than it saves this once-a-minute sweep); how many.
     pub fn delete_expired_locks(&self, now_ms: i64) -> Result<usize> {
         let mut stmt = self
             .conn

@@ -350,10 +350,6 @@ mod tests {
                 "contracts_symbol",
             ),
             (
-                "DELETE FROM locks WHERE expires_at_ms <= 5",
-                "locks_expires",
-            ),
-            (
                 "UPDATE intent_ranges SET live = 0 WHERE intent_seq = 1",
                 "intent_ranges_intent",
             ),
