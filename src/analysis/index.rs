@@ -263,13 +263,17 @@ impl RepoIndex {
         if !self.is_built() || check_relative(rel_path).is_err() || self.is_stale(rel_path) {
             return false;
         }
-        let imported: Vec<String> = self
-            .read()
+        let imported = self.imported_files(rel_path);
+        imported.iter().all(|file| !self.is_stale(file))
+    }
+
+    /// The files the indexed `rel_path` imports from (empty when it is not indexed).
+    fn imported_files(&self, rel_path: &str) -> Vec<String> {
+        self.read()
             .files
             .get(rel_path)
             .map(|entry| entry.imported_files.iter().cloned().collect())
-            .unwrap_or_default();
-        imported.iter().all(|file| !self.is_stale(file))
+            .unwrap_or_default()
     }
 
     /// The symbols that `name` in `rel_path` calls (resolved calls only), sorted.
@@ -278,12 +282,7 @@ impl RepoIndex {
         let targets = self.targets(rel_path, name);
         // Re-check the files this one imports: an edit there may have renamed, removed or
         // restored a callee (re-reading one re-resolves its importers, this file included).
-        let imported: Vec<String> = self
-            .read()
-            .files
-            .get(rel_path)
-            .map(|entry| entry.imported_files.iter().cloned().collect())
-            .unwrap_or_default();
+        let imported = self.imported_files(rel_path);
         self.refresh_stale(imported.iter().map(String::as_str));
         let state = self.read();
         let Some(entry) = state.files.get(rel_path) else {

@@ -678,16 +678,7 @@ async fn main() -> Result<()> {
             let make: MakeOp = Arc::new(move |w, i| {
                 let symbol = format!("src/cycle_{w}.ts:f{}", i % 100);
                 let session = format!("cyc-{concurrency}-{w}");
-                op(vec![
-                    request(
-                        "lock.acquire",
-                        &json!({"symbolPath": symbol, "sessionId": session, "ttlMs": 60_000}),
-                    ),
-                    request(
-                        "lock.release",
-                        &json!({"symbolPath": symbol, "sessionId": session}),
-                    ),
-                ])
+                lock_cycle(&symbol, &session)
             });
             let m = measure(&socket, pid, concurrency, scale(10_000, 2_000), make).await?;
             report.row("lock.acquire+release cycle (2 requests)", concurrency, &m);
@@ -813,22 +804,7 @@ async fn main() -> Result<()> {
             let contracts = 100.min(functions);
             for k in 0..contracts {
                 let symbol = format!("{rel}:fn_{}", k * functions / contracts);
-                let proposed = setup
-                    .call(
-                        "contract.propose",
-                        json!({"sessionId": "owner", "symbolPath": symbol}),
-                    )
-                    .await?;
-                let id = proposed["contractId"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned();
-                setup
-                    .call(
-                        "contract.respond",
-                        json!({"contractId": id, "sessionId": "peer", "accept": true}),
-                    )
-                    .await?;
+                accept_contract(&mut setup, &symbol).await?;
             }
             let same = Arc::new(request(
                 "check-contracts",
@@ -869,16 +845,7 @@ async fn main() -> Result<()> {
                 let make: MakeOp = Arc::new(move |w, i| {
                     let symbol = format!("{rel}:fn_{}", (w * 7 + i) % functions.max(1));
                     let session = format!("big-{w}");
-                    op(vec![
-                        request(
-                            "lock.acquire",
-                            &json!({"symbolPath": symbol, "sessionId": session, "ttlMs": 60_000}),
-                        ),
-                        request(
-                            "lock.release",
-                            &json!({"symbolPath": symbol, "sessionId": session}),
-                        ),
-                    ])
+                    lock_cycle(&symbol, &session)
                 });
                 let m = measure(&socket, pid, 1, scale(400, 64), make).await?;
                 report.row(
@@ -896,35 +863,11 @@ async fn main() -> Result<()> {
         let (label, rel, text, functions) = &generated[1];
         let functions = *functions;
         // One accepted contract on the file, so that check-contracts must parse the content.
-        let proposed = setup
-            .call(
-                "contract.propose",
-                json!({"sessionId": "iso-owner", "symbolPath": format!("{rel}:fn_1")}),
-            )
-            .await?;
-        let id = proposed["contractId"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        setup
-            .call(
-                "contract.respond",
-                json!({"contractId": id, "sessionId": "iso-peer", "accept": true}),
-            )
-            .await?;
+        accept_contract(&mut setup, &format!("{rel}:fn_1")).await?;
         let hammer_rel = rel.clone();
         let hammer_locks: MakeOp = Arc::new(move |_, i| {
             let symbol = format!("{hammer_rel}:fn_{}", i % functions.max(1));
-            op(vec![
-                request(
-                    "lock.acquire",
-                    &json!({"symbolPath": symbol, "sessionId": "hammer", "ttlMs": 60_000}),
-                ),
-                request(
-                    "lock.release",
-                    &json!({"symbolPath": symbol, "sessionId": "hammer"}),
-                ),
-            ])
+            lock_cycle(&symbol, "hammer")
         });
         let hammer_rel = rel.clone();
         let hammer_text = text.clone();
@@ -967,22 +910,7 @@ async fn main() -> Result<()> {
             std::fs::create_dir_all(root.join("small"))?;
             std::fs::write(root.join(&rel), &text)?;
             for k in 0..5 {
-                let proposed = setup
-                    .call(
-                        "contract.propose",
-                        json!({"sessionId": "owner", "symbolPath": format!("{rel}:fn_{k}")}),
-                    )
-                    .await?;
-                let id = proposed["contractId"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned();
-                setup
-                    .call(
-                        "contract.respond",
-                        json!({"contractId": id, "sessionId": "peer", "accept": true}),
-                    )
-                    .await?;
+                accept_contract(&mut setup, &format!("{rel}:fn_{k}")).await?;
             }
             files.push(json!({"path": rel, "content": text}));
         }
@@ -1006,6 +934,39 @@ async fn main() -> Result<()> {
         rss_kib(daemon.pid()).unwrap_or(0),
         cpu_time(daemon.pid())?.as_secs_f64()
     );
+    Ok(())
+}
+
+/// An acquire (60 s) and a release of `symbol` by `session`.
+fn lock_cycle(symbol: &str, session: &str) -> Vec<Vec<u8>> {
+    vec![
+        request(
+            "lock.acquire",
+            &json!({"symbolPath": symbol, "sessionId": session, "ttlMs": 60_000}),
+        ),
+        request(
+            "lock.release",
+            &json!({"symbolPath": symbol, "sessionId": session}),
+        ),
+    ]
+}
+
+/// Proposes a contract on `symbol` as session `owner` and has `peer` accept it.
+async fn accept_contract(conn: &mut Conn, symbol: &str) -> Result<()> {
+    let proposed = conn
+        .call(
+            "contract.propose",
+            json!({"sessionId": "owner", "symbolPath": symbol}),
+        )
+        .await?;
+    let id = proposed["contractId"]
+        .as_str()
+        .context("contract.propose answered no contractId")?;
+    conn.call(
+        "contract.respond",
+        json!({"contractId": id, "sessionId": "peer", "accept": true}),
+    )
+    .await?;
     Ok(())
 }
 

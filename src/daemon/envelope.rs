@@ -371,15 +371,17 @@ fn present<'de, D: serde::Deserializer<'de>>(
     <&RawValue as Deserialize>::deserialize(deserializer).map(Some)
 }
 
+/// An INVALID_REQUEST answer (id `null`) saying `reason`.
+fn invalid(reason: &str) -> Slot {
+    Slot::Answered(error_object(
+        "null",
+        INVALID_REQUEST,
+        "INVALID_REQUEST",
+        Some(&json!({ "reason": reason })),
+    ))
+}
+
 fn plan_element<'a>(element: &'a RawValue, methods: &Methods, plan: &mut Plan<'a>) {
-    let invalid = |reason: &str| {
-        Slot::Answered(error_object(
-            "null",
-            INVALID_REQUEST,
-            "INVALID_REQUEST",
-            Some(&json!({ "reason": reason })),
-        ))
-    };
     if !element.get().starts_with('{') {
         plan.slots.push(invalid("a request must be a JSON object"));
         return;
@@ -394,14 +396,6 @@ fn plan_element<'a>(element: &'a RawValue, methods: &Methods, plan: &mut Plan<'a
 
 /// Judges one request object's fields: version, method, id, witVersion.
 fn plan_fields<'a>(fields: RequestFields<'a>, methods: &Methods, plan: &mut Plan<'a>) {
-    let invalid = |reason: &str| {
-        Slot::Answered(error_object(
-            "null",
-            INVALID_REQUEST,
-            "INVALID_REQUEST",
-            Some(&json!({ "reason": reason })),
-        ))
-    };
     if fields.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
         plan.slots.push(invalid("\"jsonrpc\" must be \"2.0\""));
         return;

@@ -59,14 +59,14 @@ def tail():
     pass
 "#;
 
-fn propose(session: &str, symbol: &str) -> ContractProposeParams {
+pub fn propose(session: &str, symbol: &str) -> ContractProposeParams {
     ContractProposeParams {
         session_id: session.into(),
         symbol_path: symbol.into(),
     }
 }
 
-fn respond(contract: &str, session: &str, accept: bool) -> ContractRespondParams {
+pub fn respond(contract: &str, session: &str, accept: bool) -> ContractRespondParams {
     ContractRespondParams {
         contract_id: contract.into(),
         session_id: session.into(),
@@ -74,7 +74,7 @@ fn respond(contract: &str, session: &str, accept: bool) -> ContractRespondParams
     }
 }
 
-fn cquery(symbol: Option<&str>, status: Option<&str>) -> ContractQueryParams {
+pub fn cquery(symbol: Option<&str>, status: Option<&str>) -> ContractQueryParams {
     ContractQueryParams {
         symbol_path: symbol.map(str::to_owned),
         status: status.map(str::to_owned),

@@ -20,11 +20,11 @@ use serde_json::{json, Value};
 use tokio::task::JoinSet;
 use wit::client::{ClientError, WitClient};
 use wit::protocol::{
-    ContractProposeParams, ContractQueryParams, ContractRecordStatus, ContractRespondParams,
-    ContractRespondResultStatus, ErrorCode, IntentQueryParams, IntentRecord, IntentRecordStatus,
-    IntentUpdateParams, IntentUpdateParamsStatus, ProtocolError,
+    ContractRecordStatus, ContractRespondResultStatus, ErrorCode, IntentQueryParams, IntentRecord,
+    IntentRecordStatus, IntentUpdateParams, IntentUpdateParamsStatus, ProtocolError,
 };
 
+use crate::contracts::{cquery, propose, respond};
 use crate::harness::*;
 use crate::intents::declare;
 use crate::locks::{acquire, query, release, rpc_error};
@@ -124,28 +124,6 @@ fn iquery(session: Option<&str>, status: Option<IntentRecordStatus>) -> IntentQu
         session_id: session.map(str::to_owned),
         file: None,
         status: status.map(|s| s.to_string()),
-    }
-}
-
-fn cquery() -> ContractQueryParams {
-    ContractQueryParams {
-        symbol_path: None,
-        status: None,
-    }
-}
-
-fn propose(session: &str, symbol: &str) -> ContractProposeParams {
-    ContractProposeParams {
-        session_id: session.into(),
-        symbol_path: symbol.into(),
-    }
-}
-
-fn respond(contract: &str, session: &str, accept: bool) -> ContractRespondParams {
-    ContractRespondParams {
-        contract_id: contract.into(),
-        session_id: session.into(),
-        accept,
     }
 }
 
@@ -688,7 +666,7 @@ fn mixed_load_keeps_invariants() {
         assert_eq!(default, open, "the default query lists declared and active");
 
         // Contracts: every proposal kept, every answer given once and kept.
-        let contracts = client.contract_query(cquery()).await.unwrap();
+        let contracts = client.contract_query(cquery(None, None)).await.unwrap();
         let proposed: usize = ledgers.iter().map(|l| l.proposed.len()).sum();
         assert_eq!(contracts.len(), proposed, "contracts held vs acknowledged");
         let mut answers: HashMap<&str, (&str, bool)> = HashMap::new();
@@ -929,7 +907,7 @@ fn sigkill_mid_load_loses_no_acknowledged_write() {
         unacknowledged += locks.len() - acknowledged_locks;
 
         // Contracts: every acknowledged one stored, proposed, with its signature.
-        let contracts = client.contract_query(cquery()).await.unwrap();
+        let contracts = client.contract_query(cquery(None, None)).await.unwrap();
         let by_id: HashMap<&str, _> = contracts
             .iter()
             .map(|c| (c.contract_id.as_str(), c))
@@ -1234,7 +1212,7 @@ fn memory_stays_bounded_under_repeated_large_file_work() {
         "daemon VmRSS: {checkpoint} KiB after {CHECKPOINT} calls of each, {end} KiB after {CALLS}"
     );
     let contracts = runtime
-        .block_on(clients[0].contract_query(cquery()))
+        .block_on(clients[0].contract_query(cquery(None, None)))
         .unwrap();
     assert_eq!(contracts.len(), CALLS);
     assert!(
