@@ -772,10 +772,58 @@ fn paths_outside_the_root_are_never_read() {
             client.ping().await.unwrap(),
             wit::protocol::PingResult::Pong
         );
+        // A very long path is refused by its length, before any file system call.
+        let long = format!("{}x.ts:f", "deep/".repeat(2_000));
+        let e = rpc_error(client.contract_propose(propose("s1", &long)).await);
+        assert_invalid_fields(&e, &["symbolPath"]);
         // The in-root file is still fine.
         client
             .contract_propose(propose("s1", "src/inside.ts:inside"))
             .await
             .unwrap();
+    });
+    // A path that is not UTF-8 cannot be written in JSON: a lone surrogate escape is refused
+    // as invalid params, and the daemon goes on serving.
+    let (status, body) = post(
+        &repo.socket(),
+        r#"{"jsonrpc":"2.0","witVersion":"1","id":1,"method":"contract.propose","params":{"sessionId":"s1","symbolPath":"src/\udc80.ts:f"}}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer["error"]["code"], json!(-32600), "{body}");
+    assert!(post(&repo.socket(), PING).1.contains("pong"));
+}
+
+/// A file whose name is not UTF-8 sits in the repository: indexing skips it and every other
+/// file keeps working.
+#[test]
+fn a_file_name_that_is_not_utf8_is_skipped() {
+    use std::os::unix::ffi::OsStrExt;
+    let repo = Repo::new();
+    repo.write(
+        "src/a.ts",
+        "export function a(): void { b(); }\nexport function b(): void {}\n",
+    );
+    let odd = repo
+        .path()
+        .join("src")
+        .join(std::ffi::OsStr::from_bytes(b"bad-\xff-name.ts"));
+    std::fs::write(odd, "export function hidden(): void {}\n").unwrap();
+    let _daemon = Daemon::start(&repo);
+    let client = repo.client().with_timeout(Duration::from_secs(10));
+    block_on(async {
+        let locked = client
+            .call_raw(
+                "lock.acquire",
+                json!({"symbolPath": "src/a.ts:b", "sessionId": "s1"}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(locked["symbolPath"], json!("src/a.ts:b"));
+        let proposed = client
+            .contract_propose(propose("s1", "src/a.ts:a"))
+            .await
+            .unwrap();
+        assert_eq!(proposed.signature, "(): void");
     });
 }
