@@ -10,7 +10,6 @@
 //! with the original id put back. jsonrpsee's own HTTP server is not in the path: it would
 //! parse every body a second time.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,6 +31,7 @@ const PARSE_ERROR: i32 = -32700;
 const INVALID_REQUEST: i32 = -32600;
 const METHOD_NOT_FOUND: i32 = -32601;
 const VERSION_MISMATCH: i32 = -32001;
+const INTERNAL_ERROR: i32 = -32603;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -78,14 +78,11 @@ impl Envelope {
             Ok(plan) => plan,
             Err(failure) => return *failure,
         };
-        let mut answers = HashMap::with_capacity(plan.calls.len());
-        for (index, call) in plan.calls.iter().enumerate() {
-            let answer = self.dispatch(call, index).await;
-            if call.answered {
-                answers.insert(index, answer);
-            }
+        let mut answers = Vec::with_capacity(plan.calls.len());
+        for call in &plan.calls {
+            answers.push(dispatch(call).await);
         }
-        plan.assemble(&answers)
+        plan.assemble(answers)
     }
 
     /// Checks path, method and size, and collects the body within the body timeout.
@@ -152,25 +149,46 @@ impl Envelope {
             Ok(Ok(collected)) => Ok(collected.to_bytes()),
         }
     }
+}
 
-    /// Runs one call through its jsonrpsee callback (which parses the params and maps errors)
-    /// and splits the answer into result and error text.
-    async fn dispatch(&self, call: &Call<'_>, index: usize) -> InnerAnswer {
-        let id = Id::Number(u64::try_from(index).unwrap_or(u64::MAX));
-        let params = Params::new(call.params).into_owned();
-        let response = match self.methods.method_with_name(call.method) {
-            Some((_, MethodCallback::Async(callback))) => {
-                callback(id, params, ConnectionId(0), usize::MAX, Extensions::new()).await
-            }
-            Some((_, MethodCallback::Sync(callback))) => {
-                callback(id, params, usize::MAX, Extensions::new())
-            }
-            Some(_) | None => {
-                return InnerAnswer::internal("the method cannot be called over HTTP");
-            }
-        };
-        InnerAnswer::from_response(response.as_json().get())
-    }
+/// Runs one call through its jsonrpsee callback (which parses the params and maps errors) and
+/// returns the finished response object with the caller's id, or `None` for a notification
+/// (which runs all the same). The result is copied once, from jsonrpsee's answer into ours.
+async fn dispatch(call: &Call<'_>) -> Option<String> {
+    // jsonrpsee's own id is never shown: the answer is rebuilt with the caller's.
+    let params = Params::new(call.params).into_owned();
+    let response = match call.callback {
+        MethodCallback::Async(callback) => {
+            callback(
+                Id::Number(0),
+                params,
+                ConnectionId(0),
+                usize::MAX,
+                Extensions::new(),
+            )
+            .await
+        }
+        MethodCallback::Sync(callback) => {
+            callback(Id::Number(0), params, usize::MAX, Extensions::new())
+        }
+        MethodCallback::Subscription(_) | MethodCallback::Unsubscription(_) => {
+            return call
+                .id
+                .as_deref()
+                .map(|id| internal_error(id, "the method cannot be called over HTTP"));
+        }
+    };
+    let id = call.id.as_deref()?;
+    Some(
+        match serde_json::from_str::<InnerAnswerWire<'_>>(response.as_json().get()) {
+            Ok(wire) => response_object(
+                id,
+                wire.result.map(RawValue::get),
+                wire.error.map(RawValue::get),
+            ),
+            Err(_) => internal_error(id, "the method produced a malformed response"),
+        },
+    )
 }
 
 /// One element of the incoming request as the envelope judged it.
@@ -179,20 +197,18 @@ enum Slot {
     Answered(String),
     /// A method-level error answered by the envelope itself (HTTP 200 when alone).
     MethodError(String),
-    /// Dispatched as call `index`; `id` is the original raw id text.
-    Dispatched { index: usize, id: String },
-    /// A valid notification: dispatched, and never answered.
-    Notification,
+    /// Dispatched as call `index` of the plan (answered unless it is a notification).
+    Dispatched(usize),
 }
 
-/// A call to dispatch, borrowing from the request body.
+/// A call to dispatch, borrowing from the request body and the method table.
 struct Call<'a> {
-    /// The method name as the method table spells it.
-    method: &'static str,
+    /// The method's jsonrpsee callback, looked up once while planning.
+    callback: &'a MethodCallback,
     /// The raw `params` text, if any.
     params: Option<&'a str>,
-    /// Whether the caller expects an answer (false for notifications).
-    answered: bool,
+    /// The caller's raw id text; `None` for a notification.
+    id: Option<String>,
 }
 
 struct Plan<'a> {
@@ -201,8 +217,19 @@ struct Plan<'a> {
     calls: Vec<Call<'a>>,
 }
 
-impl Plan<'_> {
-    fn assemble(self, answers: &HashMap<usize, InnerAnswer>) -> HttpResponse {
+impl<'a> Plan<'a> {
+    /// An empty plan with room for `elements` requests.
+    fn new(batch: bool, elements: usize) -> Plan<'a> {
+        Plan {
+            batch,
+            slots: Vec::with_capacity(elements),
+            calls: Vec::with_capacity(elements),
+        }
+    }
+
+    /// The HTTP response: every answer in request order; 204 when there is none.
+    /// `answers[i]` is what call `i` answered.
+    fn assemble(self, mut answers: Vec<Option<String>>) -> HttpResponse {
         let mut entries = Vec::with_capacity(self.slots.len());
         let mut single_status = StatusCode::OK;
         for slot in self.slots {
@@ -211,19 +238,12 @@ impl Plan<'_> {
                     single_status = StatusCode::BAD_REQUEST;
                     entries.push(text);
                 }
-                Slot::Dispatched { index, id } => match answers.get(&index) {
-                    Some(InnerAnswer { result, error }) => {
-                        entries.push(response_object(&id, result.as_deref(), error.as_deref()))
-                    }
-                    None => entries.push(error_object(
-                        &id,
-                        -32603,
-                        "INTERNAL_ERROR",
-                        Some(&json!({"reason": "the request produced no response"})),
-                    )),
-                },
                 Slot::MethodError(text) => entries.push(text),
-                Slot::Notification => {}
+                Slot::Dispatched(index) => {
+                    if let Some(text) = answers.get_mut(index).and_then(Option::take) {
+                        entries.push(text);
+                    }
+                }
             }
         }
         if entries.is_empty() {
@@ -240,6 +260,7 @@ impl Plan<'_> {
     }
 }
 
+/// The parts of jsonrpsee's response object the envelope keeps.
 #[derive(Deserialize)]
 struct InnerAnswerWire<'a> {
     #[serde(borrow, default)]
@@ -248,77 +269,28 @@ struct InnerAnswerWire<'a> {
     error: Option<&'a RawValue>,
 }
 
-/// The result or error text of one dispatched call.
-struct InnerAnswer {
-    result: Option<String>,
-    error: Option<String>,
-}
-
-impl InnerAnswer {
-    /// Splits jsonrpsee's response object into its result and error.
-    fn from_response(text: &str) -> InnerAnswer {
-        match serde_json::from_str::<InnerAnswerWire<'_>>(text) {
-            Ok(wire) => InnerAnswer {
-                result: wire.result.map(|r| r.get().to_owned()),
-                error: wire.error.map(|e| e.get().to_owned()),
-            },
-            Err(_) => InnerAnswer::internal("the method produced a malformed response"),
-        }
-    }
-
-    /// An INTERNAL_ERROR answer with `reason`.
-    fn internal(reason: &str) -> InnerAnswer {
-        InnerAnswer {
-            result: None,
-            error: Some(error_payload(
-                -32603,
-                "INTERNAL_ERROR",
-                Some(&json!({ "reason": reason })),
-            )),
-        }
-    }
-}
-
 /// Judges the whole body: parse, shape, witVersion and method of each element.
 /// The whole-body rejection is boxed: an HTTP response is large and the plan is the hot path.
-fn plan_request<'a>(body: &'a [u8], methods: &Methods) -> Result<Plan<'a>, Box<HttpResponse>> {
+fn plan_request<'a>(body: &'a [u8], methods: &'a Methods) -> Result<Plan<'a>, Box<HttpResponse>> {
     // The common case, one well-formed request object: its fields in one pass over the body
     // (a large `check-contracts` body is otherwise scanned once more). Anything else takes the
     // general path below, which tells the errors apart.
     if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
         if let Ok(fields) = serde_json::from_slice::<RequestFields<'a>>(body) {
-            let mut plan = Plan {
-                batch: false,
-                slots: Vec::with_capacity(1),
-                calls: Vec::with_capacity(1),
-            };
+            let mut plan = Plan::new(false, 1);
             plan_fields(fields, methods, &mut plan);
             return Ok(plan);
         }
     }
     let top: &RawValue = match serde_json::from_slice(body) {
         Ok(top) => top,
-        Err(error) => {
-            return Err(Box::new(envelope_failure(
-                StatusCode::BAD_REQUEST,
-                PARSE_ERROR,
-                "PARSE_ERROR",
-                Some(json!({"reason": error.to_string()})),
-            )))
-        }
+        Err(error) => return Err(parse_error(&error)),
     };
     let text = top.get();
     if text.starts_with('[') {
         let elements: Vec<&RawValue> = match serde_json::from_str(text) {
             Ok(elements) => elements,
-            Err(error) => {
-                return Err(Box::new(envelope_failure(
-                    StatusCode::BAD_REQUEST,
-                    PARSE_ERROR,
-                    "PARSE_ERROR",
-                    Some(json!({"reason": error.to_string()})),
-                )))
-            }
+            Err(error) => return Err(parse_error(&error)),
         };
         if elements.is_empty() {
             return Err(Box::new(envelope_failure(
@@ -328,21 +300,13 @@ fn plan_request<'a>(body: &'a [u8], methods: &Methods) -> Result<Plan<'a>, Box<H
                 Some(json!({"reason": "empty batch"})),
             )));
         }
-        let mut plan = Plan {
-            batch: true,
-            slots: Vec::with_capacity(elements.len()),
-            calls: Vec::new(),
-        };
+        let mut plan = Plan::new(true, elements.len());
         for element in elements {
             plan_element(element, methods, &mut plan);
         }
         Ok(plan)
     } else {
-        let mut plan = Plan {
-            batch: false,
-            slots: Vec::with_capacity(1),
-            calls: Vec::new(),
-        };
+        let mut plan = Plan::new(false, 1);
         plan_element(top, methods, &mut plan);
         Ok(plan)
     }
@@ -381,7 +345,7 @@ fn invalid(reason: &str) -> Slot {
     ))
 }
 
-fn plan_element<'a>(element: &'a RawValue, methods: &Methods, plan: &mut Plan<'a>) {
+fn plan_element<'a>(element: &'a RawValue, methods: &'a Methods, plan: &mut Plan<'a>) {
     if !element.get().starts_with('{') {
         plan.slots.push(invalid("a request must be a JSON object"));
         return;
@@ -395,7 +359,7 @@ fn plan_element<'a>(element: &'a RawValue, methods: &Methods, plan: &mut Plan<'a
 }
 
 /// Judges one request object's fields: version, method, id, witVersion.
-fn plan_fields<'a>(fields: RequestFields<'a>, methods: &Methods, plan: &mut Plan<'a>) {
+fn plan_fields<'a>(fields: RequestFields<'a>, methods: &'a Methods, plan: &mut Plan<'a>) {
     if fields.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
         plan.slots.push(invalid("\"jsonrpc\" must be \"2.0\""));
         return;
@@ -438,7 +402,7 @@ fn plan_fields<'a>(fields: RequestFields<'a>, methods: &Methods, plan: &mut Plan
             return;
         }
     }
-    let Some((method_name, _)) = methods.method_with_name(&method) else {
+    let Some((_, callback)) = methods.method_with_name(&method) else {
         // An unknown method is a method-level error: answered with HTTP 200, unlike the
         // envelope failures above. Notifications to unknown methods get no answer.
         if let Some(id) = id {
@@ -451,16 +415,12 @@ fn plan_fields<'a>(fields: RequestFields<'a>, methods: &Methods, plan: &mut Plan
         }
         return;
     };
-    let index = plan.calls.len();
+    plan.slots.push(Slot::Dispatched(plan.calls.len()));
     plan.calls.push(Call {
-        method: method_name,
+        callback,
         params: fields.params.map(RawValue::get),
-        answered: id.is_some(),
+        id,
     });
-    match id {
-        Some(id) => plan.slots.push(Slot::Dispatched { index, id }),
-        None => plan.slots.push(Slot::Notification),
-    }
 }
 
 /// An id is valid when it is a JSON string, number or null.
@@ -516,6 +476,26 @@ fn envelope_failure(
     data: Option<Value>,
 ) -> HttpResponse {
     json_response(status, error_object("null", code, message, data.as_ref()))
+}
+
+/// The whole body is not JSON: HTTP 400 with PARSE_ERROR.
+fn parse_error(error: &serde_json::Error) -> Box<HttpResponse> {
+    Box::new(envelope_failure(
+        StatusCode::BAD_REQUEST,
+        PARSE_ERROR,
+        "PARSE_ERROR",
+        Some(json!({"reason": error.to_string()})),
+    ))
+}
+
+/// An INTERNAL_ERROR response object for `id`, saying `reason`.
+fn internal_error(id: &str, reason: &str) -> String {
+    error_object(
+        id,
+        INTERNAL_ERROR,
+        "INTERNAL_ERROR",
+        Some(&json!({ "reason": reason })),
+    )
 }
 
 fn too_large(limit: usize) -> HttpResponse {
