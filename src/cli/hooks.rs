@@ -16,7 +16,6 @@ use clap::Subcommand;
 use serde_json::{json, Value};
 
 use super::context::{block_on, Context};
-use super::intents::is_open;
 use super::output::{self, CliError, Report};
 use crate::protocol::IntentQueryParams;
 
@@ -270,14 +269,11 @@ async fn add_trailers(ctx: &Context, file: &Path) -> Result<Vec<String>, CliErro
         .intent_query(IntentQueryParams {
             session_id: Some(session_id),
             file: None,
+            // The default: declared and active intents.
             status: None,
         })
         .await?;
-    let ids: Vec<String> = intents
-        .into_iter()
-        .filter(is_open)
-        .map(|intent| intent.intent_id)
-        .collect();
+    let ids: Vec<String> = intents.into_iter().map(|intent| intent.intent_id).collect();
     if ids.is_empty() {
         return Ok(ids);
     }

@@ -6,7 +6,7 @@ use serde_json::json;
 use super::context::Context;
 use super::output::{self, CliError, Report};
 use crate::protocol::{
-    IntentDeclareParams, IntentQueryParams, IntentRecord, IntentRecordStatus, IntentUpdateParams,
+    IntentDeclareParams, IntentQueryParams, IntentRecord, IntentUpdateParams,
     IntentUpdateParamsStatus,
 };
 
@@ -131,7 +131,7 @@ async fn list(ctx: &Context, args: ListArgs) -> Result<Report, CliError> {
         (false, of) => of,
     };
     // The protocol filters by one status (default: declared and active); `--all` asks for
-    // each status and merges, in the protocol's order (declaration time, then id).
+    // each status and merges them by declaration time.
     let statuses: Vec<Option<String>> = if args.all {
         ["declared", "active", "resolved", "abandoned"]
             .into_iter()
@@ -155,18 +155,10 @@ async fn list(ctx: &Context, args: ListArgs) -> Result<Report, CliError> {
             .await?;
         intents.extend(found);
     }
-    intents.sort_by(|a, b| (a.declared_at, &a.intent_id).cmp(&(b.declared_at, &b.intent_id)));
-    if !args.all && args.status.is_none() {
-        intents.retain(is_open);
+    if args.all {
+        // Stable: each status's answer keeps the daemon's order (time, then creation).
+        intents.sort_by_key(|intent| intent.declared_at);
     }
     let human = output::intents_section(&intents);
     Ok(Report::new(json!(intents), human))
-}
-
-/// Whether an intent is still in play (declared or active).
-pub fn is_open(intent: &IntentRecord) -> bool {
-    matches!(
-        intent.status,
-        IntentRecordStatus::Declared | IntentRecordStatus::Active
-    )
 }

@@ -7,7 +7,6 @@ use serde_json::{json, Value};
 
 use super::context::Context;
 use super::duration::parse_duration;
-use super::intents::is_open;
 use super::output::{self, CliError, Report};
 use crate::client::{ClientError, WitClient};
 use crate::protocol::{
@@ -31,7 +30,8 @@ struct Snapshot {
 }
 
 impl Snapshot {
-    /// Open intents, live locks, and contracts that are proposed or accepted.
+    /// Open intents (the query's default: declared and active), live locks, and contracts
+    /// that are proposed or accepted.
     async fn fetch(client: &WitClient) -> Result<Self, ClientError> {
         let intents = client.intent_query(IntentQueryParams::default()).await?;
         let (locks, contracts) = tokio::join!(
@@ -39,7 +39,7 @@ impl Snapshot {
             client.contract_query(ContractQueryParams::default()),
         );
         Ok(Self {
-            intents: intents.into_iter().filter(is_open).collect(),
+            intents,
             locks: locks?,
             contracts: contracts?
                 .into_iter()
