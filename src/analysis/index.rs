@@ -229,7 +229,7 @@ impl RepoIndex {
             // Never analysed: no symbols, so no callers.
             return true;
         }
-        if !self.is_built() || check_relative(rel_path).is_err() || self.is_stale(rel_path) {
+        if !self.indexed_as_on_disk(rel_path) {
             return false;
         }
         let targets = {
@@ -238,15 +238,7 @@ impl RepoIndex {
                 // Not indexed and absent (not stale): no symbols, so no callers.
                 return true;
             };
-            entry
-                .analysis
-                .matching(name)
-                .into_iter()
-                .map(|s| SymbolRef {
-                    file: rel_path.to_owned(),
-                    qualified_name: s.qualified_name.clone(),
-                })
-                .collect::<Vec<_>>()
+            symbol_refs(rel_path, &entry.analysis, name)
         };
         let callers = self.collect_callers(&targets);
         let files: BTreeSet<String> = callers.into_iter().map(|r| r.file).collect();
@@ -257,14 +249,17 @@ impl RepoIndex {
     /// answer from the index as it is, without building it or parsing any file: the index is
     /// built, and the file and the files it imports are unchanged on disk (a few `stat`s).
     pub fn file_and_imports_are_fresh(&self, rel_path: &str) -> bool {
-        if Language::for_path(rel_path).is_none() {
-            return true;
-        }
-        if !self.is_built() || check_relative(rel_path).is_err() || self.is_stale(rel_path) {
-            return false;
-        }
-        let imported = self.imported_files(rel_path);
-        imported.iter().all(|file| !self.is_stale(file))
+        Language::for_path(rel_path).is_none()
+            || (self.indexed_as_on_disk(rel_path)
+                && self
+                    .imported_files(rel_path)
+                    .iter()
+                    .all(|file| !self.is_stale(file)))
+    }
+
+    /// Whether the index is built and knows `rel_path` as it is on disk (one `stat`).
+    fn indexed_as_on_disk(&self, rel_path: &str) -> bool {
+        self.is_built() && check_relative(rel_path).is_ok() && !self.is_stale(rel_path)
     }
 
     /// The files the indexed `rel_path` imports from (empty when it is not indexed).
@@ -361,17 +356,10 @@ impl RepoIndex {
     }
 
     fn targets(&self, rel_path: &str, name: &str) -> Vec<SymbolRef> {
-        let Ok(Some(analysis)) = self.file(rel_path) else {
-            return Vec::new();
-        };
-        analysis
-            .matching(name)
-            .into_iter()
-            .map(|s| SymbolRef {
-                file: rel_path.to_owned(),
-                qualified_name: s.qualified_name.clone(),
-            })
-            .collect()
+        match self.file(rel_path) {
+            Ok(Some(analysis)) => symbol_refs(rel_path, &analysis, name),
+            _ => Vec::new(),
+        }
     }
 
     fn collect_callers(&self, targets: &[SymbolRef]) -> Vec<SymbolRef> {
@@ -596,6 +584,18 @@ impl RepoIndex {
         }
         self.load(rel, language, &real, &meta).ok()
     }
+}
+
+/// The symbols `name` could mean in `rel_path`'s analysis, as references.
+fn symbol_refs(rel_path: &str, analysis: &FileAnalysis, name: &str) -> Vec<SymbolRef> {
+    analysis
+        .matching(name)
+        .into_iter()
+        .map(|s| SymbolRef {
+            file: rel_path.to_owned(),
+            qualified_name: s.qualified_name.clone(),
+        })
+        .collect()
 }
 
 /// Supported files under the root, relative and `/`-separated, honouring `.gitignore`,
