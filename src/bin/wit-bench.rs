@@ -507,10 +507,6 @@ fn ping_body() -> Vec<u8> {
     request("ping", &json!({}))
 }
 
-fn op(bodies: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
-    bodies
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<()> {
     let options = options()?;
@@ -568,7 +564,7 @@ async fn main() -> Result<()> {
     // Floors.
     let floor_socket = work.path().join("floor.sock");
     start_floor_server(floor_socket.clone())?;
-    let ping = Arc::new(|_: usize, _: usize| op(vec![ping_body()])) as MakeOp;
+    let ping = Arc::new(|_: usize, _: usize| vec![ping_body()]) as MakeOp;
     let floor = Report { floor_ping: None };
     let sqlite = tokio::task::spawn_blocking({
         let dir = work.path().to_owned();
@@ -664,10 +660,10 @@ async fn main() -> Result<()> {
     if options.wants("register") {
         for concurrency in [1, 16] {
             let make: MakeOp = Arc::new(move |w, i| {
-                op(vec![request(
+                vec![request(
                     "register",
                     &json!({"name": format!("agent {w}"), "sessionId": format!("reg-{w}-{}", i % 50)}),
-                )])
+                )]
             });
             let m = measure(&socket, pid, concurrency, scale(10_000, 2_000), make).await?;
             report.row("register", concurrency, &m);
@@ -688,10 +684,10 @@ async fn main() -> Result<()> {
             let make: MakeOp = Arc::new(move |w, i| {
                 let session = format!("fight-{w}");
                 let symbol = format!("src/hot.ts:f{}", i / 4);
-                op(vec![request(
+                vec![request(
                     "lock.acquire",
                     &json!({"symbolPath": symbol, "sessionId": session, "ttlMs": 60_000}),
-                )])
+                )]
             });
             let m = measure(&socket, pid, 16, scale(20_000, 4_000), make).await?;
             report.row("lock.acquire contention (16 sessions, 1 symbol per 4 rounds; LOCK_CONFLICT counted as errors)", 16, &m);
@@ -721,10 +717,10 @@ async fn main() -> Result<()> {
             }
             for concurrency in [1, 16] {
                 let make: MakeOp = Arc::new(move |w, i| {
-                    op(vec![request(
+                    vec![request(
                         "intent.declare",
                         &json!({"sessionId": format!("decl-{w}"), "description": "measured", "files": [format!("bench/l{level}_c{concurrency}_w{w}_{i}.ts")], "symbols": ["run"]}),
-                    )])
+                    )]
                 });
                 let m = measure(&socket, pid, concurrency, scale(2_000, 400), make).await?;
                 report.row(
@@ -744,10 +740,10 @@ async fn main() -> Result<()> {
         }
         for concurrency in [1, 16] {
             let make: MakeOp = Arc::new(move |_, i| {
-                op(vec![request(
+                vec![request(
                     "intent.query",
                     &json!({"file": format!("pop/f{}.ts", i % rows)}),
-                )])
+                )]
             });
             let m = measure(&socket, pid, concurrency, scale(4_000, 1_000), make).await?;
             report.row(
@@ -756,10 +752,10 @@ async fn main() -> Result<()> {
                 &m,
             );
             let make: MakeOp = Arc::new(move |_, i| {
-                op(vec![request(
+                vec![request(
                     "lock.query",
                     &json!({"sessionId": format!("pop-{}", i % 7)}),
-                )])
+                )]
             });
             let m = measure(&socket, pid, concurrency, scale(200, 50), make).await?;
             report.row(
@@ -770,7 +766,7 @@ async fn main() -> Result<()> {
                 concurrency,
                 &m,
             );
-            let make: MakeOp = Arc::new(move |_, _| op(vec![request("intent.query", &json!({}))]));
+            let make: MakeOp = Arc::new(move |_, _| vec![request("intent.query", &json!({}))]);
             let m = measure(&socket, pid, concurrency, scale(64, 16), make).await?;
             report.row(
                 &format!("intent.query all ({rows}+ rows returned)"),
@@ -788,10 +784,10 @@ async fn main() -> Result<()> {
             for concurrency in [1, 16] {
                 let rel = rel.clone();
                 let make: MakeOp = Arc::new(move |w, _| {
-                    op(vec![request(
+                    vec![request(
                         "contract.propose",
                         &json!({"sessionId": format!("prop-{w}"), "symbolPath": format!("{rel}:fn_{middle}")}),
-                    )])
+                    )]
                 });
                 let m = measure(&socket, pid, concurrency, scale(400, 64), make).await?;
                 report.row(
@@ -812,7 +808,7 @@ async fn main() -> Result<()> {
             ));
             for concurrency in [1, 16] {
                 let same = Arc::clone(&same);
-                let make: MakeOp = Arc::new(move |_, _| op(vec![same.as_ref().clone()]));
+                let make: MakeOp = Arc::new(move |_, _| vec![same.as_ref().clone()]);
                 let m = measure(&socket, pid, concurrency, scale(200, 32), make).await?;
                 report.row(
                     &format!(
@@ -828,10 +824,10 @@ async fn main() -> Result<()> {
                 let make: MakeOp = Arc::new(move |w, i| {
                     // A fresh comment each time: new content, so a real parse.
                     let content = format!("{text}// edit {w} {i}\n");
-                    op(vec![request(
+                    vec![request(
                         "check-contracts",
                         &json!({"files": [{"path": rel, "content": content}]}),
-                    )])
+                    )]
                 });
                 let m = measure(&socket, pid, 1, scale(40, 8), make).await?;
                 report.row(
@@ -873,10 +869,10 @@ async fn main() -> Result<()> {
         let hammer_text = text.clone();
         let hammer_parse: MakeOp = Arc::new(move |_, i| {
             let content = format!("{hammer_text}// hammer {i}\n");
-            op(vec![request(
+            vec![request(
                 "check-contracts",
                 &json!({"files": [{"path": hammer_rel, "content": content}]}),
-            )])
+            )]
         });
         for (what, hammer) in [
             (
@@ -915,7 +911,7 @@ async fn main() -> Result<()> {
             files.push(json!({"path": rel, "content": text}));
         }
         let body = Arc::new(request("check-contracts", &json!({"files": files})));
-        let make: MakeOp = Arc::new(move |_, _| op(vec![body.as_ref().clone()]));
+        let make: MakeOp = Arc::new(move |_, _| vec![body.as_ref().clone()]);
         let m = measure(&socket, pid, 1, 50, make).await?;
         report.row("check-contracts, 200 small files, 1,000 contracts", 1, &m);
     }
@@ -970,12 +966,12 @@ async fn accept_contract(conn: &mut Conn, symbol: &str) -> Result<()> {
     Ok(())
 }
 
-/// Median wall time of `runs` runs of `command` (built afresh by `make` each run); fails when a
-/// run exits non-zero.
-fn median_wall(runs: usize, mut make: impl FnMut(usize) -> Command) -> Result<Duration> {
+/// Median wall time of `runs` runs of the command `make` builds afresh for each run (whatever
+/// `make` does to prepare it is not timed); fails when a run exits non-zero.
+fn median_wall(runs: usize, mut make: impl FnMut(usize) -> Result<Command>) -> Result<Duration> {
     let mut times = Vec::with_capacity(runs);
     for i in 0..runs {
-        let mut command = make(i);
+        let mut command = make(i)?;
         let started = Instant::now();
         let output = command.output()?;
         times.push(started.elapsed());
@@ -1028,17 +1024,17 @@ fn cli_and_hook_timings(wit: &Path, root: &Path, runs: usize) -> Result<()> {
             .env("WIT_SESSION", "bench-cli");
         command
     };
-    let ping = median_wall(runs, |_| cli(vec!["call".into(), "ping".into()]))?;
+    let ping = median_wall(runs, |_| Ok(cli(vec!["call".into(), "ping".into()])))?;
     let lock = median_wall(runs, |i| {
-        cli(vec![
+        Ok(cli(vec![
             "lock".into(),
             format!("src/cli_{i}.ts:f"),
             "--ttl".into(),
             "10m".into(),
-        ])
+        ]))
     })?;
     let release = median_wall(runs, |i| {
-        cli(vec!["release".into(), format!("src/cli_{i}.ts:f")])
+        Ok(cli(vec!["release".into(), format!("src/cli_{i}.ts:f")]))
     })?;
     println!(
         "| CLI call, median wall of {runs} processes: `wit call ping` {} | `wit lock` {} | `wit release` {} | | | | | |",
@@ -1046,7 +1042,7 @@ fn cli_and_hook_timings(wit: &Path, root: &Path, runs: usize) -> Result<()> {
         fmt_duration(lock),
         fmt_duration(release)
     );
-    let git_floor = median_commits(root, "plain", runs)?;
+    let git_floor = median_wall(runs, |i| commit_command(root, &format!("plain {i}")))?;
     let status = cli(vec!["hook".into(), "install".into()]).output()?;
     if !status.status.success() {
         bail!(
@@ -1054,7 +1050,7 @@ fn cli_and_hook_timings(wit: &Path, root: &Path, runs: usize) -> Result<()> {
             String::from_utf8_lossy(&status.stderr)
         );
     }
-    let with_hooks = median_commits(root, "hooked", runs)?;
+    let with_hooks = median_wall(runs, |i| commit_command(root, &format!("hooked {i}")))?;
     println!(
         "| git commit, median of {runs}: without hooks {} | with wit's hooks {} | hooks add {} | | | | | |",
         fmt_duration(git_floor),
@@ -1062,25 +1058,6 @@ fn cli_and_hook_timings(wit: &Path, root: &Path, runs: usize) -> Result<()> {
         fmt_duration(with_hooks.saturating_sub(git_floor))
     );
     Ok(())
-}
-
-/// Median wall time of `runs` commits (the staging step is not timed).
-fn median_commits(root: &Path, series: &str, runs: usize) -> Result<Duration> {
-    let mut times = Vec::with_capacity(runs);
-    for i in 0..runs {
-        let mut command = commit_command(root, &format!("{series} {i}"))?;
-        let started = Instant::now();
-        let output = command.output()?;
-        times.push(started.elapsed());
-        if !output.status.success() {
-            bail!(
-                "git commit failed: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
-    }
-    times.sort_unstable();
-    Ok(times[times.len() / 2])
 }
 
 /// Measures `pings` pings on one connection while another connection sends `hammer`'s
@@ -1108,7 +1085,7 @@ async fn ping_beside(
     });
     // Let the hammer get going before measuring.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let ping = Arc::new(|_: usize, _: usize| op(vec![ping_body()])) as MakeOp;
+    let ping = Arc::new(|_: usize, _: usize| vec![ping_body()]) as MakeOp;
     let measured = measure(socket, pid, 1, pings, ping).await;
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let hammered = hammering.await??;
