@@ -98,8 +98,6 @@ impl Reader<'_> {
 
 /// The SQL and arguments of [`Reader::intents`] for `filter`.
 pub(super) fn intents_query<'f>(filter: &'f IntentFilter<'_>) -> (String, Vec<&'f dyn ToSql>) {
-    let mut sql = format!("SELECT {INTENT_COLUMNS} FROM intents i WHERE ");
-    let mut args: Vec<&dyn ToSql> = Vec::new();
     // With a file or session filter, that filter's index is the selective one: the unary `+`
     // keeps SQLite from walking the status index over every live intent instead.
     let status_column = if filter.file.is_some() || filter.session_id.is_some() {
@@ -107,16 +105,14 @@ pub(super) fn intents_query<'f>(filter: &'f IntentFilter<'_>) -> (String, Vec<&'
     } else {
         "i.status"
     };
+    let mut sql = format!("SELECT {INTENT_COLUMNS} FROM intents i WHERE {status_column}");
+    let mut args: Vec<&dyn ToSql> = Vec::new();
     match &filter.status {
         Some(status) => {
-            sql.push_str(status_column);
             sql.push_str(" = ?");
             args.push(status);
         }
-        None => {
-            sql.push_str(status_column);
-            sql.push_str(" IN ('declared', 'active')");
-        }
+        None => sql.push_str(" IN ('declared', 'active')"),
     }
     if let Some(session) = &filter.session_id {
         sql.push_str(" AND i.session_id = ?");

@@ -314,10 +314,15 @@ mod tests {
     }
 
     fn plan(store: &Store, sql: &str) -> String {
+        plan_with(store, sql, &[])
+    }
+
+    /// SQLite's query plan for `sql` with `args` bound, one step after the other.
+    fn plan_with(store: &Store, sql: &str, args: &[&dyn rusqlite::ToSql]) -> String {
         let conn = store.conn.lock().unwrap();
         let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
         let rows = stmt
-            .query_map([], |r| r.get::<_, String>(3))
+            .query_map(args, |r| r.get::<_, String>(3))
             .unwrap()
             .collect::<rusqlite::Result<Vec<_>>>()
             .unwrap();
@@ -394,16 +399,7 @@ mod tests {
         ];
         for (filter, index) in cases {
             let (sql, args) = intents::intents_query(&filter);
-            let plan = {
-                let conn = store.conn.lock().unwrap();
-                let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-                let rows = stmt
-                    .query_map(args.as_slice(), |r| r.get::<_, String>(3))
-                    .unwrap()
-                    .collect::<rusqlite::Result<Vec<_>>>()
-                    .unwrap();
-                rows.join("; ")
-            };
+            let plan = plan_with(&store, &sql, &args);
             assert!(plan.contains(index), "{filter:?}: {plan}");
             if index != "intents_status" {
                 assert!(!plan.contains("intents_status"), "{filter:?}: {plan}");
