@@ -198,25 +198,28 @@ pub fn read_response(stream: &mut UnixStream) -> std::io::Result<(u16, String)> 
             ));
         }
         buffer.extend_from_slice(&chunk[..n]);
-        if let Some(split) = find(&buffer, b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buffer[..split]).to_string();
-            let length: usize = head
-                .lines()
-                .find_map(|l| {
-                    let lower = l.to_ascii_lowercase();
-                    lower
-                        .strip_prefix("content-length:")
-                        .map(|v| v.trim().parse().unwrap())
-                })
-                .unwrap_or(0);
-            if buffer.len() >= split + 4 + length {
-                let status = head[9..12].parse().unwrap();
-                let body =
-                    String::from_utf8_lossy(&buffer[split + 4..split + 4 + length]).to_string();
-                return Ok((status, body));
-            }
+        if let Some((status, body, _)) = first_response(&buffer) {
+            return Ok((status, String::from_utf8_lossy(body).into_owned()));
         }
     }
+}
+
+/// The HTTP response at the start of `buffer`: its status, its body and how many bytes of
+/// `buffer` it takes; `None` while it has not all arrived. No `content-length` means an empty
+/// body (a 204).
+pub fn first_response(buffer: &[u8]) -> Option<(u16, &[u8], usize)> {
+    let split = find(buffer, b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&buffer[..split]);
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length:")
+                .map(|v| v.trim().parse().unwrap())
+        })
+        .unwrap_or(0);
+    let end = split + 4 + length;
+    (buffer.len() >= end).then(|| (head[9..12].parse().unwrap(), &buffer[split + 4..end], end))
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {

@@ -972,23 +972,10 @@ impl ResponseReader {
 
     fn next_response(&mut self) -> std::io::Result<(u16, Vec<u8>)> {
         loop {
-            if let Some(split) = self.buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-                let head = String::from_utf8_lossy(&self.buffer[..split]).to_string();
-                let length: usize = head
-                    .lines()
-                    .find_map(|l| {
-                        l.to_ascii_lowercase()
-                            .strip_prefix("content-length:")
-                            .map(|v| v.trim().parse().unwrap())
-                    })
-                    .unwrap_or_else(|| panic!("no content-length: {head}"));
-                let end = split + 4 + length;
-                if self.buffer.len() >= end {
-                    let status = head[9..12].parse().unwrap();
-                    let body = self.buffer[split + 4..end].to_vec();
-                    self.buffer.drain(..end);
-                    return Ok((status, body));
-                }
+            if let Some((status, body, end)) = first_response(&self.buffer) {
+                let body = body.to_vec();
+                self.buffer.drain(..end);
+                return Ok((status, body));
             }
             self.read_some(1 << 16)?;
         }

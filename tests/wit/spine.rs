@@ -121,8 +121,8 @@ fn envelope_rules_hold_end_to_end() {
     let (status, _) = exchange(&mut stream, "GET", "/rpc", b"").unwrap();
     assert_eq!(status, 405);
     // A fresh connection: once in a full CI run the server closed the connection after the
-    // 405 (not reproduced in 300 tries alone; under investigation, see the closing note).
-    // Keep-alive across successful requests has its own test.
+    // 405 (never reproduced alone; whether a refused request keeps its connection is not a
+    // rule of the protocol). Keep-alive across successful requests has its own test.
     let mut stream = UnixStream::connect(&socket).unwrap();
     let (status, _) = exchange(&mut stream, "POST", "/elsewhere", b"{}").unwrap();
     assert_eq!(status, 404);
