@@ -184,6 +184,20 @@ pub fn check_tokens(schema: &Value, context: &str) -> Result<TokenStream, Codege
     let min_items = usize_keyword("minItems")?;
     let max_items = usize_keyword("maxItems")?;
 
+    let i64_keyword = |key: &str| -> Result<TokenStream, CodegenError> {
+        match map.get(key) {
+            None => Ok(quote! { ::std::option::Option::None }),
+            Some(v) => {
+                let n = v
+                    .as_i64()
+                    .ok_or_else(|| invalid(format!("`{key}` must be an integer")))?;
+                Ok(quote! { ::std::option::Option::Some(#n) })
+            }
+        }
+    };
+    let minimum = i64_keyword("minimum")?;
+    let maximum = i64_keyword("maximum")?;
+
     let pattern = match map.get("pattern") {
         None => quote! { ::std::option::Option::None },
         Some(Value::String(p)) => {
@@ -222,6 +236,8 @@ pub fn check_tokens(schema: &Value, context: &str) -> Result<TokenStream, Codege
             enum_values: &[#(#enum_values),*],
             min_items: #min_items,
             max_items: #max_items,
+            minimum: #minimum,
+            maximum: #maximum,
         }
     })
 }

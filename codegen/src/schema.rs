@@ -10,8 +10,9 @@
 //!   `skip_serializing_if` and `null` is written instead of the field being left out;
 //! - `format: date-time` is dropped: typify would emit `chrono::DateTime`, which re-serialises
 //!   `2026-01-15T10:30:00.000Z` without its `.000`; timestamps stay `String`;
-//! - validation keywords (`minLength`, `maxLength`, `pattern`, `minItems`, `maxItems`) are
-//!   dropped: typify would emit constrained newtypes or fixed-size arrays. Params are checked
+//! - validation keywords (`minLength`, `maxLength`, `pattern`, `minItems`, `maxItems`,
+//!   `minimum`, `maximum`) are dropped: typify would emit constrained newtypes, fixed-size
+//!   arrays or unsigned and non-zero integers. Params are checked
 //!   by the generated decoder instead (see `decode.rs`); results are produced by the daemon.
 
 use serde_json::{Map, Value};
@@ -25,7 +26,15 @@ pub const COMPONENT_REF: &str = "#/components/schemas/";
 pub const DEFINITION_REF: &str = "#/definitions/";
 
 /// Keywords removed everywhere before typify sees a schema.
-const DROPPED_KEYWORDS: &[&str] = &["minLength", "maxLength", "pattern", "minItems", "maxItems"];
+const DROPPED_KEYWORDS: &[&str] = &[
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+];
 
 /// The name a `$ref` points to, if it is a component ref.
 pub fn component_ref_name(schema: &Value) -> Option<&str> {

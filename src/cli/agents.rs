@@ -19,6 +19,8 @@ pub async fn register(ctx: &Context, args: RegisterArgs) -> Result<Report, CliEr
     let params = RegisterParams {
         name: args.name,
         session_id: ctx.session()?,
+        pid: None,
+        lease_ms: None,
     };
     let result = ctx
         .call(|client| {

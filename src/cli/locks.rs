@@ -57,6 +57,7 @@ pub async fn lock(ctx: &Context, args: LockArgs) -> Result<Report, CliError> {
         symbol_path: args.symbol_path,
         session_id: ctx.session()?,
         ttl_ms,
+        wait_ms: None,
     };
     let result = ctx
         .call(|client| {

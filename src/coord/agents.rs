@@ -3,18 +3,38 @@
 use super::{check_len, check_session, Coord, CoordError, Result, MAX_SESSION_ID_BYTES};
 
 impl Coord {
-    /// Registers an agent. Idempotent per session: registering again updates the name and
-    /// returns the same agent id.
+    /// Registers an agent without a pulse (see [`Coord::register_with_pulse`]).
     pub fn register(&self, name: &str, session_id: &str) -> Result<i64> {
+        self.register_with_pulse(name, session_id, None, None)
+    }
+
+    /// Registers an agent. Idempotent per session: registering again updates the name,
+    /// replaces the pulse (`pid`, `lease_ms`) and returns the same agent id. A `pid` must be a
+    /// running process (its start time is recorded with it); `lease_ms` lies in
+    /// `MIN_LEASE_MS..=MAX_LEASE_MS` (PROTOCOL-NOTES 7.1).
+    pub fn register_with_pulse(
+        &self,
+        name: &str,
+        session_id: &str,
+        pid: Option<i64>,
+        lease_ms: Option<i64>,
+    ) -> Result<i64> {
         if name.is_empty() {
             return Err(CoordError::invalid("name", "must not be empty"));
         }
         check_len("name", name, MAX_SESSION_ID_BYTES)?;
         check_session("sessionId", session_id)?;
-        self.store.write(|w| {
-            let now = self.clock.now_ms();
-            Ok(w.upsert_agent(session_id, name, now)?)
-        })
+        Self::check_lease(lease_ms)?;
+        let pid = self.register_pid(pid)?;
+        let mut now = 0;
+        let agent_id = self.store.write(|w| {
+            now = self.clock.now_ms();
+            let agent_id = w.upsert_agent(session_id, name, now)?;
+            self.write_registration(w, session_id, name, agent_id, pid, lease_ms, now)?;
+            Ok::<_, CoordError>(agent_id)
+        })?;
+        self.note_open(session_id, now);
+        Ok(agent_id)
     }
 }
 

@@ -3,9 +3,12 @@
 
 use std::collections::HashSet;
 
+use serde_json::json;
+
+use super::events::{self, EventKind};
 use super::paths::{normalize, split_symbol_path, PathError};
 use super::{
-    check_len, check_session, parse_symbol_path, Contract, ContractStatus, Coord, CoordError,
+    check_len, parse_symbol_path, Contract, ContractStatus, Coord, CoordError,
     Result, SignatureLookup, MAX_PATH_BYTES,
 };
 
@@ -30,7 +33,7 @@ impl Coord {
     /// code index) and stores a `proposed` contract on it.
     /// No single symbol: [`CoordError::SymbolNotFound`] (with the candidates when ambiguous).
     pub fn propose_contract(&self, session_id: &str, symbol_path: &str) -> Result<Contract> {
-        check_session("sessionId", session_id)?;
+        self.acting_session(session_id)?;
         let (file, name, path) = parse_symbol_path("symbolPath", symbol_path)?;
         let signature =
             self.index
@@ -44,6 +47,7 @@ impl Coord {
                 })?;
         let id = self.ids.next_id();
         self.store.write(|w| {
+            let now = self.clock.now_ms();
             let contract = Contract {
                 id,
                 proposer_session_id: session_id.to_owned(),
@@ -53,10 +57,18 @@ impl Coord {
                 signature,
                 status: ContractStatus::Proposed,
                 responder_session_id: None,
-                proposed_at_ms: self.clock.now_ms(),
+                proposed_at_ms: now,
                 responded_at_ms: None,
             };
             w.insert_contract(&contract)?;
+            events::append(
+                w,
+                now,
+                EventKind::ContractProposed,
+                Some(session_id),
+                &contract.id,
+                json!({"symbolPath": contract.symbol_path, "signature": contract.signature}),
+            )?;
             Ok(contract)
         })
     }
@@ -70,7 +82,7 @@ impl Coord {
         session_id: &str,
         accept: bool,
     ) -> Result<Contract> {
-        check_session("sessionId", session_id)?;
+        self.acting_session(session_id)?;
         self.store.write(|w| {
             let now = self.clock.now_ms();
             let mut contract = w
@@ -90,6 +102,14 @@ impl Coord {
                 ContractStatus::Rejected
             };
             w.set_contract_response(contract_id, status, session_id, now)?;
+            events::append(
+                w,
+                now,
+                EventKind::ContractResponded,
+                Some(session_id),
+                contract_id,
+                json!({"symbolPath": contract.symbol_path, "status": status.as_str()}),
+            )?;
             contract.status = status;
             contract.responder_session_id = Some(session_id.to_owned());
             contract.responded_at_ms = Some(now);

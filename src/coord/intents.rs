@@ -12,10 +12,12 @@ use std::collections::{HashMap, HashSet};
 
 use super::paths::{join_symbol_path, normalize};
 use super::{
-    check_len, check_session, Coord, CoordError, Intent, IntentRange, IntentStatus, Result,
+    check_len, Coord, CoordError, Intent, IntentRange, IntentStatus, Result,
     MAX_DESCRIPTION_BYTES, MAX_LIST_ITEMS, MAX_PATH_BYTES,
 };
+use super::events::{self, EventKind};
 use crate::store::IntentFilter;
+use serde_json::json;
 
 /// One detected conflict.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,7 +107,7 @@ impl Coord {
         files: &[String],
         symbols: Option<&[String]>,
     ) -> Result<DeclaredIntent> {
-        check_session("sessionId", session_id)?;
+        self.acting_session(session_id)?;
         if description.is_empty() {
             return Err(CoordError::invalid("description", "must not be empty"));
         }
@@ -238,6 +240,20 @@ impl Coord {
                 updated_at_ms: now,
             };
             w.insert_intent(&intent, &resolution.ranges)?;
+            events::append(
+                w,
+                now,
+                EventKind::IntentDeclared,
+                Some(session_id),
+                &intent.id,
+                json!({
+                    "description": intent.description,
+                    "files": normalised,
+                    "symbols": distinct_symbols,
+                    "status": intent.status.as_str(),
+                    "conflicts": conflicts.len(),
+                }),
+            )?;
             Ok(DeclaredIntent { intent, conflicts })
         })
     }
@@ -307,7 +323,7 @@ impl Coord {
         session_id: &str,
         status: IntentStatus,
     ) -> Result<Intent> {
-        check_session("sessionId", session_id)?;
+        self.acting_session(session_id)?;
         self.store.write(|w| {
             let now = self.clock.now_ms();
             let mut intent = w.intent(intent_id)?.ok_or(CoordError::IntentNotFound)?;
@@ -321,6 +337,14 @@ impl Coord {
                 });
             }
             w.set_intent_status(intent_id, status, now)?;
+            events::append(
+                w,
+                now,
+                EventKind::IntentUpdated,
+                Some(session_id),
+                intent_id,
+                json!({"from": intent.status.as_str(), "to": status.as_str()}),
+            )?;
             intent.status = status;
             intent.updated_at_ms = now;
             Ok(intent)

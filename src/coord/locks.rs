@@ -1,12 +1,23 @@
-//! Symbol locks (PROTOCOL-NOTES 3, `lock.*`).
+//! Symbol locks (PROTOCOL-NOTES 3, `lock.*`) and waiting for them (PROTOCOL-NOTES 8).
 //!
 //! A lock is live while its expiry is in the future. An expired row is treated as absent by
 //! every operation, so correctness never depends on [`Coord::sweep_expired_locks`] having run;
-//! the sweep only reclaims space.
+//! the sweep appends the `lock.expired` events and reclaims space.
+//!
+//! Waiting: a request with a wait that meets another session's live lock is queued (see
+//! [`super::waits`]). Whatever frees a lock (release, expiry, a reap) hands it to the first
+//! open waiter in the same transaction, so no later request can take it first. The queue
+//! mutex is always taken before the database; answers go out after the commit, still under
+//! the queue mutex, so a waiter that gives up either is still queued or has its answer.
 
 use std::collections::HashSet;
 
-use super::{check_session, parse_symbol_path, Coord, CoordError, Lock, Result};
+use serde_json::json;
+
+use super::events::{self, EventKind};
+use super::waits::{WaitOutcome, WaitQueues, WaitReply, WaiterId};
+use super::{parse_symbol_path, Coord, CoordError, Lock, Result};
+use crate::store::Writer;
 
 /// Default lock lifetime: 30 minutes.
 pub const DEFAULT_TTL_MS: i64 = 1_800_000;
@@ -14,6 +25,8 @@ pub const DEFAULT_TTL_MS: i64 = 1_800_000;
 pub const MIN_TTL_MS: i64 = 1;
 /// Longest lock lifetime accepted: 7 days.
 pub const MAX_TTL_MS: i64 = 604_800_000;
+/// Longest wait for a lock: 10 minutes.
+pub const MAX_WAIT_MS: i64 = 600_000;
 
 /// A caller of the newly locked symbol that another session has locked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +48,16 @@ pub struct AcquiredLock {
     pub warnings: Vec<CallerWarning>,
 }
 
+/// What [`Coord::acquire_or_wait`] did.
+#[derive(Debug)]
+pub enum Acquire {
+    /// The lock is the caller's now.
+    Acquired(AcquiredLock),
+    /// Another session holds it; the request is queued and is answered through its
+    /// [`WaitReply`].
+    Queued(WaiterId),
+}
+
 /// A live lock as `lock.query` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveLock {
@@ -42,6 +65,27 @@ pub struct LiveLock {
     pub lock: Lock,
     /// `expires_at_ms - now`, from one clock reading for the whole query (always ≥ 1).
     pub ttl_remaining_ms: i64,
+}
+
+/// A lock handed to a waiter inside a transaction, to answer once it commits.
+pub(crate) struct Handover {
+    symbol: String,
+    waiter: WaiterId,
+    granted: AcquiredLock,
+}
+
+/// What [`Coord::cancel_wait`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cancelled {
+    /// The waiter was still queued and is gone now; who holds the lock.
+    Removed {
+        /// The holder (empty when the lock is free).
+        held_by: String,
+        /// Its expiry.
+        expires_at_ms: i64,
+    },
+    /// The waiter was already answered (its reply holds the answer).
+    AlreadyAnswered,
 }
 
 impl Coord {
@@ -55,20 +99,39 @@ impl Coord {
         }
     }
 
-    /// Acquires or refreshes the exclusive lock on `symbol_path` for `session_id`.
+    /// Acquires or refreshes the exclusive lock on `symbol_path` for `session_id`, without
+    /// waiting.
     ///
     /// `ttl_ms` defaults to [`DEFAULT_TTL_MS`] and must lie in `MIN_TTL_MS..=MAX_TTL_MS`.
     /// A live lock of another session: [`CoordError::LockConflict`]. A live lock of the same
-    /// session is refreshed (`acquired_at` kept, new expiry). An expired lock (anyone's) is
-    /// replaced as a new acquisition. The check and the write are one transaction.
+    /// session is refreshed (`acquired_at` and token kept, new expiry). An expired lock
+    /// (anyone's) is replaced as a new acquisition. The check and the write are one
+    /// transaction.
     pub fn acquire_lock(
         &self,
         symbol_path: &str,
         session_id: &str,
         ttl_ms: Option<i64>,
     ) -> Result<AcquiredLock> {
+        match self.acquire_or_wait(symbol_path, session_id, ttl_ms, None)? {
+            Acquire::Acquired(lock) => Ok(lock),
+            // Without a reply nothing is ever queued.
+            Acquire::Queued(_) => Err(CoordError::invalid("waitMs", "no wait was asked for")),
+        }
+    }
+
+    /// Acquires like [`Coord::acquire_lock`]; when another session holds a live lock and
+    /// `wait` is given, queues the request instead of failing (unless the wait would close a
+    /// cycle: [`CoordError::LockConflict`] with `cycle`).
+    pub fn acquire_or_wait(
+        &self,
+        symbol_path: &str,
+        session_id: &str,
+        ttl_ms: Option<i64>,
+        wait: Option<Box<dyn WaitReply>>,
+    ) -> Result<Acquire> {
         let (file, name, path) = parse_symbol_path("symbolPath", symbol_path)?;
-        check_session("sessionId", session_id)?;
+        self.acting_session(session_id)?;
         let ttl = ttl_ms.unwrap_or(DEFAULT_TTL_MS);
         if !(MIN_TTL_MS..=MAX_TTL_MS).contains(&ttl) {
             return Err(CoordError::invalid(
@@ -79,52 +142,120 @@ impl Coord {
         // Ask the index before taking the database: it may have to parse files.
         let callers = self.index.callers(&file, &name);
 
-        self.store.write(|w| {
+        let mut waits = self.waits();
+        if waits.has_waiters(&path) {
+            // An expired lock with waiters belongs to the first of them, not to this request.
+            self.hand_over_if_free(&mut waits, &path)?;
+        }
+        let conflict = self.store.write(|w| {
             let now = self.clock.now_ms();
-            let acquired_at_ms = match w.lock(&path)? {
+            let held = w.lock(&path)?;
+            let lock = match held {
                 Some(held) if held.is_live(now) && held.session_id != session_id => {
-                    return Err(CoordError::LockConflict {
-                        held_by: held.session_id,
-                        expires_at_ms: held.expires_at_ms,
-                    });
+                    return Ok::<_, CoordError>(Err(held));
                 }
-                Some(held) if held.is_live(now) => held.acquired_at_ms,
-                _ => now,
-            };
-            let lock = Lock {
-                symbol_path: path.clone(),
-                session_id: session_id.to_owned(),
-                acquired_at_ms,
-                expires_at_ms: now.saturating_add(ttl),
-            };
-            w.put_lock(&lock)?;
-
-            let mut warnings = Vec::new();
-            let mut seen = HashSet::new();
-            for caller in callers {
-                if caller == path || !seen.insert(caller.clone()) {
-                    continue;
+                Some(held) if held.is_live(now) => {
+                    let lock = Lock {
+                        expires_at_ms: now.saturating_add(ttl),
+                        ..held
+                    };
+                    w.put_lock(&lock)?;
+                    events::append(
+                        w,
+                        now,
+                        EventKind::LockRefreshed,
+                        Some(session_id),
+                        &path,
+                        events::lock_data(&lock, json!({})),
+                    )?;
+                    lock
                 }
-                if let Some(held) = w.lock(&caller)? {
-                    if held.is_live(now) && held.session_id != session_id {
-                        warnings.push(CallerWarning {
-                            locked_symbol: caller.clone(),
-                            held_by: held.session_id,
-                            chain: [caller, path.clone()],
-                        });
+                expired => {
+                    if let Some(old) = expired {
+                        append_expired(w, now, &old)?;
+                    }
+                    new_acquisition(w, &path, session_id, ttl, now)?
+                }
+            };
+            let warnings = caller_warnings(w, &path, session_id, &callers, now)?;
+            Ok(Ok(AcquiredLock { lock, warnings }))
+        })?;
+        let held = match conflict {
+            Ok(acquired) => return Ok(Acquire::Acquired(acquired)),
+            Err(held) => held,
+        };
+        let Some(reply) = wait else {
+            return Err(CoordError::LockConflict {
+                held_by: held.session_id,
+                expires_at_ms: held.expires_at_ms,
+                cycle: None,
+            });
+        };
+        let cycle = self.store.read(|r| {
+            let now = self.clock.now_ms();
+            let mut lookup_failed = None;
+            let cycle = waits.find_cycle(session_id, &path, |symbol| {
+                match r.lock(symbol) {
+                    Ok(lock) => lock.filter(|l| l.is_live(now)).map(|l| l.session_id),
+                    Err(e) => {
+                        lookup_failed = Some(e);
+                        None
                     }
                 }
+            });
+            match lookup_failed {
+                Some(e) => Err(e),
+                None => Ok(cycle),
             }
-            Ok(AcquiredLock { lock, warnings })
-        })
+        })?;
+        if let Some(cycle) = cycle {
+            return Err(CoordError::LockConflict {
+                held_by: held.session_id,
+                expires_at_ms: held.expires_at_ms,
+                cycle: Some(cycle),
+            });
+        }
+        let id = waits.push(&path, session_id, ttl, callers, reply, held.expires_at_ms);
+        Ok(Acquire::Queued(id))
+    }
+
+    /// Takes a waiter out of its queue (it gave up: its time ran out or its connection
+    /// closed).
+    pub fn cancel_wait(&self, id: WaiterId) -> Cancelled {
+        let mut waits = self.waits();
+        match waits.remove(id) {
+            Some((symbol, _)) => {
+                drop(waits);
+                let (held_by, expires_at_ms) = self.holder(&symbol);
+                Cancelled::Removed {
+                    held_by,
+                    expires_at_ms,
+                }
+            }
+            None => Cancelled::AlreadyAnswered,
+        }
     }
 
     /// Releases `session_id`'s live lock on `symbol_path`. No live lock:
-    /// [`CoordError::LockNotFound`]; another session's: [`CoordError::LockNotHeld`].
+    /// [`CoordError::LockNotFound`]; another session's: [`CoordError::LockNotHeld`]. The
+    /// first waiter, if any, gets the lock in the same transaction.
     pub fn release_lock(&self, symbol_path: &str, session_id: &str) -> Result<()> {
+        self.release_lock_if(symbol_path, session_id, None)
+    }
+
+    /// Releases like [`Coord::release_lock`], but only the acquisition with fencing token
+    /// `token` when one is given (a waiter that left after being handed a lock gives back
+    /// exactly that lock, never a later one).
+    pub fn release_lock_if(
+        &self,
+        symbol_path: &str,
+        session_id: &str,
+        token: Option<i64>,
+    ) -> Result<()> {
         let (_, _, path) = parse_symbol_path("symbolPath", symbol_path)?;
-        check_session("sessionId", session_id)?;
-        self.store.write(|w| {
+        self.acting_session(session_id)?;
+        let mut waits = self.waits();
+        let handover = self.store.write(|w| {
             let now = self.clock.now_ms();
             match w.lock(&path)? {
                 Some(held) if held.is_live(now) => {
@@ -133,12 +264,25 @@ impl Coord {
                             held_by: held.session_id,
                         });
                     }
+                    if token.is_some_and(|t| t != held.token) {
+                        return Err(CoordError::LockNotFound);
+                    }
                     w.delete_lock(&path)?;
-                    Ok(())
+                    events::append(
+                        w,
+                        now,
+                        EventKind::LockReleased,
+                        Some(session_id),
+                        &path,
+                        events::lock_data(&held, json!({"reason": "released"})),
+                    )?;
+                    self.hand_over(w, &mut waits, &path, now)
                 }
                 _ => Err(CoordError::LockNotFound),
             }
-        })
+        })?;
+        self.deliver(&mut waits, handover);
+        Ok(())
     }
 
     /// Live locks, optionally of one session (the filter is applied literally: an empty
@@ -160,13 +304,206 @@ impl Coord {
         })
     }
 
-    /// Deletes expired locks; returns how many. Run periodically by the daemon.
+    /// Deletes expired locks, appending a `lock.expired` for each and handing those with
+    /// waiters to their first waiter; how many expired. Run about once a second.
     pub fn sweep_expired_locks(&self) -> Result<usize> {
-        self.store.write(|w| {
+        let mut waits = self.waits();
+        let mut handovers = Vec::new();
+        let expired = self.store.write(|w| {
             let now = self.clock.now_ms();
-            Ok(w.delete_expired_locks(now)?)
-        })
+            let expired = w.expired_locks(now)?;
+            for lock in &expired {
+                w.delete_lock(&lock.symbol_path)?;
+                append_expired(w, now, lock)?;
+                if let Some(h) = self.hand_over(w, &mut waits, &lock.symbol_path, now)? {
+                    handovers.push(h);
+                }
+            }
+            Ok::<_, CoordError>(expired.len())
+        })?;
+        self.deliver_all(&mut waits, handovers);
+        Ok(expired)
     }
+
+    /// Hands every waited-for lock that has expired to its first waiter (run when the
+    /// earliest holder expiry among waited-for symbols comes; see [`Coord::next_wait_wakeup`]).
+    pub fn hand_over_expired(&self) -> Result<()> {
+        let mut waits = self.waits();
+        for symbol in waits.symbols() {
+            self.hand_over_if_free(&mut waits, &symbol)?;
+        }
+        Ok(())
+    }
+
+    /// When the earliest holder of a waited-for lock expires (unix ms), if anybody waits.
+    pub fn next_wait_wakeup(&self) -> Option<i64> {
+        self.waits().next_expiry_hint()
+    }
+
+    /// How many requests wait for a lock.
+    pub fn waiting_requests(&self) -> usize {
+        self.waits().len()
+    }
+
+    /// Answers every waiting request with LOCK_CONFLICT (the daemon is stopping).
+    pub fn refuse_all_waiters(&self) {
+        let drained = self.waits().drain();
+        for (symbol, waiter) in drained {
+            let (held_by, expires_at_ms) = self.holder(&symbol);
+            waiter.reply.send(WaitOutcome::Refused(CoordError::LockConflict {
+                held_by,
+                expires_at_ms,
+                cycle: None,
+            }));
+        }
+    }
+
+    /// In its own transaction: if the lock on `symbol` is not live, removes its expired row
+    /// (with its `lock.expired` event) and hands it to the first waiter; else notes when the
+    /// holder expires.
+    fn hand_over_if_free(&self, waits: &mut WaitQueues, symbol: &str) -> Result<()> {
+        let handover = self.store.write(|w| {
+            let now = self.clock.now_ms();
+            match w.lock(symbol)? {
+                Some(held) if held.is_live(now) => {
+                    waits.set_holder_expiry(symbol, held.expires_at_ms);
+                    Ok(None)
+                }
+                Some(expired) => {
+                    w.delete_lock(symbol)?;
+                    append_expired(w, now, &expired)?;
+                    self.hand_over(w, waits, symbol, now)
+                }
+                None => self.hand_over(w, waits, symbol, now),
+            }
+        })?;
+        self.deliver(waits, handover);
+        Ok(())
+    }
+
+    /// Inside the transaction that freed `symbol`: gives it to the first open waiter (new
+    /// acquisition, `lock.acquired` event). The waiter stays queued until
+    /// [`Coord::deliver`] runs after the commit, so a rolled-back transaction loses nobody.
+    pub(crate) fn hand_over(
+        &self,
+        w: &Writer<'_>,
+        waits: &mut WaitQueues,
+        symbol: &str,
+        now: i64,
+    ) -> Result<Option<Handover>> {
+        let Some(waiter) = waits.first_open(symbol) else {
+            return Ok(None);
+        };
+        let lock = new_acquisition(w, symbol, &waiter.session_id, waiter.ttl_ms, now)?;
+        let warnings = caller_warnings(w, symbol, &waiter.session_id, &waiter.callers, now)?;
+        Ok(Some(Handover {
+            symbol: symbol.to_owned(),
+            waiter: waiter.id,
+            granted: AcquiredLock { lock, warnings },
+        }))
+    }
+
+    /// After the commit: answers the waiter of a hand-over and takes it out of its queue.
+    pub(crate) fn deliver(&self, waits: &mut WaitQueues, handover: Option<Handover>) {
+        let Some(handover) = handover else { return };
+        let Some(waiter) = waits.pop_front(&handover.symbol) else {
+            return;
+        };
+        debug_assert_eq!(waiter.id, handover.waiter);
+        waits.set_holder_expiry(&handover.symbol, handover.granted.lock.expires_at_ms);
+        let session = waiter.session_id.clone();
+        waiter.reply.send(WaitOutcome::Granted(handover.granted));
+        self.saw(&session);
+    }
+
+    /// [`Coord::deliver`] for several hand-overs.
+    pub(crate) fn deliver_all(&self, waits: &mut WaitQueues, handovers: Vec<Handover>) {
+        for handover in handovers {
+            self.deliver(waits, Some(handover));
+        }
+    }
+
+    /// Who holds `symbol` now and until when (`("", 0)` when nobody does).
+    pub(crate) fn holder(&self, symbol: &str) -> (String, i64) {
+        let now = self.clock.now_ms();
+        match self.store.read(|r| r.lock(symbol)) {
+            Ok(Some(lock)) if lock.is_live(now) => (lock.session_id, lock.expires_at_ms),
+            _ => (String::new(), 0),
+        }
+    }
+}
+
+/// Writes a new acquisition of `symbol` by `session_id`: its `lock.acquired` event first,
+/// whose `seq` is the lock's fencing token.
+fn new_acquisition(
+    w: &Writer<'_>,
+    symbol: &str,
+    session_id: &str,
+    ttl_ms: i64,
+    now: i64,
+) -> Result<Lock> {
+    let mut lock = Lock {
+        symbol_path: symbol.to_owned(),
+        session_id: session_id.to_owned(),
+        acquired_at_ms: now,
+        expires_at_ms: now.saturating_add(ttl_ms),
+        token: 0,
+    };
+    // The token is the event's seq: known only once the event is written, and part of it.
+    let seq = w.next_event_seq()?;
+    lock.token = seq;
+    let written = events::append(
+        w,
+        now,
+        EventKind::LockAcquired,
+        Some(session_id),
+        symbol,
+        events::lock_data(&lock, json!({})),
+    )?;
+    debug_assert_eq!(written, seq);
+    lock.token = written;
+    w.put_lock(&lock)?;
+    Ok(lock)
+}
+
+/// Appends the `lock.expired` event of a lock whose row is being removed or replaced.
+fn append_expired(w: &Writer<'_>, now: i64, lock: &Lock) -> Result<()> {
+    events::append(
+        w,
+        now,
+        EventKind::LockExpired,
+        Some(&lock.session_id),
+        &lock.symbol_path,
+        events::lock_data(lock, json!({})),
+    )?;
+    Ok(())
+}
+
+/// The callers of `path` locked by sessions other than `session_id`.
+fn caller_warnings(
+    w: &Writer<'_>,
+    path: &str,
+    session_id: &str,
+    callers: &[String],
+    now: i64,
+) -> Result<Vec<CallerWarning>> {
+    let mut warnings = Vec::new();
+    let mut seen = HashSet::new();
+    for caller in callers {
+        if caller == path || !seen.insert(caller.as_str()) {
+            continue;
+        }
+        if let Some(held) = w.lock(caller)? {
+            if held.is_live(now) && held.session_id != session_id {
+                warnings.push(CallerWarning {
+                    locked_symbol: caller.clone(),
+                    held_by: held.session_id,
+                    chain: [caller.clone(), path.to_owned()],
+                });
+            }
+        }
+    }
+    Ok(warnings)
 }
 
 #[cfg(test)]

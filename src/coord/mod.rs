@@ -13,14 +13,18 @@
 
 mod agents;
 mod contracts;
+pub mod events;
 mod index;
 mod intents;
 mod locks;
 pub mod paths;
+pub mod process;
+pub mod sessions;
 pub mod testing;
 pub mod time;
+pub mod waits;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::store::Store;
 pub use crate::store::{
@@ -29,7 +33,13 @@ pub use crate::store::{
 pub use contracts::{Violation, SYMBOL_NOT_IN_STAGED_CONTENT};
 pub use index::{CodeIndex, IdSource, SignatureLookup, UuidIds};
 pub use intents::{Conflict, DeclaredIntent};
-pub use locks::{AcquiredLock, CallerWarning, LiveLock, DEFAULT_TTL_MS, MAX_TTL_MS, MIN_TTL_MS};
+pub use locks::{
+    Acquire, AcquiredLock, CallerWarning, LiveLock, DEFAULT_TTL_MS, MAX_TTL_MS, MAX_WAIT_MS,
+    MIN_TTL_MS,
+};
+pub use process::{ProcFs, Processes};
+pub use sessions::{EndReason, EndedSession, Heartbeat, ReapedSession, SessionInfo};
+pub use waits::{WaitOutcome, WaitReply, WaiterId};
 pub use time::{iso_millis, Clock, ManualClock, SystemClock};
 
 /// Longest `sessionId` and agent `name`, in bytes (PROTOCOL-NOTES 1.6).
@@ -51,6 +61,14 @@ pub enum CoordError {
         held_by: String,
         /// When the holder's lock expires (unix ms; see [`iso_millis`]).
         expires_at_ms: i64,
+        /// The sessions around the cycle a wait would have closed, the caller's first.
+        cycle: Option<Vec<String>>,
+    },
+    /// `session.heartbeat` for a session the daemon never saw (SESSION_NOT_FOUND).
+    #[error("no session {session_id}")]
+    SessionNotFound {
+        /// The session asked for.
+        session_id: String,
     },
     /// No live lock on that symbol (LOCK_NOT_FOUND).
     #[error("no lock on that symbol")]
@@ -127,6 +145,11 @@ pub struct Coord {
     clock: Arc<dyn Clock>,
     index: Arc<dyn CodeIndex>,
     ids: Arc<dyn IdSource>,
+    processes: Arc<dyn Processes>,
+    /// Lock waiters; taken before the database, never the other way round.
+    waits: Mutex<waits::WaitQueues>,
+    /// Signs of life not yet flushed; never held while waiting for `waits`.
+    sightings: Mutex<sessions::Sightings>,
 }
 
 impl Coord {
@@ -138,7 +161,20 @@ impl Coord {
             clock,
             index,
             ids: Arc::new(UuidIds),
+            processes: Arc::new(ProcFs),
+            waits: Mutex::default(),
+            sightings: Mutex::default(),
         }
+    }
+
+    /// Replaces the process table (tests fake which pids are alive).
+    pub fn with_processes(mut self, processes: Arc<dyn Processes>) -> Self {
+        self.processes = processes;
+        self
+    }
+
+    fn waits(&self) -> MutexGuard<'_, waits::WaitQueues> {
+        self.waits.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Replaces the id source (tests use deterministic ids).
@@ -164,6 +200,11 @@ fn check_session(field: &'static str, session_id: &str) -> Result<()> {
         return Err(CoordError::invalid(field, "must not be empty"));
     }
     check_len(field, session_id, MAX_SESSION_ID_BYTES)
+}
+
+/// Converts a count to the protocol's integer type, saturating.
+fn to_i64(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// Checks a string's length in bytes.

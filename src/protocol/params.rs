@@ -43,6 +43,10 @@ pub struct Check {
     pub min_items: Option<usize>,
     /// `maxItems`.
     pub max_items: Option<usize>,
+    /// `minimum` (integers).
+    pub minimum: Option<i64>,
+    /// `maximum` (integers).
+    pub maximum: Option<i64>,
 }
 
 impl Check {
@@ -56,6 +60,8 @@ impl Check {
         enum_values: &[],
         min_items: None,
         max_items: None,
+        minimum: None,
+        maximum: None,
     };
 }
 
@@ -264,6 +270,23 @@ fn type_name(value: &Value) -> &'static str {
     }
 }
 
+/// Checks an integer against the schema's `minimum` and `maximum`, with one message that
+/// states the whole accepted range.
+fn check_integer_bounds(errors: &mut ParamErrors, field: &str, path: &str, check: &Check, v: i64) {
+    let below = check.minimum.is_some_and(|min| v < min);
+    let above = check.maximum.is_some_and(|max| v > max);
+    if !(below || above) {
+        return;
+    }
+    let message = match (check.minimum, check.maximum) {
+        (Some(min), Some(max)) => format!("Number must be an integer from {min} to {max}"),
+        (Some(min), None) => format!("Number must be greater than or equal to {min}"),
+        (None, Some(max)) => format!("Number must be less than or equal to {max}"),
+        (None, None) => return,
+    };
+    report(errors, field, path, message);
+}
+
 /// Checks `value` against `check` and `limit`; problems go to `field` (the top-level
 /// param), prefixed with `path` (`files[2].path`) when nested.
 fn check_value(
@@ -332,26 +355,26 @@ fn check_value(
             }
         }
         (Kind::Integer, Value::Number(n)) => {
-            if n.as_i64().is_none() {
-                if n.as_u64().is_some() || is_integral(n) {
-                    report(
-                        errors,
-                        field,
-                        path,
-                        format!(
-                            "Number must be an integer between {} and {}",
-                            i64::MIN,
-                            i64::MAX
-                        ),
-                    );
-                } else {
-                    report(
-                        errors,
-                        field,
-                        path,
-                        "Expected integer, received float".to_string(),
-                    );
-                }
+            if let Some(v) = n.as_i64() {
+                check_integer_bounds(errors, field, path, check, v);
+            } else if n.as_u64().is_some() || is_integral(n) {
+                report(
+                    errors,
+                    field,
+                    path,
+                    format!(
+                        "Number must be an integer between {} and {}",
+                        i64::MIN,
+                        i64::MAX
+                    ),
+                );
+            } else {
+                report(
+                    errors,
+                    field,
+                    path,
+                    "Expected integer, received float".to_string(),
+                );
             }
         }
         (Kind::Number, Value::Number(_)) | (Kind::Boolean, Value::Bool(_)) => {}

@@ -58,6 +58,7 @@ pub fn lock_record(live: &coord::LiveLock) -> wire::LockRecord {
         acquired_at: iso_millis(live.lock.acquired_at_ms),
         expires_at: iso_millis(live.lock.expires_at_ms),
         ttl_remaining_ms: live.ttl_remaining_ms,
+        token: live.lock.token,
     }
 }
 

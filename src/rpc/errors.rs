@@ -11,9 +11,17 @@ pub fn to_protocol(error: CoordError) -> ProtocolError {
         CoordError::LockConflict {
             held_by,
             expires_at_ms,
-        } => ProtocolError::new(
-            ErrorCode::LockConflict,
-            Some(json!({ "heldBy": held_by, "expiresAt": iso_millis(expires_at_ms) })),
+            cycle,
+        } => {
+            let mut data = json!({ "heldBy": held_by, "expiresAt": iso_millis(expires_at_ms) });
+            if let Some(cycle) = cycle {
+                data["cycle"] = json!(cycle);
+            }
+            ProtocolError::new(ErrorCode::LockConflict, Some(data))
+        }
+        CoordError::SessionNotFound { session_id } => ProtocolError::new(
+            ErrorCode::SessionNotFound,
+            Some(json!({ "sessionId": session_id })),
         ),
         CoordError::LockNotFound => ProtocolError::new(ErrorCode::LockNotFound, None),
         CoordError::LockNotHeld { held_by } => {

@@ -28,6 +28,7 @@ impl LockMethods for App {
             session_id: acquired.lock.session_id.clone(),
             acquired_at: iso_millis(acquired.lock.acquired_at_ms),
             expires_at: iso_millis(acquired.lock.expires_at_ms),
+            token: acquired.lock.token,
             warnings: acquired
                 .warnings
                 .iter()

@@ -11,6 +11,7 @@ fn lock_from_row(row: &Row<'_>) -> rusqlite::Result<Lock> {
         session_id: row.get(1)?,
         acquired_at_ms: row.get(2)?,
         expires_at_ms: row.get(3)?,
+        token: row.get(4)?,
     })
 }
 
@@ -18,7 +19,7 @@ impl Reader<'_> {
     /// The lock row on `symbol_path`, live or expired (primary-key lookup).
     pub fn lock(&self, symbol_path: &str) -> Result<Option<Lock>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT symbol_path, session_id, acquired_at_ms, expires_at_ms
+            "SELECT symbol_path, session_id, acquired_at_ms, expires_at_ms, token
              FROM locks WHERE symbol_path = ?1",
         )?;
         Ok(stmt.query_row([symbol_path], lock_from_row).optional()?)
@@ -30,7 +31,7 @@ impl Reader<'_> {
         let rows = match session_id {
             Some(session) => {
                 let mut stmt = self.conn.prepare_cached(
-                    "SELECT symbol_path, session_id, acquired_at_ms, expires_at_ms FROM locks
+                    "SELECT symbol_path, session_id, acquired_at_ms, expires_at_ms, token FROM locks
                      WHERE session_id = ?1 AND expires_at_ms > ?2
                      ORDER BY acquired_at_ms, symbol_path",
                 )?;
@@ -39,7 +40,7 @@ impl Reader<'_> {
             }
             None => {
                 let mut stmt = self.conn.prepare_cached(
-                    "SELECT symbol_path, session_id, acquired_at_ms, expires_at_ms FROM locks
+                    "SELECT symbol_path, session_id, acquired_at_ms, expires_at_ms, token FROM locks
                      WHERE expires_at_ms > ?1
                      ORDER BY acquired_at_ms, symbol_path",
                 )?;
@@ -51,20 +52,35 @@ impl Reader<'_> {
     }
 }
 
+impl Reader<'_> {
+    /// Locks expired at `now_ms` whose rows are still there (a scan; see
+    /// [`Writer::delete_expired_locks`]).
+    pub fn expired_locks(&self, now_ms: i64) -> Result<Vec<Lock>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT symbol_path, session_id, acquired_at_ms, expires_at_ms, token FROM locks
+             WHERE expires_at_ms <= ?1",
+        )?;
+        let rows = stmt.query_map([now_ms], lock_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+}
+
 impl Writer<'_> {
     /// Inserts or replaces the lock on `lock.symbol_path`.
     pub fn put_lock(&self, lock: &Lock) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(
-            "INSERT INTO locks (symbol_path, session_id, acquired_at_ms, expires_at_ms)
-             VALUES (?1, ?2, ?3, ?4)
+            "INSERT INTO locks (symbol_path, session_id, acquired_at_ms, expires_at_ms, token)
+             VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT (symbol_path) DO UPDATE SET session_id = excluded.session_id,
-                 acquired_at_ms = excluded.acquired_at_ms, expires_at_ms = excluded.expires_at_ms",
+                 acquired_at_ms = excluded.acquired_at_ms, expires_at_ms = excluded.expires_at_ms,
+                 token = excluded.token",
         )?;
         stmt.execute(params![
             lock.symbol_path,
             lock.session_id,
             lock.acquired_at_ms,
-            lock.expires_at_ms
+            lock.expires_at_ms,
+            lock.token
         ])?;
         Ok(())
     }

@@ -82,8 +82,41 @@ const V2: &str = r#"
 DROP INDEX locks_expires;
 "#;
 
+/// Version 3: sessions with a pulse, fencing tokens, the event log (PROTOCOL-NOTES 7–9).
+///
+/// - `locks.token`: the fencing token of the acquisition (the `seq` of its `lock.acquired`
+///   event); locks from before are 0.
+/// - `sessions`: every session seen, in order of first appearance (the rowid), with the
+///   pid and its process start time or the lease it registered, when it was last seen
+///   (flushed from memory about once a second) and when it ended or was reaped.
+/// - `events`: the log of changes; `seq` is AUTOINCREMENT so that a pruned seq is never
+///   reused.
+const V3: &str = r#"
+ALTER TABLE locks ADD COLUMN token INTEGER NOT NULL DEFAULT 0;
+
+CREATE TABLE sessions (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id    TEXT NOT NULL UNIQUE,
+    pid           INTEGER,
+    pid_start     INTEGER,
+    lease_ms      INTEGER,
+    first_seen_ms INTEGER NOT NULL,
+    last_seen_ms  INTEGER NOT NULL,
+    ended_at_ms   INTEGER
+);
+
+CREATE TABLE events (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    at_ms      INTEGER NOT NULL,
+    type       TEXT NOT NULL,
+    session_id TEXT,
+    subject    TEXT NOT NULL,
+    data       TEXT NOT NULL
+);
+"#;
+
 /// The migrations, oldest first. Append only.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this build creates and understands.
 pub const LATEST_VERSION: usize = MIGRATIONS.len();
@@ -125,7 +158,11 @@ mod tests {
     /// Data written at each schema version (index `v - 1` for version `v`), and a check run
     /// after upgrading to the latest version that the data is still there and readable. When a
     /// migration is appended, add an entry here: the test then covers the upgrade from it too.
-    const SEEDS: &[(&str, &str)] = &[(SEED_V1, CHECK_V1), (SEED_V1, CHECK_V1)];
+    const SEEDS: &[(&str, &str)] = &[
+        (SEED_V1, CHECK_V1),
+        (SEED_V1, CHECK_V1),
+        (SEED_V3, CHECK_V3),
+    ];
 
     /// Rows in every table of version 1 (version 2 only dropped an index).
     const SEED_V1: &str = r#"
@@ -137,6 +174,27 @@ mod tests {
         INSERT INTO intent_ranges (intent_seq, file, start_byte, end_byte) VALUES (1, 'src/a.ts', 0, 10);
         INSERT INTO contracts (id, proposer, symbol_path, file, name, signature, status, proposed_at)
             VALUES ('c1', 's1', 'src/a.ts:f', 'src/a.ts', 'f', '()', 'accepted', 1);
+        "#;
+
+    /// Rows in every table of version 3 (its new tables and the new lock column included).
+    const SEED_V3: &str = r#"
+        INSERT INTO agents (session_id, name, registered_at, updated_at) VALUES ('s1', 'a', 1, 1);
+        INSERT INTO locks VALUES ('src/a.ts:f', 's1', 1, 9999999999999, 7);
+        INSERT INTO sessions (session_id, pid, pid_start, lease_ms, first_seen_ms, last_seen_ms)
+            VALUES ('s1', 42, 1234, NULL, 1, 1);
+        INSERT INTO events (at_ms, type, session_id, subject, data)
+            VALUES (1, 'lock.acquired', 's1', 'src/a.ts:f', '{}');
+        INSERT INTO contracts (id, proposer, symbol_path, file, name, signature, status, proposed_at)
+            VALUES ('c1', 's1', 'src/a.ts:f', 'src/a.ts', 'f', '()', 'accepted', 1);
+        "#;
+
+    /// Counts the rows of [`SEED_V3`] that survived: 5 when all did.
+    const CHECK_V3: &str = r#"
+        SELECT (SELECT count(*) FROM agents WHERE session_id = 's1')
+             + (SELECT count(*) FROM locks WHERE symbol_path = 'src/a.ts:f' AND token = 7)
+             + (SELECT count(*) FROM sessions WHERE session_id = 's1' AND pid_start = 1234)
+             + (SELECT count(*) FROM events WHERE type = 'lock.acquired')
+             + (SELECT count(*) FROM contracts WHERE id = 'c1')
         "#;
 
     /// Counts the rows of [`SEED_V1`] that survived: 5 when all did.

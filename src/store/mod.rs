@@ -17,22 +17,34 @@
 
 mod agents;
 mod contracts;
+mod events;
 mod intents;
 mod locks;
 mod migrations;
 pub mod records;
+mod sessions;
 
+use std::cell::Cell;
 use std::path::Path;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use rusqlite::{Connection, TransactionBehavior};
 
+pub use events::EventPage;
 pub use intents::{IntentFilter, RangeHit};
 pub use migrations::LATEST_VERSION;
 pub use records::{
-    Contract, ContractStatus, Intent, IntentRange, IntentStatus, Lock, UnknownStatus,
+    Contract, ContractStatus, Event, Intent, IntentRange, IntentStatus, Lock, NewEvent,
+    SessionRow, SessionSummary, UnknownStatus,
 };
+
+/// Told after every commit that appended events, with the newest `seq` committed (it wakes
+/// the waiters of `events.poll`). Called with no store lock held.
+pub trait CommitListener: Send + Sync {
+    /// Events up to `newest_seq` are committed.
+    fn events_committed(&self, newest_seq: i64);
+}
 
 /// How long a statement waits for a lock held by another connection before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -76,9 +88,15 @@ pub enum StoreError {
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 /// The database: one connection behind a mutex, used for reads and writes alike.
-#[derive(Debug)]
 pub struct Store {
     conn: Mutex<Connection>,
+    listener: OnceLock<Box<dyn CommitListener>>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").finish_non_exhaustive()
+    }
 }
 
 impl Store {
@@ -107,7 +125,13 @@ impl Store {
         migrations::migrate(&mut conn)?;
         Ok(Store {
             conn: Mutex::new(conn),
+            listener: OnceLock::new(),
         })
+    }
+
+    /// Sets the listener told about committed events (once; a second call is ignored).
+    pub fn set_commit_listener(&self, listener: Box<dyn CommitListener>) {
+        let _ = self.listener.set(listener);
     }
 
     /// Runs `f` in one write transaction and commits when it returns `Ok`; an `Err` (the
@@ -122,10 +146,18 @@ impl Store {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(StoreError::from)?;
-        let out = f(&Writer {
+        let writer = Writer {
             reader: Reader { conn: &tx },
-        })?;
+            appended_seq: Cell::new(None),
+        };
+        let out = f(&writer)?;
+        let appended = writer.appended_seq.get();
+        drop(writer);
         tx.commit().map_err(StoreError::from)?;
+        drop(conn);
+        if let (Some(seq), Some(listener)) = (appended, self.listener.get()) {
+            listener.events_committed(seq);
+        }
         Ok(out)
     }
 
@@ -188,6 +220,8 @@ pub struct Reader<'a> {
 /// (it dereferences to [`Reader`]).
 pub struct Writer<'a> {
     reader: Reader<'a>,
+    /// The `seq` of the last event this transaction appended.
+    appended_seq: Cell<Option<i64>>,
 }
 
 impl<'a> std::ops::Deref for Writer<'a> {
@@ -259,6 +293,7 @@ mod tests {
             session_id: "s1".into(),
             acquired_at_ms: 10,
             expires_at_ms: 20,
+            token: 0,
         };
         {
             let store = Store::open(&path).unwrap();
@@ -287,6 +322,7 @@ mod tests {
             session_id: "s".into(),
             acquired_at_ms: 1,
             expires_at_ms: 2,
+            token: 0,
         };
         let res: Result<(), E> = store.write(|w| {
             w.put_lock(&lock)?;
@@ -308,6 +344,7 @@ mod tests {
             session_id: "s".into(),
             acquired_at_ms: 1,
             expires_at_ms: 2,
+            token: 0,
         };
         a.write(|w| w.put_lock(&lock)).unwrap();
         assert_eq!(b.read(|r| r.lock("a:f")).unwrap(), Some(lock));

@@ -19,6 +19,8 @@ pub struct Lock {
     pub acquired_at_ms: i64,
     /// Expiry; the lock is live while this is greater than the current time.
     pub expires_at_ms: i64,
+    /// Fencing token: grows with every new acquisition, kept by a refresh.
+    pub token: i64,
 }
 
 impl Lock {
@@ -209,4 +211,80 @@ pub struct Contract {
     pub proposed_at_ms: i64,
     /// Response time.
     pub responded_at_ms: Option<i64>,
+}
+
+/// A row of the `sessions` table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRow {
+    /// The session id.
+    pub session_id: String,
+    /// The registered pid, while the session has one.
+    pub pid: Option<i64>,
+    /// That process's start time (clock ticks since boot, `/proc/<pid>/stat` field 22).
+    pub pid_start: Option<i64>,
+    /// The registered lease, while the session has one.
+    pub lease_ms: Option<i64>,
+    /// When the session was first seen.
+    pub first_seen_ms: i64,
+    /// Its last sighting as last flushed (the daemon keeps newer ones in memory).
+    pub last_seen_ms: i64,
+    /// When it ended or was reaped; `None` while it is a session.
+    pub ended_at_ms: Option<i64>,
+}
+
+/// One session as `session.list` needs it: its row (if any), registration and counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSummary {
+    /// The session id.
+    pub session_id: String,
+    /// Registered name.
+    pub name: Option<String>,
+    /// Registered agent id.
+    pub agent_id: Option<i64>,
+    /// Registered pid.
+    pub pid: Option<i64>,
+    /// The pid's process start time.
+    pub pid_start: Option<i64>,
+    /// Registered lease.
+    pub lease_ms: Option<i64>,
+    /// Last sighting as stored.
+    pub last_seen_ms: i64,
+    /// When it ended, if it did.
+    pub ended_at_ms: Option<i64>,
+    /// Live locks.
+    pub locks: i64,
+    /// Declared and active intents.
+    pub intents: i64,
+    /// First appearance (the order of the list).
+    pub first_seen_ms: i64,
+}
+
+/// A stored event (PROTOCOL-NOTES 9).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// Sequence number: increasing, never reused.
+    pub seq: i64,
+    /// When (unix ms).
+    pub at_ms: i64,
+    /// The type (`lock.acquired`, ...).
+    pub kind: String,
+    /// The session the change belongs to.
+    pub session_id: Option<String>,
+    /// Symbol path, intent id, contract id or session id.
+    pub subject: String,
+    /// The rest of the change, a JSON object as text.
+    pub data: String,
+}
+
+/// An event about to be appended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent<'a> {
+    /// The type (`lock.acquired`, ...).
+    pub kind: &'static str,
+    /// The session the change belongs to.
+    pub session_id: Option<&'a str>,
+    /// Symbol path, intent id, contract id or session id.
+    pub subject: &'a str,
+    /// The rest of the change (a JSON object).
+    pub data: serde_json::Value,
 }

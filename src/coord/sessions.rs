@@ -1,0 +1,416 @@
+//! Sessions with a pulse (PROTOCOL-NOTES 7): signs of life, liveness by pid or lease, the
+//! reap (or clean `session.end`) that releases a dead session's locks and abandons its
+//! intents, and `session.list`.
+//!
+//! Sightings are kept in memory and flushed to the `sessions` table about once a second by
+//! [`Coord::flush_sightings`], so a call pays no extra write for being a sign of life; only a
+//! session's first call since the daemon started (or since it ended) writes its row at once.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::json;
+
+use super::events::{self, EventKind};
+use super::waits::WaitOutcome;
+use super::{check_session, Coord, CoordError, Result};
+use crate::store::{IntentFilter, IntentStatus, SessionRow, SessionSummary, Writer};
+
+/// Shortest lease accepted.
+pub const MIN_LEASE_MS: i64 = 1000;
+/// Longest lease accepted: one day.
+pub const MAX_LEASE_MS: i64 = 86_400_000;
+
+/// Signs of life seen since the last flush, and the sessions whose row is known to exist and
+/// be open (so touching them needs no write).
+#[derive(Debug, Default)]
+pub struct Sightings {
+    last_seen: HashMap<String, i64>,
+    dirty: HashSet<String>,
+    open_rows: HashSet<String>,
+}
+
+/// Why a session ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndReason {
+    /// `session.end`.
+    Ended,
+    /// Its process exited (or its pid now belongs to another process).
+    ProcessExited,
+    /// It made no call for longer than its lease.
+    LeaseLapsed,
+}
+
+impl EndReason {
+    fn event(self) -> EventKind {
+        match self {
+            EndReason::Ended => EventKind::SessionEnded,
+            _ => EventKind::SessionReaped,
+        }
+    }
+
+    /// How the reason is spelled in event data and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndReason::Ended => "ended",
+            EndReason::ProcessExited => "process exited",
+            EndReason::LeaseLapsed => "lease lapsed",
+        }
+    }
+}
+
+/// What ending a session did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EndedSession {
+    /// Locks released.
+    pub locks_released: i64,
+    /// Intents abandoned.
+    pub intents_abandoned: i64,
+}
+
+/// A reaped session, for the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReapedSession {
+    /// Its id.
+    pub session_id: String,
+    /// Why.
+    pub reason: EndReason,
+    /// What was released.
+    pub ended: EndedSession,
+}
+
+/// `session.heartbeat`'s answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Heartbeat {
+    /// When the lease lapses without another call (unix ms), if the session has one.
+    pub lease_expires_at_ms: Option<i64>,
+}
+
+/// One row of `session.list`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// What the store knows.
+    pub summary: SessionSummary,
+    /// Whether it is live now.
+    pub live: bool,
+}
+
+impl Coord {
+    /// Validates the acting session of a request and counts the request as a sign of life.
+    pub(crate) fn acting_session(&self, session_id: &str) -> Result<()> {
+        check_session("sessionId", session_id)?;
+        self.touch(session_id)
+    }
+
+    /// Records a sign of life of `session_id` now.
+    fn touch(&self, session_id: &str) -> Result<()> {
+        let now = self.clock.now_ms();
+        let mut sightings = self.sightings();
+        if !sightings.open_rows.contains(session_id) {
+            self.store.write(|w| w.touch_session(session_id, now))?;
+            sightings.open_rows.insert(session_id.to_owned());
+        }
+        sightings.last_seen.insert(session_id.to_owned(), now);
+        sightings.dirty.insert(session_id.to_owned());
+        Ok(())
+    }
+
+    /// Records a sign of life of a session whose row is open (memory only).
+    pub(crate) fn saw(&self, session_id: &str) {
+        let now = self.clock.now_ms();
+        let mut sightings = self.sightings();
+        sightings.last_seen.insert(session_id.to_owned(), now);
+        sightings.dirty.insert(session_id.to_owned());
+    }
+
+    fn sightings(&self) -> std::sync::MutexGuard<'_, Sightings> {
+        self.sightings
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The last sign of life of a session: the newer of memory and `row`.
+    fn last_seen(&self, session_id: &str, stored_ms: i64) -> i64 {
+        self.sightings()
+            .last_seen
+            .get(session_id)
+            .copied()
+            .unwrap_or(stored_ms)
+            .max(stored_ms)
+    }
+
+    /// Writes the sightings of the last second to the `sessions` table.
+    pub fn flush_sightings(&self) -> Result<usize> {
+        let pending: Vec<(String, i64)> = {
+            let mut sightings = self.sightings();
+            let dirty = std::mem::take(&mut sightings.dirty);
+            dirty
+                .into_iter()
+                .filter_map(|s| sightings.last_seen.get(&s).map(|&at| (s, at)))
+                .collect()
+        };
+        if pending.is_empty() {
+            return Ok(0);
+        }
+        self.store.write(|w| {
+            for (session, at) in &pending {
+                w.record_last_seen(session, *at)?;
+            }
+            Ok(pending.len())
+        })
+    }
+
+    /// Checks the pid of `register` and reads its process's start time.
+    pub(crate) fn register_pid(&self, pid: Option<i64>) -> Result<Option<(i64, i64)>> {
+        let Some(pid) = pid else { return Ok(None) };
+        if pid < 1 {
+            return Err(CoordError::invalid("pid", "must be at least 1"));
+        }
+        match self.processes.start_time(pid) {
+            Some(start) => Ok(Some((pid, start))),
+            None => Err(CoordError::invalid(
+                "pid",
+                format!("no process with pid {pid} runs on the daemon's host"),
+            )),
+        }
+    }
+
+    /// Checks the lease of `register`.
+    pub(crate) fn check_lease(lease_ms: Option<i64>) -> Result<()> {
+        match lease_ms {
+            Some(lease) if !(MIN_LEASE_MS..=MAX_LEASE_MS).contains(&lease) => {
+                Err(CoordError::invalid(
+                    "leaseMs",
+                    format!("must be an integer from {MIN_LEASE_MS} to {MAX_LEASE_MS}"),
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// `session.heartbeat`: a sign of life for a session the daemon knows.
+    /// Unknown: [`CoordError::SessionNotFound`].
+    pub fn heartbeat(&self, session_id: &str) -> Result<Heartbeat> {
+        check_session("sessionId", session_id)?;
+        let known = self.sightings().open_rows.contains(session_id)
+            || self.store.read(|r| {
+                Ok::<_, CoordError>(r.session(session_id)?.is_some() || r.agent(session_id)?.is_some())
+            })?;
+        if !known {
+            return Err(CoordError::SessionNotFound {
+                session_id: session_id.to_owned(),
+            });
+        }
+        self.touch(session_id)?;
+        let now = self.clock.now_ms();
+        let lease = self.store.read(|r| r.session(session_id))?.and_then(|s| s.lease_ms);
+        Ok(Heartbeat {
+            lease_expires_at_ms: lease.map(|lease| now.saturating_add(lease)),
+        })
+    }
+
+    /// `session.end`: releases the session's locks and abandons its declared/active intents,
+    /// as a reap does. Idempotent: an unknown or ended session gives zeros.
+    pub fn end_session(&self, session_id: &str) -> Result<EndedSession> {
+        check_session("sessionId", session_id)?;
+        self.finish_session(session_id, EndReason::Ended)
+    }
+
+    /// Ends `session_id` for `reason` in one transaction: the session event, then one
+    /// `lock.released` per lock (each handed to its first waiter, if any) and one
+    /// `intent.updated` per abandoned intent. The session's own waiting requests are refused.
+    fn finish_session(&self, session_id: &str, reason: EndReason) -> Result<EndedSession> {
+        let mut waits = self.waits();
+        let mut handovers = Vec::new();
+        let ended = self.store.write(|w| {
+            let now = self.clock.now_ms();
+            let locks = w.live_locks(now, Some(session_id))?;
+            let intents = w.intents(&IntentFilter {
+                session_id: Some(session_id),
+                ..IntentFilter::default()
+            })?;
+            let was_open = w.end_session(session_id, now)?;
+            let ended = EndedSession {
+                locks_released: super::to_i64(locks.len()),
+                intents_abandoned: super::to_i64(intents.len()),
+            };
+            if !was_open && locks.is_empty() && intents.is_empty() {
+                return Ok::<_, CoordError>(ended);
+            }
+            let mut data = json!({
+                "locksReleased": ended.locks_released,
+                "intentsAbandoned": ended.intents_abandoned,
+            });
+            if reason != EndReason::Ended {
+                data["reason"] = json!(reason.as_str());
+            }
+            events::append(w, now, reason.event(), Some(session_id), session_id, data)?;
+            for lock in &locks {
+                w.delete_lock(&lock.symbol_path)?;
+                events::append(
+                    w,
+                    now,
+                    EventKind::LockReleased,
+                    Some(session_id),
+                    &lock.symbol_path,
+                    events::lock_data(lock, json!({"reason": reason.as_str()})),
+                )?;
+                if let Some(handover) = self.hand_over(w, &mut waits, &lock.symbol_path, now)? {
+                    handovers.push(handover);
+                }
+            }
+            for intent in &intents {
+                w.set_intent_status(&intent.id, IntentStatus::Abandoned, now)?;
+                events::append(
+                    w,
+                    now,
+                    EventKind::IntentUpdated,
+                    Some(session_id),
+                    &intent.id,
+                    json!({
+                        "from": intent.status.as_str(),
+                        "to": IntentStatus::Abandoned.as_str(),
+                        "reason": reason.as_str(),
+                    }),
+                )?;
+            }
+            Ok(ended)
+        })?;
+        self.deliver_all(&mut waits, handovers);
+        let refused = waits.remove_session(session_id);
+        drop(waits);
+        for (symbol, waiter) in refused {
+            let (held_by, expires_at_ms) = self.holder(&symbol);
+            waiter.reply.send(WaitOutcome::Refused(CoordError::LockConflict {
+                held_by,
+                expires_at_ms,
+                cycle: None,
+            }));
+        }
+        let mut sightings = self.sightings();
+        sightings.open_rows.remove(session_id);
+        Ok(ended)
+    }
+
+    /// Whether a session with this stored pulse is dead now, and why.
+    fn death(&self, row: &SessionRow, now: i64, waiting: &HashSet<String>) -> Option<EndReason> {
+        if let (Some(pid), Some(start)) = (row.pid, row.pid_start) {
+            if self.processes.start_time(pid) != Some(start) {
+                return Some(EndReason::ProcessExited);
+            }
+        }
+        if let Some(lease) = row.lease_ms {
+            // A request that is waiting for a lock is a sign of life for as long as it waits.
+            let last = self.last_seen(&row.session_id, row.last_seen_ms);
+            if now > last.saturating_add(lease) && !waiting.contains(&row.session_id) {
+                return Some(EndReason::LeaseLapsed);
+            }
+        }
+        None
+    }
+
+    /// Reaps every session whose process exited or whose lease lapsed (PROTOCOL-NOTES 7.3).
+    /// The daemon runs it about once a second.
+    pub fn reap_dead_sessions(&self) -> Result<Vec<ReapedSession>> {
+        let rows = self.store.read(|r| r.sessions_with_pulse())?;
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = self.clock.now_ms();
+        let waiting: HashSet<String> = {
+            let waits = self.waits();
+            rows.iter()
+                .filter(|r| waits.has_session(&r.session_id))
+                .map(|r| r.session_id.clone())
+                .collect()
+        };
+        let mut reaped = Vec::new();
+        for row in rows {
+            if let Some(reason) = self.death(&row, now, &waiting) {
+                let ended = self.finish_session(&row.session_id, reason)?;
+                reaped.push(ReapedSession {
+                    session_id: row.session_id,
+                    reason,
+                    ended,
+                });
+            }
+        }
+        Ok(reaped)
+    }
+
+    /// Whether the session is live in the sense of PROTOCOL-NOTES 7.3 (not ended, process
+    /// running, lease not lapsed), whether or not the reaper has run yet.
+    pub fn session_is_live(&self, summary: &SessionSummary) -> bool {
+        if summary.ended_at_ms.is_some() {
+            return false;
+        }
+        let row = SessionRow {
+            session_id: summary.session_id.clone(),
+            pid: summary.pid,
+            pid_start: summary.pid_start,
+            lease_ms: summary.lease_ms,
+            first_seen_ms: summary.first_seen_ms,
+            last_seen_ms: summary.last_seen_ms,
+            ended_at_ms: None,
+        };
+        let waiting = if self.waits().has_session(&summary.session_id) {
+            HashSet::from([summary.session_id.clone()])
+        } else {
+            HashSet::new()
+        };
+        self.death(&row, self.clock.now_ms(), &waiting).is_none()
+    }
+
+    /// `session.list`: every session registered or holding a live lock or a declared/active
+    /// intent (or seen at all), live ones first, then by first appearance.
+    pub fn list_sessions(&self) -> Result<Vec<SessionInfo>> {
+        let now = self.clock.now_ms();
+        let summaries = self.store.read(|r| r.session_summaries(now))?;
+        let mut list: Vec<SessionInfo> = summaries
+            .into_iter()
+            .map(|mut summary| {
+                summary.last_seen_ms = self.last_seen(&summary.session_id, summary.last_seen_ms);
+                let live = self.session_is_live(&summary);
+                SessionInfo { summary, live }
+            })
+            .collect();
+        // Stable: first appearance is kept within the live and the dead.
+        list.sort_by_key(|s| !s.live);
+        Ok(list)
+    }
+
+    /// Records a registration's pulse and its event, inside `register`'s transaction.
+    pub(crate) fn write_registration(
+        &self,
+        w: &Writer<'_>,
+        session_id: &str,
+        name: &str,
+        agent_id: i64,
+        pid: Option<(i64, i64)>,
+        lease_ms: Option<i64>,
+        now: i64,
+    ) -> Result<()> {
+        w.touch_session(session_id, now)?;
+        w.set_session_pulse(session_id, pid, lease_ms)?;
+        events::append(
+            w,
+            now,
+            EventKind::SessionRegistered,
+            Some(session_id),
+            session_id,
+            json!({
+                "name": name,
+                "agentId": agent_id,
+                "pid": pid.map(|p| p.0),
+                "leaseMs": lease_ms,
+            }),
+        )?;
+        Ok(())
+    }
+
+    /// Marks a session's row as known to be open and seen now (after `register`).
+    pub(crate) fn note_open(&self, session_id: &str, now: i64) {
+        let mut sightings = self.sightings();
+        sightings.open_rows.insert(session_id.to_owned());
+        sightings.last_seen.insert(session_id.to_owned(), now);
+    }
+}

@@ -1,0 +1,146 @@
+//! The `sessions` table (PROTOCOL-NOTES 7): every session seen, its pulse (pid with the
+//! process start time, or a lease), when it was last seen and when it ended.
+
+use rusqlite::{params, OptionalExtension, Row};
+
+use super::{Reader, Result, SessionRow, SessionSummary, Writer};
+
+const SESSION_COLUMNS: &str =
+    "session_id, pid, pid_start, lease_ms, first_seen_ms, last_seen_ms, ended_at_ms";
+
+fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
+    Ok(SessionRow {
+        session_id: row.get(0)?,
+        pid: row.get(1)?,
+        pid_start: row.get(2)?,
+        lease_ms: row.get(3)?,
+        first_seen_ms: row.get(4)?,
+        last_seen_ms: row.get(5)?,
+        ended_at_ms: row.get(6)?,
+    })
+}
+
+impl Reader<'_> {
+    /// The session's row, if it was ever seen.
+    pub fn session(&self, session_id: &str) -> Result<Option<SessionRow>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = ?1"
+        ))?;
+        Ok(stmt.query_row([session_id], session_from_row).optional()?)
+    }
+
+    /// Sessions that have a pulse (a pid or a lease) and have not ended: the ones the reaper
+    /// watches.
+    pub fn sessions_with_pulse(&self) -> Result<Vec<SessionRow>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions
+             WHERE ended_at_ms IS NULL AND (pid IS NOT NULL OR lease_ms IS NOT NULL)"
+        ))?;
+        let rows = stmt.query_map([], session_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// Every session that is in the sessions table, registered, or holds a lock live at
+    /// `now_ms` or a declared/active intent, with its counts, in order of first appearance
+    /// (then session id).
+    pub fn session_summaries(&self, now_ms: i64) -> Result<Vec<SessionSummary>> {
+        let mut stmt = self.conn.prepare_cached(
+            "WITH ids AS (
+                 SELECT session_id FROM sessions
+                 UNION SELECT session_id FROM agents
+                 UNION SELECT session_id FROM locks WHERE expires_at_ms > ?1
+                 UNION SELECT session_id FROM intents WHERE status IN ('declared', 'active')
+             )
+             SELECT ids.session_id, a.name, a.id, s.pid, s.pid_start, s.lease_ms,
+                    s.last_seen_ms, s.ended_at_ms,
+                    (SELECT count(*) FROM locks l
+                      WHERE l.session_id = ids.session_id AND l.expires_at_ms > ?1),
+                    (SELECT count(*) FROM intents i
+                      WHERE i.session_id = ids.session_id AND i.status IN ('declared', 'active')),
+                    coalesce(s.first_seen_ms, a.registered_at,
+                             (SELECT min(acquired_at_ms) FROM locks l
+                               WHERE l.session_id = ids.session_id),
+                             (SELECT min(declared_at) FROM intents i
+                               WHERE i.session_id = ids.session_id), 0) AS first_seen,
+                    coalesce(a.updated_at, 0)
+             FROM ids
+             LEFT JOIN sessions s ON s.session_id = ids.session_id
+             LEFT JOIN agents a ON a.session_id = ids.session_id
+             ORDER BY first_seen, ids.session_id",
+        )?;
+        let rows = stmt.query_map([now_ms], |row| {
+            let first_seen_ms: i64 = row.get(10)?;
+            let registered_ms: i64 = row.get(11)?;
+            let last_seen: Option<i64> = row.get(6)?;
+            Ok(SessionSummary {
+                session_id: row.get(0)?,
+                name: row.get(1)?,
+                agent_id: row.get(2)?,
+                pid: row.get(3)?,
+                pid_start: row.get(4)?,
+                lease_ms: row.get(5)?,
+                last_seen_ms: last_seen.unwrap_or(registered_ms.max(first_seen_ms)),
+                ended_at_ms: row.get(7)?,
+                locks: row.get(8)?,
+                intents: row.get(9)?,
+                first_seen_ms,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+}
+
+impl Writer<'_> {
+    /// Records that `session_id` was seen at `now_ms`: creates its row (first appearance) or
+    /// moves its last sighting forward, and makes an ended session a session again (it keeps
+    /// no pulse: what a reap cleared stays cleared).
+    pub fn touch_session(&self, session_id: &str, now_ms: i64) -> Result<()> {
+        let mut stmt = self.conn.prepare_cached(
+            "INSERT INTO sessions (session_id, first_seen_ms, last_seen_ms) VALUES (?1, ?2, ?2)
+             ON CONFLICT (session_id) DO UPDATE
+                 SET last_seen_ms = max(last_seen_ms, excluded.last_seen_ms), ended_at_ms = NULL",
+        )?;
+        stmt.execute(params![session_id, now_ms])?;
+        Ok(())
+    }
+
+    /// Moves the last sighting of an existing session forward (flushing the in-memory
+    /// sightings); never creates a row, never revives an ended session.
+    pub fn record_last_seen(&self, session_id: &str, seen_ms: i64) -> Result<()> {
+        let mut stmt = self.conn.prepare_cached(
+            "UPDATE sessions SET last_seen_ms = max(last_seen_ms, ?2) WHERE session_id = ?1",
+        )?;
+        stmt.execute(params![session_id, seen_ms])?;
+        Ok(())
+    }
+
+    /// Replaces the session's pulse (register): its pid with the process start time, and its
+    /// lease. The row must exist ([`Writer::touch_session`] first).
+    pub fn set_session_pulse(
+        &self,
+        session_id: &str,
+        pid: Option<(i64, i64)>,
+        lease_ms: Option<i64>,
+    ) -> Result<()> {
+        let mut stmt = self.conn.prepare_cached(
+            "UPDATE sessions SET pid = ?2, pid_start = ?3, lease_ms = ?4 WHERE session_id = ?1",
+        )?;
+        stmt.execute(params![
+            session_id,
+            pid.map(|p| p.0),
+            pid.map(|p| p.1),
+            lease_ms
+        ])?;
+        Ok(())
+    }
+
+    /// Marks the session ended at `now_ms` and clears its pulse; whether it was live before
+    /// (a row that had not ended).
+    pub fn end_session(&self, session_id: &str, now_ms: i64) -> Result<bool> {
+        let mut stmt = self.conn.prepare_cached(
+            "UPDATE sessions SET ended_at_ms = ?2, pid = NULL, pid_start = NULL, lease_ms = NULL
+             WHERE session_id = ?1 AND ended_at_ms IS NULL",
+        )?;
+        Ok(stmt.execute(params![session_id, now_ms])? > 0)
+    }
+}
