@@ -8,8 +8,8 @@ use serde_json::json;
 use super::events::{self, EventKind};
 use super::paths::{normalize, split_symbol_path, PathError};
 use super::{
-    check_len, parse_symbol_path, Contract, ContractStatus, Coord, CoordError,
-    Result, SignatureLookup, MAX_PATH_BYTES,
+    check_len, parse_symbol_path, Contract, ContractStatus, Coord, CoordError, Result,
+    SignatureLookup, MAX_PATH_BYTES,
 };
 
 /// The `actual` of a violation whose symbol is gone from the staged content.

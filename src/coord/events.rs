@@ -176,3 +176,97 @@ impl Coord {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+    use super::*;
+    use crate::coord::testing::Harness;
+
+    #[test]
+    fn every_change_appends_its_event_and_seq_grows_by_one() {
+        let h = Harness::new();
+        h.coord.register("a", "s1").unwrap();
+        let lock = h.coord.acquire_lock("a.ts:f", "s1", Some(1000)).unwrap();
+        h.coord.acquire_lock("a.ts:f", "s1", Some(2000)).unwrap();
+        h.coord.release_lock("a.ts:f", "s1").unwrap();
+        h.coord.acquire_lock("a.ts:g", "s1", Some(10)).unwrap();
+        h.clock.advance(20);
+        h.coord.acquire_lock("a.ts:g", "s2", Some(10)).unwrap();
+        let polled = h.coord.poll_events(0, None, None).unwrap();
+        let seqs: Vec<i64> = polled.events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (1..=7).collect::<Vec<_>>());
+        let kinds: Vec<&str> = polled.events.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "session.registered",
+                "lock.acquired",
+                "lock.refreshed",
+                "lock.released",
+                "lock.acquired",
+                "lock.expired",
+                "lock.acquired"
+            ]
+        );
+        // The fencing token is the seq of the acquisition's event, kept by a refresh.
+        assert_eq!(lock.lock.token, 2);
+        let data: serde_json::Value = serde_json::from_str(&polled.events[2].data).unwrap();
+        assert_eq!(data["token"], 2);
+        assert_eq!(polled.next, 7);
+        assert!(!polled.gap);
+    }
+
+    #[test]
+    fn limit_types_next_and_gap() {
+        let h = Harness::new();
+        for i in 0..10 {
+            h.coord
+                .acquire_lock(&format!("a.ts:f{i}"), "s1", None)
+                .unwrap();
+        }
+        h.coord.release_lock("a.ts:f0", "s1").unwrap();
+        let page = h.coord.poll_events(0, Some(4), None).unwrap();
+        assert_eq!(page.events.len(), 4);
+        assert_eq!(page.next, 4);
+        let page = h.coord.poll_events(4, Some(100), None).unwrap();
+        assert_eq!(page.events.len(), 7);
+        assert_eq!(page.next, 11);
+        let released = h
+            .coord
+            .poll_events(0, None, Some(&[EventKind::LockReleased]))
+            .unwrap();
+        assert_eq!(released.events.len(), 1);
+        assert_eq!(
+            released.next, 11,
+            "filtered-out events are skipped for good"
+        );
+        assert!(h
+            .coord
+            .poll_events(11, None, None)
+            .unwrap()
+            .events
+            .is_empty());
+        assert!(matches!(
+            h.coord.poll_events(0, Some(0), None),
+            Err(CoordError::InvalidInput { field: "limit", .. })
+        ));
+
+        // Retention: keep the newest N whatever their age, and everything of the last 7 days.
+        h.clock.advance(EVENT_RETENTION_MS + 1);
+        let pruned = h
+            .coord
+            .store()
+            .write(|w| w.prune_events(h.coord.now_ms() - EVENT_RETENTION_MS, 3))
+            .unwrap();
+        assert_eq!(pruned, 8);
+        let page = h.coord.poll_events(2, None, None).unwrap();
+        assert!(page.gap);
+        assert_eq!(page.events[0].seq, 9, "starts at the oldest kept");
+        assert!(!h.coord.poll_events(8, None, None).unwrap().gap);
+        // Nothing newer than 7 days is pruned.
+        h.coord.acquire_lock("b.ts:f", "s1", None).unwrap();
+        assert_eq!(h.coord.prune_events().unwrap(), 0);
+    }
+}

@@ -1,7 +1,7 @@
 //! What coordination needs to know about the source code, as a trait.
 //!
 //! The daemon implements [`CodeIndex`] with the analysis module's repository index; tests use
-//! [`crate::coord::testing::FakeIndex`]. Files are normalised repository-relative paths and
+//! `coord::testing::FakeIndex` (unit tests). Files are normalised repository-relative paths and
 //! names are symbol names as the protocol writes them (bare `f` or qualified `Class.method`).
 //! Every method answers "nothing" (empty, `NotFound`, `None`) for a missing, unreadable or
 //! unsupported file rather than failing: source problems never fail a coordination request.

@@ -10,12 +10,12 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::events::{self, EventKind};
 use super::paths::{join_symbol_path, normalize};
 use super::{
-    check_len, Coord, CoordError, Intent, IntentRange, IntentStatus, Result,
-    MAX_DESCRIPTION_BYTES, MAX_LIST_ITEMS, MAX_PATH_BYTES,
+    check_len, Coord, CoordError, Intent, IntentRange, IntentStatus, Result, MAX_DESCRIPTION_BYTES,
+    MAX_LIST_ITEMS, MAX_PATH_BYTES,
 };
-use super::events::{self, EventKind};
 use crate::store::IntentFilter;
 use serde_json::json;
 

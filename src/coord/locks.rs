@@ -55,7 +55,12 @@ pub enum Acquire {
     Acquired(AcquiredLock),
     /// Another session holds it; the request is queued and is answered through its
     /// [`WaitReply`].
-    Queued(WaiterId),
+    Queued {
+        /// The waiter's id (to cancel it).
+        id: WaiterId,
+        /// The normalised symbol path it waits for.
+        symbol_path: String,
+    },
 }
 
 /// A live lock as `lock.query` reports it.
@@ -116,7 +121,7 @@ impl Coord {
         match self.acquire_or_wait(symbol_path, session_id, ttl_ms, None)? {
             Acquire::Acquired(lock) => Ok(lock),
             // Without a reply nothing is ever queued.
-            Acquire::Queued(_) => Err(CoordError::invalid("waitMs", "no wait was asked for")),
+            Acquire::Queued { .. } => Err(CoordError::invalid("waitMs", "no wait was asked for")),
         }
     }
 
@@ -194,13 +199,11 @@ impl Coord {
         let cycle = self.store.read(|r| {
             let now = self.clock.now_ms();
             let mut lookup_failed = None;
-            let cycle = waits.find_cycle(session_id, &path, |symbol| {
-                match r.lock(symbol) {
-                    Ok(lock) => lock.filter(|l| l.is_live(now)).map(|l| l.session_id),
-                    Err(e) => {
-                        lookup_failed = Some(e);
-                        None
-                    }
+            let cycle = waits.find_cycle(session_id, &path, |symbol| match r.lock(symbol) {
+                Ok(lock) => lock.filter(|l| l.is_live(now)).map(|l| l.session_id),
+                Err(e) => {
+                    lookup_failed = Some(e);
+                    None
                 }
             });
             match lookup_failed {
@@ -216,7 +219,10 @@ impl Coord {
             });
         }
         let id = waits.push(&path, session_id, ttl, callers, reply, held.expires_at_ms);
-        Ok(Acquire::Queued(id))
+        Ok(Acquire::Queued {
+            id,
+            symbol_path: path,
+        })
     }
 
     /// Takes a waiter out of its queue (it gave up: its time ran out or its connection
@@ -350,11 +356,13 @@ impl Coord {
         let drained = self.waits().drain();
         for (symbol, waiter) in drained {
             let (held_by, expires_at_ms) = self.holder(&symbol);
-            waiter.reply.send(WaitOutcome::Refused(CoordError::LockConflict {
-                held_by,
-                expires_at_ms,
-                cycle: None,
-            }));
+            waiter
+                .reply
+                .send(WaitOutcome::Refused(CoordError::LockConflict {
+                    held_by,
+                    expires_at_ms,
+                    cycle: None,
+                }));
         }
     }
 
@@ -533,6 +541,7 @@ mod tests {
                 session_id: "s1".into(),
                 acquired_at_ms: T0,
                 expires_at_ms: T0 + 1000,
+                token: 1,
             }
         );
         assert!(got.warnings.is_empty());
@@ -613,7 +622,9 @@ mod tests {
             CoordError::LockConflict {
                 held_by,
                 expires_at_ms,
+                cycle,
             } => {
+                assert_eq!(cycle, None);
                 assert_eq!(held_by, "s1");
                 assert_eq!(expires_at_ms, T0 + 5000);
             }
@@ -835,5 +846,153 @@ mod tests {
                 .unwrap();
         }
         assert!(start.elapsed() < std::time::Duration::from_secs(10));
+    }
+
+    /// A reply that lands in a std channel.
+    struct TestReply(std::sync::mpsc::Sender<WaitOutcome>);
+    impl WaitReply for TestReply {
+        fn is_closed(&self) -> bool {
+            false
+        }
+        fn send(self: Box<Self>, outcome: WaitOutcome) {
+            let _ = self.0.send(outcome);
+        }
+    }
+
+    fn wait_on(
+        h: &Harness,
+        path: &str,
+        session: &str,
+    ) -> (Acquire, std::sync::mpsc::Receiver<WaitOutcome>) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let got = h
+            .coord
+            .acquire_or_wait(path, session, Some(1000), Some(Box::new(TestReply(tx))))
+            .unwrap();
+        (got, rx)
+    }
+
+    fn granted(rx: &std::sync::mpsc::Receiver<WaitOutcome>) -> AcquiredLock {
+        match rx.try_recv().expect("an answer") {
+            WaitOutcome::Granted(lock) => lock,
+            WaitOutcome::Refused(e) => panic!("refused: {e:?}"),
+        }
+    }
+
+    #[test]
+    fn waiters_are_served_in_arrival_order_and_nobody_slips_in() {
+        let h = Harness::new();
+        h.coord.acquire_lock("a.ts:f", "holder", None).unwrap();
+        let (a, ra) = wait_on(&h, "a.ts:f", "w1");
+        let (_, rb) = wait_on(&h, "a.ts:f", "w2");
+        let (_, rc) = wait_on(&h, "a.ts:f", "w3");
+        assert!(matches!(a, Acquire::Queued { .. }));
+        assert_eq!(h.coord.waiting_requests(), 3);
+        h.coord.release_lock("a.ts:f", "holder").unwrap();
+        let first = granted(&ra);
+        assert_eq!(first.lock.session_id, "w1");
+        assert!(rb.try_recv().is_err() && rc.try_recv().is_err());
+        // A newcomer without a wait meets the waiter's lock.
+        assert!(matches!(
+            h.coord.acquire_lock("a.ts:f", "late", None),
+            Err(CoordError::LockConflict { held_by, .. }) if held_by == "w1"
+        ));
+        h.coord.release_lock("a.ts:f", "w1").unwrap();
+        assert_eq!(granted(&rb).lock.session_id, "w2");
+        h.coord.release_lock("a.ts:f", "w2").unwrap();
+        let third = granted(&rc);
+        assert_eq!(third.lock.session_id, "w3");
+        assert!(
+            third.lock.token > first.lock.token,
+            "tokens grow with acquisitions"
+        );
+        assert_eq!(h.coord.waiting_requests(), 0);
+    }
+
+    #[test]
+    fn expiry_and_reap_hand_over_too() {
+        let h = Harness::new();
+        h.coord.acquire_lock("a.ts:f", "holder", Some(100)).unwrap();
+        let (_, rx) = wait_on(&h, "a.ts:f", "w1");
+        assert_eq!(h.coord.next_wait_wakeup(), Some(T0 + 100));
+        h.clock.advance(100);
+        // Even before the timer, a newcomer finds the expired lock handed to the waiter.
+        assert!(h.coord.acquire_lock("a.ts:f", "late", None).is_err());
+        assert_eq!(granted(&rx).lock.session_id, "w1");
+
+        h.processes.start(7, 1);
+        h.coord
+            .register_with_pulse("x", "mortal", Some(7), None)
+            .unwrap();
+        h.coord.acquire_lock("b.ts:f", "mortal", None).unwrap();
+        let (_, rx) = wait_on(&h, "b.ts:f", "w2");
+        h.processes.kill(7);
+        h.coord.reap_dead_sessions().unwrap();
+        assert_eq!(granted(&rx).lock.session_id, "w2");
+
+        h.coord.acquire_lock("c.ts:f", "holder", Some(50)).unwrap();
+        let (_, rx) = wait_on(&h, "c.ts:f", "w3");
+        h.clock.advance(50);
+        h.coord.hand_over_expired().unwrap();
+        assert_eq!(granted(&rx).lock.session_id, "w3");
+    }
+
+    #[test]
+    fn a_wait_that_closes_a_cycle_fails_at_once() {
+        let h = Harness::new();
+        h.coord.acquire_lock("x.ts:f", "a", None).unwrap();
+        h.coord.acquire_lock("y.ts:f", "b", None).unwrap();
+        let (queued, _rx) = wait_on(&h, "x.ts:f", "b");
+        assert!(matches!(queued, Acquire::Queued { .. }));
+        let (tx, _r) = std::sync::mpsc::channel();
+        let err = h
+            .coord
+            .acquire_or_wait("y.ts:f", "a", None, Some(Box::new(TestReply(tx))))
+            .unwrap_err();
+        match err {
+            CoordError::LockConflict { held_by, cycle, .. } => {
+                assert_eq!(held_by, "b");
+                assert_eq!(cycle, Some(vec!["a".to_string(), "b".to_string()]));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            h.coord.waiting_requests(),
+            1,
+            "the refused wait was not queued"
+        );
+    }
+
+    #[test]
+    fn a_cancelled_waiter_leaves_and_ending_a_session_refuses_its_waits() {
+        let h = Harness::new();
+        h.coord.acquire_lock("a.ts:f", "holder", None).unwrap();
+        let (Acquire::Queued { id, .. }, _rx) = wait_on(&h, "a.ts:f", "w1") else {
+            panic!("queued")
+        };
+        let (_, r2) = wait_on(&h, "a.ts:f", "w2");
+        assert!(
+            matches!(h.coord.cancel_wait(id), Cancelled::Removed { held_by, .. } if held_by == "holder")
+        );
+        assert_eq!(h.coord.cancel_wait(id), Cancelled::AlreadyAnswered);
+        h.coord.end_session("w2").unwrap();
+        assert!(matches!(r2.try_recv().unwrap(), WaitOutcome::Refused(_)));
+        h.coord.release_lock("a.ts:f", "holder").unwrap();
+        assert!(
+            h.coord.query_locks(None).unwrap().is_empty(),
+            "nobody was left to hand to"
+        );
+        // A lock handed to a waiter that then left is given back by its token only.
+        h.coord.acquire_lock("b.ts:f", "holder", None).unwrap();
+        let (_, r3) = wait_on(&h, "b.ts:f", "w3");
+        h.coord.release_lock("b.ts:f", "holder").unwrap();
+        let got = granted(&r3);
+        assert!(h
+            .coord
+            .release_lock_if("b.ts:f", "w3", Some(got.lock.token + 1))
+            .is_err());
+        h.coord
+            .release_lock_if("b.ts:f", "w3", Some(got.lock.token))
+            .unwrap();
     }
 }

@@ -20,7 +20,8 @@ mod locks;
 pub mod paths;
 pub mod process;
 pub mod sessions;
-pub mod testing;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod time;
 pub mod waits;
 
@@ -34,13 +35,13 @@ pub use contracts::{Violation, SYMBOL_NOT_IN_STAGED_CONTENT};
 pub use index::{CodeIndex, IdSource, SignatureLookup, UuidIds};
 pub use intents::{Conflict, DeclaredIntent};
 pub use locks::{
-    Acquire, AcquiredLock, CallerWarning, LiveLock, DEFAULT_TTL_MS, MAX_TTL_MS, MAX_WAIT_MS,
-    MIN_TTL_MS,
+    Acquire, AcquiredLock, CallerWarning, Cancelled, LiveLock, DEFAULT_TTL_MS, MAX_TTL_MS,
+    MAX_WAIT_MS, MIN_TTL_MS,
 };
 pub use process::{ProcFs, Processes};
 pub use sessions::{EndReason, EndedSession, Heartbeat, ReapedSession, SessionInfo};
-pub use waits::{WaitOutcome, WaitReply, WaiterId};
 pub use time::{iso_millis, Clock, ManualClock, SystemClock};
+pub use waits::{WaitOutcome, WaitReply, WaiterId};
 
 /// Longest `sessionId` and agent `name`, in bytes (PROTOCOL-NOTES 1.6).
 pub const MAX_SESSION_ID_BYTES: usize = 256;

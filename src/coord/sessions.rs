@@ -193,7 +193,9 @@ impl Coord {
         check_session("sessionId", session_id)?;
         let known = self.sightings().open_rows.contains(session_id)
             || self.store.read(|r| {
-                Ok::<_, CoordError>(r.session(session_id)?.is_some() || r.agent(session_id)?.is_some())
+                Ok::<_, CoordError>(
+                    r.session(session_id)?.is_some() || r.agent(session_id)?.is_some(),
+                )
             })?;
         if !known {
             return Err(CoordError::SessionNotFound {
@@ -202,7 +204,10 @@ impl Coord {
         }
         self.touch(session_id)?;
         let now = self.clock.now_ms();
-        let lease = self.store.read(|r| r.session(session_id))?.and_then(|s| s.lease_ms);
+        let lease = self
+            .store
+            .read(|r| r.session(session_id))?
+            .and_then(|s| s.lease_ms);
         Ok(Heartbeat {
             lease_expires_at_ms: lease.map(|lease| now.saturating_add(lease)),
         })
@@ -280,11 +285,13 @@ impl Coord {
         drop(waits);
         for (symbol, waiter) in refused {
             let (held_by, expires_at_ms) = self.holder(&symbol);
-            waiter.reply.send(WaitOutcome::Refused(CoordError::LockConflict {
-                held_by,
-                expires_at_ms,
-                cycle: None,
-            }));
+            waiter
+                .reply
+                .send(WaitOutcome::Refused(CoordError::LockConflict {
+                    held_by,
+                    expires_at_ms,
+                    cycle: None,
+                }));
         }
         let mut sightings = self.sightings();
         sightings.open_rows.remove(session_id);
@@ -412,5 +419,220 @@ impl Coord {
         let mut sightings = self.sightings();
         sightings.open_rows.insert(session_id.to_owned());
         sightings.last_seen.insert(session_id.to_owned(), now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+    use crate::coord::events::EventKind;
+    use crate::coord::testing::Harness;
+    use crate::coord::{CoordError, IntentStatus};
+
+    fn kinds(h: &Harness, since: i64) -> Vec<String> {
+        let polled = h.coord.poll_events(since, Some(1000), None).unwrap();
+        polled.events.into_iter().map(|e| e.kind).collect()
+    }
+
+    #[test]
+    fn pid_must_exist_and_lease_must_be_in_range() {
+        let h = Harness::new();
+        let err = h
+            .coord
+            .register_with_pulse("a", "s1", Some(42), None)
+            .unwrap_err();
+        assert!(
+            matches!(err, CoordError::InvalidInput { field: "pid", .. }),
+            "{err:?}"
+        );
+        for lease in [999, 86_400_001] {
+            let err = h
+                .coord
+                .register_with_pulse("a", "s1", None, Some(lease))
+                .unwrap_err();
+            assert!(matches!(
+                err,
+                CoordError::InvalidInput {
+                    field: "leaseMs",
+                    ..
+                }
+            ));
+        }
+        h.processes.start(42, 1000);
+        assert!(h
+            .coord
+            .register_with_pulse("a", "s1", Some(42), Some(1000))
+            .is_ok());
+    }
+
+    #[test]
+    fn a_dead_pid_is_reaped_with_its_locks_and_intents() {
+        let h = Harness::new();
+        h.processes.start(42, 1000);
+        h.coord
+            .register_with_pulse("a", "s1", Some(42), None)
+            .unwrap();
+        h.coord.acquire_lock("a.ts:f", "s1", None).unwrap();
+        h.coord.acquire_lock("a.ts:g", "s1", None).unwrap();
+        let intent = h
+            .coord
+            .declare_intent("s1", "work", &["a.ts".into()], None)
+            .unwrap();
+        h.coord.acquire_lock("b.ts:f", "s2", None).unwrap();
+        let before = h.coord.newest_event_seq().unwrap();
+        assert!(
+            h.coord.reap_dead_sessions().unwrap().is_empty(),
+            "alive: not reaped"
+        );
+
+        h.processes.kill(42);
+        let reaped = h.coord.reap_dead_sessions().unwrap();
+        assert_eq!(reaped.len(), 1);
+        assert_eq!(reaped[0].ended.locks_released, 2);
+        assert_eq!(reaped[0].ended.intents_abandoned, 1);
+        assert_eq!(
+            kinds(&h, before),
+            [
+                "session.reaped",
+                "lock.released",
+                "lock.released",
+                "intent.updated"
+            ]
+        );
+        assert!(h.coord.query_locks(Some("s1")).unwrap().is_empty());
+        assert_eq!(h.coord.query_locks(Some("s2")).unwrap().len(), 1);
+        let stored = h
+            .coord
+            .store()
+            .read(|r| r.intent(&intent.intent.id))
+            .unwrap()
+            .unwrap();
+        assert_eq!(stored.status, IntentStatus::Abandoned);
+        // Reaped once: nothing more to do.
+        assert!(h.coord.reap_dead_sessions().unwrap().is_empty());
+        let list = h.coord.list_sessions().unwrap();
+        let s1 = list.iter().find(|s| s.summary.session_id == "s1").unwrap();
+        assert!(!s1.live);
+        // Live first.
+        assert!(list[0].live);
+    }
+
+    #[test]
+    fn a_reused_pid_is_not_the_same_process() {
+        let h = Harness::new();
+        h.processes.start(42, 1000);
+        h.coord
+            .register_with_pulse("a", "s1", Some(42), None)
+            .unwrap();
+        h.coord.acquire_lock("a.ts:f", "s1", None).unwrap();
+        // The process exits and another one gets its pid.
+        h.processes.start(42, 2000);
+        let reaped = h.coord.reap_dead_sessions().unwrap();
+        assert_eq!(reaped.len(), 1);
+        assert_eq!(reaped[0].reason.as_str(), "process exited");
+    }
+
+    #[test]
+    fn leases_lapse_without_calls_and_any_call_renews_them() {
+        let h = Harness::new();
+        h.coord
+            .register_with_pulse("a", "s1", None, Some(5000))
+            .unwrap();
+        h.coord.acquire_lock("a.ts:f", "s1", None).unwrap();
+        h.clock.advance(4000);
+        // A call naming the session is a sign of life...
+        h.coord.acquire_lock("a.ts:g", "s1", None).unwrap();
+        h.clock.advance(4000);
+        assert!(h.coord.reap_dead_sessions().unwrap().is_empty());
+        // ...a query about it is not.
+        h.coord.query_locks(Some("s1")).unwrap();
+        h.clock.advance(1001);
+        let beat = h.coord.heartbeat("s1");
+        assert!(beat.is_ok(), "heartbeat is a call: it renews");
+        assert_eq!(
+            beat.unwrap().lease_expires_at_ms,
+            Some(h.coord.now_ms() + 5000)
+        );
+        h.clock.advance(5001);
+        let reaped = h.coord.reap_dead_sessions().unwrap();
+        assert_eq!(reaped.len(), 1);
+        assert_eq!(reaped[0].reason.as_str(), "lease lapsed");
+        assert_eq!(reaped[0].ended.locks_released, 2);
+        // A reaped session that calls again is simply a session again.
+        h.coord.acquire_lock("a.ts:f", "s1", None).unwrap();
+        let list = h.coord.list_sessions().unwrap();
+        assert!(list.iter().any(|s| s.summary.session_id == "s1" && s.live));
+        h.clock.advance(100_000);
+        assert!(
+            h.coord.reap_dead_sessions().unwrap().is_empty(),
+            "no lease any more"
+        );
+    }
+
+    #[test]
+    fn sightings_are_flushed() {
+        let h = Harness::new();
+        h.coord
+            .register_with_pulse("a", "s1", None, Some(5000))
+            .unwrap();
+        h.clock.advance(3000);
+        h.coord.acquire_lock("a.ts:f", "s1", None).unwrap();
+        assert_eq!(h.coord.flush_sightings().unwrap(), 1);
+        assert_eq!(h.coord.flush_sightings().unwrap(), 0);
+        let row = h.coord.store().read(|r| r.session("s1")).unwrap().unwrap();
+        assert_eq!(row.last_seen_ms, h.coord.now_ms());
+    }
+
+    #[test]
+    fn heartbeat_of_an_unknown_session() {
+        let h = Harness::new();
+        let err = h.coord.heartbeat("ghost").unwrap_err();
+        assert!(matches!(err, CoordError::SessionNotFound { session_id } if session_id == "ghost"));
+        // It did not create the session either.
+        assert!(h.coord.heartbeat("ghost").is_err());
+        h.coord.register("a", "s1").unwrap();
+        assert_eq!(h.coord.heartbeat("s1").unwrap().lease_expires_at_ms, None);
+    }
+
+    #[test]
+    fn end_is_idempotent_and_ends_unregistered_sessions_too() {
+        let h = Harness::new();
+        assert_eq!(h.coord.end_session("ghost").unwrap().locks_released, 0);
+        h.coord.acquire_lock("a.ts:f", "s1", None).unwrap();
+        let before = h.coord.newest_event_seq().unwrap();
+        let ended = h.coord.end_session("s1").unwrap();
+        assert_eq!(ended.locks_released, 1);
+        assert_eq!(kinds(&h, before), ["session.ended", "lock.released"]);
+        let again = h.coord.end_session("s1").unwrap();
+        assert_eq!((again.locks_released, again.intents_abandoned), (0, 0));
+        assert_eq!(kinds(&h, before).len(), 2, "no event for an ended session");
+        assert_eq!(
+            EventKind::parse("session.ended"),
+            Some(EventKind::SessionEnded)
+        );
+    }
+
+    #[test]
+    fn list_counts_and_orders() {
+        let h = Harness::new();
+        h.coord.register("alice", "a").unwrap();
+        h.clock.advance(1);
+        h.coord.acquire_lock("x.ts:f", "b", None).unwrap();
+        h.coord.acquire_lock("x.ts:g", "b", None).unwrap();
+        h.clock.advance(1);
+        h.coord
+            .declare_intent("c", "d", &["x.ts".into()], None)
+            .unwrap();
+        let list = h.coord.list_sessions().unwrap();
+        let ids: Vec<&str> = list.iter().map(|s| s.summary.session_id.as_str()).collect();
+        assert_eq!(ids, ["a", "b", "c"]);
+        assert_eq!(list[0].summary.name.as_deref(), Some("alice"));
+        assert_eq!(list[1].summary.locks, 2);
+        assert_eq!(list[2].summary.intents, 1);
+        h.coord.end_session("a").unwrap();
+        let list = h.coord.list_sessions().unwrap();
+        let ids: Vec<&str> = list.iter().map(|s| s.summary.session_id.as_str()).collect();
+        assert_eq!(ids, ["b", "c", "a"], "live first");
     }
 }

@@ -1,6 +1,6 @@
-//! Test doubles for [`Coord`](super::Coord): a scriptable [`CodeIndex`] and deterministic ids.
-//! (The test clock is [`ManualClock`](super::ManualClock).) Public so that the `rpc` and
-//! daemon tests can build a `Coord` without parsing real source.
+//! Test doubles for [`Coord`](super::Coord), compiled for unit tests only: a scriptable
+//! [`CodeIndex`], deterministic ids and a fake process table. (The test clock is
+//! [`ManualClock`](super::ManualClock).)
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -232,16 +232,49 @@ impl CodeIndex for FakeIndex {
     }
 }
 
+/// A process table where a test decides which pids run and since when.
+#[derive(Debug, Default)]
+pub struct FakeProcesses {
+    running: Mutex<HashMap<i64, i64>>,
+}
+
+impl FakeProcesses {
+    /// Starts (or restarts, with another start time) process `pid`.
+    pub fn start(&self, pid: i64, start_time: i64) {
+        self.running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(pid, start_time);
+    }
+
+    /// Ends process `pid`.
+    pub fn kill(&self, pid: i64) {
+        self.running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&pid);
+    }
+}
+
+impl super::Processes for FakeProcesses {
+    fn start_time(&self, pid: i64) -> Option<i64> {
+        self.running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&pid)
+            .copied()
+    }
+}
+
 /// A `Coord` over an in-memory store, a manual clock at 2026-01-15T10:30:00.000Z, a
-/// [`FakeIndex`] and ids `id-1`, `id-2`, ...
-#[cfg(test)]
+/// [`FakeIndex`], a [`FakeProcesses`] table and ids `id-1`, `id-2`, ...
 pub(crate) struct Harness {
     pub coord: super::Coord,
     pub clock: super::ManualClock,
     pub index: std::sync::Arc<FakeIndex>,
+    pub processes: std::sync::Arc<FakeProcesses>,
 }
 
-#[cfg(test)]
 #[allow(clippy::new_without_default, reason = "test helper")]
 impl Harness {
     pub fn new() -> Self {
@@ -250,12 +283,15 @@ impl Harness {
         let clock = super::ManualClock::new(1_768_473_000_000);
         let index = Arc::new(FakeIndex::default());
         let store = crate::store::Store::open_in_memory().expect("in-memory store");
+        let processes = Arc::new(FakeProcesses::default());
         let coord = super::Coord::new(store, Arc::new(clock.clone()), index.clone())
-            .with_ids(Arc::new(SequentialIds::new("id-")));
+            .with_ids(Arc::new(SequentialIds::new("id-")))
+            .with_processes(processes.clone());
         Harness {
             coord,
             clock,
             index,
+            processes,
         }
     }
 }

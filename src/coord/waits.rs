@@ -256,10 +256,9 @@ impl WaitQueues {
             for target in waits_for.get(session.as_str()).into_iter().flatten() {
                 let next = match target {
                     Target::Session(s) => Some((*s).to_owned()),
-                    Target::Holder(sym) => holders
-                        .entry(sym)
-                        .or_insert_with(|| holder_of(sym))
-                        .clone(),
+                    Target::Holder(sym) => {
+                        holders.entry(sym).or_insert_with(|| holder_of(sym)).clone()
+                    }
                 };
                 if let Some(next) = next {
                     if visited.insert(next.clone()) {
@@ -357,7 +356,10 @@ mod tests {
             _ => None,
         };
         push(&mut q, "x", "b");
-        assert_eq!(q.find_cycle("a", "y", holders), Some(vec!["a".into(), "b".into()]));
+        assert_eq!(
+            q.find_cycle("a", "y", holders),
+            Some(vec!["a".into(), "b".into()])
+        );
         // Nobody waits on anything a holds: no cycle for c.
         assert_eq!(q.find_cycle("c", "y", holders), None);
     }

@@ -46,10 +46,13 @@ pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
         ready_in_us = started.elapsed().as_micros() as u64,
         "wit daemon serving"
     );
-    let shutdown = async {
+    let app = services.app().clone();
+    let shutdown = async move {
         if let Err(error) = termination_signal().await {
             tracing::error!(%error, "signal handling failed; shutting down");
         }
+        // Waiting requests answer now instead of holding up the drain of in-flight ones.
+        app.stop_waiting();
     };
     serve(listener, methods, options.serve, shutdown).await;
     services.shutdown();

@@ -219,7 +219,11 @@ fn error_codes_follow_the_spec() {
     assert_eq!(ErrorCode::LockConflict.code(), -32000);
     assert_eq!(ErrorCode::LockConflict.message(), "LOCK_CONFLICT");
     assert_eq!(ErrorCode::MethodNotFound.code(), -32601);
-    assert_eq!(ErrorCode::ALL.len(), 12);
+    assert_eq!(ErrorCode::ALL.len(), 13);
+    assert_eq!(
+        ErrorCode::from_message("SESSION_NOT_FOUND"),
+        Some(ErrorCode::SessionNotFound)
+    );
     assert_eq!(
         ErrorCode::from_message("SELF_ACCEPT_NOT_ALLOWED"),
         Some(ErrorCode::SelfAcceptNotAllowed)
@@ -277,13 +281,69 @@ fn methods_table_lists_every_method() {
             "contract.propose",
             "contract.respond",
             "contract.query",
-            "check-contracts"
+            "check-contracts",
+            "session.heartbeat",
+            "session.end",
+            "session.list",
+            "events.poll"
         ]
     );
     assert_eq!(
         method("lock.acquire").unwrap().params,
-        ["symbolPath", "sessionId", "ttlMs"]
+        ["symbolPath", "sessionId", "ttlMs", "waitMs"]
+    );
+    assert_eq!(
+        method("register").unwrap().params,
+        ["name", "sessionId", "pid", "leaseMs"]
     );
     let spec: Value = serde_json::from_str(SPEC_JSON).unwrap();
     assert_eq!(spec["methods"].as_array().unwrap().len(), METHODS.len());
+}
+
+/// The spec's `minimum`/`maximum` bound the new integer params (PROTOCOL-NOTES 7.1, 8.1, 9.2),
+/// each problem keyed by its param, every problem at once.
+#[test]
+fn integer_bounds_of_the_extensions_are_checked() {
+    let errors = errors_of(LockAcquireParams::from_params(Some(&json!(
+        {"symbolPath": "a:b", "sessionId": "s", "waitMs": -1}
+    ))));
+    assert_eq!(
+        errors.field_errors["waitMs"],
+        ["Number must be an integer from 0 to 600000"]
+    );
+    assert!(LockAcquireParams::from_params(Some(&json!(
+        {"symbolPath": "a:b", "sessionId": "s", "waitMs": 600000}
+    )))
+    .is_ok());
+    assert!(LockAcquireParams::from_params(Some(&json!(
+        {"symbolPath": "a:b", "sessionId": "s", "waitMs": 600001}
+    )))
+    .is_err());
+
+    let errors = errors_of(RegisterParams::from_params(Some(&json!(
+        {"name": "n", "sessionId": "s", "pid": 0, "leaseMs": 999}
+    ))));
+    assert_eq!(
+        errors.field_errors["pid"],
+        ["Number must be greater than or equal to 1"]
+    );
+    assert_eq!(
+        errors.field_errors["leaseMs"],
+        ["Number must be an integer from 1000 to 86400000"]
+    );
+
+    let errors = errors_of(EventsPollParams::from_params(Some(&json!(
+        {"since": -1, "waitMs": 60001, "limit": 0, "types": []}
+    ))));
+    assert_eq!(errors.field_errors.len(), 4, "{errors:?}");
+    let errors = errors_of(EventsPollParams::from_params(Some(&json!(
+        {"types": ["lock.acquired", "lock.stolen"]}
+    ))));
+    assert!(
+        errors.field_errors["types"][0].contains("lock.stolen"),
+        "{errors:?}"
+    );
+    let ok = EventsPollParams::from_params(Some(&json!({"types": ["lock.acquired"]}))).unwrap();
+    assert_eq!(ok.types.len(), 1);
+    assert!(EventsPollParams::from_params(None).is_ok());
 }

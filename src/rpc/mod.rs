@@ -12,9 +12,12 @@ pub mod code_index;
 mod contracts;
 mod convert;
 pub mod errors;
+mod events;
 mod intents;
 mod locks;
 mod services;
+mod sessions;
+pub mod waiting;
 mod wit;
 
 pub use services::{App, OpenError, Services};

@@ -1,5 +1,6 @@
 //! Opening the daemon's state and building its method table.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -8,20 +9,24 @@ use jsonrpsee::RpcModule;
 
 use super::code_index::AnalysisIndex;
 use super::errors::{task_failed, to_protocol};
+use super::waiting::EventBell;
 use crate::analysis::worker::ParseWorker;
 use crate::analysis::RepoIndex;
 use crate::coord::{Coord, CoordError, SystemClock};
 use crate::daemon::paths::WitPaths;
 use crate::protocol::server::{
-    register_contract_methods, register_discover, register_intent_methods, register_lock_methods,
-    register_wit_methods,
+    register_contract_methods, register_discover, register_events_methods, register_intent_methods,
+    register_lock_methods, register_session_methods, register_wit_methods,
 };
 use crate::protocol::ProtocolError;
 use crate::store::{Store, StoreError};
 
-/// How often expired locks are deleted (they are invisible from the moment they expire; the
-/// sweep only reclaims space).
-pub const SWEEP_INTERVAL: Duration = Duration::from_secs(60);
+/// How often the pulse runs: dead sessions reaped, sightings flushed, expired locks swept
+/// (each with its `lock.expired` event). Dead sessions are reaped within 5 s of dying.
+pub const PULSE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How often events past their retention are dropped.
+pub const PRUNE_INTERVAL: Duration = Duration::from_secs(60);
 
 /// Why the daemon's state could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -34,10 +39,16 @@ pub enum OpenError {
     Methods(#[from] jsonrpsee::core::RegisterMethodError),
 }
 
-/// The state every handler shares: the coordination core over the store and the code index.
+/// The state every handler shares: the coordination core over the store and the code index,
+/// and the bell that wakes `events.poll`.
 #[derive(Clone)]
 pub struct App {
     coord: Arc<Coord>,
+    bell: EventBell,
+    /// Cleared when the daemon starts to stop: lock requests no longer wait.
+    accepting_waits: Arc<AtomicBool>,
+    /// Wakes the pulse early when the earliest waited-for lock expiry may have moved.
+    pulse: Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for App {
@@ -47,11 +58,44 @@ impl std::fmt::Debug for App {
 }
 
 impl App {
-    /// An app over an opened coordination core.
+    /// An app over an opened coordination core; its store rings the app's event bell.
     pub fn new(coord: Coord) -> Self {
+        let bell = EventBell::new();
+        coord.store().set_commit_listener(bell.listener());
         Self {
             coord: Arc::new(coord),
+            bell,
+            accepting_waits: Arc::new(AtomicBool::new(true)),
+            pulse: Arc::new(tokio::sync::Notify::new()),
         }
+    }
+
+    /// The coordination core.
+    pub(super) fn coord(&self) -> Arc<Coord> {
+        Arc::clone(&self.coord)
+    }
+
+    /// The bell rung by every commit that appended events.
+    pub(super) fn bell(&self) -> &EventBell {
+        &self.bell
+    }
+
+    /// Whether lock requests may still wait (not while the daemon stops).
+    pub(super) fn accepts_waits(&self) -> bool {
+        self.accepting_waits.load(Ordering::Acquire)
+    }
+
+    /// Wakes the pulse to recompute when the next waited-for lock expires.
+    pub(super) fn nudge_pulse(&self) {
+        self.pulse.notify_one();
+    }
+
+    /// The daemon is stopping: answers every waiting request now (LOCK_CONFLICT for lock
+    /// waits, what there is for `events.poll`), so that none holds up the shutdown.
+    pub fn stop_waiting(&self) {
+        self.accepting_waits.store(false, Ordering::Release);
+        self.coord.refuse_all_waiters();
+        self.bell.close();
     }
 
     /// Runs quick database-only work inline on the request task.
@@ -94,7 +138,7 @@ impl App {
 #[derive(Debug)]
 pub struct Services {
     app: App,
-    sweeper: tokio::task::JoinHandle<()>,
+    pulse: tokio::task::JoinHandle<()>,
 }
 
 impl Services {
@@ -115,8 +159,13 @@ impl Services {
             Arc::new(AnalysisIndex::new(index)),
         );
         let app = App::new(coord);
-        let sweeper = tokio::spawn(sweep_periodically(app.clone()));
-        Ok(Self { app, sweeper })
+        let pulse = tokio::spawn(pulse(app.clone()));
+        Ok(Self { app, pulse })
+    }
+
+    /// The shared handler state.
+    pub fn app(&self) -> &App {
+        &self.app
     }
 
     /// The method table: every protocol method plus `rpc.discover`.
@@ -124,9 +173,12 @@ impl Services {
         build_methods(self.app.clone())
     }
 
-    /// Stops the background tasks.
+    /// Stops the background tasks and flushes the last sightings.
     pub fn shutdown(self) {
-        self.sweeper.abort();
+        self.pulse.abort();
+        if let Err(error) = self.app.coord.flush_sightings() {
+            tracing::warn!(%error, "could not flush the last session sightings");
+        }
     }
 }
 
@@ -137,18 +189,62 @@ pub fn build_methods(app: App) -> Result<Methods, OpenError> {
     register_lock_methods(&mut module)?;
     register_intent_methods(&mut module)?;
     register_contract_methods(&mut module)?;
+    register_session_methods(&mut module)?;
+    register_events_methods(&mut module)?;
     register_discover(&mut module)?;
     Ok(module.into())
 }
 
-async fn sweep_periodically(app: App) {
-    let mut ticker = tokio::time::interval(SWEEP_INTERVAL);
+/// The daemon's pulse: about once a second it reaps dead sessions, flushes sightings and
+/// sweeps expired locks; it also wakes exactly when the earliest lock that somebody waits for
+/// expires, to hand it over on time; once a minute it prunes old events.
+async fn pulse(app: App) {
+    let mut last_prune = tokio::time::Instant::now();
     loop {
-        ticker.tick().await;
-        match app.blocking(|coord| coord.sweep_expired_locks()).await {
-            Ok(0) => {}
-            Ok(swept) => tracing::debug!(swept, "swept expired locks"),
-            Err(error) => tracing::warn!(message = %error.message, "lock sweep failed"),
+        let mut next = tokio::time::Instant::now() + PULSE_INTERVAL;
+        if let Some(at_ms) = app.coord.next_wait_wakeup() {
+            let in_ms = at_ms.saturating_sub(app.coord.now_ms()).max(0);
+            let at = tokio::time::Instant::now()
+                + Duration::from_millis(u64::try_from(in_ms).unwrap_or(0));
+            next = next.min(at);
+        }
+        tokio::select! {
+            () = tokio::time::sleep_until(next) => {}
+            () = app.pulse.notified() => continue,
+        }
+        let prune = last_prune.elapsed() >= PRUNE_INTERVAL;
+        if prune {
+            last_prune = tokio::time::Instant::now();
+        }
+        let outcome = app
+            .blocking(move |coord| {
+                coord.hand_over_expired()?;
+                let reaped = coord.reap_dead_sessions()?;
+                coord.flush_sightings()?;
+                let swept = coord.sweep_expired_locks()?;
+                let pruned = if prune { coord.prune_events()? } else { 0 };
+                Ok((reaped, swept, pruned))
+            })
+            .await;
+        match outcome {
+            Ok((reaped, swept, pruned)) => {
+                for session in reaped {
+                    tracing::info!(
+                        session = %session.session_id,
+                        reason = session.reason.as_str(),
+                        locks_released = session.ended.locks_released,
+                        intents_abandoned = session.ended.intents_abandoned,
+                        "reaped a dead session"
+                    );
+                }
+                if swept > 0 {
+                    tracing::debug!(swept, "swept expired locks");
+                }
+                if pruned > 0 {
+                    tracing::debug!(pruned, "pruned old events");
+                }
+            }
+            Err(error) => tracing::warn!(message = %error.message, "pulse failed"),
         }
     }
 }

@@ -14,7 +14,14 @@ impl WitMethods for App {
     }
 
     async fn register(&self, params: RegisterParams) -> Result<RegisterResult, ProtocolError> {
-        let agent_id = self.now(|coord| coord.register(&params.name, &params.session_id))?;
+        let agent_id = self.now(|coord| {
+            coord.register_with_pulse(
+                &params.name,
+                &params.session_id,
+                params.pid,
+                params.lease_ms,
+            )
+        })?;
         Ok(RegisterResult { agent_id })
     }
 

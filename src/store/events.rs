@@ -123,9 +123,9 @@ impl Writer<'_> {
     /// Deletes events that are both older than `older_than_ms` and not among the newest
     /// `keep_newest`; how many.
     pub fn prune_events(&self, older_than_ms: i64, keep_newest: i64) -> Result<usize> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT seq FROM events ORDER BY seq DESC LIMIT 1 OFFSET ?1",
-        )?;
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT seq FROM events ORDER BY seq DESC LIMIT 1 OFFSET ?1")?;
         let Some(boundary): Option<i64> = stmt
             .query_row([keep_newest.saturating_sub(1).max(0)], |r| r.get(0))
             .optional()?

@@ -35,8 +35,8 @@ pub use events::EventPage;
 pub use intents::{IntentFilter, RangeHit};
 pub use migrations::LATEST_VERSION;
 pub use records::{
-    Contract, ContractStatus, Event, Intent, IntentRange, IntentStatus, Lock, NewEvent,
-    SessionRow, SessionSummary, UnknownStatus,
+    Contract, ContractStatus, Event, Intent, IntentRange, IntentStatus, Lock, NewEvent, SessionRow,
+    SessionSummary, UnknownStatus,
 };
 
 /// Told after every commit that appended events, with the newest `seq` committed (it wakes

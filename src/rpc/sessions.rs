@@ -1,0 +1,54 @@
+//! `session.heartbeat`, `session.end`, `session.list`.
+
+use super::services::App;
+use crate::coord::iso_millis;
+use crate::protocol::server::SessionMethods;
+use crate::protocol::{
+    ProtocolError, SessionEndParams, SessionEndResult, SessionHeartbeatParams,
+    SessionHeartbeatResult, SessionListParams, SessionListResult, SessionRecord,
+};
+
+impl SessionMethods for App {
+    async fn session_heartbeat(
+        &self,
+        params: SessionHeartbeatParams,
+    ) -> Result<SessionHeartbeatResult, ProtocolError> {
+        let beat = self.now(|coord| coord.heartbeat(&params.session_id))?;
+        Ok(SessionHeartbeatResult {
+            session_id: params.session_id,
+            live: true,
+            lease_expires_at: beat.lease_expires_at_ms.map(iso_millis),
+        })
+    }
+
+    async fn session_end(
+        &self,
+        params: SessionEndParams,
+    ) -> Result<SessionEndResult, ProtocolError> {
+        let ended = self.now(|coord| coord.end_session(&params.session_id))?;
+        Ok(SessionEndResult {
+            locks_released: ended.locks_released,
+            intents_abandoned: ended.intents_abandoned,
+        })
+    }
+
+    async fn session_list(
+        &self,
+        _params: SessionListParams,
+    ) -> Result<SessionListResult, ProtocolError> {
+        let sessions = self.now(|coord| coord.list_sessions())?;
+        Ok(sessions
+            .into_iter()
+            .map(|info| SessionRecord {
+                session_id: info.summary.session_id,
+                name: info.summary.name,
+                agent_id: info.summary.agent_id,
+                pid: info.summary.pid,
+                live: info.live,
+                last_seen_at: info.summary.last_seen_ms,
+                locks: info.summary.locks,
+                intents: info.summary.intents,
+            })
+            .collect())
+    }
+}
