@@ -88,12 +88,6 @@ impl FakeIndex {
             });
     }
 
-    /// Removes every symbol of `file` (as if it was deleted).
-    pub fn remove_file(&self, file: &str) {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.symbols.remove(file);
-    }
-
     /// Records that symbol path `caller` calls symbol path `callee`.
     pub fn add_call(&self, caller: &str, callee: &str) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);

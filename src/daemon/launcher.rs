@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::lifecycle::{ensure_state_dir, DaemonError, PidRecord};
+use super::lifecycle::{ensure_state_dir, read_pid_file, DaemonError, PidRecord};
 use super::paths::WitPaths;
 use crate::client::{ClientError, WitClient};
 
@@ -64,7 +64,7 @@ pub enum LaunchError {
 /// What `status` found.
 #[derive(Debug, Clone)]
 pub struct DaemonStatus {
-    /// The pid file's record, when there is one.
+    /// What the daemon published in `daemon.json`, when there is one.
     pub record: Option<PidRecord>,
     /// Whether the daemon answered `ping`.
     pub answering: bool,
@@ -182,7 +182,7 @@ async fn wait_until_answering(client: &WitClient, paths: &WitPaths) -> Result<()
 pub async fn status(paths: &WitPaths) -> DaemonStatus {
     let client = WitClient::new(&paths.socket);
     DaemonStatus {
-        record: PidRecord::read(&paths.pid),
+        record: PidRecord::read(&paths.info),
         answering: is_answering(&client).await,
         socket: paths.socket.clone(),
     }
@@ -192,19 +192,22 @@ pub async fn status(paths: &WitPaths) -> DaemonStatus {
 /// Returns false when no daemon was running.
 pub async fn stop(paths: &WitPaths, timeout: Duration) -> Result<bool, LaunchError> {
     let client = WitClient::new(&paths.socket);
-    let Some(record) = PidRecord::read(&paths.pid) else {
+    let Some(daemon_pid) = read_pid_file(&paths.pid) else {
         return Ok(false);
     };
     if !is_answering(&client).await {
         return Ok(false);
     }
-    let pid = rustix::process::Pid::from_raw(record.pid as i32).ok_or(LaunchError::Signal {
-        pid: record.pid,
-        reason: "invalid pid in the pid file".into(),
-    })?;
+    let pid = i32::try_from(daemon_pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .ok_or(LaunchError::Signal {
+            pid: daemon_pid,
+            reason: "invalid pid in the pid file".into(),
+        })?;
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).map_err(|e| {
         LaunchError::Signal {
-            pid: record.pid,
+            pid: daemon_pid,
             reason: e.to_string(),
         }
     })?;

@@ -49,7 +49,8 @@ fn io_error(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Daemon
     move |source| DaemonError::Io { context, source }
 }
 
-/// What the pid file records about the live daemon.
+/// What the live daemon publishes in `.wit/daemon.json` (the pid file itself holds the bare
+/// pid, PROTOCOL-NOTES 5).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct PidRecord {
@@ -64,11 +65,16 @@ pub struct PidRecord {
 }
 
 impl PidRecord {
-    /// Reads the pid file, if there is a readable one.
+    /// Reads `daemon.json`, if there is a readable one.
     pub fn read(path: &Path) -> Option<Self> {
         let text = fs::read_to_string(path).ok()?;
         serde_json::from_str(&text).ok()
     }
+}
+
+/// The pid in a pid file (`<pid>\n`), read as the earlier implementation's clients do.
+pub fn read_pid_file(path: &Path) -> Option<u32> {
+    fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
 /// The resources a running daemon holds; dropping it does not clean up, [`Self::release`] does.
@@ -88,7 +94,7 @@ impl Residence {
 
     /// Removes the socket and pid file; the lock is released when `self` drops.
     pub fn release(self) {
-        for path in [&self.paths.socket, &self.paths.pid] {
+        for path in [&self.paths.socket, &self.paths.pid, &self.paths.info] {
             if let Err(error) = fs::remove_file(path) {
                 if error.kind() != std::io::ErrorKind::NotFound {
                     tracing::warn!(path = %path.display(), %error, "could not remove on shutdown");
@@ -133,8 +139,8 @@ pub fn take_residence(paths: &WitPaths) -> Result<(Residence, UnixListener), Dae
     match lock.try_lock() {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) => {
-            let pid = PidRecord::read(&paths.pid)
-                .map(|r| r.pid.to_string())
+            let pid = read_pid_file(&paths.pid)
+                .map(|pid| pid.to_string())
                 .unwrap_or_else(|| "unknown".into());
             return Err(DaemonError::AlreadyRunning {
                 root: paths.root.clone(),
@@ -186,7 +192,17 @@ fn write_pid_file(paths: &WitPaths) -> Result<(), DaemonError> {
         socket: paths.socket.clone(),
     };
     let text = serde_json::to_string(&record).map_err(|e| DaemonError::State(e.to_string()))?;
-    let temp = paths.pid.with_extension("pid.tmp");
+    // The metadata first: whoever sees the pid file finds the rest already there.
+    write_atomically(&paths.info, text.as_bytes())?;
+    write_atomically(&paths.pid, format!("{}\n", record.pid).as_bytes())
+}
+
+/// Writes `path` (mode 0600) through a temporary file and a rename, so that a reader sees
+/// the old content or the new one, never a part.
+fn write_atomically(path: &Path, content: &[u8]) -> Result<(), DaemonError> {
+    let mut temp_name = path.as_os_str().to_owned();
+    temp_name.push(".tmp");
+    let temp = PathBuf::from(temp_name);
     let mut file = OpenOptions::new()
         .create(true)
         .truncate(true)
@@ -194,9 +210,9 @@ fn write_pid_file(paths: &WitPaths) -> Result<(), DaemonError> {
         .mode(0o600)
         .open(&temp)
         .map_err(io_error(format!("writing {}", temp.display())))?;
-    file.write_all(text.as_bytes())
+    file.write_all(content)
         .map_err(io_error(format!("writing {}", temp.display())))?;
-    fs::rename(&temp, &paths.pid).map_err(io_error(format!("writing {}", paths.pid.display())))
+    fs::rename(&temp, path).map_err(io_error(format!("writing {}", path.display())))
 }
 
 /// Resolves when SIGTERM, SIGINT or SIGHUP arrives.
@@ -237,10 +253,15 @@ mod tests {
             fs::read_to_string(paths.dir.join(".gitignore")).unwrap(),
             "*\n"
         );
-        assert_eq!(PidRecord::read(&paths.pid).unwrap().pid, std::process::id());
+        assert_eq!(PidRecord::read(&paths.info).unwrap().pid, std::process::id());
+        // The pid file is the bare pid: what the earlier implementation's clients parse.
+        let text = fs::read_to_string(&paths.pid).unwrap();
+        assert_eq!(text, format!("{}\n", std::process::id()));
+        assert_eq!(text.trim().parse::<u32>().unwrap(), std::process::id());
         first.release();
         assert!(!paths.socket.exists());
         assert!(!paths.pid.exists());
+        assert!(!paths.info.exists());
     }
 
     #[tokio::test]

@@ -16,8 +16,12 @@ pub struct WitPaths {
     pub socket: PathBuf,
     /// `<root>/.wit/daemon.lock`, held exclusively by the live daemon.
     pub lock: PathBuf,
-    /// `<root>/.wit/daemon.pid`, the live daemon's pid and start time.
+    /// `<root>/.wit/daemon.pid`, the live daemon's pid alone, in decimal with a newline
+    /// (clients of the earlier implementation parse it as a plain integer).
     pub pid: PathBuf,
+    /// `<root>/.wit/daemon.json`, what else the live daemon publishes (start time, version,
+    /// socket): [`crate::daemon::lifecycle::PidRecord`].
+    pub info: PathBuf,
     /// `<root>/.wit/state.db`, the SQLite database.
     pub database: PathBuf,
     /// `<root>/.wit/daemon.log`, where a background daemon writes its log.
@@ -37,6 +41,7 @@ impl WitPaths {
             socket: dir.join("daemon.sock"),
             lock: dir.join("daemon.lock"),
             pid: dir.join("daemon.pid"),
+            info: dir.join("daemon.json"),
             database: dir.join("state.db"),
             log: dir.join("daemon.log"),
             launch_lock: dir.join("launch.lock"),

@@ -199,7 +199,8 @@ pub fn build_methods(app: App) -> Result<Methods, OpenError> {
 /// sweeps expired locks; it also wakes exactly when the earliest lock that somebody waits for
 /// expires, to hand it over on time; once a minute it prunes old events.
 async fn pulse(app: App) {
-    let mut last_prune = tokio::time::Instant::now();
+    // The first pulse prunes: a daemon that was down for a week starts within retention.
+    let mut last_prune: Option<tokio::time::Instant> = None;
     loop {
         let mut next = tokio::time::Instant::now() + PULSE_INTERVAL;
         if let Some(at_ms) = app.coord.next_wait_wakeup() {
@@ -212,9 +213,9 @@ async fn pulse(app: App) {
             () = tokio::time::sleep_until(next) => {}
             () = app.pulse.notified() => continue,
         }
-        let prune = last_prune.elapsed() >= PRUNE_INTERVAL;
+        let prune = last_prune.is_none_or(|at| at.elapsed() >= PRUNE_INTERVAL);
         if prune {
-            last_prune = tokio::time::Instant::now();
+            last_prune = Some(tokio::time::Instant::now());
         }
         let outcome = app
             .blocking(move |coord| {
