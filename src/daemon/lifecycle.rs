@@ -253,7 +253,10 @@ mod tests {
             fs::read_to_string(paths.dir.join(".gitignore")).unwrap(),
             "*\n"
         );
-        assert_eq!(PidRecord::read(&paths.info).unwrap().pid, std::process::id());
+        assert_eq!(
+            PidRecord::read(&paths.info).unwrap().pid,
+            std::process::id()
+        );
         // The pid file is the bare pid: what the earlier implementation's clients parse.
         let text = fs::read_to_string(&paths.pid).unwrap();
         assert_eq!(text, format!("{}\n", std::process::id()));

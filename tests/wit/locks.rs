@@ -396,7 +396,8 @@ fn query_filters_literally_and_orders_by_acquisition() {
                 "sessionId",
                 "acquiredAt",
                 "expiresAt",
-                "ttlRemainingMs"
+                "ttlRemainingMs",
+                "token"
             ])
         );
     });

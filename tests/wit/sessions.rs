@@ -63,7 +63,10 @@ async fn events_until(
 ) -> EventsPollResult {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let got = client.events_poll(poll(Some(since), Some(500))).await.unwrap();
+        let got = client
+            .events_poll(poll(Some(since), Some(500)))
+            .await
+            .unwrap();
         if done(&types_of(&got)) || Instant::now() > deadline {
             return got;
         }
@@ -213,7 +216,10 @@ fn register_validates_pid_and_lease_and_lists_sessions() {
         let e = rpc_error(client.call_raw("session.end", json!({})).await);
         assert_invalid_fields(&e, &["sessionId"]);
         // Registering again replaces the pulse: no pid, no lease.
-        client.register(register("alice", "s1", None, None)).await.unwrap();
+        client
+            .register(register("alice", "s1", None, None))
+            .await
+            .unwrap();
         let list = client.session_list().await.unwrap();
         assert_eq!(list[0].pid, None);
     });
@@ -378,7 +384,10 @@ fn a_two_session_deadlock_is_refused_with_its_cycle() {
                 .lock_acquire(acquire_waiting("y.ts:f", "a", Some(20_000)))
                 .await,
         );
-        assert!(started.elapsed() < Duration::from_secs(2), "refused at once");
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "refused at once"
+        );
         assert!(e.is(ErrorCode::LockConflict), "{e:?}");
         let data = e.data.unwrap();
         assert_eq!(data["heldBy"], "b");
@@ -455,7 +464,10 @@ fn events_poll_waits_wakes_filters_and_validates() {
     let client = repo.client();
     block_on(async {
         // Without since: only what comes after the call.
-        client.register(register("a", "s1", None, None)).await.unwrap();
+        client
+            .register(register("a", "s1", None, None))
+            .await
+            .unwrap();
         let empty = client.events_poll(poll(None, None)).await.unwrap();
         assert!(empty.events.is_empty());
         assert_eq!(empty.next, 1);
@@ -477,7 +489,10 @@ fn events_poll_waits_wakes_filters_and_validates() {
         let (got, took) = poller.await.unwrap();
         let got = got.unwrap();
         assert_eq!(types_of(&got), ["lock.acquired"]);
-        assert!(took < Duration::from_secs(5), "woken by the change: {took:?}");
+        assert!(
+            took < Duration::from_secs(5),
+            "woken by the change: {took:?}"
+        );
         let event = &got.events[0];
         assert_eq!(event.seq, 2);
         assert_eq!(event.subject, "a.ts:f");
@@ -658,9 +673,10 @@ fn the_pid_file_is_the_bare_pid() {
     assert!(text.ends_with('\n'));
     let pid: u32 = text.trim_end().parse().unwrap();
     assert_eq!(pid, daemon.child.id());
-    let info: Value =
-        serde_json::from_str(&std::fs::read_to_string(repo.path().join(".wit/daemon.json")).unwrap())
-            .unwrap();
+    let info: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo.path().join(".wit/daemon.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(info["pid"], pid);
     assert!(info["version"].is_string());
 }
