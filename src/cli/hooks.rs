@@ -1,12 +1,12 @@
-//! Git hooks (`wit hook install|uninstall`, PROTOCOL-NOTES 6), the `prepare-commit-msg`
-//! trailer step, and the Claude Code SessionStart step.
+//! Git hooks (`wit hook install|uninstall`, PROTOCOL-NOTES 6) and the `prepare-commit-msg`
+//! trailer step; the Claude Code session steps live in [`super::claude`].
 //!
 //! The installed scripts call the `wit` binary by the absolute path it was installed from,
 //! fall back to `wit` on PATH, and let the commit through when neither exists. A hook that was
 //! already there is renamed to `<hook>.wit-chained` and called first; `uninstall` puts it back.
 
 use std::fs;
-use std::io::{IsTerminal, Read, Write};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -16,7 +16,7 @@ use clap::Subcommand;
 use serde_json::{json, Value};
 
 use super::context::{block_on, Context};
-use super::output::{self, CliError, Report};
+use super::output::{CliError, Report};
 use crate::protocol::IntentQueryParams;
 
 /// The hooks wit installs.
@@ -51,9 +51,14 @@ pub enum HookCommand {
         sha: Option<String>,
     },
     /// What the Claude Code plugin's SessionStart hook runs: exports the Claude session id
-    /// for later `wit` calls (through $CLAUDE_ENV_FILE) and prints `wit status`.
+    /// for later `wit` calls (through $CLAUDE_ENV_FILE), registers the session with the
+    /// Claude process's pid, and prints `wit status`.
     #[command(hide = true)]
     ClaudeSessionStart,
+    /// What the Claude Code plugin's SessionEnd hook runs: ends the session (its locks are
+    /// released, its open intents abandoned).
+    #[command(hide = true)]
+    ClaudeSessionEnd,
 }
 
 /// Runs a hook subcommand.
@@ -72,7 +77,8 @@ pub fn run(ctx: &Context, command: HookCommand) -> Result<Report, CliError> {
             let added = block_on(add_trailers(ctx, &file)).unwrap_or_default();
             Ok(Report::quiet(json!({"trailers": added})))
         }
-        HookCommand::ClaudeSessionStart => Ok(claude_session_start(ctx)),
+        HookCommand::ClaudeSessionStart => Ok(super::claude::session_start(ctx)),
+        HookCommand::ClaudeSessionEnd => Ok(super::claude::session_end(ctx)),
     }
 }
 
@@ -160,7 +166,7 @@ exit 0
     format!("{header}{body}")
 }
 
-fn shell_quote(text: &str) -> String {
+pub(super) fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
@@ -300,49 +306,4 @@ async fn add_trailers(ctx: &Context, file: &Path) -> Result<Vec<String>, CliErro
         return Err(CliError::Failed("git interpret-trailers failed".into()));
     }
     Ok(ids)
-}
-
-/// Claude Code's SessionStart hook: makes later `wit` calls of this Claude session use its
-/// session id (`CLAUDE_SESSION_ID` in `$CLAUDE_ENV_FILE`; an explicit `WIT_SESSION` still
-/// wins) and prints `wit status` as context. Never fails: a failing SessionStart hook would
-/// get in the way of the session.
-fn claude_session_start(ctx: &Context) -> Report {
-    let mut input = String::new();
-    if !std::io::stdin().is_terminal() {
-        let _ = std::io::stdin().take(1 << 20).read_to_string(&mut input);
-    }
-    let session_id = serde_json::from_str::<Value>(&input)
-        .ok()
-        .and_then(|v| {
-            v.get("session_id")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-        .filter(|id| !id.trim().is_empty());
-    if let (Some(id), Some(env_file)) = (&session_id, std::env::var_os("CLAUDE_ENV_FILE")) {
-        let line = format!("export CLAUDE_SESSION_ID={}\n", shell_quote(id));
-        let _ = fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(env_file)
-            .and_then(|mut file| file.write_all(line.as_bytes()));
-    }
-    // Only repositories set up with `wit init` get a status (and a daemon).
-    if !ctx.paths.dir.is_dir() {
-        return Report::nothing();
-    }
-    let status_ctx = match Context::new(Some(&ctx.paths.root), session_id, false) {
-        Ok(status_ctx) => status_ctx,
-        Err(_) => return Report::nothing(),
-    };
-    match block_on(super::status::status(&status_ctx)) {
-        Ok(report) => report.with_code(0),
-        Err(error) => Report::new(
-            Value::Null,
-            format!(
-                "wit is set up here but unavailable: {}",
-                output::error_text(&error)
-            ),
-        ),
-    }
 }

@@ -32,7 +32,8 @@ starts by itself; add `--json` to any command for machine-readable output):
    `wit declare -d \"what and why\" -f src/file.ts -s functionName`.
    Read the conflicts it prints; if another agent holds that code, coordinate or pick other work.
 3. Lock each symbol while you change it: `wit lock src/file.ts:functionName --ttl 30m`.
-   Exit code 1 (LOCK_CONFLICT) means another agent holds it: do not edit it. Heed caller warnings.
+   Exit code 1 (LOCK_CONFLICT) means another agent holds it: do not edit it, or wait your turn
+   with `--wait 5m`. Heed caller warnings.
 4. Before changing a function others call, agree its signature:
    `wit contract propose src/file.ts:functionName`; others run `wit contract accept <id>`.
    The pre-commit hook blocks commits that break an accepted contract.

@@ -12,6 +12,8 @@ use crate::protocol::{LockAcquireParams, LockQueryParams, LockReleaseParams};
 
 /// The longest lock the protocol accepts (7 days).
 const MAX_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+/// The longest wait for a lock the protocol accepts (10 minutes).
+const MAX_WAIT: Duration = Duration::from_secs(600);
 
 /// `wit lock`.
 #[derive(Debug, Args)]
@@ -21,6 +23,10 @@ pub struct LockArgs {
     /// How long the lock lives: 90s, 10m, 2h, 1h30m (at most 7d; default 30m).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub ttl: Option<Duration>,
+    /// When another session holds it, wait up to this long for it (first come, first
+    /// served; at most 10m): 30s, 5m …
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub wait: Option<Duration>,
 }
 
 /// `wit release`.
@@ -53,11 +59,21 @@ pub async fn lock(ctx: &Context, args: LockArgs) -> Result<Report, CliError> {
         Some(ttl) => Some(ttl.as_millis() as i64),
         None => None,
     };
+    let wait_ms = match args.wait {
+        Some(wait) if wait > MAX_WAIT => {
+            return Err(CliError::Usage(format!(
+                "--wait {} is longer than the 10m maximum",
+                format_left(wait.as_millis() as i64)
+            )))
+        }
+        Some(wait) => Some(wait.as_millis() as i64),
+        None => None,
+    };
     let params = LockAcquireParams {
         symbol_path: args.symbol_path,
         session_id: ctx.session()?,
         ttl_ms,
-        wait_ms: None,
+        wait_ms,
     };
     let result = ctx
         .call(|client| {

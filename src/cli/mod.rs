@@ -10,6 +10,7 @@
 
 mod agents;
 mod call;
+mod claude;
 mod context;
 mod contracts;
 mod daemon_cmd;
@@ -19,8 +20,10 @@ mod hooks;
 mod init;
 mod intents;
 mod locks;
+mod log;
 mod output;
 mod session;
+mod sessions;
 mod status;
 
 use std::path::PathBuf;
@@ -56,7 +59,9 @@ Examples:
   export WIT_SESSION=agent-1                 give this shell its own identity
   wit declare -d \"Rework auth\" -f src/auth.ts -s validateToken
   wit lock src/auth.ts:validateToken --ttl 20m
+  wit lock src/auth.ts:validateToken --wait 5m   wait for another agent's lock
   wit status
+  wit log -f                                 follow every change
   wit release src/auth.ts:validateToken
   wit contract propose src/auth.ts:validateToken
   wit call lock.query '{}'                    any RPC method with raw params
@@ -117,8 +122,19 @@ pub enum Command {
     /// Propose, accept, reject or list signature contracts.
     #[command(subcommand)]
     Contract(contracts::ContractCommand),
-    /// Register this session under a display name.
+    /// Register this session under a display name (optionally tied to a process or a lease).
+    ///
+    /// Example: wit register claude-backend --pid 4242
     Register(agents::RegisterArgs),
+    /// List every session the daemon knows: live ones first, with their locks and intents.
+    Sessions,
+    /// End a session (release its locks, abandon its intents) or renew its lease.
+    #[command(subcommand)]
+    Session(sessions::SessionCommand),
+    /// Print the log of changes (locks, intents, contracts, sessions); `-f` follows it.
+    ///
+    /// Example: wit log -f --type lock.released --type session.reaped
+    Log(log::LogArgs),
     /// Call any RPC method with raw JSON params (for scripts and debugging).
     ///
     /// Example: wit call lock.query '{"sessionId":"agent-1"}'
@@ -222,6 +238,9 @@ fn dispatch(ctx: &Context, command: Command) -> Result<Report, CliError> {
         Command::Locks(args) => ctx.block_on(locks::list(ctx, args)),
         Command::Contract(command) => ctx.block_on(contracts::run(ctx, command)),
         Command::Register(args) => ctx.block_on(agents::register(ctx, args)),
+        Command::Sessions => ctx.block_on(sessions::list(ctx)),
+        Command::Session(command) => ctx.block_on(sessions::run(ctx, command)),
+        Command::Log(args) => ctx.block_on(log::run(ctx, args)),
         Command::Call(args) => ctx.block_on(call::run(ctx, args)),
         Command::Daemon(command) => daemon_cmd::run(ctx, command),
         Command::Hook(command) => hooks::run(ctx, command),

@@ -15,8 +15,8 @@ use super::duration::format_left;
 use super::{EXIT_PROTOCOL, EXIT_UNREACHABLE, EXIT_USAGE};
 use crate::client::ClientError;
 use crate::protocol::{
-    CallerWarning, ConflictItem, ConflictReport, ContractRecord, IntentRecord, LockRecord,
-    ProtocolError, Violation,
+    CallerWarning, ConflictItem, ConflictReport, ContractRecord, ErrorCode, IntentRecord,
+    LockRecord, ProtocolError, Violation,
 };
 
 /// What a command produced: its JSON form, its human form, warnings for stderr, and the exit
@@ -210,20 +210,34 @@ fn rpc_error_text(error: &ProtocolError) -> String {
     let data = error.data.as_ref().and_then(Value::as_object);
     let field = |name: &str| data.and_then(|d| d.get(name)).and_then(Value::as_str);
     let mut text = format!("wit: {}", error.message);
-    let detail = match error.message.as_str() {
-        "LOCK_CONFLICT" => field("heldBy").map(|held_by| {
+    let detail = match error.error_code() {
+        Some(ErrorCode::LockConflict) => field("heldBy").map(|held_by| {
             let until = field("expiresAt").map(until_text).unwrap_or_default();
-            format!("locked by {held_by}{until}")
+            let cycle = data
+                .and_then(|d| d.get("cycle"))
+                .and_then(Value::as_array)
+                .map(|ids| {
+                    let ids: Vec<&str> = ids.iter().filter_map(Value::as_str).collect();
+                    format!(
+                        "; waiting would deadlock: {} -> {}",
+                        ids.join(" -> "),
+                        ids.first().copied().unwrap_or_default()
+                    )
+                })
+                .unwrap_or_default();
+            format!("locked by {held_by}{until}{cycle}")
         }),
-        "LOCK_NOT_HELD" => field("heldBy").map(|held_by| format!("the lock is held by {held_by}")),
-        "LOCK_NOT_FOUND" => Some("no live lock on that symbol".to_string()),
-        "INVALID_TRANSITION" => match (field("current"), field("requested")) {
+        Some(ErrorCode::LockNotHeld) => {
+            field("heldBy").map(|held_by| format!("the lock is held by {held_by}"))
+        }
+        Some(ErrorCode::LockNotFound) => Some("no live lock on that symbol".to_string()),
+        Some(ErrorCode::InvalidTransition) => match (field("current"), field("requested")) {
             (Some(current), Some(requested)) => Some(format!(
                 "the intent is {current}; it cannot become {requested}"
             )),
             _ => None,
         },
-        "SYMBOL_NOT_FOUND" => field("symbolPath").map(|path| {
+        Some(ErrorCode::SymbolNotFound) => field("symbolPath").map(|path| {
             let candidates = data
                 .and_then(|d| d.get("candidates"))
                 .and_then(Value::as_array)
@@ -239,14 +253,19 @@ fn rpc_error_text(error: &ProtocolError) -> String {
                 None => format!("no symbol {path}"),
             }
         }),
-        "CONTRACT_ALREADY_RESOLVED" => {
+        Some(ErrorCode::ContractAlreadyResolved) => {
             field("status").map(|status| format!("the contract is already {status}"))
         }
-        "SELF_ACCEPT_NOT_ALLOWED" => {
+        Some(ErrorCode::SelfAcceptNotAllowed) => {
             Some("a contract must be accepted or rejected by another session".to_string())
         }
-        "INTENT_NOT_OWNED" => Some("the intent belongs to another session".to_string()),
-        "INVALID_REQUEST" => invalid_request_text(error.data.as_ref()),
+        Some(ErrorCode::IntentNotOwned) => {
+            Some("the intent belongs to another session".to_string())
+        }
+        Some(ErrorCode::SessionNotFound) => field("sessionId").map(|session| {
+            format!("the daemon has never seen session {session} (register it first)")
+        }),
+        Some(ErrorCode::InvalidRequest) => invalid_request_text(error.data.as_ref()),
         _ => None,
     };
     if let Some(detail) = detail {
@@ -254,7 +273,7 @@ fn rpc_error_text(error: &ProtocolError) -> String {
     }
     // Everything in `data` stays visible, whether or not the summary used it.
     if let Some(data) = data {
-        if error.message != "INVALID_REQUEST" {
+        if !error.is(ErrorCode::InvalidRequest) {
             for (key, value) in data {
                 let value = match value {
                     Value::String(s) => s.clone(),

@@ -10,15 +10,19 @@ use super::duration::parse_duration;
 use super::output::{self, CliError, Report};
 use crate::client::{ClientError, WitClient};
 use crate::protocol::{
-    ContractQueryParams, ContractRecord, ContractRecordStatus, IntentQueryParams, IntentRecord,
-    LockQueryParams, LockRecord,
+    ContractQueryParams, ContractRecord, ContractRecordStatus, EventsPollParams,
+    IntentQueryParams, IntentRecord, LockQueryParams, LockRecord,
 };
+
+/// The longest wait `events.poll` accepts.
+const MAX_POLL_WAIT_MS: i64 = 60_000;
 
 /// `wit watch`.
 #[derive(Debug, Args)]
 pub struct WatchArgs {
-    /// How often to look for changes: 500ms, 1s, 5s …
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    /// Redraw at least this often, to count down the locks' time left (every change redraws
+    /// at once): 10s, 1m …
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub interval: Duration,
 }
 
@@ -105,11 +109,17 @@ pub async fn status(ctx: &Context) -> Result<Report, CliError> {
     Ok(Report::new(value, human))
 }
 
-/// Redraws the status whenever it changes, until Ctrl-C.
+/// Redraws the status whenever something changes (the daemon's events wake it), and at
+/// least every `--interval`, until Ctrl-C.
 pub async fn watch(ctx: &Context, args: &WatchArgs) -> Result<Report, CliError> {
-    ctx.call(|client| async move { client.ping().await })
-        .await?;
+    let mut since = ctx
+        .call(|client| async move { client.events_poll(EventsPollParams::default()).await })
+        .await?
+        .next;
     let client = ctx.client();
+    let wait_ms = i64::try_from(args.interval.as_millis())
+        .unwrap_or(i64::MAX)
+        .clamp(1, MAX_POLL_WAIT_MS);
     let mut last_key = Value::Null;
     let mut last_text = String::new();
     let interrupted = tokio::signal::ctrl_c();
@@ -124,10 +134,7 @@ pub async fn watch(ctx: &Context, args: &WatchArgs) -> Result<Report, CliError> 
                         output::out_text(&value.to_string());
                     }
                 } else if human != last_text {
-                    output::redraw(&format!(
-                        "{human}\n(refreshing every {}; Ctrl-C to quit)",
-                        super::duration::format_left(args.interval.as_millis() as i64)
-                    ));
+                    output::redraw(&format!("{human}\n(live: redraws on every change; Ctrl-C to quit)"));
                 }
                 last_key = key;
                 last_text = human;
@@ -145,9 +152,19 @@ pub async fn watch(ctx: &Context, args: &WatchArgs) -> Result<Report, CliError> 
                 }
             }
         }
+        let next_change = client.events_poll(EventsPollParams {
+            since: Some(since),
+            wait_ms: Some(wait_ms),
+            limit: Some(1000),
+            types: Vec::new(),
+        });
         tokio::select! {
             _ = &mut interrupted => break,
-            () = tokio::time::sleep(args.interval) => {}
+            answer = next_change => match answer {
+                Ok(page) => since = page.next,
+                // The daemon is gone: look again in a second (the snapshot shows the error).
+                Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+            },
         }
     }
     Ok(Report::nothing())

@@ -1,0 +1,138 @@
+//! `wit sessions`, `wit session end|heartbeat`.
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use super::context::Context;
+use super::duration::format_left;
+use super::output::{self, CliError, Report};
+use crate::protocol::{SessionEndParams, SessionHeartbeatParams, SessionRecord};
+
+/// `wit session …`.
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// End a session cleanly: release its locks and abandon its open intents.
+    End(SessionTarget),
+    /// A sign of life for this session (renews its lease).
+    Heartbeat,
+}
+
+/// Which session `wit session end` ends.
+#[derive(Debug, Args)]
+pub struct SessionTarget {
+    /// The session (default: this one).
+    pub session_id: Option<String>,
+}
+
+/// Runs a `wit session` subcommand.
+pub async fn run(ctx: &Context, command: SessionCommand) -> Result<Report, CliError> {
+    match command {
+        SessionCommand::End(target) => end(ctx, target).await,
+        SessionCommand::Heartbeat => heartbeat(ctx).await,
+    }
+}
+
+async fn end(ctx: &Context, target: SessionTarget) -> Result<Report, CliError> {
+    let session_id = match target.session_id {
+        Some(id) => id,
+        None => ctx.session()?,
+    };
+    let params = SessionEndParams {
+        session_id: session_id.clone(),
+    };
+    let result = ctx
+        .call(|client| {
+            let params = params.clone();
+            async move { client.session_end(params).await }
+        })
+        .await?;
+    let human = format!(
+        "ended {session_id}: {} lock(s) released, {} intent(s) abandoned",
+        result.locks_released, result.intents_abandoned
+    );
+    Ok(Report::new(json!(result), human))
+}
+
+async fn heartbeat(ctx: &Context) -> Result<Report, CliError> {
+    let params = SessionHeartbeatParams {
+        session_id: ctx.session()?,
+    };
+    let result = ctx
+        .call(|client| {
+            let params = params.clone();
+            async move { client.session_heartbeat(params).await }
+        })
+        .await?;
+    let human = match &result.lease_expires_at {
+        Some(at) => format!("{} is live; its lease runs until {at}", result.session_id),
+        None => format!("{} is live (no lease)", result.session_id),
+    };
+    Ok(Report::new(json!(result), human))
+}
+
+/// Lists every session the daemon knows, live ones first.
+pub async fn list(ctx: &Context) -> Result<Report, CliError> {
+    let sessions = ctx
+        .call(|client| async move { client.session_list().await })
+        .await?;
+    let me = ctx.session_if_any()?.map(|(id, _)| id);
+    Ok(Report::new(
+        json!(sessions),
+        sessions_table(&sessions, me.as_deref()),
+    ))
+}
+
+/// The human table of `wit sessions`.
+fn sessions_table(sessions: &[SessionRecord], me: Option<&str>) -> String {
+    if sessions.is_empty() {
+        return "no sessions".to_string();
+    }
+    let now = output::now_ms();
+    let rows: Vec<Vec<String>> = sessions
+        .iter()
+        .map(|s| {
+            let marker = if Some(s.session_id.as_str()) == me {
+                " (you)"
+            } else {
+                ""
+            };
+            vec![
+                format!("{}{marker}", s.session_id),
+                s.name.clone().unwrap_or_else(|| "-".into()),
+                s.pid.map_or_else(|| "-".into(), |p| p.to_string()),
+                if s.live { "live" } else { "ended" }.to_string(),
+                format!("{} ago", format_left((now - s.last_seen_at).max(1))),
+                s.locks.to_string(),
+                s.intents.to_string(),
+            ]
+        })
+        .collect();
+    output::table(
+        &["SESSION", "NAME", "PID", "STATE", "LAST SEEN", "LOCKS", "INTENTS"],
+        &rows,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_marks_this_session_and_dead_ones() {
+        let record = |id: &str, live: bool| SessionRecord {
+            session_id: id.into(),
+            name: Some("claude".into()),
+            agent_id: Some(1),
+            pid: Some(42),
+            live,
+            last_seen_at: output::now_ms(),
+            locks: 2,
+            intents: 1,
+        };
+        let text = sessions_table(&[record("a", true), record("b", false)], Some("a"));
+        assert!(text.contains("a (you)"), "{text}");
+        assert!(text.contains("ended"), "{text}");
+        assert!(text.contains("SESSION"), "{text}");
+        assert_eq!(sessions_table(&[], None), "no sessions");
+    }
+}
