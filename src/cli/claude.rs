@@ -114,7 +114,12 @@ fn proc_entry(pid: i64) -> Option<(String, i64)> {
     let open = stat.find('(')?;
     let close = stat.rfind(')')?;
     let name = stat.get(open + 1..close)?.to_string();
-    let ppid = stat.get(close + 1..)?.split_ascii_whitespace().nth(1)?.parse().ok()?;
+    let ppid = stat
+        .get(close + 1..)?
+        .split_ascii_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
     Some((name, ppid))
 }
 

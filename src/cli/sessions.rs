@@ -108,7 +108,15 @@ fn sessions_table(sessions: &[SessionRecord], me: Option<&str>) -> String {
         })
         .collect();
     output::table(
-        &["SESSION", "NAME", "PID", "STATE", "LAST SEEN", "LOCKS", "INTENTS"],
+        &[
+            "SESSION",
+            "NAME",
+            "PID",
+            "STATE",
+            "LAST SEEN",
+            "LOCKS",
+            "INTENTS",
+        ],
         &rows,
     )
 }

@@ -10,8 +10,8 @@ use super::duration::parse_duration;
 use super::output::{self, CliError, Report};
 use crate::client::{ClientError, WitClient};
 use crate::protocol::{
-    ContractQueryParams, ContractRecord, ContractRecordStatus, EventsPollParams,
-    IntentQueryParams, IntentRecord, LockQueryParams, LockRecord,
+    ContractQueryParams, ContractRecord, ContractRecordStatus, EventsPollParams, IntentQueryParams,
+    IntentRecord, LockQueryParams, LockRecord,
 };
 
 /// The longest wait `events.poll` accepts.
@@ -134,7 +134,9 @@ pub async fn watch(ctx: &Context, args: &WatchArgs) -> Result<Report, CliError> 
                         output::out_text(&value.to_string());
                     }
                 } else if human != last_text {
-                    output::redraw(&format!("{human}\n(live: redraws on every change; Ctrl-C to quit)"));
+                    output::redraw(&format!(
+                        "{human}\n(live: redraws on every change; Ctrl-C to quit)"
+                    ));
                 }
                 last_key = key;
                 last_text = human;

@@ -1,5 +1,6 @@
 //! The `wit` command line end to end, in real temporary git repositories.
 
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -725,7 +726,7 @@ fn watch_prints_changes_and_exits_on_ctrl_c() {
     let repo = Repo::new();
     let _stop = StopDaemon(&repo);
     let mut child = wit_cmd(repo.path(), &[])
-        .args(["--json", "watch", "--interval", "100ms"])
+        .args(["--json", "watch", "--interval", "1m"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -755,4 +756,164 @@ fn watch_prints_changes_and_exits_on_ctrl_c() {
         .unwrap();
     let status = wait_with_timeout(&mut child, Duration::from_secs(10));
     assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn lock_wait_sessions_session_end_and_log() {
+    let repo = Repo::new();
+    let _stop = StopDaemon(&repo);
+    assert_eq!(code(&wit_as(&repo, "a", &["lock", "a.ts:f"])), 0);
+    // b waits its turn; a releases a moment later.
+    let waiter = {
+        let path = repo.path().to_path_buf();
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            let out = wit_cmd(&path, &[("WIT_SESSION", "b")])
+                .args(["--json", "lock", "a.ts:f", "--wait", "20s"])
+                .output()
+                .unwrap();
+            (out, started.elapsed())
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(code(&wit_as(&repo, "a", &["release", "a.ts:f"])), 0);
+    let (out, waited) = waiter.join().unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(json_of(&out)["sessionId"], "b");
+    assert!(waited >= Duration::from_millis(400), "{waited:?}");
+    // Without --wait: a conflict at once, with the hint.
+    let out = wit_as(&repo, "a", &["lock", "a.ts:f"]);
+    assert_eq!(code(&out), 1);
+    assert!(
+        text(&out.stderr).contains("locked by b"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = wit_as(&repo, "a", &["lock", "a.ts:f", "--wait", "11m"]);
+    assert_eq!(code(&out), 2, "longer than the protocol allows");
+
+    let out = wit_as(&repo, "a", &["--json", "sessions"]);
+    let sessions = json_of(&out);
+    let ids: Vec<&str> = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["sessionId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["a", "b"]);
+    let table = text(&wit_as(&repo, "a", &["sessions"]).stdout);
+    assert!(
+        table.contains("a (you)") && table.contains("LOCKS"),
+        "{table}"
+    );
+
+    let out = wit_as(&repo, "b", &["--json", "session", "end"]);
+    assert_eq!(json_of(&out)["locksReleased"], 1);
+
+    let out = wit_as(&repo, "a", &["--json", "log", "--since", "0"]);
+    let log = json_of(&out);
+    let types: Vec<&str> = log["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "lock.acquired",
+            "lock.released",
+            "lock.acquired",
+            "session.ended",
+            "lock.released"
+        ]
+    );
+    let out = wit_as(&repo, "a", &["log", "--type", "session.ended"]);
+    let lines = text(&out.stdout);
+    assert!(lines.contains("session.ended b by b"), "{lines}");
+    assert_eq!(lines.lines().count(), 1, "{lines}");
+    assert_eq!(code(&wit_as(&repo, "a", &["log", "--type", "nope"])), 2);
+
+    // --follow prints what comes next, one JSON event per line.
+    let mut child = wit_cmd(repo.path(), &[("WIT_SESSION", "a")])
+        .args(["--json", "log", "-f", "--last", "1"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines() {
+            let _ = tx.send(line.unwrap());
+        }
+    });
+    let last = rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&last).unwrap()["type"],
+        "lock.released"
+    );
+    assert_eq!(code(&wit_as(&repo, "a", &["lock", "b.ts:g"])), 0);
+    let next = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let next: Value = serde_json::from_str(&next).unwrap();
+    assert_eq!(
+        (next["type"].as_str(), next["subject"].as_str()),
+        (Some("lock.acquired"), Some("b.ts:g"))
+    );
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert_eq!(
+        wait_with_timeout(&mut child, Duration::from_secs(10)).code(),
+        Some(0)
+    );
+}
+
+#[test]
+fn the_claude_session_hooks_register_the_harness_pid_and_end_the_session() {
+    let repo = Repo::new();
+    let _stop = StopDaemon(&repo);
+    assert_eq!(code(&init(&repo)), 0);
+    let hook = |name: &str| {
+        let mut child = wit_cmd(repo.path(), &[])
+            // As Claude runs it: through a shell, the payload on stdin.
+            .args(["hook", name])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(br#"{"session_id":"claude-1","hook_event_name":"x"}"#)
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let out = hook("claude-session-start");
+    assert_eq!(code(&out), 0);
+    assert!(
+        text(&out.stdout).contains("wit status"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(code(&wit_as(&repo, "claude-1", &["lock", "a.ts:f"])), 0);
+    let sessions = json_of(&wit_as(&repo, "x", &["--json", "sessions"]));
+    let claude = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["sessionId"] == "claude-1")
+        .unwrap()
+        .clone();
+    assert_eq!(claude["name"], "claude-code");
+    // The hook's parent here is this test process: the harness.
+    assert_eq!(claude["pid"], i64::from(std::process::id()));
+    assert_eq!(claude["live"], true);
+    let out = hook("claude-session-end");
+    assert_eq!(code(&out), 0);
+    assert!(out.stdout.is_empty());
+    let locks = json_of(&wit_as(&repo, "x", &["--json", "locks"]));
+    assert_eq!(locks, serde_json::json!([]));
 }
