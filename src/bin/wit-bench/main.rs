@@ -1,0 +1,354 @@
+//! `wit-bench`: end-to-end benchmarks of a real `wit` daemon over its Unix socket, next to the
+//! machine's floor (a minimal hyper server answering the same ping, one SQLite WAL commit, one
+//! tree-sitter parse).
+//!
+//! ```text
+//! cargo run --release --bin wit-bench -- [--quick] [--wit PATH] [--only SECTION,...]
+//! ```
+//!
+//! It creates a temporary repository with generated TypeScript files (16 KB, 169 KB, 1.7 MB),
+//! starts `wit daemon run` on it (the `wit` binary next to this one, or `--wit`), and drives it
+//! with keep-alive HTTP/1.1 connections at 1 and 16 concurrent clients. Each line reports
+//! ops/s, p50/p99 latency, the daemon's CPU time per operation (from `/proc/<pid>/stat`) and
+//! the ratio of ops/s to the floor's ping. `--quick` runs fewer operations and skips the
+//! 10,000-intent and 1.7 MB cases.
+//!
+//! Modules: [`net`] (the connection), [`measure`] (workloads and the table), [`fixtures`]
+//! (generated sources, the daemon under test), [`floors`], [`sections`] (wave 1),
+//! [`pulse`] (sessions, waits and events), [`cli_timings`].
+
+mod cli_timings;
+mod fixtures;
+mod floors;
+mod measure;
+mod net;
+mod pulse;
+mod sections;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use serde_json::json;
+
+use fixtures::{generated_ts, Daemon, WorkDir};
+use floors::{sqlite_commit_floor, start_floor_server};
+use measure::{cpu_time, fmt_duration, measure, rss_kib, MakeOp, Report};
+use net::{ping_body, Conn};
+
+/// The sections `--only` can pick, in the order they run.
+const SECTIONS: &[&str] = &[
+    "ping",
+    "register",
+    "locks",
+    "intents",
+    "contracts",
+    "isolation",
+    "small",
+    "waits",
+    "events",
+    "reap",
+    "cli",
+];
+
+/// End-to-end benchmarks of a real wit daemon.
+#[derive(Debug, Parser)]
+#[command(name = "wit-bench")]
+struct Options {
+    /// Fewer operations; skips the 10,000-intent, 1.7 MB and 200-file cases.
+    #[arg(long)]
+    quick: bool,
+    /// The `wit` binary to benchmark (default: the one next to this binary).
+    #[arg(long, value_name = "PATH")]
+    wit: Option<PathBuf>,
+    /// Run only these sections (comma-separated).
+    #[arg(long, value_name = "SECTION,...", value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(SECTIONS))]
+    only: Vec<String>,
+}
+
+impl Options {
+    /// Whether the section `name` runs.
+    fn wants(&self, name: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| o == name)
+    }
+}
+
+/// What every section shares: the bench repository and its settled daemon.
+pub(crate) struct Bench {
+    /// `--quick`.
+    pub quick: bool,
+    /// The bench repository.
+    pub root: PathBuf,
+    /// `(label, relative path, text, functions)` of each generated file.
+    pub generated: Vec<(String, String, String, usize)>,
+    /// The daemon's socket and pid.
+    pub socket: PathBuf,
+    pub pid: Option<u32>,
+    /// A connection for set-up calls.
+    pub setup: Conn,
+    /// The table the rows go to.
+    pub report: Report,
+    /// How many pings a ping row sends.
+    pub ping_ops: usize,
+}
+
+impl Bench {
+    /// `full` operations, or `small` with `--quick`.
+    pub fn scale(&self, full: usize, small: usize) -> usize {
+        if self.quick {
+            small
+        } else {
+            full
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let options = Options::parse();
+    let wit = match &options.wit {
+        Some(wit) => wit.clone(),
+        None => std::env::current_exe()?
+            .parent()
+            .context("the bench binary has no directory")?
+            .join("wit"),
+    };
+    if !wit.exists() {
+        bail!(
+            "{} not found: build it first (cargo build --release --bin wit) or pass --wit",
+            wit.display()
+        );
+    }
+    let quick = options.quick;
+    let scale = |full: usize, small: usize| if quick { small } else { full };
+    let work = WorkDir::new()?;
+    let root = work.path().join("r");
+    let generated = prepare_repository(&root, quick)?;
+    print_header(quick, &wit);
+    let ping_ops = scale(40_000, 5_000);
+    let report = measure_floors(work.path(), &generated, ping_ops).await?;
+    startup_on_empty_repository(&wit, &work.path().join("e")).await?;
+    let (daemon, setup) = start_settled(&wit, &root, &generated).await?;
+    let pid = Some(daemon.pid());
+    let socket = daemon.socket.clone();
+
+    let mut bench = Bench {
+        quick,
+        root: root.clone(),
+        generated,
+        socket,
+        pid,
+        setup,
+        report,
+        ping_ops,
+    };
+    if options.wants("ping") {
+        sections::ping(&mut bench).await?;
+    }
+    if options.wants("register") {
+        sections::register(&mut bench).await?;
+    }
+    if options.wants("locks") {
+        sections::locks(&mut bench).await?;
+    }
+    if options.wants("intents") {
+        sections::intents(&mut bench).await?;
+    }
+    if options.wants("contracts") {
+        sections::contracts(&mut bench).await?;
+    }
+    if options.wants("isolation") {
+        sections::isolation(&mut bench).await?;
+    }
+    if !quick && options.wants("small") {
+        sections::small(&mut bench).await?;
+    }
+    if options.wants("waits") {
+        pulse::waits(&mut bench).await?;
+    }
+    if options.wants("events") {
+        pulse::events(&mut bench).await?;
+    }
+    if options.wants("reap") {
+        pulse::reap(&mut bench).await?;
+    }
+
+    println!();
+    let cli_root = root.clone();
+    let runs = scale(60, 15);
+    if options.wants("cli") {
+        let wit = wit.clone();
+        tokio::task::spawn_blocking(move || {
+            cli_timings::cli_and_hook_timings(&wit, &cli_root, runs)
+        })
+        .await??;
+    }
+
+    println!();
+    println!(
+        "daemon RSS at the end: {} KiB; daemon CPU total: {:.2} s",
+        rss_kib(daemon.pid()).unwrap_or(0),
+        cpu_time(daemon.pid())?.as_secs_f64()
+    );
+    Ok(())
+}
+
+/// A git repository at `root` with the generated TypeScript files of each size.
+fn prepare_repository(
+    root: &std::path::Path,
+    quick: bool,
+) -> Result<Vec<(String, String, String, usize)>> {
+    std::fs::create_dir_all(root.join("src"))?;
+    let status = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(root)
+        .status()?;
+    if !status.success() {
+        bail!("git init failed");
+    }
+    let sizes: Vec<(&str, usize)> = if quick {
+        vec![("16k", 16 * 1024), ("169k", 169 * 1024)]
+    } else {
+        vec![
+            ("16k", 16 * 1024),
+            ("169k", 169 * 1024),
+            ("1.7m", 1_700 * 1024),
+        ]
+    };
+    let mut generated = Vec::new();
+    for (label, size) in &sizes {
+        let (text, functions) = generated_ts(*size);
+        let rel = format!("src/gen_{}.ts", label.replace('.', "_"));
+        std::fs::write(root.join(&rel), &text)?;
+        generated.push((label.to_string(), rel, text, functions));
+    }
+    Ok(generated)
+}
+
+/// The run's title and the machine.
+fn print_header(quick: bool, wit: &std::path::Path) {
+    println!("# wit-bench ({})", if quick { "quick" } else { "full" });
+    println!();
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
+        })
+        .unwrap_or_default();
+    println!(
+        "machine: {} cores, {model}; wit: {}",
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(0),
+        wit.display()
+    );
+    println!();
+}
+
+/// The floors of this run (SQLite commit, one parse, a bare hyper server's ping), and the
+/// table whose ratio column divides by the floor's ping at 16 connections.
+async fn measure_floors(
+    work: &std::path::Path,
+    generated: &[(String, String, String, usize)],
+    ping_ops: usize,
+) -> Result<Report> {
+    let floor_socket = work.join("floor.sock");
+    start_floor_server(floor_socket.clone())?;
+    let ping = Arc::new(|_: usize, _: usize| vec![ping_body()]) as MakeOp;
+    let floor = Report { floor_ping: None };
+    let sqlite = tokio::task::spawn_blocking({
+        let dir = work.to_owned();
+        move || sqlite_commit_floor(&dir, 2000)
+    })
+    .await??;
+    println!(
+        "floor: one SQLite WAL commit (synchronous=NORMAL): {:.1} µs",
+        sqlite.as_secs_f64() * 1e6
+    );
+    let big = generated.last().context("no generated file")?;
+    let parse_started = Instant::now();
+    let parsed = wit::analysis::analyze(wit::analysis::Language::TypeScript, &big.2);
+    let parse_time = parse_started.elapsed();
+    println!(
+        "floor: one tree-sitter analysis of the {} file ({} bytes, {} symbols, the analysis holds ~{:.1} MB): {}",
+        big.0,
+        big.2.len(),
+        parsed.symbols.len(),
+        parsed.approx_heap_bytes() as f64 / 1e6,
+        fmt_duration(parse_time)
+    );
+    println!();
+    floor.header();
+    let mut floor_16 = 0.0;
+    for concurrency in [1, 16] {
+        let m = measure(
+            &floor_socket,
+            None,
+            concurrency,
+            ping_ops,
+            Arc::clone(&ping),
+        )
+        .await?;
+        floor.row("floor: hyper ping", concurrency, &m);
+        if concurrency == 16 {
+            floor_16 = m.ops_per_sec();
+        }
+    }
+    Ok(Report {
+        floor_ping: Some(floor_16),
+    })
+}
+
+/// Start-up to the first pong on an empty repository.
+async fn startup_on_empty_repository(wit: &std::path::Path, empty: &std::path::Path) -> Result<()> {
+    std::fs::create_dir_all(empty)?;
+    let (daemon, startup) = Daemon::start(wit, empty).await?;
+    println!(
+        "| start-up to first pong (empty repo): {} | RSS {} KiB | | | | | | | |",
+        fmt_duration(startup),
+        rss_kib(daemon.pid()).unwrap_or(0)
+    );
+    Ok(())
+}
+
+/// The daemon of the bench repository, started and settled: the background index builds after
+/// start-up and the first acquire that needs caller warnings waits for it, so measurements
+/// start from a settled daemon (and the row says how long that took).
+async fn start_settled(
+    wit: &std::path::Path,
+    root: &std::path::Path,
+    generated: &[(String, String, String, usize)],
+) -> Result<(Daemon, Conn)> {
+    let (daemon, startup) = Daemon::start(wit, root).await?;
+    println!(
+        "| start-up to first pong (bench repo): {} | RSS {} KiB | | | | | | | |",
+        fmt_duration(startup),
+        rss_kib(daemon.pid()).unwrap_or(0)
+    );
+    let mut setup = Conn::open(&daemon.socket).await?;
+    let settle_started = Instant::now();
+    let big = generated.last().context("no generated file")?;
+    let warm_symbol = format!("{}:fn_0", big.1);
+    setup
+        .call(
+            "lock.acquire",
+            json!({"symbolPath": warm_symbol, "sessionId": "warm-up", "ttlMs": 1_000}),
+        )
+        .await?;
+    setup
+        .call(
+            "lock.release",
+            json!({"symbolPath": warm_symbol, "sessionId": "warm-up"}),
+        )
+        .await?;
+    println!(
+        "| background index of the bench repo complete (first acquire answered) after: {} more | | | | | | | | |",
+        fmt_duration(settle_started.elapsed())
+    );
+    Ok((daemon, setup))
+}
