@@ -24,9 +24,21 @@ pub const MAX_LEASE_MS: i64 = 86_400_000;
 /// be open (so touching them needs no write).
 #[derive(Debug, Default)]
 pub struct Sightings {
-    last_seen: HashMap<String, i64>,
-    dirty: HashSet<String>,
+    /// Last sighting per session, and whether it is newer than the flushed one.
+    last_seen: HashMap<String, (i64, bool)>,
     open_rows: HashSet<String>,
+}
+
+impl Sightings {
+    /// Records a sighting at `now`; allocates only for a session not seen before.
+    fn saw(&mut self, session_id: &str, now: i64) {
+        match self.last_seen.get_mut(session_id) {
+            Some(seen) => *seen = (now.max(seen.0), true),
+            None => {
+                self.last_seen.insert(session_id.to_owned(), (now, true));
+            }
+        }
+    }
 }
 
 /// Why a session ends.
@@ -109,17 +121,14 @@ impl Coord {
             self.store.write(|w| w.touch_session(session_id, now))?;
             sightings.open_rows.insert(session_id.to_owned());
         }
-        sightings.last_seen.insert(session_id.to_owned(), now);
-        sightings.dirty.insert(session_id.to_owned());
+        sightings.saw(session_id, now);
         Ok(())
     }
 
     /// Records a sign of life of a session whose row is open (memory only).
     pub(crate) fn saw(&self, session_id: &str) {
         let now = self.clock.now_ms();
-        let mut sightings = self.sightings();
-        sightings.last_seen.insert(session_id.to_owned(), now);
-        sightings.dirty.insert(session_id.to_owned());
+        self.sightings().saw(session_id, now);
     }
 
     fn sightings(&self) -> std::sync::MutexGuard<'_, Sightings> {
@@ -133,8 +142,7 @@ impl Coord {
         self.sightings()
             .last_seen
             .get(session_id)
-            .copied()
-            .unwrap_or(stored_ms)
+            .map_or(stored_ms, |seen| seen.0)
             .max(stored_ms)
     }
 
@@ -142,10 +150,14 @@ impl Coord {
     pub fn flush_sightings(&self) -> Result<usize> {
         let pending: Vec<(String, i64)> = {
             let mut sightings = self.sightings();
-            let dirty = std::mem::take(&mut sightings.dirty);
-            dirty
-                .into_iter()
-                .filter_map(|s| sightings.last_seen.get(&s).map(|&at| (s, at)))
+            sightings
+                .last_seen
+                .iter_mut()
+                .filter(|(_, seen)| seen.1)
+                .map(|(session, seen)| {
+                    seen.1 = false;
+                    (session.clone(), seen.0)
+                })
                 .collect()
         };
         if pending.is_empty() {
@@ -418,7 +430,7 @@ impl Coord {
     pub(crate) fn note_open(&self, session_id: &str, now: i64) {
         let mut sightings = self.sightings();
         sightings.open_rows.insert(session_id.to_owned());
-        sightings.last_seen.insert(session_id.to_owned(), now);
+        sightings.saw(session_id, now);
     }
 }
 

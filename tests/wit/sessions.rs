@@ -680,3 +680,149 @@ fn the_pid_file_is_the_bare_pid() {
     assert_eq!(info["pid"], pid);
     assert!(info["version"].is_string());
 }
+
+#[test]
+fn two_hundred_waiters_take_turns_and_exclusion_holds() {
+    const CLIENTS: usize = 200;
+    let repo = Repo::new();
+    let _daemon = Daemon::start(&repo);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let since = repo
+            .client()
+            .events_poll(poll(None, None))
+            .await
+            .unwrap()
+            .next;
+        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(CLIENTS));
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..CLIENTS {
+            let client = repo.client();
+            let barrier = barrier.clone();
+            tasks.spawn(async move {
+                client.ping().await.unwrap();
+                let session = format!("turn-{i}");
+                barrier.wait().await;
+                let got = client
+                    .lock_acquire(acquire_waiting("src/turns.ts:f", &session, Some(120_000)))
+                    .await
+                    .unwrap();
+                assert_eq!(got.session_id, session);
+                // While it is ours, nobody else holds it.
+                let held = client.lock_query(query(None)).await.unwrap();
+                assert_eq!(held.len(), 1);
+                assert_eq!(held[0].session_id, session);
+                client
+                    .lock_release(release("src/turns.ts:f", &session))
+                    .await
+                    .unwrap();
+                got.token
+            });
+        }
+        let mut tokens = Vec::new();
+        while let Some(joined) = tasks.join_next().await {
+            tokens.push(joined.unwrap());
+        }
+        tokens.sort_unstable();
+        tokens.dedup();
+        assert_eq!(tokens.len(), CLIENTS, "every acquisition has its own token");
+        // The log alternates acquired/released, one holder at a time.
+        let client = repo.client();
+        let mut kinds = Vec::new();
+        let mut next = since;
+        loop {
+            let page = client.events_poll(poll(Some(next), None)).await.unwrap();
+            if page.events.is_empty() {
+                break;
+            }
+            next = page.next;
+            kinds.extend(
+                page.events
+                    .into_iter()
+                    .map(|e| (e.type_.to_string(), e.session_id)),
+            );
+        }
+        assert_eq!(kinds.len(), 2 * CLIENTS);
+        for pair in kinds.chunks(2) {
+            assert_eq!(pair[0].0, "lock.acquired");
+            assert_eq!(pair[1].0, "lock.released");
+            assert_eq!(pair[0].1, pair[1].1);
+        }
+    });
+}
+
+#[test]
+fn reaps_hand_locks_to_waiters_under_load() {
+    const AGENTS: usize = 20;
+    const WAITERS_PER_LOCK: usize = 5;
+    let repo = Repo::new();
+    let _daemon = Daemon::start(&repo);
+    let mut agents: Vec<_> = (0..AGENTS).map(|_| sleeper()).collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = repo.client();
+        for (a, agent) in agents.iter().enumerate() {
+            let session = format!("agent-{a}");
+            client
+                .register(register(
+                    "agent",
+                    &session,
+                    Some(i64::from(agent.id())),
+                    None,
+                ))
+                .await
+                .unwrap();
+            client
+                .lock_acquire(acquire_waiting(&format!("src/r.ts:f{a}"), &session, None))
+                .await
+                .unwrap();
+        }
+        let mut tasks = tokio::task::JoinSet::new();
+        for a in 0..AGENTS {
+            for w in 0..WAITERS_PER_LOCK {
+                let client = repo.client();
+                tasks.spawn(async move {
+                    let symbol = format!("src/r.ts:f{a}");
+                    let session = format!("waiter-{a}-{w}");
+                    let got = client
+                        .lock_acquire(acquire_waiting(&symbol, &session, Some(60_000)))
+                        .await
+                        .unwrap();
+                    assert_eq!(got.session_id, session);
+                    client
+                        .lock_release(release(&symbol, &session))
+                        .await
+                        .unwrap();
+                });
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let killed = Instant::now();
+        for agent in &mut agents {
+            agent.kill().unwrap();
+            agent.wait().unwrap();
+        }
+        while let Some(joined) = tasks.join_next().await {
+            joined.unwrap();
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            killed.elapsed()
+        );
+        assert!(client.lock_query(query(None)).await.unwrap().is_empty());
+        let sessions = client.session_list().await.unwrap();
+        assert!(sessions
+            .iter()
+            .filter(|s| s.session_id.starts_with("agent-"))
+            .all(|s| !s.live));
+    });
+}
