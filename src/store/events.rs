@@ -92,13 +92,9 @@ impl Reader<'_> {
 impl Writer<'_> {
     /// The `seq` the next appended event will get (inside a write transaction nobody else
     /// can append first): a lock's fencing token is the `seq` of its `lock.acquired` event,
-    /// which records the token too.
+    /// which records the token too. (The largest `seq` is never pruned, see the migration.)
     pub fn next_event_seq(&self) -> Result<i64> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT seq FROM sqlite_sequence WHERE name = 'events'")?;
-        let last: Option<i64> = stmt.query_row([], |r| r.get(0)).optional()?;
-        Ok(last.unwrap_or(0) + 1)
+        Ok(self.newest_event_seq()? + 1)
     }
 
     /// Appends one event at `at_ms`; its `seq`. The store tells its commit listener about
@@ -116,6 +112,7 @@ impl Writer<'_> {
             event.data.to_string()
         ])?;
         let seq = self.conn.last_insert_rowid();
+        debug_assert!(seq > 0);
         self.appended_seq.set(Some(seq));
         Ok(seq)
     }

@@ -89,8 +89,10 @@ DROP INDEX locks_expires;
 /// - `sessions`: every session seen, in order of first appearance (the rowid), with the
 ///   pid and its process start time or the lease it registered, when it was last seen
 ///   (flushed from memory about once a second) and when it ended or was reaped.
-/// - `events`: the log of changes; `seq` is AUTOINCREMENT so that a pruned seq is never
-///   reused.
+/// - `events`: the log of changes. `seq` is the rowid without AUTOINCREMENT (which would write
+///   the `sqlite_sequence` page in every commit): retention only ever deletes the oldest
+///   events and keeps the newest 10,000, so the largest `seq` is never deleted and the next
+///   one, `max(seq) + 1`, is never a reused number.
 const V3: &str = r#"
 ALTER TABLE locks ADD COLUMN token INTEGER NOT NULL DEFAULT 0;
 
@@ -106,7 +108,7 @@ CREATE TABLE sessions (
 );
 
 CREATE TABLE events (
-    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq        INTEGER PRIMARY KEY,
     at_ms      INTEGER NOT NULL,
     type       TEXT NOT NULL,
     session_id TEXT,
