@@ -110,6 +110,7 @@ async fn keeps_error_data() {
         symbol_path: "a.ts:f".into(),
         session_id: "me".into(),
         ttl_ms: None,
+        wait_ms: None,
     };
     let ClientError::Rpc(error) = client.lock_acquire(params).await.unwrap_err() else {
         panic!("expected an RPC error");

@@ -194,13 +194,11 @@ impl Coord {
         let cycle = self.store.read(|r| {
             let now = self.clock.now_ms();
             let mut lookup_failed = None;
-            let cycle = waits.find_cycle(session_id, &path, |symbol| {
-                match r.lock(symbol) {
-                    Ok(lock) => lock.filter(|l| l.is_live(now)).map(|l| l.session_id),
-                    Err(e) => {
-                        lookup_failed = Some(e);
-                        None
-                    }
+            let cycle = waits.find_cycle(session_id, &path, |symbol| match r.lock(symbol) {
+                Ok(lock) => lock.filter(|l| l.is_live(now)).map(|l| l.session_id),
+                Err(e) => {
+                    lookup_failed = Some(e);
+                    None
                 }
             });
             match lookup_failed {
@@ -350,11 +348,13 @@ impl Coord {
         let drained = self.waits().drain();
         for (symbol, waiter) in drained {
             let (held_by, expires_at_ms) = self.holder(&symbol);
-            waiter.reply.send(WaitOutcome::Refused(CoordError::LockConflict {
-                held_by,
-                expires_at_ms,
-                cycle: None,
-            }));
+            waiter
+                .reply
+                .send(WaitOutcome::Refused(CoordError::LockConflict {
+                    held_by,
+                    expires_at_ms,
+                    cycle: None,
+                }));
         }
     }
 
@@ -533,6 +533,7 @@ mod tests {
                 session_id: "s1".into(),
                 acquired_at_ms: T0,
                 expires_at_ms: T0 + 1000,
+                token: got.lock.token,
             }
         );
         assert!(got.warnings.is_empty());
@@ -613,6 +614,7 @@ mod tests {
             CoordError::LockConflict {
                 held_by,
                 expires_at_ms,
+                ..
             } => {
                 assert_eq!(held_by, "s1");
                 assert_eq!(expires_at_ms, T0 + 5000);

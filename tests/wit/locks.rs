@@ -59,6 +59,7 @@ pub fn acquire(symbol: &str, session: &str, ttl_ms: Option<i64>) -> LockAcquireP
         symbol_path: symbol.into(),
         session_id: session.into(),
         ttl_ms,
+        wait_ms: None,
     }
 }
 

@@ -31,6 +31,8 @@ fn generated_client_pings_and_registers_idempotently() {
             .register(RegisterParams {
                 name: "alice".into(),
                 session_id: "s1".into(),
+                pid: None,
+                lease_ms: None,
             })
             .await
             .unwrap();
@@ -38,6 +40,8 @@ fn generated_client_pings_and_registers_idempotently() {
             .register(RegisterParams {
                 name: "alice-2".into(),
                 session_id: "s1".into(),
+                pid: None,
+                lease_ms: None,
             })
             .await
             .unwrap();
@@ -46,6 +50,8 @@ fn generated_client_pings_and_registers_idempotently() {
             .register(RegisterParams {
                 name: "bob".into(),
                 session_id: "s2".into(),
+                pid: None,
+                lease_ms: None,
             })
             .await
             .unwrap();
@@ -73,6 +79,8 @@ fn invalid_params_name_every_field() {
     let error = block_on(client.register(RegisterParams {
         name: String::new(),
         session_id: "s".into(),
+        pid: None,
+        lease_ms: None,
     }))
     .unwrap_err();
     match error {
@@ -161,6 +169,8 @@ fn restart_after_sigkill_cleans_the_stale_socket_and_keeps_data() {
     let agent = block_on(client.register(RegisterParams {
         name: "a".into(),
         session_id: "keep".into(),
+        pid: None,
+        lease_ms: None,
     }))
     .unwrap();
     daemon.kill9();
@@ -169,6 +179,8 @@ fn restart_after_sigkill_cleans_the_stale_socket_and_keeps_data() {
     let again = block_on(repo.client().register(RegisterParams {
         name: "a".into(),
         session_id: "keep".into(),
+        pid: None,
+        lease_ms: None,
     }))
     .unwrap();
     assert_eq!(agent.agent_id, again.agent_id);
