@@ -12,6 +12,8 @@ impl crate::client::WitClient {
     }
     /// Register an agent with the daemon, associating a name with a session ID.
     ///
+    /// Idempotent per sessionId: registering again updates the name, replaces pid and leaseMs, and returns the same agentId. With pid or leaseMs the session has a pulse: within 5 s of its process exiting or its lease lapsing it is reaped (its locks released, its declared/active intents abandoned). A session registered with neither is never reaped.
+    ///
     /// Sends `register`.
     pub async fn register(
         &self,
@@ -24,7 +26,7 @@ impl crate::client::WitClient {
     }
     /// Acquire an exclusive lock on a symbol with automatic TTL expiry.
     ///
-    /// Acquires an exclusive lock on a symbol path. If locked by a different active session, returns LOCK_CONFLICT. Same session refreshes TTL. Expired locks can be taken over. Builds caller-dependency graph on success and returns informational warnings for locked callers.
+    /// Acquires an exclusive lock on a symbol path. If locked by a different active session, returns LOCK_CONFLICT. Same session refreshes TTL. Expired locks can be taken over. Builds caller-dependency graph on success and returns informational warnings for locked callers. With waitMs > 0 a request that meets another session's live lock waits up to waitMs: waiters on one symbol are served in arrival order, the first one is handed the lock in the same step as its release, expiry or reap. A wait that would close a cycle of waiting sessions fails at once with LOCK_CONFLICT and data.cycle.
     ///
     /// Sends `lock.acquire`.
     pub async fn lock_acquire(
@@ -155,5 +157,62 @@ impl crate::client::WitClient {
         crate::client::ClientError,
     > {
         self.call("check-contracts", ::std::option::Option::Some(&params)).await
+    }
+    /// A sign of life for a session: renews its lease.
+    ///
+    /// Sends `session.heartbeat`.
+    pub async fn session_heartbeat(
+        &self,
+        params: crate::protocol::SessionHeartbeatParams,
+    ) -> ::std::result::Result<
+        crate::protocol::SessionHeartbeatResult,
+        crate::client::ClientError,
+    > {
+        self.call("session.heartbeat", ::std::option::Option::Some(&params)).await
+    }
+    /// End a session cleanly: release its locks and abandon its declared/active intents.
+    ///
+    /// The same effect as a reap; contracts are left as they are. Idempotent: an unknown or already ended session gives zeros.
+    ///
+    /// Sends `session.end`.
+    pub async fn session_end(
+        &self,
+        params: crate::protocol::SessionEndParams,
+    ) -> ::std::result::Result<
+        crate::protocol::SessionEndResult,
+        crate::client::ClientError,
+    > {
+        self.call("session.end", ::std::option::Option::Some(&params)).await
+    }
+    /// Every session that is registered or holds a lock or a declared/active intent.
+    ///
+    /// Live sessions first, then by first appearance.
+    ///
+    /// Sends `session.list`.
+    pub async fn session_list(
+        &self,
+    ) -> ::std::result::Result<
+        crate::protocol::SessionListResult,
+        crate::client::ClientError,
+    > {
+        self.call::<
+                crate::protocol::SessionListParams,
+                _,
+            >("session.list", ::std::option::Option::None)
+            .await
+    }
+    /// Read the log of changes: the events after a sequence number, waiting for new ones if asked.
+    ///
+    /// The events with seq > since, oldest first, at most limit. Without since, only events after the call. When there are none and waitMs > 0, waits until one arrives or the time runs out. Every event of the last 7 days, and at least the last 10,000, is kept; when since is older than that, the answer starts at the oldest kept and gap is true.
+    ///
+    /// Sends `events.poll`.
+    pub async fn events_poll(
+        &self,
+        params: crate::protocol::EventsPollParams,
+    ) -> ::std::result::Result<
+        crate::protocol::EventsPollResult,
+        crate::client::ClientError,
+    > {
+        self.call("events.poll", ::std::option::Option::Some(&params)).await
     }
 }

@@ -15,6 +15,8 @@ pub trait WitMethods {
         >,
     > + ::std::marker::Send;
     /// Register an agent with the daemon, associating a name with a session ID.
+    ///
+    /// Idempotent per sessionId: registering again updates the name, replaces pid and leaseMs, and returns the same agentId. With pid or leaseMs the session has a pulse: within 5 s of its process exiting or its lease lapsing it is reaped (its locks released, its declared/active intents abandoned). A session registered with neither is never reaped.
     fn register(
         &self,
         params: crate::protocol::RegisterParams,
@@ -101,7 +103,7 @@ where
 pub trait LockMethods {
     /// Acquire an exclusive lock on a symbol with automatic TTL expiry.
     ///
-    /// Acquires an exclusive lock on a symbol path. If locked by a different active session, returns LOCK_CONFLICT. Same session refreshes TTL. Expired locks can be taken over. Builds caller-dependency graph on success and returns informational warnings for locked callers.
+    /// Acquires an exclusive lock on a symbol path. If locked by a different active session, returns LOCK_CONFLICT. Same session refreshes TTL. Expired locks can be taken over. Builds caller-dependency graph on success and returns informational warnings for locked callers. With waitMs > 0 a request that meets another session's live lock waits up to waitMs: waiters on one symbol are served in arrival order, the first one is handed the lock in the same step as its release, expiry or reap. A wait that would close a cycle of waiting sessions fails at once with LOCK_CONFLICT and data.cycle.
     fn lock_acquire(
         &self,
         params: crate::protocol::LockAcquireParams,
@@ -387,6 +389,152 @@ where
                 ) {
                     ::std::result::Result::Ok(params) => {
                         context.contract_query(params).await
+                    }
+                    ::std::result::Result::Err(error) => {
+                        ::std::result::Result::Err(error)
+                    }
+                }
+            },
+        )?;
+    ::std::result::Result::Ok(())
+}
+/// The `session.*` methods of the protocol: `session.heartbeat`, `session.end`, `session.list`.
+///
+/// Implement each method with `async fn`; the returned future must be `Send`.
+pub trait SessionMethods {
+    /// A sign of life for a session: renews its lease.
+    fn session_heartbeat(
+        &self,
+        params: crate::protocol::SessionHeartbeatParams,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            crate::protocol::SessionHeartbeatResult,
+            crate::protocol::ProtocolError,
+        >,
+    > + ::std::marker::Send;
+    /// End a session cleanly: release its locks and abandon its declared/active intents.
+    ///
+    /// The same effect as a reap; contracts are left as they are. Idempotent: an unknown or already ended session gives zeros.
+    fn session_end(
+        &self,
+        params: crate::protocol::SessionEndParams,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            crate::protocol::SessionEndResult,
+            crate::protocol::ProtocolError,
+        >,
+    > + ::std::marker::Send;
+    /// Every session that is registered or holds a lock or a declared/active intent.
+    ///
+    /// Live sessions first, then by first appearance.
+    fn session_list(
+        &self,
+        params: crate::protocol::SessionListParams,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            crate::protocol::SessionListResult,
+            crate::protocol::ProtocolError,
+        >,
+    > + ::std::marker::Send;
+}
+/// Registers the `session.*` methods (`session.heartbeat`, `session.end`, `session.list`) on `module` under their wire names.
+///
+/// Each handler decodes its params with the generated decoder (problems answer -32600 INVALID_REQUEST with `{formErrors, fieldErrors}`), calls the trait method and maps a `ProtocolError` to the JSON-RPC error object.
+pub fn register_session_methods<T>(
+    module: &mut ::jsonrpsee::RpcModule<T>,
+) -> ::std::result::Result<(), ::jsonrpsee::core::RegisterMethodError>
+where
+    T: SessionMethods + ::std::marker::Send + ::std::marker::Sync + 'static,
+{
+    module
+        .register_async_method(
+            "session.heartbeat",
+            |params, context, _extensions| async move {
+                match crate::protocol::server::decode_params(
+                    &params,
+                    crate::protocol::SessionHeartbeatParams::from_params,
+                ) {
+                    ::std::result::Result::Ok(params) => {
+                        context.session_heartbeat(params).await
+                    }
+                    ::std::result::Result::Err(error) => {
+                        ::std::result::Result::Err(error)
+                    }
+                }
+            },
+        )?;
+    module
+        .register_async_method(
+            "session.end",
+            |params, context, _extensions| async move {
+                match crate::protocol::server::decode_params(
+                    &params,
+                    crate::protocol::SessionEndParams::from_params,
+                ) {
+                    ::std::result::Result::Ok(params) => {
+                        context.session_end(params).await
+                    }
+                    ::std::result::Result::Err(error) => {
+                        ::std::result::Result::Err(error)
+                    }
+                }
+            },
+        )?;
+    module
+        .register_async_method(
+            "session.list",
+            |params, context, _extensions| async move {
+                match crate::protocol::server::decode_params(
+                    &params,
+                    crate::protocol::SessionListParams::from_params,
+                ) {
+                    ::std::result::Result::Ok(params) => {
+                        context.session_list(params).await
+                    }
+                    ::std::result::Result::Err(error) => {
+                        ::std::result::Result::Err(error)
+                    }
+                }
+            },
+        )?;
+    ::std::result::Result::Ok(())
+}
+/// The `events.*` methods of the protocol: `events.poll`.
+///
+/// Implement each method with `async fn`; the returned future must be `Send`.
+pub trait EventsMethods {
+    /// Read the log of changes: the events after a sequence number, waiting for new ones if asked.
+    ///
+    /// The events with seq > since, oldest first, at most limit. Without since, only events after the call. When there are none and waitMs > 0, waits until one arrives or the time runs out. Every event of the last 7 days, and at least the last 10,000, is kept; when since is older than that, the answer starts at the oldest kept and gap is true.
+    fn events_poll(
+        &self,
+        params: crate::protocol::EventsPollParams,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            crate::protocol::EventsPollResult,
+            crate::protocol::ProtocolError,
+        >,
+    > + ::std::marker::Send;
+}
+/// Registers the `events.*` methods (`events.poll`) on `module` under their wire names.
+///
+/// Each handler decodes its params with the generated decoder (problems answer -32600 INVALID_REQUEST with `{formErrors, fieldErrors}`), calls the trait method and maps a `ProtocolError` to the JSON-RPC error object.
+pub fn register_events_methods<T>(
+    module: &mut ::jsonrpsee::RpcModule<T>,
+) -> ::std::result::Result<(), ::jsonrpsee::core::RegisterMethodError>
+where
+    T: EventsMethods + ::std::marker::Send + ::std::marker::Sync + 'static,
+{
+    module
+        .register_async_method(
+            "events.poll",
+            |params, context, _extensions| async move {
+                match crate::protocol::server::decode_params(
+                    &params,
+                    crate::protocol::EventsPollParams::from_params,
+                ) {
+                    ::std::result::Result::Ok(params) => {
+                        context.events_poll(params).await
                     }
                     ::std::result::Result::Err(error) => {
                         ::std::result::Result::Err(error)

@@ -351,6 +351,233 @@ impl ::std::convert::TryFrom<::std::string::String> for DepChainItemType {
         value.parse()
     }
 }
+///One change of state, appended in the same transaction as the change.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct EventRecord {
+    ///Unix milliseconds
+    pub at: i64,
+    ///The rest of the change (for example expiresAt, token, status, from/to)
+    pub data: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    ///Increases with every event, never reused
+    pub seq: i64,
+    ///The session the change belongs to, or null
+    #[serde(
+        rename = "sessionId",
+        deserialize_with = "::std::option::Option::deserialize"
+    )]
+    pub session_id: ::std::option::Option<::std::string::String>,
+    ///The symbol path, intent id, contract id or session id
+    pub subject: ::std::string::String,
+    #[serde(rename = "type")]
+    pub type_: EventRecordType,
+}
+///`EventRecordType`
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum EventRecordType {
+    #[serde(rename = "session.registered")]
+    SessionRegistered,
+    #[serde(rename = "session.ended")]
+    SessionEnded,
+    #[serde(rename = "session.reaped")]
+    SessionReaped,
+    #[serde(rename = "lock.acquired")]
+    LockAcquired,
+    #[serde(rename = "lock.refreshed")]
+    LockRefreshed,
+    #[serde(rename = "lock.released")]
+    LockReleased,
+    #[serde(rename = "lock.expired")]
+    LockExpired,
+    #[serde(rename = "intent.declared")]
+    IntentDeclared,
+    #[serde(rename = "intent.updated")]
+    IntentUpdated,
+    #[serde(rename = "contract.proposed")]
+    ContractProposed,
+    #[serde(rename = "contract.responded")]
+    ContractResponded,
+}
+impl ::std::fmt::Display for EventRecordType {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::SessionRegistered => f.write_str("session.registered"),
+            Self::SessionEnded => f.write_str("session.ended"),
+            Self::SessionReaped => f.write_str("session.reaped"),
+            Self::LockAcquired => f.write_str("lock.acquired"),
+            Self::LockRefreshed => f.write_str("lock.refreshed"),
+            Self::LockReleased => f.write_str("lock.released"),
+            Self::LockExpired => f.write_str("lock.expired"),
+            Self::IntentDeclared => f.write_str("intent.declared"),
+            Self::IntentUpdated => f.write_str("intent.updated"),
+            Self::ContractProposed => f.write_str("contract.proposed"),
+            Self::ContractResponded => f.write_str("contract.responded"),
+        }
+    }
+}
+impl ::std::str::FromStr for EventRecordType {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "session.registered" => Ok(Self::SessionRegistered),
+            "session.ended" => Ok(Self::SessionEnded),
+            "session.reaped" => Ok(Self::SessionReaped),
+            "lock.acquired" => Ok(Self::LockAcquired),
+            "lock.refreshed" => Ok(Self::LockRefreshed),
+            "lock.released" => Ok(Self::LockReleased),
+            "lock.expired" => Ok(Self::LockExpired),
+            "intent.declared" => Ok(Self::IntentDeclared),
+            "intent.updated" => Ok(Self::IntentUpdated),
+            "contract.proposed" => Ok(Self::ContractProposed),
+            "contract.responded" => Ok(Self::ContractResponded),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for EventRecordType {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for EventRecordType {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+///The params of `events.poll`: Read the log of changes: the events after a sequence number, waiting for new ones if asked
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+pub struct EventsPollParams {
+    ///Most events to return (1..1000). Default 100
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub limit: ::std::option::Option<i64>,
+    ///The seq of the last event seen (the previous answer's next)
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub since: ::std::option::Option<i64>,
+    ///Only events of these types (at least one)
+    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+    pub types: ::std::vec::Vec<EventsPollParamsTypesItem>,
+    ///How long to wait for an event, in milliseconds (0..60000). Default 0
+    #[serde(rename = "waitMs", skip_serializing_if = "::std::option::Option::is_none")]
+    pub wait_ms: ::std::option::Option<i64>,
+}
+///`EventsPollParamsTypesItem`
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum EventsPollParamsTypesItem {
+    #[serde(rename = "session.registered")]
+    SessionRegistered,
+    #[serde(rename = "session.ended")]
+    SessionEnded,
+    #[serde(rename = "session.reaped")]
+    SessionReaped,
+    #[serde(rename = "lock.acquired")]
+    LockAcquired,
+    #[serde(rename = "lock.refreshed")]
+    LockRefreshed,
+    #[serde(rename = "lock.released")]
+    LockReleased,
+    #[serde(rename = "lock.expired")]
+    LockExpired,
+    #[serde(rename = "intent.declared")]
+    IntentDeclared,
+    #[serde(rename = "intent.updated")]
+    IntentUpdated,
+    #[serde(rename = "contract.proposed")]
+    ContractProposed,
+    #[serde(rename = "contract.responded")]
+    ContractResponded,
+}
+impl ::std::fmt::Display for EventsPollParamsTypesItem {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::SessionRegistered => f.write_str("session.registered"),
+            Self::SessionEnded => f.write_str("session.ended"),
+            Self::SessionReaped => f.write_str("session.reaped"),
+            Self::LockAcquired => f.write_str("lock.acquired"),
+            Self::LockRefreshed => f.write_str("lock.refreshed"),
+            Self::LockReleased => f.write_str("lock.released"),
+            Self::LockExpired => f.write_str("lock.expired"),
+            Self::IntentDeclared => f.write_str("intent.declared"),
+            Self::IntentUpdated => f.write_str("intent.updated"),
+            Self::ContractProposed => f.write_str("contract.proposed"),
+            Self::ContractResponded => f.write_str("contract.responded"),
+        }
+    }
+}
+impl ::std::str::FromStr for EventsPollParamsTypesItem {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "session.registered" => Ok(Self::SessionRegistered),
+            "session.ended" => Ok(Self::SessionEnded),
+            "session.reaped" => Ok(Self::SessionReaped),
+            "lock.acquired" => Ok(Self::LockAcquired),
+            "lock.refreshed" => Ok(Self::LockRefreshed),
+            "lock.released" => Ok(Self::LockReleased),
+            "lock.expired" => Ok(Self::LockExpired),
+            "intent.declared" => Ok(Self::IntentDeclared),
+            "intent.updated" => Ok(Self::IntentUpdated),
+            "contract.proposed" => Ok(Self::ContractProposed),
+            "contract.responded" => Ok(Self::ContractResponded),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for EventsPollParamsTypesItem {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for EventsPollParamsTypesItem {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+///The result of `events.poll`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct EventsPollResult {
+    pub events: ::std::vec::Vec<EventRecord>,
+    ///true when events after since were already dropped by retention
+    pub gap: bool,
+    ///The since to pass next time
+    pub next: i64,
+}
 ///The params of `intent.declare`: Declare intent to modify files/symbols and receive a conflict report
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct IntentDeclareParams {
@@ -640,6 +867,9 @@ pub struct LockAcquireParams {
     ///Lock TTL in milliseconds. Default: 1800000 (30 minutes)
     #[serde(rename = "ttlMs", skip_serializing_if = "::std::option::Option::is_none")]
     pub ttl_ms: ::std::option::Option<i64>,
+    ///How long to wait for another session's live lock, in milliseconds (0..600000). Default 0: answer LOCK_CONFLICT at once.
+    #[serde(rename = "waitMs", skip_serializing_if = "::std::option::Option::is_none")]
+    pub wait_ms: ::std::option::Option<i64>,
 }
 ///The result of `lock.acquire`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -652,6 +882,8 @@ pub struct LockAcquireResult {
     pub session_id: ::std::string::String,
     #[serde(rename = "symbolPath")]
     pub symbol_path: ::std::string::String,
+    ///Fencing token: grows with every new acquisition in this store, the same on a refresh
+    pub token: i64,
     pub warnings: ::std::vec::Vec<CallerWarning>,
 }
 ///A declared symbol path is locked by another session.
@@ -743,6 +975,8 @@ pub struct LockRecord {
     ///The locked symbol path
     #[serde(rename = "symbolPath")]
     pub symbol_path: ::std::string::String,
+    ///Fencing token of this acquisition: grows with every new acquisition in this store, the same on a refresh
+    pub token: i64,
     ///Milliseconds until expiry
     #[serde(rename = "ttlRemainingMs")]
     pub ttl_remaining_ms: i64,
@@ -821,8 +1055,14 @@ impl ::std::convert::TryFrom<::std::string::String> for PingResult {
 ///The params of `register`: Register an agent with the daemon, associating a name with a session ID
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct RegisterParams {
+    ///Lease in milliseconds (1000..86400000): the session stays live while it makes a call naming it (any method's sessionId, e.g. session.heartbeat) at least this often.
+    #[serde(rename = "leaseMs", skip_serializing_if = "::std::option::Option::is_none")]
+    pub lease_ms: ::std::option::Option<i64>,
     ///Human-readable agent name
     pub name: ::std::string::String,
+    ///A process on the daemon's host whose life is the session's life (e.g. the agent's own process). Recorded with the process's start time, so a reused pid never counts as the same process. A pid that does not exist is INVALID_REQUEST.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub pid: ::std::option::Option<i64>,
     ///Stable unique identifier for this agent session
     #[serde(rename = "sessionId")]
     pub session_id: ::std::string::String,
@@ -833,6 +1073,70 @@ pub struct RegisterResult {
     ///Auto-incremented row ID assigned to this registration
     #[serde(rename = "agentId")]
     pub agent_id: i64,
+}
+///The params of `session.end`: End a session cleanly: release its locks and abandon its declared/active intents
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct SessionEndParams {
+    ///The session to end
+    #[serde(rename = "sessionId")]
+    pub session_id: ::std::string::String,
+}
+///The result of `session.end`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct SessionEndResult {
+    #[serde(rename = "intentsAbandoned")]
+    pub intents_abandoned: i64,
+    #[serde(rename = "locksReleased")]
+    pub locks_released: i64,
+}
+///The params of `session.heartbeat`: A sign of life for a session: renews its lease
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct SessionHeartbeatParams {
+    ///The session to keep alive
+    #[serde(rename = "sessionId")]
+    pub session_id: ::std::string::String,
+}
+///The result of `session.heartbeat`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct SessionHeartbeatResult {
+    ///When the lease lapses without another call, or null when the session has no lease
+    #[serde(
+        rename = "leaseExpiresAt",
+        deserialize_with = "::std::option::Option::deserialize"
+    )]
+    pub lease_expires_at: ::std::option::Option<::std::string::String>,
+    ///Always true: the call itself is a sign of life
+    pub live: bool,
+    #[serde(rename = "sessionId")]
+    pub session_id: ::std::string::String,
+}
+///The params of `session.list`: Every session that is registered or holds a lock or a declared/active intent
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SessionListParams {}
+///A session as the daemon knows it: registered, or holding a lock or a declared/active intent.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct SessionRecord {
+    ///agentId from register, or null
+    #[serde(rename = "agentId", deserialize_with = "::std::option::Option::deserialize")]
+    pub agent_id: ::std::option::Option<i64>,
+    ///Its declared and active intents
+    pub intents: i64,
+    ///Unix milliseconds of the session's last call
+    #[serde(rename = "lastSeenAt")]
+    pub last_seen_at: i64,
+    ///false once the session has ended or been reaped, or when its pid or lease says it is dead
+    pub live: bool,
+    ///Live locks it holds
+    pub locks: i64,
+    ///Registered name, or null when the session never registered
+    #[serde(deserialize_with = "::std::option::Option::deserialize")]
+    pub name: ::std::option::Option<::std::string::String>,
+    ///The registered pid, or null
+    #[serde(deserialize_with = "::std::option::Option::deserialize")]
+    pub pid: ::std::option::Option<i64>,
+    #[serde(rename = "sessionId")]
+    pub session_id: ::std::string::String,
 }
 ///A contract violation detected by check-contracts.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -886,6 +1190,8 @@ pub type LockQueryResult = ::std::vec::Vec<LockRecord>;
 pub type IntentQueryResult = ::std::vec::Vec<IntentRecord>;
 /// The result of `contract.query`.
 pub type ContractQueryResult = ::std::vec::Vec<ContractRecord>;
+/// The result of `session.list`.
+pub type SessionListResult = ::std::vec::Vec<SessionRecord>;
 /// The protocol's named errors (`components.errors` of openrpc.json).
 ///
 /// Domain errors share the code -32000 and differ by `message`.
@@ -899,7 +1205,7 @@ pub enum ErrorCode {
     MethodNotFound,
     /// `LOCK_CONFLICT` (-32000).
     ///
-    /// `data`: heldBy (sessionId) and expiresAt (ISO 8601) included in data
+    /// `data`: heldBy (sessionId) and expiresAt (ISO 8601) included in data; when a wait would close a cycle of waiting sessions, also cycle: the session ids around the cycle, starting with the caller's
     LockConflict,
     /// `LOCK_NOT_FOUND` (-32000).
     LockNotFound,
@@ -927,6 +1233,10 @@ pub enum ErrorCode {
     ContractAlreadyResolved,
     /// `SELF_ACCEPT_NOT_ALLOWED` (-32000).
     SelfAcceptNotAllowed,
+    /// `SESSION_NOT_FOUND` (-32000).
+    ///
+    /// `data`: sessionId included in data
+    SessionNotFound,
 }
 impl ErrorCode {
     /// Every error, in spec order.
@@ -943,6 +1253,7 @@ impl ErrorCode {
         Self::ContractNotFound,
         Self::ContractAlreadyResolved,
         Self::SelfAcceptNotAllowed,
+        Self::SessionNotFound,
     ];
     /// The JSON-RPC error code.
     pub fn code(self) -> i32 {
@@ -959,6 +1270,7 @@ impl ErrorCode {
             Self::ContractNotFound => -32000i32,
             Self::ContractAlreadyResolved => -32000i32,
             Self::SelfAcceptNotAllowed => -32000i32,
+            Self::SessionNotFound => -32000i32,
         }
     }
     /// The JSON-RPC error message: the error's name as the spec spells it.
@@ -976,6 +1288,7 @@ impl ErrorCode {
             Self::ContractNotFound => "CONTRACT_NOT_FOUND",
             Self::ContractAlreadyResolved => "CONTRACT_ALREADY_RESOLVED",
             Self::SelfAcceptNotAllowed => "SELF_ACCEPT_NOT_ALLOWED",
+            Self::SessionNotFound => "SESSION_NOT_FOUND",
         }
     }
     /// The error whose message is `message`, if any.
@@ -993,6 +1306,7 @@ impl ErrorCode {
             "CONTRACT_NOT_FOUND" => Some(Self::ContractNotFound),
             "CONTRACT_ALREADY_RESOLVED" => Some(Self::ContractAlreadyResolved),
             "SELF_ACCEPT_NOT_ALLOWED" => Some(Self::SelfAcceptNotAllowed),
+            "SESSION_NOT_FOUND" => Some(Self::SessionNotFound),
             _ => None,
         }
     }
@@ -1020,6 +1334,8 @@ impl RegisterParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
         crate::protocol::params::ParamRule {
@@ -1034,6 +1350,40 @@ impl RegisterParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
+            },
+        },
+        crate::protocol::params::ParamRule {
+            name: "pid",
+            required: false,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::Integer,
+                nullable: false,
+                min_length: ::std::option::Option::None,
+                max_length: ::std::option::Option::None,
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::None,
+                max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::Some(1i64),
+                maximum: ::std::option::Option::None,
+            },
+        },
+        crate::protocol::params::ParamRule {
+            name: "leaseMs",
+            required: false,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::Integer,
+                nullable: false,
+                min_length: ::std::option::Option::None,
+                max_length: ::std::option::Option::None,
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::None,
+                max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::Some(1000i64),
+                maximum: ::std::option::Option::Some(86400000i64),
             },
         },
     ];
@@ -1044,11 +1394,21 @@ impl RegisterParams {
         let mut decoder = crate::protocol::params::ParamDecoder::new(params)?;
         let name = decoder.required(&Self::PARAM_RULES[0usize]);
         let session_id = decoder.required(&Self::PARAM_RULES[1usize]);
+        let pid = decoder.optional_field(&Self::PARAM_RULES[2usize]);
+        let lease_ms = decoder.optional_field(&Self::PARAM_RULES[3usize]);
         match (name, session_id) {
             (
                 ::std::option::Option::Some(name),
                 ::std::option::Option::Some(session_id),
-            ) => decoder.finish(Self { name, session_id }),
+            ) => {
+                decoder
+                    .finish(Self {
+                        name,
+                        session_id,
+                        pid,
+                        lease_ms,
+                    })
+            }
             _ => ::std::result::Result::Err(decoder.into_errors()),
         }
     }
@@ -1070,6 +1430,8 @@ impl LockAcquireParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
         crate::protocol::params::ParamRule {
@@ -1084,6 +1446,8 @@ impl LockAcquireParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
         crate::protocol::params::ParamRule {
@@ -1098,6 +1462,24 @@ impl LockAcquireParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
+            },
+        },
+        crate::protocol::params::ParamRule {
+            name: "waitMs",
+            required: false,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::Integer,
+                nullable: false,
+                min_length: ::std::option::Option::None,
+                max_length: ::std::option::Option::None,
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::None,
+                max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::Some(0i64),
+                maximum: ::std::option::Option::Some(600000i64),
             },
         },
     ];
@@ -1109,6 +1491,7 @@ impl LockAcquireParams {
         let symbol_path = decoder.required(&Self::PARAM_RULES[0usize]);
         let session_id = decoder.required(&Self::PARAM_RULES[1usize]);
         let ttl_ms = decoder.optional_field(&Self::PARAM_RULES[2usize]);
+        let wait_ms = decoder.optional_field(&Self::PARAM_RULES[3usize]);
         match (symbol_path, session_id) {
             (
                 ::std::option::Option::Some(symbol_path),
@@ -1119,6 +1502,7 @@ impl LockAcquireParams {
                         symbol_path,
                         session_id,
                         ttl_ms,
+                        wait_ms,
                     })
             }
             _ => ::std::result::Result::Err(decoder.into_errors()),
@@ -1140,6 +1524,8 @@ impl LockReleaseParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
         crate::protocol::params::ParamRule {
@@ -1154,6 +1540,8 @@ impl LockReleaseParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
     ];
@@ -1188,6 +1576,8 @@ impl LockQueryParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
     ];
@@ -1216,6 +1606,8 @@ impl IntentDeclareParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
         crate::protocol::params::ParamRule {
@@ -1230,6 +1622,8 @@ impl IntentDeclareParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
         crate::protocol::params::ParamRule {
@@ -1246,6 +1640,8 @@ impl IntentDeclareParams {
                         enum_values: &[],
                         min_items: ::std::option::Option::None,
                         max_items: ::std::option::Option::None,
+                        minimum: ::std::option::Option::None,
+                        maximum: ::std::option::Option::None,
                     },
                 ),
                 nullable: false,
@@ -1255,6 +1651,8 @@ impl IntentDeclareParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::Some(1usize),
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
         crate::protocol::params::ParamRule {
@@ -1271,6 +1669,8 @@ impl IntentDeclareParams {
                         enum_values: &[],
                         min_items: ::std::option::Option::None,
                         max_items: ::std::option::Option::None,
+                        minimum: ::std::option::Option::None,
+                        maximum: ::std::option::Option::None,
                     },
                 ),
                 nullable: false,
@@ -1280,6 +1680,8 @@ impl IntentDeclareParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
     ];
@@ -1325,6 +1727,8 @@ impl IntentUpdateParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
         crate::protocol::params::ParamRule {
@@ -1339,6 +1743,8 @@ impl IntentUpdateParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
         crate::protocol::params::ParamRule {
@@ -1353,6 +1759,8 @@ impl IntentUpdateParams {
                 enum_values: &["active", "resolved", "abandoned"],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
     ];
@@ -1396,6 +1804,8 @@ impl IntentQueryParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
         crate::protocol::params::ParamRule {
@@ -1410,6 +1820,8 @@ impl IntentQueryParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
         crate::protocol::params::ParamRule {
@@ -1424,6 +1836,8 @@ impl IntentQueryParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
     ];
@@ -1454,6 +1868,8 @@ impl ContractProposeParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
         crate::protocol::params::ParamRule {
@@ -1470,6 +1886,8 @@ impl ContractProposeParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
     ];
@@ -1504,6 +1922,8 @@ impl ContractRespondParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
         crate::protocol::params::ParamRule {
@@ -1518,6 +1938,8 @@ impl ContractRespondParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
         crate::protocol::params::ParamRule {
@@ -1532,6 +1954,8 @@ impl ContractRespondParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
     ];
@@ -1575,6 +1999,8 @@ impl ContractQueryParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
         crate::protocol::params::ParamRule {
@@ -1589,6 +2015,8 @@ impl ContractQueryParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
     ];
@@ -1615,20 +2043,6 @@ impl CheckContractsParams {
                         kind: crate::protocol::params::Kind::Object(
                             &[
                                 crate::protocol::params::ParamRule {
-                                    name: "content",
-                                    required: true,
-                                    check: crate::protocol::params::Check {
-                                        kind: crate::protocol::params::Kind::String,
-                                        nullable: false,
-                                        min_length: ::std::option::Option::None,
-                                        max_length: ::std::option::Option::None,
-                                        pattern: ::std::option::Option::None,
-                                        enum_values: &[],
-                                        min_items: ::std::option::Option::None,
-                                        max_items: ::std::option::Option::None,
-                                    },
-                                },
-                                crate::protocol::params::ParamRule {
                                     name: "path",
                                     required: true,
                                     check: crate::protocol::params::Check {
@@ -1640,6 +2054,24 @@ impl CheckContractsParams {
                                         enum_values: &[],
                                         min_items: ::std::option::Option::None,
                                         max_items: ::std::option::Option::None,
+                                        minimum: ::std::option::Option::None,
+                                        maximum: ::std::option::Option::None,
+                                    },
+                                },
+                                crate::protocol::params::ParamRule {
+                                    name: "content",
+                                    required: true,
+                                    check: crate::protocol::params::Check {
+                                        kind: crate::protocol::params::Kind::String,
+                                        nullable: false,
+                                        min_length: ::std::option::Option::None,
+                                        max_length: ::std::option::Option::None,
+                                        pattern: ::std::option::Option::None,
+                                        enum_values: &[],
+                                        min_items: ::std::option::Option::None,
+                                        max_items: ::std::option::Option::None,
+                                        minimum: ::std::option::Option::None,
+                                        maximum: ::std::option::Option::None,
                                     },
                                 },
                             ],
@@ -1651,6 +2083,8 @@ impl CheckContractsParams {
                         enum_values: &[],
                         min_items: ::std::option::Option::None,
                         max_items: ::std::option::Option::None,
+                        minimum: ::std::option::Option::None,
+                        maximum: ::std::option::Option::None,
                     },
                 ),
                 nullable: false,
@@ -1660,6 +2094,8 @@ impl CheckContractsParams {
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
                 max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
             },
         },
     ];
@@ -1675,6 +2111,193 @@ impl CheckContractsParams {
         }
     }
 }
+impl SessionHeartbeatParams {
+    /// The params of `session.heartbeat` as the decoder checks them, in spec order.
+    pub const PARAM_RULES: &'static [crate::protocol::params::ParamRule] = &[
+        crate::protocol::params::ParamRule {
+            name: "sessionId",
+            required: true,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::String,
+                nullable: false,
+                min_length: ::std::option::Option::Some(1usize),
+                max_length: ::std::option::Option::None,
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::None,
+                max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
+            },
+        },
+    ];
+    /// Decodes and checks the params of `session.heartbeat`, reporting every problem found (missing, wrong type, too short, too long, bad format, unknown enum value) keyed by param name. Unknown params are ignored.
+    pub fn from_params(
+        params: ::std::option::Option<&::serde_json::Value>,
+    ) -> ::std::result::Result<Self, crate::protocol::params::ParamErrors> {
+        let mut decoder = crate::protocol::params::ParamDecoder::new(params)?;
+        let session_id = decoder.required(&Self::PARAM_RULES[0usize]);
+        match (session_id,) {
+            (::std::option::Option::Some(session_id),) => {
+                decoder.finish(Self { session_id })
+            }
+            _ => ::std::result::Result::Err(decoder.into_errors()),
+        }
+    }
+}
+impl SessionEndParams {
+    /// The params of `session.end` as the decoder checks them, in spec order.
+    pub const PARAM_RULES: &'static [crate::protocol::params::ParamRule] = &[
+        crate::protocol::params::ParamRule {
+            name: "sessionId",
+            required: true,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::String,
+                nullable: false,
+                min_length: ::std::option::Option::Some(1usize),
+                max_length: ::std::option::Option::None,
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::None,
+                max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
+            },
+        },
+    ];
+    /// Decodes and checks the params of `session.end`, reporting every problem found (missing, wrong type, too short, too long, bad format, unknown enum value) keyed by param name. Unknown params are ignored.
+    pub fn from_params(
+        params: ::std::option::Option<&::serde_json::Value>,
+    ) -> ::std::result::Result<Self, crate::protocol::params::ParamErrors> {
+        let mut decoder = crate::protocol::params::ParamDecoder::new(params)?;
+        let session_id = decoder.required(&Self::PARAM_RULES[0usize]);
+        match (session_id,) {
+            (::std::option::Option::Some(session_id),) => {
+                decoder.finish(Self { session_id })
+            }
+            _ => ::std::result::Result::Err(decoder.into_errors()),
+        }
+    }
+}
+impl SessionListParams {
+    /// Decodes the params of `session.list`. The method declares no params, so whatever `params` holds is ignored.
+    pub fn from_params(
+        _params: ::std::option::Option<&::serde_json::Value>,
+    ) -> ::std::result::Result<Self, crate::protocol::params::ParamErrors> {
+        ::std::result::Result::Ok(Self {})
+    }
+}
+impl EventsPollParams {
+    /// The params of `events.poll` as the decoder checks them, in spec order.
+    pub const PARAM_RULES: &'static [crate::protocol::params::ParamRule] = &[
+        crate::protocol::params::ParamRule {
+            name: "since",
+            required: false,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::Integer,
+                nullable: false,
+                min_length: ::std::option::Option::None,
+                max_length: ::std::option::Option::None,
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::None,
+                max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::Some(0i64),
+                maximum: ::std::option::Option::None,
+            },
+        },
+        crate::protocol::params::ParamRule {
+            name: "waitMs",
+            required: false,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::Integer,
+                nullable: false,
+                min_length: ::std::option::Option::None,
+                max_length: ::std::option::Option::None,
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::None,
+                max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::Some(0i64),
+                maximum: ::std::option::Option::Some(60000i64),
+            },
+        },
+        crate::protocol::params::ParamRule {
+            name: "limit",
+            required: false,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::Integer,
+                nullable: false,
+                min_length: ::std::option::Option::None,
+                max_length: ::std::option::Option::None,
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::None,
+                max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::Some(1i64),
+                maximum: ::std::option::Option::Some(1000i64),
+            },
+        },
+        crate::protocol::params::ParamRule {
+            name: "types",
+            required: false,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::Array(
+                    &crate::protocol::params::Check {
+                        kind: crate::protocol::params::Kind::String,
+                        nullable: false,
+                        min_length: ::std::option::Option::None,
+                        max_length: ::std::option::Option::None,
+                        pattern: ::std::option::Option::None,
+                        enum_values: &[
+                            "session.registered",
+                            "session.ended",
+                            "session.reaped",
+                            "lock.acquired",
+                            "lock.refreshed",
+                            "lock.released",
+                            "lock.expired",
+                            "intent.declared",
+                            "intent.updated",
+                            "contract.proposed",
+                            "contract.responded",
+                        ],
+                        min_items: ::std::option::Option::None,
+                        max_items: ::std::option::Option::None,
+                        minimum: ::std::option::Option::None,
+                        maximum: ::std::option::Option::None,
+                    },
+                ),
+                nullable: false,
+                min_length: ::std::option::Option::None,
+                max_length: ::std::option::Option::None,
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::Some(1usize),
+                max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
+            },
+        },
+    ];
+    /// Decodes and checks the params of `events.poll`, reporting every problem found (missing, wrong type, too short, too long, bad format, unknown enum value) keyed by param name. Unknown params are ignored.
+    pub fn from_params(
+        params: ::std::option::Option<&::serde_json::Value>,
+    ) -> ::std::result::Result<Self, crate::protocol::params::ParamErrors> {
+        let mut decoder = crate::protocol::params::ParamDecoder::new(params)?;
+        let since = decoder.optional_field(&Self::PARAM_RULES[0usize]);
+        let wait_ms = decoder.optional_field(&Self::PARAM_RULES[1usize]);
+        let limit = decoder.optional_field(&Self::PARAM_RULES[2usize]);
+        let types = decoder.optional_field(&Self::PARAM_RULES[3usize]);
+        let value = Self {
+            since,
+            wait_ms,
+            limit,
+            types,
+        };
+        decoder.finish(value)
+    }
+}
 /// Every method of the protocol, in spec order: wire name, summary, param names and
 /// the rules the params decoder checks.
 pub const METHODS: &[crate::protocol::MethodInfo] = &[
@@ -1687,13 +2310,13 @@ pub const METHODS: &[crate::protocol::MethodInfo] = &[
     crate::protocol::MethodInfo {
         name: "register",
         summary: "Register an agent with the daemon, associating a name with a session ID",
-        params: &["name", "sessionId"],
+        params: &["name", "sessionId", "pid", "leaseMs"],
         rules: RegisterParams::PARAM_RULES,
     },
     crate::protocol::MethodInfo {
         name: "lock.acquire",
         summary: "Acquire an exclusive lock on a symbol with automatic TTL expiry",
-        params: &["symbolPath", "sessionId", "ttlMs"],
+        params: &["symbolPath", "sessionId", "ttlMs", "waitMs"],
         rules: LockAcquireParams::PARAM_RULES,
     },
     crate::protocol::MethodInfo {
@@ -1749,5 +2372,29 @@ pub const METHODS: &[crate::protocol::MethodInfo] = &[
         summary: "Check staged file contents against accepted contracts for signature violations",
         params: &["files"],
         rules: CheckContractsParams::PARAM_RULES,
+    },
+    crate::protocol::MethodInfo {
+        name: "session.heartbeat",
+        summary: "A sign of life for a session: renews its lease",
+        params: &["sessionId"],
+        rules: SessionHeartbeatParams::PARAM_RULES,
+    },
+    crate::protocol::MethodInfo {
+        name: "session.end",
+        summary: "End a session cleanly: release its locks and abandon its declared/active intents",
+        params: &["sessionId"],
+        rules: SessionEndParams::PARAM_RULES,
+    },
+    crate::protocol::MethodInfo {
+        name: "session.list",
+        summary: "Every session that is registered or holds a lock or a declared/active intent",
+        params: &[],
+        rules: &[],
+    },
+    crate::protocol::MethodInfo {
+        name: "events.poll",
+        summary: "Read the log of changes: the events after a sequence number, waiting for new ones if asked",
+        params: &["since", "waitMs", "limit", "types"],
+        rules: EventsPollParams::PARAM_RULES,
     },
 ];
