@@ -31,7 +31,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 use crate::analysis::worker;
 
 pub use duration::parse_duration;
-pub use session::{resolve_session, SessionSource};
+pub use session::{resolve_session, SessionSource, CLAUDE_SESSION_ENV, SESSION_ENV};
 
 use context::Context;
 use output::{CliError, Report};
@@ -119,6 +119,12 @@ pub enum Command {
     Contract(contracts::ContractCommand),
     /// Register this session under a display name.
     Register(agents::RegisterArgs),
+    /// Serve every protocol method as an MCP tool on stdin/stdout (for coding agents).
+    ///
+    /// The session is --session, else $WIT_SESSION, else $CLAUDE_SESSION_ID, else a new id for
+    /// this server; it is registered at `initialize` and ended when stdin closes.
+    /// `wit init --agent claude|codex` adds this server to the agent's configuration.
+    Mcp,
     /// Call any RPC method with raw JSON params (for scripts and debugging).
     ///
     /// Example: wit call lock.query '{"sessionId":"agent-1"}'
@@ -203,6 +209,14 @@ fn run(cli: Cli) -> Result<Report, CliError> {
             Ok(Report::raw(buffer))
         }
         Command::Demo(args) => demo::run(&args, cli.json),
+        // Stdout is the MCP channel: nothing else may be printed there.
+        Command::Mcp => {
+            let autostart = std::env::var_os(NO_AUTOSTART_ENV)
+                .is_none_or(|value| value.is_empty() || value == "0");
+            crate::mcp::serve(cli.repo.as_deref(), cli.session.as_deref(), autostart)
+                .map(|()| Report::nothing())
+                .map_err(|error| CliError::Failed(format!("wit mcp: {error}")))
+        }
         command => {
             let ctx = Context::new(cli.repo.as_deref(), cli.session, cli.json)?;
             dispatch(&ctx, command)
@@ -226,7 +240,7 @@ fn dispatch(ctx: &Context, command: Command) -> Result<Report, CliError> {
         Command::Daemon(command) => daemon_cmd::run(ctx, command),
         Command::Hook(command) => hooks::run(ctx, command),
         Command::CheckContracts(args) => ctx.block_on(contracts::check(ctx, &args)),
-        Command::Completions { .. } | Command::Demo(_) => Err(CliError::Failed(
+        Command::Completions { .. } | Command::Demo(_) | Command::Mcp => Err(CliError::Failed(
             "internal: command dispatched twice".into(),
         )),
     }
