@@ -8,6 +8,7 @@
 //! the request is sent first and the daemon is only started (race-free, through
 //! [`crate::daemon::launcher::ensure_running`]) when nothing answers.
 
+mod agent_config;
 mod agents;
 mod call;
 mod context;
@@ -93,6 +94,8 @@ pub enum Command {
     /// Set wit up here: .wit/, a session id, the daemon, git hooks, AGENTS.md/CLAUDE.md.
     ///
     /// Running it again changes nothing; an existing session id is never replaced.
+    /// `--agent claude` / `--agent codex` also add wit's MCP server (`wit mcp`) to .mcp.json /
+    /// .codex/config.toml; `--agent .. --remove` takes it out again (and does nothing else).
     Init(init::InitArgs),
     /// Show intents, locks (with time left) and contracts.
     Status,
