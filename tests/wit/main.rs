@@ -9,4 +9,5 @@ mod hostile;
 mod intents;
 mod load;
 mod locks;
+mod mcp;
 mod spine;
