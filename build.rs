@@ -25,6 +25,7 @@ fn generate() -> Result<(), String> {
         ("types.rs", &generated.types),
         ("server.rs", &generated.server),
         ("client.rs", &generated.client),
+        ("mcp_tools.json", &generated.mcp_tools),
     ] {
         let path = out_dir.join(name);
         std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;

@@ -5,7 +5,9 @@
 //!   result), `ErrorCode`, a params decoder per method and the `METHODS` table;
 //! - `server`: one trait per method namespace plus a function registering its methods on a
 //!   `jsonrpsee::RpcModule`;
-//! - `client`: one `WitClient` method per protocol method.
+//! - `client`: one `WitClient` method per protocol method;
+//! - `mcp_tools`: the MCP tool table of `wit mcp` (JSON: one tool per method, its input and
+//!   output JSON Schemas and how the server fills in `sessionId`).
 //!
 //! The generated code leans on a small hand-written runtime in the `wit` crate
 //! (`wit::protocol::params`, `wit::protocol::ProtocolError`, `wit::client::WitClient`).
@@ -13,6 +15,7 @@
 mod client;
 mod decode;
 mod errors;
+mod mcp;
 mod naming;
 mod schema;
 mod server;
@@ -30,6 +33,8 @@ pub struct Generated {
     pub server: String,
     /// `WitClient` methods (feature `client`).
     pub client: String,
+    /// The MCP tool table (JSON, not Rust): what `wit mcp` serves.
+    pub mcp_tools: String,
 }
 
 /// Why the spec could not be turned into code.
@@ -60,7 +65,8 @@ pub enum CodegenError {
     },
 }
 
-/// Generates the `types`, `server` and `client` sources from the text of an OpenRPC document.
+/// Generates the `types`, `server` and `client` sources and the `mcp_tools` table from the text
+/// of an OpenRPC document.
 pub fn generate(spec_json: &str) -> Result<Generated, CodegenError> {
     let spec = spec::parse(spec_json)?;
     let model = types::Model::build(&spec)?;
@@ -68,6 +74,7 @@ pub fn generate(spec_json: &str) -> Result<Generated, CodegenError> {
         types: format_file("types", types::generate(&spec, &model)?)?,
         server: format_file("server", server::generate(&model))?,
         client: format_file("client", client::generate(&model))?,
+        mcp_tools: mcp::generate(&spec)?,
     })
 }
 

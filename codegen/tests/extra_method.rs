@@ -80,6 +80,30 @@ fn a_new_method_reaches_the_trait_the_client_and_the_types() {
     );
     assert!(generated.types.contains("pub struct LockExtendResult"));
     assert!(generated.types.contains("name: \"lock.extend\""));
+
+    // And an MCP tool, the session filled in by the server.
+    let tools: Value = serde_json::from_str(&generated.mcp_tools).unwrap();
+    let tool = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "lock_extend")
+        .unwrap();
+    assert_eq!(tool["method"], "lock.extend");
+    assert_eq!(tool["session"], "caller");
+    assert_eq!(tool["description"], "Extend a lock's TTL.");
+    assert_eq!(
+        tool["inputSchema"],
+        json!({"type": "object",
+               "properties": {"symbolPath": {"type": "string", "minLength": 1},
+                              "extraMs": {"type": "integer"}},
+               "required": ["symbolPath", "extraMs"]})
+    );
+    assert_eq!(
+        tool["outputSchema"],
+        json!({"type": "object", "properties": {"expiresAt": {"type": "string", "format": "date-time"}}})
+    );
+    assert_eq!(tool["wrapsResult"], false);
 }
 
 #[test]

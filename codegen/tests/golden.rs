@@ -1,8 +1,9 @@
 //! Golden copies of the code generated from the project's openrpc.json.
 //!
-//! Every generator change shows up as a readable diff of `tests/golden/*.rs`. When the test
-//! fails because the output changed on purpose, rerun it with `WIT_UPDATE_GOLDEN=1` to rewrite
-//! the golden files, then review and commit the diff.
+//! Every generator change shows up as a readable diff of `tests/golden/*` (the Rust files and
+//! the MCP tool table `mcp_tools.json`). When the test fails because the output changed on
+//! purpose, rerun it with `WIT_UPDATE_GOLDEN=1` to rewrite the golden files, then review and
+//! commit the diff.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 use std::path::{Path, PathBuf};
@@ -46,4 +47,5 @@ fn generated_code_matches_golden_files() {
     check_golden("types.rs", &generated.types);
     check_golden("server.rs", &generated.server);
     check_golden("client.rs", &generated.client);
+    check_golden("mcp_tools.json", &generated.mcp_tools);
 }

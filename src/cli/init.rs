@@ -1,5 +1,10 @@
 //! `wit init`: `.wit/`, the session id, the daemon, the git hooks, and the wit section of
-//! `AGENTS.md` and `CLAUDE.md`. Idempotent: a second run changes nothing.
+//! `AGENTS.md` and `CLAUDE.md`; with `--agent`, wit's MCP server in the agent's configuration
+//! too (see [`super::agent_config`]). Idempotent: a second run changes nothing.
+//!
+//! `--agent` is additive: the usual steps run as well, so `wit init --agent claude` is the one
+//! command that sets a repository up for Claude Code. `--agent .. --remove` only takes the MCP
+//! server out of the agent's configuration: hooks, docs and the daemon stay.
 
 use std::fs;
 use std::path::Path;
@@ -7,6 +12,7 @@ use std::path::Path;
 use clap::Args;
 use serde_json::json;
 
+use super::agent_config::{self, Agent};
 use super::context::{block_on, Context};
 use super::hooks;
 use super::output::{CliError, Report};
@@ -49,10 +55,20 @@ pub struct InitArgs {
     /// Do not write the wit section into AGENTS.md and CLAUDE.md.
     #[arg(long)]
     pub no_docs: bool,
+    /// Also add wit's MCP server to this agent's project configuration: `claude` (.mcp.json)
+    /// or `codex` (.codex/config.toml). Repeatable.
+    #[arg(long, value_enum, value_name = "AGENT")]
+    pub agent: Vec<Agent>,
+    /// With --agent: take wit's MCP server out of the agent's configuration (nothing else).
+    #[arg(long, requires = "agent")]
+    pub remove: bool,
 }
 
 /// Sets wit up in the repository.
 pub fn run(ctx: &Context, args: &InitArgs) -> Result<Report, CliError> {
+    if args.remove {
+        return remove_agents(ctx, &args.agent);
+    }
     let paths = &ctx.paths;
     let mut human = format!("wit init in {}\n", paths.root.display());
     ensure_state_dir(paths).map_err(|error| CliError::Failed(error.to_string()))?;
@@ -107,6 +123,15 @@ pub fn run(ctx: &Context, args: &InitArgs) -> Result<Report, CliError> {
             docs.insert(name.to_string(), json!(action));
         }
     }
+    let mut agents = serde_json::Map::new();
+    if !args.agent.is_empty() {
+        let command = agent_config::wit_command();
+        for agent in dedup(&args.agent) {
+            let action = agent_config::apply(agent, &paths.root, &command, false)?;
+            human.push_str(&format!("  {:<12} {action}\n", agent.label()));
+            agents.insert(agent.label().to_string(), json!(action));
+        }
+    }
     human.push_str(
         "Next: give each agent its own WIT_SESSION, then `wit status`. Try `wit demo` to see the workflow.\n",
     );
@@ -117,8 +142,34 @@ pub fn run(ctx: &Context, args: &InitArgs) -> Result<Report, CliError> {
         "daemonStarted": started,
         "hooks": hooks_value,
         "docs": docs,
+        "agents": agents,
     });
     Ok(Report::new(value, human))
+}
+
+/// `wit init --agent .. --remove`: wit's MCP server out of each agent's configuration.
+fn remove_agents(ctx: &Context, agents: &[Agent]) -> Result<Report, CliError> {
+    let root = &ctx.paths.root;
+    let mut human = format!("wit init --remove in {}\n", root.display());
+    let mut actions = serde_json::Map::new();
+    for agent in dedup(agents) {
+        let action = agent_config::apply(agent, root, "", true)?;
+        human.push_str(&format!("  {:<18} {action}\n", agent.label()));
+        actions.insert(agent.label().to_string(), json!(action));
+    }
+    let value = json!({ "root": root.display().to_string(), "agents": actions });
+    Ok(Report::new(value, human))
+}
+
+/// The agents in the order given, each once.
+fn dedup(agents: &[Agent]) -> Vec<Agent> {
+    let mut seen = Vec::new();
+    for agent in agents {
+        if !seen.contains(agent) {
+            seen.push(*agent);
+        }
+    }
+    seen
 }
 
 /// The file's text with wit's block added or replaced; the rest is kept byte for byte.

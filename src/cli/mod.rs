@@ -8,6 +8,7 @@
 //! the request is sent first and the daemon is only started (race-free, through
 //! [`crate::daemon::launcher::ensure_running`]) when nothing answers.
 
+mod agent_config;
 mod agents;
 mod call;
 mod claude;
@@ -34,7 +35,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 use crate::analysis::worker;
 
 pub use duration::parse_duration;
-pub use session::{resolve_session, SessionSource};
+pub use session::{resolve_session, SessionSource, CLAUDE_SESSION_ENV, SESSION_ENV};
 
 use context::Context;
 use output::{CliError, Report};
@@ -98,6 +99,8 @@ pub enum Command {
     /// Set wit up here: .wit/, a session id, the daemon, git hooks, AGENTS.md/CLAUDE.md.
     ///
     /// Running it again changes nothing; an existing session id is never replaced.
+    /// `--agent claude` / `--agent codex` also add wit's MCP server (`wit mcp`) to .mcp.json /
+    /// .codex/config.toml; `--agent .. --remove` takes it out again (and does nothing else).
     Init(init::InitArgs),
     /// Show intents, locks (with time left) and contracts.
     Status,
@@ -135,6 +138,12 @@ pub enum Command {
     ///
     /// Example: wit log -f --type lock.released --type session.reaped
     Log(log::LogArgs),
+    /// Serve every protocol method as an MCP tool on stdin/stdout (for coding agents).
+    ///
+    /// The session is --session, else $WIT_SESSION, else $CLAUDE_SESSION_ID, else a new id for
+    /// this server; it is registered at `initialize` and ended when stdin closes.
+    /// `wit init --agent claude|codex` adds this server to the agent's configuration.
+    Mcp,
     /// Call any RPC method with raw JSON params (for scripts and debugging).
     ///
     /// Example: wit call lock.query '{"sessionId":"agent-1"}'
@@ -219,6 +228,14 @@ fn run(cli: Cli) -> Result<Report, CliError> {
             Ok(Report::raw(buffer))
         }
         Command::Demo(args) => demo::run(&args, cli.json),
+        // Stdout is the MCP channel: nothing else may be printed there.
+        Command::Mcp => {
+            let autostart = std::env::var_os(NO_AUTOSTART_ENV)
+                .is_none_or(|value| value.is_empty() || value == "0");
+            crate::mcp::serve(cli.repo.as_deref(), cli.session.as_deref(), autostart)
+                .map(|()| Report::nothing())
+                .map_err(|error| CliError::Failed(format!("wit mcp: {error}")))
+        }
         command => {
             let ctx = Context::new(cli.repo.as_deref(), cli.session, cli.json)?;
             dispatch(&ctx, command)
@@ -245,7 +262,7 @@ fn dispatch(ctx: &Context, command: Command) -> Result<Report, CliError> {
         Command::Daemon(command) => daemon_cmd::run(ctx, command),
         Command::Hook(command) => hooks::run(ctx, command),
         Command::CheckContracts(args) => ctx.block_on(contracts::check(ctx, &args)),
-        Command::Completions { .. } | Command::Demo(_) => Err(CliError::Failed(
+        Command::Completions { .. } | Command::Demo(_) | Command::Mcp => Err(CliError::Failed(
             "internal: command dispatched twice".into(),
         )),
     }

@@ -643,7 +643,8 @@ mod tests {
         let text = error_text(&CliError::Rpc(error));
         assert_eq!(
             text,
-            "wit: INVALID_REQUEST: name: Expected string; sessionId: Required"
+            "wit: INVALID_REQUEST: sessionId: Required; name: Expected string",
+            "in the daemon's order"
         );
     }
 }

@@ -1,5 +1,6 @@
 //! Agent registration (PROTOCOL-NOTES 3, `register`).
 
+use super::sessions::Registration;
 use super::{check_len, check_session, Coord, CoordError, Result, MAX_SESSION_ID_BYTES};
 
 impl Coord {
@@ -30,7 +31,14 @@ impl Coord {
         let agent_id = self.store.write(|w| {
             now = self.clock.now_ms();
             let agent_id = w.upsert_agent(session_id, name, now)?;
-            self.write_registration(w, session_id, name, agent_id, pid, lease_ms, now)?;
+            let registration = Registration {
+                session_id,
+                name,
+                agent_id,
+                pid,
+                lease_ms,
+            };
+            self.write_registration(w, &registration, now)?;
             Ok::<_, CoordError>(agent_id)
         })?;
         self.note_open(session_id, now);

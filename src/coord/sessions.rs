@@ -90,6 +90,21 @@ pub struct ReapedSession {
     pub ended: EndedSession,
 }
 
+/// What one `register` records about its session.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Registration<'a> {
+    /// The session.
+    pub session_id: &'a str,
+    /// Its name.
+    pub name: &'a str,
+    /// Its agent id.
+    pub agent_id: i64,
+    /// Its pid with the process start time.
+    pub pid: Option<(i64, i64)>,
+    /// Its lease.
+    pub lease_ms: Option<i64>,
+}
+
 /// `session.heartbeat`'s answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Heartbeat {
@@ -401,15 +416,12 @@ impl Coord {
     pub(crate) fn write_registration(
         &self,
         w: &Writer<'_>,
-        session_id: &str,
-        name: &str,
-        agent_id: i64,
-        pid: Option<(i64, i64)>,
-        lease_ms: Option<i64>,
+        registration: &Registration<'_>,
         now: i64,
     ) -> Result<()> {
+        let session_id = registration.session_id;
         w.touch_session(session_id, now)?;
-        w.set_session_pulse(session_id, pid, lease_ms)?;
+        w.set_session_pulse(session_id, registration.pid, registration.lease_ms)?;
         events::append(
             w,
             now,
@@ -417,10 +429,10 @@ impl Coord {
             Some(session_id),
             session_id,
             json!({
-                "name": name,
-                "agentId": agent_id,
-                "pid": pid.map(|p| p.0),
-                "leaseMs": lease_ms,
+                "name": registration.name,
+                "agentId": registration.agent_id,
+                "pid": registration.pid.map(|p| p.0),
+                "leaseMs": registration.lease_ms,
             }),
         )?;
         Ok(())

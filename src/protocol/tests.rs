@@ -285,7 +285,8 @@ fn methods_table_lists_every_method() {
             "session.heartbeat",
             "session.end",
             "session.list",
-            "events.poll"
+            "events.poll",
+            "edit.preflight"
         ]
     );
     assert_eq!(

@@ -152,7 +152,6 @@ impl Store {
         };
         let out = f(&writer)?;
         let appended = writer.appended_seq.get();
-        drop(writer);
         tx.commit().map_err(StoreError::from)?;
         drop(conn);
         if let (Some(seq), Some(listener)) = (appended, self.listener.get()) {

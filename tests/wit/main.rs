@@ -9,5 +9,6 @@ mod hostile;
 mod intents;
 mod load;
 mod locks;
+mod mcp;
 mod sessions;
 mod spine;

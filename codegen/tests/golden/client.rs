@@ -215,4 +215,18 @@ impl crate::client::WitClient {
     > {
         self.call("events.poll", ::std::option::Option::Some(&params)).await
     }
+    /// Ask before an edit: which symbols it touches, whose locks and intents it meets, which contracts it breaks.
+    ///
+    /// For an editor's hook: the edit (find-and-replace edits applied in order, or the whole new content) is mapped to the symbols it touches, innermost first, in the current and the new text. conflicts: other live sessions' intents whose range meets a replaced span (INTENT_OVERLAP) and locks of other live sessions on touched symbols (LOCK_INTERSECTION); violations: accepted contracts the new text breaks. Writes nothing, except with record: true when the edit applies cleanly: then the session gets an active 'observed edit' intent on the file, unless one of its open intents already covers it.
+    ///
+    /// Sends `edit.preflight`.
+    pub async fn edit_preflight(
+        &self,
+        params: crate::protocol::EditPreflightParams,
+    ) -> ::std::result::Result<
+        crate::protocol::EditPreflightResult,
+        crate::client::ClientError,
+    > {
+        self.call("edit.preflight", ::std::option::Option::Some(&params)).await
+    }
 }

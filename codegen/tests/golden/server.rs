@@ -544,3 +544,48 @@ where
         )?;
     ::std::result::Result::Ok(())
 }
+/// The `edit.*` methods of the protocol: `edit.preflight`.
+///
+/// Implement each method with `async fn`; the returned future must be `Send`.
+pub trait EditMethods {
+    /// Ask before an edit: which symbols it touches, whose locks and intents it meets, which contracts it breaks.
+    ///
+    /// For an editor's hook: the edit (find-and-replace edits applied in order, or the whole new content) is mapped to the symbols it touches, innermost first, in the current and the new text. conflicts: other live sessions' intents whose range meets a replaced span (INTENT_OVERLAP) and locks of other live sessions on touched symbols (LOCK_INTERSECTION); violations: accepted contracts the new text breaks. Writes nothing, except with record: true when the edit applies cleanly: then the session gets an active 'observed edit' intent on the file, unless one of its open intents already covers it.
+    fn edit_preflight(
+        &self,
+        params: crate::protocol::EditPreflightParams,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            crate::protocol::EditPreflightResult,
+            crate::protocol::ProtocolError,
+        >,
+    > + ::std::marker::Send;
+}
+/// Registers the `edit.*` methods (`edit.preflight`) on `module` under their wire names.
+///
+/// Each handler decodes its params with the generated decoder (problems answer -32600 INVALID_REQUEST with `{formErrors, fieldErrors}`), calls the trait method and maps a `ProtocolError` to the JSON-RPC error object.
+pub fn register_edit_methods<T>(
+    module: &mut ::jsonrpsee::RpcModule<T>,
+) -> ::std::result::Result<(), ::jsonrpsee::core::RegisterMethodError>
+where
+    T: EditMethods + ::std::marker::Send + ::std::marker::Sync + 'static,
+{
+    module
+        .register_async_method(
+            "edit.preflight",
+            |params, context, _extensions| async move {
+                match crate::protocol::server::decode_params(
+                    &params,
+                    crate::protocol::EditPreflightParams::from_params,
+                ) {
+                    ::std::result::Result::Ok(params) => {
+                        context.edit_preflight(params).await
+                    }
+                    ::std::result::Result::Err(error) => {
+                        ::std::result::Result::Err(error)
+                    }
+                }
+            },
+        )?;
+    ::std::result::Result::Ok(())
+}

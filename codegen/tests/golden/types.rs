@@ -351,6 +351,52 @@ impl ::std::convert::TryFrom<::std::string::String> for DepChainItemType {
         value.parse()
     }
 }
+///The params of `edit.preflight`: Ask before an edit: which symbols it touches, whose locks and intents it meets, which contracts it breaks
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct EditPreflightParams {
+    ///The whole new text of the file. Exactly one of edits and content.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub content: ::std::option::Option<::std::string::String>,
+    ///Find-and-replace edits, applied in order to the current text: oldText must occur exactly once unless replaceAll; an empty oldText applies only to an empty file. Exactly one of edits and content.
+    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+    pub edits: ::std::vec::Vec<EditPreflightParamsEditsItem>,
+    ///The file about to be edited, relative to the root (a missing file is empty)
+    pub file: ::std::string::String,
+    ///When the edit applies with no conflicts and no violations, record it as an active 'observed edit' intent of the session. Default false.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub record: ::std::option::Option<bool>,
+    ///The editing session
+    #[serde(rename = "sessionId")]
+    pub session_id: ::std::string::String,
+}
+///`EditPreflightParamsEditsItem`
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct EditPreflightParamsEditsItem {
+    #[serde(rename = "newText")]
+    pub new_text: ::std::string::String,
+    #[serde(rename = "oldText")]
+    pub old_text: ::std::string::String,
+    #[serde(
+        rename = "replaceAll",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub replace_all: ::std::option::Option<bool>,
+}
+///The result of `edit.preflight`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct EditPreflightResult {
+    ///false when an oldText is missing or ambiguous
+    pub applies: bool,
+    ///INTENT_OVERLAP items, then LOCK_INTERSECTION items
+    pub conflicts: ::std::vec::Vec<ConflictItem>,
+    ///Why the edit does not apply, or null
+    #[serde(deserialize_with = "::std::option::Option::deserialize")]
+    pub reason: ::std::option::Option<::std::string::String>,
+    ///Touched symbols as file:QualifiedName, innermost first, each once
+    pub symbols: ::std::vec::Vec<::std::string::String>,
+    ///Accepted contracts of this file whose signature differs in the new text
+    pub violations: ::std::vec::Vec<Violation>,
+}
 ///One change of state, appended in the same transaction as the change.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct EventRecord {
@@ -2043,12 +2089,12 @@ impl CheckContractsParams {
                         kind: crate::protocol::params::Kind::Object(
                             &[
                                 crate::protocol::params::ParamRule {
-                                    name: "content",
+                                    name: "path",
                                     required: true,
                                     check: crate::protocol::params::Check {
                                         kind: crate::protocol::params::Kind::String,
                                         nullable: false,
-                                        min_length: ::std::option::Option::None,
+                                        min_length: ::std::option::Option::Some(1usize),
                                         max_length: ::std::option::Option::None,
                                         pattern: ::std::option::Option::None,
                                         enum_values: &[],
@@ -2059,12 +2105,12 @@ impl CheckContractsParams {
                                     },
                                 },
                                 crate::protocol::params::ParamRule {
-                                    name: "path",
+                                    name: "content",
                                     required: true,
                                     check: crate::protocol::params::Check {
                                         kind: crate::protocol::params::Kind::String,
                                         nullable: false,
-                                        min_length: ::std::option::Option::Some(1usize),
+                                        min_length: ::std::option::Option::None,
                                         max_length: ::std::option::Option::None,
                                         pattern: ::std::option::Option::None,
                                         enum_values: &[],
@@ -2298,6 +2344,182 @@ impl EventsPollParams {
         decoder.finish(value)
     }
 }
+impl EditPreflightParams {
+    /// The params of `edit.preflight` as the decoder checks them, in spec order.
+    pub const PARAM_RULES: &'static [crate::protocol::params::ParamRule] = &[
+        crate::protocol::params::ParamRule {
+            name: "sessionId",
+            required: true,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::String,
+                nullable: false,
+                min_length: ::std::option::Option::Some(1usize),
+                max_length: ::std::option::Option::None,
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::None,
+                max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
+            },
+        },
+        crate::protocol::params::ParamRule {
+            name: "file",
+            required: true,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::String,
+                nullable: false,
+                min_length: ::std::option::Option::Some(1usize),
+                max_length: ::std::option::Option::None,
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::None,
+                max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
+            },
+        },
+        crate::protocol::params::ParamRule {
+            name: "edits",
+            required: false,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::Array(
+                    &crate::protocol::params::Check {
+                        kind: crate::protocol::params::Kind::Object(
+                            &[
+                                crate::protocol::params::ParamRule {
+                                    name: "oldText",
+                                    required: true,
+                                    check: crate::protocol::params::Check {
+                                        kind: crate::protocol::params::Kind::String,
+                                        nullable: false,
+                                        min_length: ::std::option::Option::None,
+                                        max_length: ::std::option::Option::None,
+                                        pattern: ::std::option::Option::None,
+                                        enum_values: &[],
+                                        min_items: ::std::option::Option::None,
+                                        max_items: ::std::option::Option::None,
+                                        minimum: ::std::option::Option::None,
+                                        maximum: ::std::option::Option::None,
+                                    },
+                                },
+                                crate::protocol::params::ParamRule {
+                                    name: "newText",
+                                    required: true,
+                                    check: crate::protocol::params::Check {
+                                        kind: crate::protocol::params::Kind::String,
+                                        nullable: false,
+                                        min_length: ::std::option::Option::None,
+                                        max_length: ::std::option::Option::None,
+                                        pattern: ::std::option::Option::None,
+                                        enum_values: &[],
+                                        min_items: ::std::option::Option::None,
+                                        max_items: ::std::option::Option::None,
+                                        minimum: ::std::option::Option::None,
+                                        maximum: ::std::option::Option::None,
+                                    },
+                                },
+                                crate::protocol::params::ParamRule {
+                                    name: "replaceAll",
+                                    required: false,
+                                    check: crate::protocol::params::Check {
+                                        kind: crate::protocol::params::Kind::Boolean,
+                                        nullable: false,
+                                        min_length: ::std::option::Option::None,
+                                        max_length: ::std::option::Option::None,
+                                        pattern: ::std::option::Option::None,
+                                        enum_values: &[],
+                                        min_items: ::std::option::Option::None,
+                                        max_items: ::std::option::Option::None,
+                                        minimum: ::std::option::Option::None,
+                                        maximum: ::std::option::Option::None,
+                                    },
+                                },
+                            ],
+                        ),
+                        nullable: false,
+                        min_length: ::std::option::Option::None,
+                        max_length: ::std::option::Option::None,
+                        pattern: ::std::option::Option::None,
+                        enum_values: &[],
+                        min_items: ::std::option::Option::None,
+                        max_items: ::std::option::Option::None,
+                        minimum: ::std::option::Option::None,
+                        maximum: ::std::option::Option::None,
+                    },
+                ),
+                nullable: false,
+                min_length: ::std::option::Option::None,
+                max_length: ::std::option::Option::None,
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::None,
+                max_items: ::std::option::Option::Some(1000usize),
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
+            },
+        },
+        crate::protocol::params::ParamRule {
+            name: "content",
+            required: false,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::String,
+                nullable: false,
+                min_length: ::std::option::Option::None,
+                max_length: ::std::option::Option::None,
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::None,
+                max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
+            },
+        },
+        crate::protocol::params::ParamRule {
+            name: "record",
+            required: false,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::Boolean,
+                nullable: false,
+                min_length: ::std::option::Option::None,
+                max_length: ::std::option::Option::None,
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::None,
+                max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
+            },
+        },
+    ];
+    /// Decodes and checks the params of `edit.preflight`, reporting every problem found (missing, wrong type, too short, too long, bad format, unknown enum value) keyed by param name. Unknown params are ignored.
+    pub fn from_params(
+        params: ::std::option::Option<&::serde_json::Value>,
+    ) -> ::std::result::Result<Self, crate::protocol::params::ParamErrors> {
+        let mut decoder = crate::protocol::params::ParamDecoder::new(params)?;
+        let session_id = decoder.required(&Self::PARAM_RULES[0usize]);
+        let file = decoder.required(&Self::PARAM_RULES[1usize]);
+        let edits = decoder.optional_field(&Self::PARAM_RULES[2usize]);
+        let content = decoder.optional_field(&Self::PARAM_RULES[3usize]);
+        let record = decoder.optional_field(&Self::PARAM_RULES[4usize]);
+        match (session_id, file) {
+            (
+                ::std::option::Option::Some(session_id),
+                ::std::option::Option::Some(file),
+            ) => {
+                decoder
+                    .finish(Self {
+                        session_id,
+                        file,
+                        edits,
+                        content,
+                        record,
+                    })
+            }
+            _ => ::std::result::Result::Err(decoder.into_errors()),
+        }
+    }
+}
 /// Every method of the protocol, in spec order: wire name, summary, param names and
 /// the rules the params decoder checks.
 pub const METHODS: &[crate::protocol::MethodInfo] = &[
@@ -2396,5 +2618,11 @@ pub const METHODS: &[crate::protocol::MethodInfo] = &[
         summary: "Read the log of changes: the events after a sequence number, waiting for new ones if asked",
         params: &["since", "waitMs", "limit", "types"],
         rules: EventsPollParams::PARAM_RULES,
+    },
+    crate::protocol::MethodInfo {
+        name: "edit.preflight",
+        summary: "Ask before an edit: which symbols it touches, whose locks and intents it meets, which contracts it breaks",
+        params: &["sessionId", "file", "edits", "content", "record"],
+        rules: EditPreflightParams::PARAM_RULES,
     },
 ];

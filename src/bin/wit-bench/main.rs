@@ -15,11 +15,13 @@
 //!
 //! Modules: [`net`] (the connection), [`measure`] (workloads and the table), [`fixtures`]
 //! (generated sources, the daemon under test), [`floors`], [`sections`] (wave 1),
-//! [`pulse`] (sessions, waits and events), [`cli_timings`].
+//! [`pulse`] (sessions, waits and events), [`cli_timings`], [`mcp_timings`] (`wit mcp` over
+//! stdio).
 
 mod cli_timings;
 mod fixtures;
 mod floors;
+mod mcp_timings;
 mod measure;
 mod net;
 mod pulse;
@@ -52,6 +54,7 @@ const SECTIONS: &[&str] = &[
     "events",
     "reap",
     "cli",
+    "mcp",
 ];
 
 /// End-to-end benchmarks of a real wit daemon.
@@ -185,6 +188,9 @@ async fn main() -> Result<()> {
             cli_timings::cli_and_hook_timings(&wit, &cli_root, runs)
         })
         .await??;
+    }
+    if options.wants("mcp") {
+        mcp_timings::mcp_timings(&wit, &root, scale(30, 10), scale(2_000, 300)).await?;
     }
 
     println!();

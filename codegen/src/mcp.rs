@@ -1,0 +1,415 @@
+//! The `mcp_tools` file: one MCP tool per protocol method, as a JSON array that `wit mcp`
+//! serves from `tools/list` and dispatches `tools/call` with.
+//!
+//! Each entry holds:
+//! - `name`: the method name with `.` and `-` replaced by `_` (`lock.acquire` -> `lock_acquire`);
+//! - `method`: the wire name the call is sent as;
+//! - `session`: how the server fills in `sessionId`: `caller` (a required `sessionId`: the
+//!   server's own session), `filter` (an optional `sessionId` filter: exposed as the boolean
+//!   `mine`) or `none`;
+//! - `description`: the summary, plus the description when it is short;
+//! - `inputSchema`: the params as one self-contained JSON Schema object without `sessionId`,
+//!   refs inlined, validation keywords (`minimum`, `enum`, `minLength`, ..) kept, long param
+//!   descriptions cut to their first sentence;
+//! - `outputSchema`: the result's schema, wrapped as `{"result": ..}` when the result is not an
+//!   object (`wrapsResult` says so), refs inlined, two levels of properties deep, without
+//!   documentation, validation keywords or `required`.
+//!
+//! Everything is cut for size: the whole `tools/list` answer must stay small (a test in the
+//! `wit` crate bounds it), because every agent pays for it in context on every session. The
+//! output schemas list no `required` properties, so a tool error's `{code, message, data}` also
+//! conforms to them (some MCP clients validate error results against the output schema too).
+
+use serde_json::{json, Map, Value};
+
+use crate::schema::{component_ref_name, COMPONENT_REF};
+use crate::spec::{Method, Ordered, Param, Spec};
+use crate::CodegenError;
+
+/// The param the server fills in with its session.
+pub const SESSION_PARAM: &str = "sessionId";
+/// The boolean that replaces an optional `sessionId` filter: only this session's records.
+pub const MINE_PARAM: &str = "mine";
+/// A method description this long or shorter is appended to the tool's summary.
+const MAX_INLINE_DESCRIPTION: usize = 160;
+/// A param description longer than this is cut to its first sentence.
+const MAX_PARAM_DESCRIPTION: usize = 120;
+/// Output schemas keep the properties of this many levels of objects; deeper objects keep only
+/// their `type`.
+const OUTPUT_DEPTH: usize = 2;
+/// Bound on ref inlining depth, so that a recursive schema fails instead of looping.
+const MAX_INLINE_DEPTH: usize = 32;
+
+/// Keywords dropped from output schemas: documentation, and checks a reader of results does not
+/// need (the daemon produces the results).
+const OUTPUT_DROPPED: &[&str] = &[
+    "description",
+    "title",
+    "required",
+    "discriminator",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+];
+/// Keywords dropped from input schemas: OpenRPC-only annotations.
+const INPUT_DROPPED: &[&str] = &["title", "discriminator"];
+
+/// Generates the `mcp_tools` file: pretty-printed JSON with a trailing newline.
+pub fn generate(spec: &Spec) -> Result<String, CodegenError> {
+    let mut tools = Vec::new();
+    for method in &spec.methods {
+        tools.push(tool(method, &spec.components.schemas)?);
+    }
+    let mut text = serde_json::to_string_pretty(&Value::Array(tools))
+        .map_err(|e| CodegenError::Invalid(format!("cannot print the MCP tool table: {e}")))?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// The MCP tool name of a method: `lock.acquire` -> `lock_acquire`.
+pub fn tool_name(method: &str) -> String {
+    method.replace(['.', '-'], "_")
+}
+
+fn tool(method: &Method, components: &Ordered<Value>) -> Result<Value, CodegenError> {
+    let mut session = "none";
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    for param in &method.params {
+        if param.name == SESSION_PARAM {
+            if param.required {
+                session = "caller";
+            } else {
+                session = "filter";
+                properties.insert(
+                    MINE_PARAM.to_string(),
+                    json!({"type": "boolean", "description": "Only this session's records"}),
+                );
+            }
+            continue;
+        }
+        if param.name == MINE_PARAM {
+            return Err(CodegenError::Invalid(format!(
+                "method `{}`: param `{MINE_PARAM}` clashes with the MCP tool's session filter",
+                method.name
+            )));
+        }
+        properties.insert(param.name.clone(), input_param(param, components)?);
+        if param.required {
+            required.push(Value::String(param.name.clone()));
+        }
+    }
+    let mut input = Map::new();
+    input.insert("type".into(), json!("object"));
+    input.insert("properties".into(), Value::Object(properties));
+    if !required.is_empty() {
+        input.insert("required".into(), Value::Array(required));
+    }
+
+    let result = resolve_refs(&method.result.schema, components, 0)?;
+    let wraps = result.get("type").and_then(Value::as_str) != Some("object");
+    let output = if wraps {
+        // The wrapper is a level: `result`'s records keep their fields, not their fields' fields.
+        json!({"type": "object", "properties": {"result": output_schema(&result, 1)}})
+    } else {
+        output_schema(&result, 0)
+    };
+
+    Ok(json!({
+        "name": tool_name(&method.name),
+        "method": method.name,
+        "session": session,
+        "description": description(method),
+        "inputSchema": Value::Object(input),
+        "outputSchema": output,
+        "wrapsResult": wraps,
+    }))
+}
+
+/// The summary, ending with a full stop, plus the description when it is short.
+fn description(method: &Method) -> String {
+    let mut text = collapse(method.summary.as_deref().unwrap_or(&method.name));
+    if !text.ends_with('.') {
+        text.push('.');
+    }
+    if let Some(more) = &method.description {
+        let more = collapse(more);
+        if !more.is_empty() && more.len() <= MAX_INLINE_DESCRIPTION {
+            text.push(' ');
+            text.push_str(&more);
+        }
+    }
+    text
+}
+
+/// One param's schema, refs inlined, with the param's description (shortened).
+fn input_param(param: &Param, components: &Ordered<Value>) -> Result<Value, CodegenError> {
+    let mut schema = input_schema(&resolve_refs(&param.schema, components, 0)?);
+    if let (Some(text), Value::Object(map)) = (&param.description, &mut schema) {
+        if !map.contains_key("description") {
+            map.insert("description".into(), Value::String(short_description(text)));
+        }
+    }
+    Ok(schema)
+}
+
+/// An input schema: annotations dropped, descriptions shortened, everything else kept.
+fn input_schema(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => {
+            let mut out = Map::new();
+            for (key, value) in map {
+                match key.as_str() {
+                    k if INPUT_DROPPED.contains(&k) => {}
+                    "description" => {
+                        if let Some(text) = value.as_str() {
+                            out.insert(key.clone(), Value::String(short_description(text)));
+                        }
+                    }
+                    "properties" => {
+                        let props = value
+                            .as_object()
+                            .into_iter()
+                            .flatten()
+                            .map(|(name, prop)| (name.clone(), input_schema(prop)))
+                            .collect();
+                        out.insert(key.clone(), Value::Object(props));
+                    }
+                    _ => {
+                        out.insert(key.clone(), input_schema(value));
+                    }
+                }
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(input_schema).collect()),
+        other => other.clone(),
+    }
+}
+
+/// An output schema at `depth` (see the module documentation): an object at depth
+/// `OUTPUT_DEPTH` or deeper keeps its `type` but not its `properties`, and alternatives
+/// (`oneOf`, `anyOf`) that deep become their common type.
+fn output_schema(schema: &Value, depth: usize) -> Value {
+    let Value::Object(map) = schema else {
+        return schema.clone();
+    };
+    let deep = depth >= OUTPUT_DEPTH;
+    let mut out = Map::new();
+    for (key, value) in map {
+        match key.as_str() {
+            k if OUTPUT_DROPPED.contains(&k) => {}
+            "properties" if deep => {}
+            "oneOf" | "anyOf" | "allOf" if deep => {
+                if let Some(t) = schema_type(schema) {
+                    out.insert("type".into(), t);
+                }
+            }
+            "properties" => {
+                let props = value
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(name, prop)| (name.clone(), output_schema(prop, depth + 1)))
+                    .collect();
+                out.insert(key.clone(), Value::Object(props));
+            }
+            "items" => {
+                out.insert(key.clone(), output_schema(value, depth));
+            }
+            "additionalProperties" if value.is_object() => {
+                out.insert(key.clone(), output_schema(value, depth + 1));
+            }
+            "oneOf" | "anyOf" | "allOf" => {
+                let alternatives = value
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|alt| output_schema(alt, depth))
+                    .collect();
+                out.insert(key.clone(), Value::Array(alternatives));
+            }
+            _ => {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+/// A schema's `type`, or the one type all its `oneOf`/`anyOf` alternatives share.
+fn schema_type(schema: &Value) -> Option<Value> {
+    if let Some(t) = schema.get("type") {
+        return Some(t.clone());
+    }
+    let alternatives = schema
+        .get("oneOf")
+        .or_else(|| schema.get("anyOf"))?
+        .as_array()?;
+    let mut types = alternatives.iter().map(schema_type);
+    let first = types.next()??;
+    types.all(|t| t.as_ref() == Some(&first)).then_some(first)
+}
+
+/// The schema with every `#/components/schemas/X` ref replaced by the schema it names, so each
+/// tool's schemas stand alone.
+fn resolve_refs(
+    schema: &Value,
+    components: &Ordered<Value>,
+    depth: usize,
+) -> Result<Value, CodegenError> {
+    match schema {
+        Value::Object(map) => {
+            if let Some(reference) = map.get("$ref") {
+                let name = component_ref_name(schema).ok_or_else(|| {
+                    CodegenError::Invalid(format!(
+                        "unknown schema ref `{reference}` (only {COMPONENT_REF}<name> is supported)"
+                    ))
+                })?;
+                let target = components.get(name).ok_or_else(|| {
+                    CodegenError::Invalid(format!("unknown schema ref `{COMPONENT_REF}{name}`"))
+                })?;
+                if depth >= MAX_INLINE_DEPTH {
+                    return Err(CodegenError::Invalid(format!(
+                        "inlining `{name}` for the MCP tools does not terminate (recursive schema)"
+                    )));
+                }
+                return resolve_refs(target, components, depth + 1);
+            }
+            let mut out = Map::new();
+            for (key, value) in map {
+                out.insert(key.clone(), resolve_refs(value, components, depth)?);
+            }
+            Ok(Value::Object(out))
+        }
+        Value::Array(items) => items
+            .iter()
+            .map(|item| resolve_refs(item, components, depth))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Value::Array),
+        other => Ok(other.clone()),
+    }
+}
+
+/// Whitespace runs (line breaks too) collapsed to one space.
+fn collapse(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A param description as is when short, else its first sentence (a `.`, `!` or `?` followed
+/// by a space and a capital letter, so `e.g. the` does not end it).
+fn short_description(text: &str) -> String {
+    let text = collapse(text);
+    if text.len() <= MAX_PARAM_DESCRIPTION {
+        return text;
+    }
+    let bytes = text.as_bytes();
+    for (i, c) in text.char_indices() {
+        if matches!(c, '.' | '!' | '?')
+            && bytes.get(i + 1) == Some(&b' ')
+            && bytes.get(i + 2).is_some_and(u8::is_ascii_uppercase)
+        {
+            return text[..=i].to_string();
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+    use super::*;
+
+    fn components() -> Ordered<Value> {
+        Ordered(vec![
+            (
+                "Rec".to_string(),
+                json!({"type": "object", "required": ["a"], "description": "A record",
+                       "properties": {"a": {"type": "string", "minLength": 1},
+                                      "inner": {"$ref": "#/components/schemas/Inner"}}}),
+            ),
+            (
+                "Inner".to_string(),
+                json!({"type": "object", "properties": {
+                    "deep": {"type": "object", "properties": {"x": {"type": "integer"}}}}}),
+            ),
+            (
+                "Loop".to_string(),
+                json!({"type": "object", "properties": {"me": {"$ref": "#/components/schemas/Loop"}}}),
+            ),
+        ])
+    }
+
+    #[test]
+    fn names_tools_after_methods() {
+        assert_eq!(tool_name("lock.acquire"), "lock_acquire");
+        assert_eq!(tool_name("check-contracts"), "check_contracts");
+        assert_eq!(tool_name("ping"), "ping");
+    }
+
+    #[test]
+    fn cuts_long_param_descriptions_to_their_first_sentence() {
+        let long = format!(
+            "A pid (e.g. the agent's own). {}",
+            "More words here. ".repeat(10)
+        );
+        assert_eq!(short_description(&long), "A pid (e.g. the agent's own).");
+        assert_eq!(short_description("Short.\n  Two."), "Short. Two.");
+    }
+
+    #[test]
+    fn inlines_refs_and_rejects_recursion() {
+        let resolved = resolve_refs(
+            &json!({"type": "array", "items": {"$ref": "#/components/schemas/Rec"}}),
+            &components(),
+            0,
+        )
+        .unwrap();
+        assert_eq!(resolved["items"]["properties"]["inner"]["type"], "object");
+        let err = resolve_refs(
+            &json!({"$ref": "#/components/schemas/Loop"}),
+            &components(),
+            0,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("recursive"), "{err}");
+        let err = resolve_refs(
+            &json!({"$ref": "#/components/schemas/Nope"}),
+            &components(),
+            0,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("#/components/schemas/Nope"), "{err}");
+    }
+
+    #[test]
+    fn output_schemas_keep_two_levels_without_documentation_or_required() {
+        let resolved = resolve_refs(
+            &json!({"$ref": "#/components/schemas/Rec"}),
+            &components(),
+            0,
+        )
+        .unwrap();
+        assert_eq!(
+            output_schema(&resolved, 0),
+            json!({"type": "object", "properties": {
+                "a": {"type": "string"},
+                "inner": {"type": "object", "properties": {"deep": {"type": "object"}}}}})
+        );
+        assert_eq!(
+            schema_type(&json!({"oneOf": [{"type": "object"}, {"type": "object"}]})),
+            Some(json!("object"))
+        );
+        assert_eq!(
+            schema_type(&json!({"oneOf": [{"type": "object"}, {"type": "string"}]})),
+            None
+        );
+    }
+}

@@ -1,0 +1,501 @@
+//! `wit init --agent claude|codex [--remove]`: wit's MCP server in the agent's project
+//! configuration, added or taken out with real JSON and TOML editors.
+//!
+//! - Claude Code: `.mcp.json` at the root, `mcpServers.wit = {command, args: ["mcp"]}`, edited
+//!   with serde_json (`preserve_order`: every other entry keeps its place; the file's
+//!   indentation is kept);
+//! - Codex: `.codex/config.toml`, `[mcp_servers.wit]` with `command` and `args`, edited with
+//!   toml_edit, which keeps the rest of the file byte for byte, comments included.
+//!
+//! Both are idempotent: when the file already says what wit wants it is not rewritten at all.
+//! An existing `wit` entry keeps its other keys (`env`, ..). Removing takes out only wit's
+//! entry, and deletes the file when nothing else is left in it.
+
+use std::fs;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use toml_edit::{Array, DocumentMut, InlineTable, Item, Table};
+
+use super::output::CliError;
+
+/// The key of wit's server in the agents' configurations.
+const SERVER: &str = "wit";
+/// The arguments that start it.
+const ARGS: [&str; 1] = ["mcp"];
+
+/// A coding agent whose project configuration `wit init --agent` edits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Agent {
+    /// Claude Code: `.mcp.json`.
+    Claude,
+    /// Codex: `.codex/config.toml`.
+    Codex,
+}
+
+impl Agent {
+    /// The configuration file under the repository root.
+    pub fn config_path(self, root: &Path) -> PathBuf {
+        match self {
+            Self::Claude => root.join(".mcp.json"),
+            Self::Codex => root.join(".codex").join("config.toml"),
+        }
+    }
+
+    /// The label used in `wit init`'s report.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Claude => ".mcp.json",
+            Self::Codex => ".codex/config.toml",
+        }
+    }
+
+    /// The file's new text for `existing` (`None`: no file), adding wit's server with
+    /// `command` or, with `remove`, taking it out.
+    pub fn edit(
+        self,
+        existing: Option<&str>,
+        command: &str,
+        remove: bool,
+    ) -> Result<Edit, EditError> {
+        match (self, remove) {
+            (Self::Claude, false) => add_json(existing, command),
+            (Self::Claude, true) => existing.map_or(Ok(Edit::Unchanged), remove_json),
+            (Self::Codex, false) => add_toml(existing, command),
+            (Self::Codex, true) => existing.map_or(Ok(Edit::Unchanged), remove_toml),
+        }
+    }
+}
+
+/// What an edit does to the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Edit {
+    /// The file already says what is wanted (or there is nothing to remove).
+    Unchanged,
+    /// Write this text.
+    Write(String),
+    /// Delete the file: nothing but wit's entry was in it.
+    Delete,
+}
+
+/// Why a configuration file could not be edited.
+#[derive(Debug, thiserror::Error)]
+pub enum EditError {
+    /// The file is not valid JSON.
+    #[error("not valid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The file is not valid TOML.
+    #[error("not valid TOML: {0}")]
+    Toml(#[from] toml_edit::TomlError),
+    /// The file is valid but not shaped as the agent expects.
+    #[error("{0}")]
+    Shape(String),
+}
+
+/// Adds (or, with `remove`, takes out) wit's server in `agent`'s configuration under `root`;
+/// returns what happened, for the report.
+pub fn apply(
+    agent: Agent,
+    root: &Path,
+    command: &str,
+    remove: bool,
+) -> Result<&'static str, CliError> {
+    let path = agent.config_path(root);
+    let existing = match fs::read_to_string(&path) {
+        Ok(text) => Some(text),
+        Err(error) if error.kind() == ErrorKind::NotFound => None,
+        Err(error) => {
+            return Err(CliError::Failed(format!(
+                "cannot read {}: {error}",
+                path.display()
+            )))
+        }
+    };
+    let edit = agent
+        .edit(existing.as_deref(), command, remove)
+        .map_err(|error| CliError::Failed(format!("cannot edit {}: {error}", path.display())))?;
+    let failed = |error: std::io::Error| {
+        CliError::Failed(format!("cannot write {}: {error}", path.display()))
+    };
+    Ok(match edit {
+        Edit::Unchanged if remove => "no wit server to remove",
+        Edit::Unchanged => "wit server already there",
+        Edit::Delete => {
+            fs::remove_file(&path).map_err(failed)?;
+            "removed (file deleted: nothing else was in it)"
+        }
+        Edit::Write(text) => {
+            if let Some(dir) = path.parent() {
+                fs::create_dir_all(dir).map_err(failed)?;
+            }
+            fs::write(&path, text).map_err(failed)?;
+            match (remove, existing.is_some()) {
+                (true, _) => "wit server removed",
+                (false, true) => "wit server added",
+                (false, false) => "created with the wit server",
+            }
+        }
+    })
+}
+
+/// The command an agent should run: `wit` when the `wit` on `PATH` is this executable (so a
+/// committed configuration works for everyone), else this executable's absolute path.
+pub fn wit_command() -> String {
+    let Ok(exe) = std::env::current_exe() else {
+        return SERVER.to_string();
+    };
+    let exe = fs::canonicalize(&exe).unwrap_or(exe);
+    let on_path = std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path)
+            .filter_map(|dir| fs::canonicalize(dir.join(SERVER)).ok())
+            .next()
+            .is_some_and(|found| found == exe)
+    });
+    if on_path {
+        SERVER.to_string()
+    } else {
+        exe.display().to_string()
+    }
+}
+
+fn add_json(existing: Option<&str>, command: &str) -> Result<Edit, EditError> {
+    let mut root = match existing {
+        Some(text) if !text.trim().is_empty() => serde_json::from_str(text)?,
+        _ => json!({}),
+    };
+    let before = root.clone();
+    let Value::Object(top) = &mut root else {
+        return Err(EditError::Shape(
+            "the top level is not a JSON object".into(),
+        ));
+    };
+    let servers = top
+        .entry("mcpServers")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(servers) = servers else {
+        return Err(EditError::Shape("`mcpServers` is not an object".into()));
+    };
+    let entry = servers
+        .entry(SERVER)
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(entry) = entry else {
+        return Err(EditError::Shape("`mcpServers.wit` is not an object".into()));
+    };
+    entry.insert("command".into(), json!(command));
+    entry.insert("args".into(), json!(ARGS));
+    if existing.is_some() && root == before {
+        return Ok(Edit::Unchanged);
+    }
+    Ok(Edit::Write(print_json(&root, existing)?))
+}
+
+fn remove_json(existing: &str) -> Result<Edit, EditError> {
+    if existing.trim().is_empty() {
+        return Ok(Edit::Unchanged);
+    }
+    let mut root: Value = serde_json::from_str(existing)?;
+    let Some(servers) = root.get_mut("mcpServers").and_then(Value::as_object_mut) else {
+        return Ok(Edit::Unchanged);
+    };
+    if servers.shift_remove(SERVER).is_none() {
+        return Ok(Edit::Unchanged);
+    }
+    let only_empty_servers = root.as_object().is_some_and(|top| {
+        top.iter()
+            .all(|(key, value)| key == "mcpServers" && value.as_object().is_some_and(Map::is_empty))
+    });
+    if only_empty_servers {
+        return Ok(Edit::Delete);
+    }
+    Ok(Edit::Write(print_json(&root, Some(existing))?))
+}
+
+/// Pretty JSON with the indentation of `existing` (two spaces when it has none) and a final
+/// newline unless `existing` had none.
+fn print_json(value: &Value, existing: Option<&str>) -> Result<String, EditError> {
+    let indent = existing
+        .and_then(|text| {
+            text.lines()
+                .skip(1)
+                .map(|line| &line[..line.len() - line.trim_start().len()])
+                .find(|ws| !ws.is_empty())
+        })
+        .unwrap_or("  ");
+    let mut out = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(indent.as_bytes());
+    value.serialize(&mut serde_json::Serializer::with_formatter(
+        &mut out, formatter,
+    ))?;
+    if existing.is_none_or(|text| text.ends_with('\n')) {
+        out.push(b'\n');
+    }
+    String::from_utf8(out).map_err(|e| EditError::Shape(e.to_string()))
+}
+
+fn add_toml(existing: Option<&str>, command: &str) -> Result<Edit, EditError> {
+    let mut doc: DocumentMut = existing.unwrap_or("").parse()?;
+    if !doc.contains_key("mcp_servers") {
+        let mut servers = Table::new();
+        servers.set_implicit(true);
+        doc.insert("mcp_servers", Item::Table(servers));
+    }
+    let args = Array::from_iter(ARGS);
+    let changed = match doc.get_mut("mcp_servers") {
+        Some(Item::Table(servers)) => match servers.get_mut(SERVER) {
+            None => {
+                let mut wit = Table::new();
+                wit.insert("command", toml_edit::value(command));
+                wit.insert("args", toml_edit::value(args));
+                servers.insert(SERVER, Item::Table(wit));
+                true
+            }
+            Some(item) => set_server(item, command, args)?,
+        },
+        Some(Item::Value(toml_edit::Value::InlineTable(servers))) => {
+            match servers.get_mut(SERVER) {
+                None => {
+                    let mut wit = InlineTable::new();
+                    wit.insert("command", command.into());
+                    wit.insert("args", args.into());
+                    servers.insert(SERVER, wit.into());
+                    true
+                }
+                Some(value) => {
+                    let mut item = Item::Value(value.clone());
+                    let changed = set_server(&mut item, command, args)?;
+                    if let Item::Value(new) = item {
+                        *value = new;
+                    }
+                    changed
+                }
+            }
+        }
+        _ => return Err(EditError::Shape("`mcp_servers` is not a table".into())),
+    };
+    if !changed && existing.is_some() {
+        return Ok(Edit::Unchanged);
+    }
+    Ok(Edit::Write(doc.to_string()))
+}
+
+/// Sets `command` and `args` of an existing `wit` entry; returns whether anything changed.
+fn set_server(item: &mut Item, command: &str, args: Array) -> Result<bool, EditError> {
+    let Some(entry) = item.as_table_like_mut() else {
+        return Err(EditError::Shape("`mcp_servers.wit` is not a table".into()));
+    };
+    let same_command = entry.get("command").and_then(Item::as_str) == Some(command);
+    let same_args = entry
+        .get("args")
+        .and_then(Item::as_array)
+        .is_some_and(|have| {
+            have.iter()
+                .map(toml_edit::Value::as_str)
+                .eq(ARGS.iter().map(|a| Some(*a)))
+        });
+    if !same_command {
+        entry.insert("command", toml_edit::value(command));
+    }
+    if !same_args {
+        entry.insert("args", toml_edit::value(args));
+    }
+    Ok(!(same_command && same_args))
+}
+
+fn remove_toml(existing: &str) -> Result<Edit, EditError> {
+    let mut doc: DocumentMut = existing.parse()?;
+    let Some(servers) = doc.get_mut("mcp_servers").and_then(Item::as_table_like_mut) else {
+        return Ok(Edit::Unchanged);
+    };
+    if servers.remove(SERVER).is_none() {
+        return Ok(Edit::Unchanged);
+    }
+    let drop_servers = servers.is_empty()
+        && doc
+            .get("mcp_servers")
+            .and_then(Item::as_table)
+            .is_some_and(Table::is_implicit);
+    if drop_servers {
+        doc.remove("mcp_servers");
+    }
+    let text = doc.to_string();
+    if text.trim().is_empty() {
+        return Ok(Edit::Delete);
+    }
+    Ok(Edit::Write(text))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+    use super::*;
+
+    /// Applies `edit` to `text` the way `apply` does to a file.
+    fn run(agent: Agent, text: Option<&str>, remove: bool) -> Option<String> {
+        match agent.edit(text, "wit", remove).unwrap() {
+            Edit::Unchanged => text.map(str::to_string),
+            Edit::Write(new) => Some(new),
+            Edit::Delete => None,
+        }
+    }
+
+    const CLAUDE: &str = r#"{
+    "mcpServers": {
+        "github": {
+            "command": "npx",
+            "args": ["-y", "@modelcontextprotocol/server-github"],
+            "env": {"Z_LAST": "1", "A_FIRST": "2"}
+        },
+        "another": {"type": "http", "url": "https://example.com/mcp"}
+    },
+    "zExtra": true,
+    "aExtra": false
+}
+"#;
+
+    #[test]
+    fn claude_keeps_the_other_servers_is_idempotent_and_removes_cleanly() {
+        let added = run(Agent::Claude, Some(CLAUDE), false).unwrap();
+        let value: Value = serde_json::from_str(&added).unwrap();
+        assert_eq!(
+            value["mcpServers"]["wit"],
+            json!({"command": "wit", "args": ["mcp"]})
+        );
+        let original: Value = serde_json::from_str(CLAUDE).unwrap();
+        assert_eq!(
+            value["mcpServers"]["github"],
+            original["mcpServers"]["github"]
+        );
+        // Order kept: the other servers first, wit last; top-level keys as they were; the
+        // file's four-space indentation too.
+        let keys: Vec<&String> = value["mcpServers"].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["github", "another", "wit"]);
+        assert!(added.find("zExtra").unwrap() < added.find("aExtra").unwrap());
+        assert!(added.find("Z_LAST").unwrap() < added.find("A_FIRST").unwrap());
+        assert!(
+            added.contains("\n    \"mcpServers\": {\n        \"github\""),
+            "{added}"
+        );
+        assert!(added.ends_with("}\n"));
+
+        // Twice: byte for byte the same, and the file is not even rewritten.
+        assert_eq!(
+            Agent::Claude.edit(Some(&added), "wit", false).unwrap(),
+            Edit::Unchanged
+        );
+        assert_eq!(run(Agent::Claude, Some(&added), false).unwrap(), added);
+
+        let removed = run(Agent::Claude, Some(&added), true).unwrap();
+        let value: Value = serde_json::from_str(&removed).unwrap();
+        assert_eq!(value, original, "every other entry is back");
+        assert_eq!(
+            Agent::Claude.edit(Some(&removed), "wit", true).unwrap(),
+            Edit::Unchanged
+        );
+    }
+
+    #[test]
+    fn claude_creates_and_deletes_its_own_file_and_updates_a_stale_entry() {
+        let created = run(Agent::Claude, None, false).unwrap();
+        assert_eq!(
+            created,
+            "{\n  \"mcpServers\": {\n    \"wit\": {\n      \"command\": \"wit\",\n      \"args\": [\n        \"mcp\"\n      ]\n    }\n  }\n}\n"
+        );
+        assert_eq!(
+            run(Agent::Claude, Some(&created), true),
+            None,
+            "file deleted"
+        );
+
+        let stale =
+            r#"{"mcpServers": {"wit": {"command": "/old/wit", "args": [], "env": {"A": "1"}}}}"#;
+        let updated = run(Agent::Claude, Some(stale), false).unwrap();
+        let value: Value = serde_json::from_str(&updated).unwrap();
+        assert_eq!(
+            value["mcpServers"]["wit"],
+            json!({"command": "wit", "args": ["mcp"], "env": {"A": "1"}})
+        );
+        assert!(Agent::Claude.edit(Some("[1]"), "wit", false).is_err());
+        assert!(Agent::Claude.edit(Some("{not json"), "wit", false).is_err());
+    }
+
+    const CODEX: &str = r#"# My Codex settings
+model = "o4"   # the model
+
+[mcp_servers.docs]
+# Docs server, keep me
+command = "docs-mcp"
+args = ["--port", "0"]
+env = { TOKEN = "x" }
+
+[profiles.fast]
+model = "o4-mini"
+"#;
+
+    #[test]
+    fn codex_keeps_comments_and_formatting_is_idempotent_and_removes_cleanly() {
+        let added = run(Agent::Codex, Some(CODEX), false).unwrap();
+        assert!(added.starts_with(CODEX.trim_end_matches("[profiles.fast]\nmodel = \"o4-mini\"\n")));
+        assert!(
+            added.contains("[mcp_servers.wit]\ncommand = \"wit\"\nargs = [\"mcp\"]\n"),
+            "{added}"
+        );
+        assert!(added.contains("# Docs server, keep me"));
+        assert!(added.contains("model = \"o4\"   # the model"));
+        let doc: DocumentMut = added.parse().unwrap();
+        assert_eq!(
+            doc["mcp_servers"]["docs"]["command"].as_str(),
+            Some("docs-mcp")
+        );
+
+        assert_eq!(
+            Agent::Codex.edit(Some(&added), "wit", false).unwrap(),
+            Edit::Unchanged
+        );
+        assert_eq!(run(Agent::Codex, Some(&added), false).unwrap(), added);
+
+        let removed = run(Agent::Codex, Some(&added), true).unwrap();
+        assert_eq!(removed, CODEX, "byte for byte what it was");
+        assert_eq!(
+            Agent::Codex.edit(Some(&removed), "wit", true).unwrap(),
+            Edit::Unchanged
+        );
+    }
+
+    #[test]
+    fn codex_creates_and_deletes_its_own_file_and_handles_inline_tables() {
+        let created = run(Agent::Codex, None, false).unwrap();
+        assert_eq!(
+            created,
+            "[mcp_servers.wit]\ncommand = \"wit\"\nargs = [\"mcp\"]\n"
+        );
+        assert_eq!(
+            run(Agent::Codex, Some(&created), true),
+            None,
+            "file deleted"
+        );
+
+        let inline = "mcp_servers = { other = { command = \"o\" } }\n";
+        let added = run(Agent::Codex, Some(inline), false).unwrap();
+        let doc: DocumentMut = added.parse().unwrap();
+        assert_eq!(doc["mcp_servers"]["wit"]["command"].as_str(), Some("wit"));
+        assert_eq!(doc["mcp_servers"]["other"]["command"].as_str(), Some("o"));
+        assert_eq!(run(Agent::Codex, Some(&added), false).unwrap(), added);
+        let removed = run(Agent::Codex, Some(&added), true).unwrap();
+        let doc: DocumentMut = removed.parse().unwrap();
+        assert!(doc["mcp_servers"].get("wit").is_none());
+        assert_eq!(doc["mcp_servers"]["other"]["command"].as_str(), Some("o"));
+
+        let stale = "[mcp_servers.wit]\ncommand = \"/old/wit\" # mine\nenv = { A = \"1\" }\n";
+        let updated = run(Agent::Codex, Some(stale), false).unwrap();
+        let doc: DocumentMut = updated.parse().unwrap();
+        assert_eq!(doc["mcp_servers"]["wit"]["command"].as_str(), Some("wit"));
+        assert_eq!(doc["mcp_servers"]["wit"]["env"]["A"].as_str(), Some("1"));
+        assert!(Agent::Codex
+            .edit(Some("mcp_servers = 3\n"), "wit", false)
+            .is_err());
+        assert!(Agent::Codex.edit(Some("[broken"), "wit", false).is_err());
+    }
+}

@@ -1,0 +1,148 @@
+//! Which session a `wit mcp` server acts for, and the name and pid it registers.
+//!
+//! Order: `--session`, else `WIT_SESSION` when non-empty, else `CLAUDE_SESSION_ID` when
+//! non-empty, else a new id for this server process. Unlike the CLI, the server never falls
+//! back to `.wit/session.id`: each agent session runs its own server, and two agents sharing
+//! the repository's default id would share their locks.
+
+use crate::cli::{CLAUDE_SESSION_ENV, SESSION_ENV};
+
+use super::ServeError;
+
+/// The protocol's bound on `name` (PROTOCOL-NOTES 1.6), in bytes.
+const MAX_NAME_BYTES: usize = 256;
+/// The name registered when the MCP client gives none.
+const FALLBACK_NAME: &str = "mcp-client";
+
+/// Where the session id came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionSource {
+    /// The `--session` flag.
+    Flag,
+    /// `$WIT_SESSION`.
+    WitSession,
+    /// `$CLAUDE_SESSION_ID`.
+    ClaudeSession,
+    /// A fresh id for this server process.
+    Generated,
+}
+
+/// The session a server acts for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The `sessionId` every call carries.
+    pub session_id: String,
+    /// Where it came from.
+    pub source: SessionSource,
+}
+
+/// Resolves the session: `flag`, then the environment (read through `env`), then a new id.
+pub fn resolve(
+    flag: Option<&str>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Identity, ServeError> {
+    if let Some(flag) = flag {
+        let flag = flag.trim();
+        if flag.is_empty() {
+            return Err(ServeError::EmptySession);
+        }
+        return Ok(Identity {
+            session_id: flag.to_string(),
+            source: SessionSource::Flag,
+        });
+    }
+    for (name, source) in [
+        (SESSION_ENV, SessionSource::WitSession),
+        (CLAUDE_SESSION_ENV, SessionSource::ClaudeSession),
+    ] {
+        if let Some(value) = env(name) {
+            let value = value.trim();
+            if !value.is_empty() {
+                return Ok(Identity {
+                    session_id: value.to_string(),
+                    source,
+                });
+            }
+        }
+    }
+    Ok(Identity {
+        session_id: uuid::Uuid::new_v4().to_string(),
+        source: SessionSource::Generated,
+    })
+}
+
+/// The name to register for an MCP client: its `clientInfo.name`, cut to the protocol's bound
+/// (at a character boundary), or a fixed name when it is empty.
+pub fn registered_name(client_name: &str) -> String {
+    let name = client_name.trim();
+    if name.is_empty() {
+        return FALLBACK_NAME.to_string();
+    }
+    let mut end = name.len().min(MAX_NAME_BYTES);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    name[..end].to_string()
+}
+
+/// The pid whose life is the session's life: the MCP server's parent, the agent that started
+/// it.
+pub fn agent_pid() -> i64 {
+    i64::from(std::os::unix::process::parent_id())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+    use super::*;
+
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| value.to_string())
+        }
+    }
+
+    #[test]
+    fn order_is_flag_env_claude_then_a_new_id() {
+        let all = env_of(&[("WIT_SESSION", "env"), ("CLAUDE_SESSION_ID", "claude")]);
+        let got = resolve(Some(" flag "), &all).unwrap();
+        assert_eq!(
+            (got.session_id.as_str(), got.source),
+            ("flag", SessionSource::Flag)
+        );
+        let got = resolve(None, &all).unwrap();
+        assert_eq!(got.source, SessionSource::WitSession);
+        let got = resolve(
+            None,
+            env_of(&[("WIT_SESSION", " "), ("CLAUDE_SESSION_ID", "c")]),
+        )
+        .unwrap();
+        assert_eq!(
+            (got.session_id.as_str(), got.source),
+            ("c", SessionSource::ClaudeSession)
+        );
+        let first = resolve(None, env_of(&[])).unwrap();
+        let second = resolve(None, env_of(&[])).unwrap();
+        assert_eq!(first.source, SessionSource::Generated);
+        assert_ne!(
+            first.session_id, second.session_id,
+            "each server gets its own id"
+        );
+        assert!(matches!(
+            resolve(Some(""), env_of(&[])),
+            Err(ServeError::EmptySession)
+        ));
+    }
+
+    #[test]
+    fn names_are_bounded_and_never_empty() {
+        assert_eq!(registered_name("claude-code"), "claude-code");
+        assert_eq!(registered_name("  "), FALLBACK_NAME);
+        let long = "é".repeat(200);
+        let cut = registered_name(&long);
+        assert!(cut.len() <= MAX_NAME_BYTES && cut.chars().all(|c| c == 'é'));
+    }
+}
