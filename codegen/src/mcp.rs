@@ -37,6 +37,10 @@ const MAX_PARAM_DESCRIPTION: usize = 120;
 /// Output schemas keep the properties of this many levels of objects; deeper objects keep only
 /// their `type`.
 const OUTPUT_DEPTH: usize = 2;
+/// Alternatives (`oneOf`, `anyOf`) inside a result's fields become their common type: each
+/// alternative names itself in its `type` field at run time, and spelling them all out cost
+/// a kilobyte per tool that returns conflicts.
+const ALTERNATIVES_DEPTH: usize = 1;
 /// Bound on ref inlining depth, so that a recursive schema fails instead of looping.
 const MAX_INLINE_DEPTH: usize = 32;
 
@@ -193,7 +197,7 @@ fn input_schema(schema: &Value) -> Value {
 
 /// An output schema at `depth` (see the module documentation): an object at depth
 /// `OUTPUT_DEPTH` or deeper keeps its `type` but not its `properties`, and alternatives
-/// (`oneOf`, `anyOf`) that deep become their common type.
+/// (`oneOf`, `anyOf`) from `ALTERNATIVES_DEPTH` on become their common type.
 fn output_schema(schema: &Value, depth: usize) -> Value {
     let Value::Object(map) = schema else {
         return schema.clone();
@@ -204,7 +208,7 @@ fn output_schema(schema: &Value, depth: usize) -> Value {
         match key.as_str() {
             k if OUTPUT_DROPPED.contains(&k) => {}
             "properties" if deep => {}
-            "oneOf" | "anyOf" | "allOf" if deep => {
+            "oneOf" | "anyOf" | "allOf" if deep || depth >= ALTERNATIVES_DEPTH => {
                 if let Some(t) = schema_type(schema) {
                     out.insert("type".into(), t);
                 }

@@ -215,9 +215,9 @@ impl crate::client::WitClient {
     > {
         self.call("events.poll", ::std::option::Option::Some(&params)).await
     }
-    /// Ask before an edit: which symbols it touches, whose locks and intents it meets, which contracts it breaks.
+    /// Check an edit before it is written: touched symbols, other sessions' locks and intents, broken contracts.
     ///
-    /// For an editor's hook: the edit (find-and-replace edits applied in order, or the whole new content) is mapped to the symbols it touches, innermost first, in the current and the new text. conflicts: other live sessions' intents whose range meets a replaced span (INTENT_OVERLAP) and locks of other live sessions on touched symbols (LOCK_INTERSECTION); violations: accepted contracts the new text breaks. Writes nothing, except with record: true when the edit applies cleanly: then the session gets an active 'observed edit' intent on the file, unless one of its open intents already covers it.
+    /// Maps the edit to the symbols it touches (innermost first). Writes nothing, except record: true on a clean edit, which notes an active 'observed edit' intent.
     ///
     /// Sends `edit.preflight`.
     pub async fn edit_preflight(

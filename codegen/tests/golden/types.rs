@@ -351,18 +351,18 @@ impl ::std::convert::TryFrom<::std::string::String> for DepChainItemType {
         value.parse()
     }
 }
-///The params of `edit.preflight`: Ask before an edit: which symbols it touches, whose locks and intents it meets, which contracts it breaks
+///The params of `edit.preflight`: Check an edit before it is written: touched symbols, other sessions' locks and intents, broken contracts
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct EditPreflightParams {
-    ///The whole new text of the file. Exactly one of edits and content.
+    ///The whole new text (instead of edits)
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub content: ::std::option::Option<::std::string::String>,
-    ///Find-and-replace edits, applied in order to the current text: oldText must occur exactly once unless replaceAll; an empty oldText applies only to an empty file. Exactly one of edits and content.
+    ///Find-and-replace edits applied in order; oldText must occur once unless replaceAll. Give edits or content
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
     pub edits: ::std::vec::Vec<EditPreflightParamsEditsItem>,
-    ///The file about to be edited, relative to the root (a missing file is empty)
+    ///File to edit, relative to the root; a missing file is empty
     pub file: ::std::string::String,
-    ///When the edit applies with no conflicts and no violations, record it as an active 'observed edit' intent of the session. Default false.
+    ///Record a clean edit as an active observed intent (default false)
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub record: ::std::option::Option<bool>,
     ///The editing session
@@ -2621,7 +2621,7 @@ pub const METHODS: &[crate::protocol::MethodInfo] = &[
     },
     crate::protocol::MethodInfo {
         name: "edit.preflight",
-        summary: "Ask before an edit: which symbols it touches, whose locks and intents it meets, which contracts it breaks",
+        summary: "Check an edit before it is written: touched symbols, other sessions' locks and intents, broken contracts",
         params: &["sessionId", "file", "edits", "content", "record"],
         rules: EditPreflightParams::PARAM_RULES,
     },
