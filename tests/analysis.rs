@@ -107,6 +107,7 @@ fn render(source: &str, analysis: &FileAnalysis) -> String {
         let target = match &c.target {
             CallTarget::Local(q) => format!("local {q}"),
             CallTarget::Import { module, path } => format!("import {module:?} {}", path.join(".")),
+            CallTarget::Package(path) => format!("package {}", path.join(".")),
             CallTarget::Unresolved => "unresolved".to_owned(),
         };
         let caller = c.caller.as_deref().unwrap_or("(module/class level)");

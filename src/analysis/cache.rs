@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::extract::FileAnalysis;
+use super::model::FileAnalysis;
 use super::language::Language;
 
 /// Identifies content: language, length and its 128-bit XXH3 hash (a well-mixed hash at

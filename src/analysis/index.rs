@@ -14,7 +14,8 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, SystemTime};
 
 use super::cache::{ContentCache, ContentKey};
-use super::extract::{analyze_with_budget, CallTarget, FileAnalysis, PARSE_BUDGET};
+use super::extract::{analyze_with_budget, PARSE_BUDGET};
+use super::model::{CallTarget, FileAnalysis};
 use super::language::{Language, ModuleStyle};
 use super::resolve::{python_submodule, resolve_module};
 use super::worker::{ParseWorker, WorkerError};
@@ -726,7 +727,7 @@ fn resolve_file(state: &mut State, rel: &str) {
                     file: rel.to_owned(),
                     qualified_name: name.clone(),
                 }),
-                CallTarget::Unresolved => None,
+                CallTarget::Unresolved | CallTarget::Package(_) => None,
                 CallTarget::Import { module, path } => {
                     let mut found = None;
                     let direct = module_file(module);
@@ -800,6 +801,7 @@ fn could_be_local(style: ModuleStyle, module: &str) -> bool {
     match style {
         ModuleStyle::EcmaScript => module.starts_with('.'),
         ModuleStyle::Python => true,
+        _ => false,
     }
 }
 

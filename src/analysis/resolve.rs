@@ -17,6 +17,7 @@ pub(crate) fn resolve_module(
     match style {
         ModuleStyle::EcmaScript => resolve_es(dir, module, exists),
         ModuleStyle::Python => resolve_python(dir, module, exists),
+        _ => None,
     }
 }
 

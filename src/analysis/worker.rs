@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::extract::{analyze_with_budget, FileAnalysis};
+use super::extract::analyze_with_budget;
+use super::model::FileAnalysis;
 use super::language::Language;
 
 /// The subcommand of the executable that runs one analysis ([`serve`]).
