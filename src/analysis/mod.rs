@@ -11,13 +11,16 @@
 //!   signatures, imports), generic over the language's table; `calls` reads the call sites
 //!   and resolves them within the file.
 //! - [`signatures_equal`]: token comparison of signatures (PROTOCOL-NOTES 2.5).
-//! - [`RepoIndex`]: the whole repository, callers and callees across files.
+//! - [`RepoIndex`] (`index`): the whole repository on disk, kept fresh; `graph` holds the
+//!   call graph as plain data (pure functions, unit-tested) and `resolve` the per-style
+//!   cross-file resolvers (ECMAScript, Python, Go, Rust, Java).
 //! - [`worker`]: large sources parsed in a child process, so the parse's memory goes back to
 //!   the OS and a parser crash cannot take the daemon down.
 
 mod cache;
 mod calls;
 mod extract;
+mod graph;
 mod index;
 pub mod language;
 mod languages;
@@ -27,12 +30,11 @@ mod signature;
 pub mod worker;
 
 pub use extract::{analyze, analyze_with_budget, PARSE_BUDGET};
-pub use model::{
-    CallSite, CallTarget, Diagnostic, FileAnalysis, Import, ImportKind, Lookup, Symbol,
-    SymbolKind,
-};
 pub use index::{RepoIndex, SymbolRef, MAX_FILE_BYTES};
 pub use language::Language;
+pub use model::{
+    CallSite, CallTarget, Diagnostic, FileAnalysis, Import, ImportKind, Lookup, Symbol, SymbolKind,
+};
 pub use signature::signatures_equal;
 
 /// Why a repository query failed. Broken source code is never an error.

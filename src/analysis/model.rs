@@ -280,11 +280,6 @@ impl FileAnalysis {
         size_of::<FileAnalysis>() + symbols + calls + imports + diagnostics + index
     }
 
-    /// Whether the file defines a symbol with exactly this qualified name.
-    pub(crate) fn defines(&self, qualified_name: &str) -> bool {
-        self.by_qualified.contains_key(qualified_name)
-    }
-
     /// Rebuilds the name index from `symbols` (after deserialising).
     pub(crate) fn reindex(&mut self) {
         let mut by_qualified: HashMap<String, Vec<usize>> = HashMap::new();
@@ -357,9 +352,8 @@ impl FileAnalysis {
     /// Whether a call can go to the symbol of this qualified name (a function-like symbol or a
     /// class, whose call constructs it).
     pub(crate) fn callable_symbol(&self, qualified_name: &str) -> bool {
-        self.by_qualified(qualified_name)
-            .iter()
-            .any(|s| s.kind.is_callable() || s.kind == SymbolKind::Class)
+        self.by_qualified(qualified_name).iter().any(|s| {
+            s.kind.is_callable() || matches!(s.kind, SymbolKind::Class | SymbolKind::Record)
+        })
     }
 }
-

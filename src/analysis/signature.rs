@@ -215,7 +215,10 @@ mod tests {
         // normalised form, where that token is the same text whenever the source tokens are.
         assert!(signatures_equal("<'a>(x: &'a str)", "<'a>(x: &'a str)"));
         assert!(!signatures_equal("<'a>(x: &'a str)", "<'b>(x: &'b str)"));
-        assert!(!signatures_equal("<'a>(x: &'a str)", "<'a>(x: &'a mut str)"));
+        assert!(!signatures_equal(
+            "<'a>(x: &'a str)",
+            "<'a>(x: &'a mut str)"
+        ));
         assert!(!signatures_equal(
             "(#[allow(unused)] x: i32) -> i32",
             "(#[allow(unused)] x: i64) -> i64"

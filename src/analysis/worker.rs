@@ -17,8 +17,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::extract::analyze_with_budget;
-use super::model::FileAnalysis;
 use super::language::Language;
+use super::model::FileAnalysis;
 
 /// The subcommand of the executable that runs one analysis ([`serve`]).
 pub const SUBCOMMAND: &str = "__analyze";

@@ -24,7 +24,10 @@ static SYNTAX: Syntax = Syntax {
             Bound::FieldStart("type_parameters"),
             Bound::FieldStart("parameters"),
         ],
-        to: &[Bound::FieldEnd("return_type"), Bound::FieldEnd("parameters")],
+        to: &[
+            Bound::FieldEnd("return_type"),
+            Bound::FieldEnd("parameters"),
+        ],
         skip: &[],
         drop_trailing: None,
     },

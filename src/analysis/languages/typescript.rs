@@ -80,7 +80,11 @@ const fn syntax(comment_kinds: &'static [&'static str]) -> Syntax {
         comment_kinds,
         function_value: Some((
             "value",
-            &["arrow_function", "function_expression", "generator_function"],
+            &[
+                "arrow_function",
+                "function_expression",
+                "generator_function",
+            ],
         )),
         overload_kinds: &["function_signature", "method_signature"],
         constructor_names: &["constructor"],
@@ -95,7 +99,7 @@ const fn syntax(comment_kinds: &'static [&'static str]) -> Syntax {
         bare_calls_reach_members: false,
         package_scope: false,
         package_types: false,
-    constructors_named_after_type: false,
+        constructors_named_after_type: false,
     }
 }
 
