@@ -142,11 +142,15 @@ fn throughput() {
     let languages: Vec<(Language, Generator)> = vec![
         (Language::TypeScript, ts_function),
         (Language::Python, python_function),
-        (Language::Go, go_function), // new-language
-        (Language::Rust, rust_function), // new-language
-        (Language::Java, java_function), // new-language
+        (Language::Go, go_function),
+        (Language::Rust, rust_function),
+        (Language::Java, java_function),
     ];
-    let sizes = [("16 KB", 16 * 1024), ("169 KB", 169 * 1024), ("1.7 MB", 1_700 * 1024)];
+    let sizes = [
+        ("16 KB", 16 * 1024),
+        ("169 KB", 169 * 1024),
+        ("1.7 MB", 1_700 * 1024),
+    ];
     println!("analyze() throughput per byte (median; ratio = time per byte / TypeScript's):");
     for (label, bytes) in sizes {
         let mut ts_per_byte = None;
