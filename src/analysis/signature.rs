@@ -157,7 +157,8 @@ pub(crate) fn tokens(text: &str) -> Vec<&str> {
     // Trailing commas never matter: `(a, b,)` is `(a, b)`.
     let mut kept = Vec::with_capacity(out.len());
     for (k, tok) in out.iter().enumerate() {
-        if *tok == "," && matches!(out.get(k + 1), Some(&(")" | "]" | "}" | ">"))) {
+        // A comma ending the signature (after a Rust `where` clause) trails too.
+        if *tok == "," && matches!(out.get(k + 1), None | Some(&(")" | "]" | "}" | ">"))) {
             continue;
         }
         kept.push(*tok);
@@ -193,6 +194,7 @@ mod tests {
             "(a: int  # the a\n) -> int"
         ));
         assert!(signatures_equal("<T>(x: T): T", "<T,>(x: T): T"));
+        assert!(signatures_equal("(x: T) where T: A", "(x: T) where T: A,"));
     }
 
     #[test]
