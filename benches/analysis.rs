@@ -124,39 +124,33 @@ fn generated(language: Language, function: Generator, target: usize) -> String {
     out
 }
 
-/// Median time of `analyze` on `source`, over enough runs to be stable.
-fn analyze_median(language: Language, source: &str) -> Duration {
-    let runs = if source.len() > 1_000_000 { RUNS } else { 15 };
-    let mut samples = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let start = Instant::now();
-        let analysis = analyze(language, source);
-        samples.push(start.elapsed());
-        assert!(!analysis.symbols.is_empty(), "{}", language.name());
-    }
-    median(samples)
-}
-
-/// Throughput of one file's analysis per language and size; ratios to TypeScript's.
-fn throughput() {
-    let languages: Vec<(Language, Generator)> = vec![
-        (Language::TypeScript, ts_function),
-        (Language::Python, python_function),
-        (Language::Go, go_function),
-        (Language::Rust, rust_function),
-        (Language::Java, java_function),
-    ];
+/// Throughput of one file's analysis per language and size; ratios to TypeScript's. The
+/// languages take turns within each round, so a burst of load on a shared machine falls on
+/// all of them alike; each figure is the median over the rounds.
+fn throughput(languages: &[(Language, Generator)]) {
     let sizes = [
-        ("16 KB", 16 * 1024),
-        ("169 KB", 169 * 1024),
-        ("1.7 MB", 1_700 * 1024),
+        ("16 KB", 16 * 1024, 41),
+        ("169 KB", 169 * 1024, 15),
+        ("1.7 MB", 1_700 * 1024, 5),
     ];
     println!("analyze() throughput per byte (median; ratio = time per byte / TypeScript's):");
-    for (label, bytes) in sizes {
+    for (label, bytes, rounds) in sizes {
+        let sources: Vec<String> = languages
+            .iter()
+            .map(|(language, function)| generated(*language, *function, bytes))
+            .collect();
+        let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(rounds); languages.len()];
+        for _ in 0..rounds {
+            for (i, (language, _)) in languages.iter().enumerate() {
+                let start = Instant::now();
+                let analysis = analyze(*language, &sources[i]);
+                samples[i].push(start.elapsed());
+                assert!(!analysis.symbols.is_empty(), "{}", language.name());
+            }
+        }
         let mut ts_per_byte = None;
-        for (language, function) in &languages {
-            let source = generated(*language, *function, bytes);
-            let per_byte = analyze_median(*language, &source).as_secs_f64() / source.len() as f64;
+        for (i, (language, _)) in languages.iter().enumerate() {
+            let per_byte = median(samples[i].clone()).as_secs_f64() / sources[i].len() as f64;
             let ts = *ts_per_byte.get_or_insert(per_byte);
             println!(
                 "  {label:>6} {:<10} {:>7.1} ns/byte  {:>6.1} MB/s  {:.2}x",
@@ -170,7 +164,13 @@ fn throughput() {
 }
 
 fn main() {
-    throughput();
+    throughput(&[
+        (Language::TypeScript, ts_function),
+        (Language::Python, python_function),
+        (Language::Go, go_function),
+        (Language::Rust, rust_function),
+        (Language::Java, java_function),
+    ]);
 
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();

@@ -682,3 +682,26 @@ fn java_calls_resolve_through_packages_and_imports() {
     assert!(index.callers(&file("c/Help.java"), "Help.one").is_empty());
     assert_eq!(index.callees(&file("b/App.java"), "App.run").len(), 2);
 }
+
+#[test]
+fn hostile_sources_in_every_language_yield_diagnostics_not_panics() {
+    let nested = "(".repeat(4_000) + &"{[".repeat(1_000);
+    let garbage: String = (0..5_000u32)
+        .map(|i| char::from_u32(0x20 + (i * 7919) % 0x2000).unwrap_or('?'))
+        .collect();
+    let truncated = [
+        "package p\nfunc F(a int, b",
+        "impl<T> S<T> where T: {\n fn f(&self",
+        "class C { <T> void m(T x) throws",
+    ];
+    for language in Language::ALL {
+        for source in [nested.as_str(), garbage.as_str()]
+            .into_iter()
+            .chain(truncated)
+        {
+            let analysis = analyze(language, source);
+            assert_eq!(analysis.language, Some(language));
+            assert!(!analysis.diagnostics.is_empty(), "{}", language.name());
+        }
+    }
+}
