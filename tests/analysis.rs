@@ -107,6 +107,7 @@ fn render(source: &str, analysis: &FileAnalysis) -> String {
         let target = match &c.target {
             CallTarget::Local(q) => format!("local {q}"),
             CallTarget::Import { module, path } => format!("import {module:?} {}", path.join(".")),
+            CallTarget::Package(path) => format!("package {}", path.join(".")),
             CallTarget::Unresolved => "unresolved".to_owned(),
         };
         let caller = c.caller.as_deref().unwrap_or("(module/class level)");
@@ -445,4 +446,262 @@ fn staged_content_equal_to_the_indexed_file_needs_no_cache() {
     assert!(!Arc::ptr_eq(&from_disk, &anonymous), "parsed again");
     let edited = index.analyze_content_of("a.ts", Language::TypeScript, "export function f() {}\n");
     assert_eq!(edited.symbols[0].signature.as_deref(), Some("()"));
+}
+
+/// The signature of the one symbol `name` in `source`.
+fn signature_of(language: Language, source: &str, name: &str) -> String {
+    let analysis = analyze(language, source);
+    let Lookup::Unique(symbol) = analysis.lookup(name) else {
+        panic!("{name} not unique in {source}: {:?}", analysis.symbols)
+    };
+    symbol.signature.clone().unwrap()
+}
+
+#[test]
+fn signatures_per_language_are_equal_across_reformatting_only() {
+    use wit::analysis::signatures_equal;
+    // (language, name, source, reformatted with comments, changed, expected signature)
+    let cases = [
+        (
+            Language::Go,
+            "Map",
+            "package p\nfunc Map[T any](xs []T, f func(T) T) (int, error) { return 0, nil }\n",
+            "package p\n// doc\nfunc Map[T any,](xs []T, /* fn */ f func(T) T,\n) (int, error) {\n\treturn 0, nil\n}\n",
+            "package p\nfunc Map[T any](xs []T, f func(T) T) (int64, error) { return 0, nil }\n",
+            "[T any](xs []T, f func(T) T) (int, error)",
+        ),
+        (
+            Language::Go,
+            "T.M",
+            "package p\nfunc (t *T) M(a int) string { return \"\" }\n",
+            "package p\nfunc (t   *T) M(\n\ta int,\n) string { return \"\" }\n",
+            "package p\nfunc (t *T) M(a int, b int) string { return \"\" }\n",
+            "(a int) string",
+        ),
+        (
+            Language::Rust,
+            "S.get",
+            "impl S {\n    pub fn get<T: Clone>(&self, x: T) -> Option<T> where T: Default { None }\n}\n",
+            "impl S {\n    /// doc\n    pub fn get<T: Clone,>(\n        &self, // me\n        x: T,\n    ) -> Option<T>\n    where\n        T: Default,\n    { None }\n}\n",
+            "impl S {\n    pub fn get<T: Clone>(&mut self, x: T) -> Option<T> where T: Default { None }\n}\n",
+            "<T: Clone>(&self, x: T) -> Option<T> where T: Default",
+        ),
+        (
+            Language::Rust,
+            "f",
+            "pub async unsafe fn f<'a>(x: &'a str) -> &'a str { x }\n",
+            "pub  async  unsafe fn f<'a>(\n    x: &'a str, /* c */\n) -> &'a str { x }\n",
+            "pub async fn f<'a>(x: &'a str) -> &'a str { x }\n",
+            "async unsafe <'a>(x: &'a str) -> &'a str",
+        ),
+        (
+            Language::Java,
+            "C.wrap",
+            "class C {\n  public static <T> List<T> wrap(T x) throws IOException { return null; }\n}\n",
+            "class C {\n  /** doc */\n  @Override\n  public static <T> List<T>\n      wrap(T x /* x */)\n      throws IOException { return null; }\n}\n",
+            "class C {\n  public static <T> List<T> wrap(T x) throws IOException, Error { return null; }\n}\n",
+            "<T> List<T> (T x) throws IOException",
+        ),
+        (
+            Language::Java,
+            "C.C",
+            "class C {\n  public C(int v) {}\n}\n",
+            "class C {\n  private C(\n    int v\n  ) {}\n}\n",
+            "class C {\n  public C(long v) {}\n}\n",
+            "(int v)",
+        ),
+    ];
+    for (language, name, source, reformatted, changed, expected) in cases {
+        let sig = signature_of(language, source, name);
+        assert_eq!(sig, expected, "{name}");
+        let same = signature_of(language, reformatted, name);
+        assert!(signatures_equal(&sig, &same), "{name}: {sig} vs {same}");
+        let other = signature_of(language, changed, name);
+        assert!(!signatures_equal(&sig, &other), "{name}: {sig} vs {other}");
+    }
+}
+
+#[test]
+fn ranges_include_attributes_and_annotations_in_utf8_bytes() {
+    let cases = [
+        (
+            Language::Rust,
+            "// é\n/// Doc.\n#[derive(Debug)]\n#[allow(dead_code)]\npub struct Ünï { a: u8 }\n",
+            "Ünï",
+            "#[derive(Debug)]",
+        ),
+        (
+            Language::Java,
+            "// é\nclass A {\n  /** Doc. */\n  @Override @Deprecated\n  public String ünï() { return \"é\"; }\n}\n",
+            "A.ünï",
+            "@Override",
+        ),
+        (
+            Language::Go,
+            "package p\n\n// é doc\ntype Ünï struct{ a int }\n",
+            "Ünï",
+            "type Ünï",
+        ),
+    ];
+    for (language, source, name, starts_with) in cases {
+        let analysis = analyze(language, source);
+        let Lookup::Unique(s) = analysis.lookup(name) else {
+            panic!("{name}: {:?}", analysis.symbols)
+        };
+        assert_eq!(s.start_byte, source.find(starts_with).unwrap(), "{name}");
+        assert!(source[s.start_byte..s.end_byte].ends_with('}'), "{name}");
+        assert!(!source[s.start_byte..s.end_byte].contains("Doc."), "{name}");
+    }
+}
+
+#[test]
+fn java_overloads_are_ambiguous() {
+    let source = "class C {\n  C() {}\n  C(int a) {}\n  int size(int a) { return a; }\n  int size(String s) { return 0; }\n}\n";
+    let analysis = analyze(Language::Java, source);
+    for name in ["size", "C.size", "C.C"] {
+        let Lookup::Ambiguous(candidates) = analysis.lookup(name) else {
+            panic!("{name} is not ambiguous")
+        };
+        assert_eq!(candidates.len(), 2, "{name}");
+    }
+    assert!(matches!(analysis.lookup("C"), Lookup::Unique(_)));
+}
+
+#[test]
+fn go_calls_resolve_through_packages_and_go_mod() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "go.mod", "module example.com/app\n\ngo 1.22\n");
+    write(
+        root,
+        "geom/a.go",
+        "package geom\n\nfunc Area() int { return sq() }\n",
+    );
+    write(
+        root,
+        "geom/b.go",
+        "package geom\n\nfunc sq() int { return 1 }\n",
+    );
+    write(
+        root,
+        "main.go",
+        "package main\n\nimport \"example.com/app/geom\"\n\nfunc main() { geom.Area() }\n",
+    );
+    // Same names, unrelated package: never bound.
+    write(
+        root,
+        "other/a.go",
+        "package other\n\nfunc Area() int { return sq() }\n\nfunc sq() int { return 2 }\n",
+    );
+    let index = RepoIndex::new(root.to_path_buf());
+    index.build_now();
+    assert_eq!(
+        index.callers("geom/a.go", "Area"),
+        refs(&[("main.go", "main")])
+    );
+    assert_eq!(
+        index.callers("geom/b.go", "sq"),
+        refs(&[("geom/a.go", "Area")])
+    );
+    assert_eq!(
+        index.callees("main.go", "main"),
+        refs(&[("geom/a.go", "Area")])
+    );
+    assert_eq!(
+        index.callers("other/a.go", "sq"),
+        refs(&[("other/a.go", "Area")])
+    );
+    assert!(index.callers("other/a.go", "Area").is_empty());
+}
+
+#[test]
+fn rust_calls_resolve_through_mod_and_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "src/lib.rs", "mod geom;\nmod util;\nuse crate::geom::Circle;\n\npub fn run() -> f64 {\n    util::twice(Circle::new(1.0).r)\n}\n");
+    write(root, "src/geom.rs", "pub struct Circle { pub r: f64 }\n\nimpl Circle {\n    pub fn new(r: f64) -> Self { Circle { r } }\n}\n");
+    write(
+        root,
+        "src/util/mod.rs",
+        "pub fn twice(x: f64) -> f64 { super::geom::Circle::new(x).r * 2.0 }\n",
+    );
+    write(root, "tools/util.rs", "pub fn twice(x: f64) -> f64 { x }\n");
+    let index = RepoIndex::new(root.to_path_buf());
+    index.build_now();
+    assert_eq!(
+        index.callers("src/geom.rs", "Circle.new"),
+        refs(&[("src/lib.rs", "run"), ("src/util/mod.rs", "twice")])
+    );
+    assert_eq!(
+        index.callers("src/util/mod.rs", "twice"),
+        refs(&[("src/lib.rs", "run")])
+    );
+    assert!(index.callers("tools/util.rs", "twice").is_empty());
+    // DEP_CHAIN's question: what does `run` depend on?
+    assert_eq!(
+        index.callees("src/lib.rs", "run"),
+        refs(&[("src/geom.rs", "Circle.new"), ("src/util/mod.rs", "twice")])
+    );
+}
+
+#[test]
+fn java_calls_resolve_through_packages_and_imports() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let j = "src/main/java/com/ex";
+    write(root, &format!("{j}/a/Circle.java"), "package com.ex.a;\n\npublic class Circle {\n  public Circle(double r) {}\n  public static double unit() { return Help.one(); }\n}\n");
+    write(
+        root,
+        &format!("{j}/a/Help.java"),
+        "package com.ex.a;\n\nclass Help {\n  static double one() { return 1; }\n}\n",
+    );
+    write(root, &format!("{j}/b/App.java"), "package com.ex.b;\n\nimport com.ex.a.Circle;\n\npublic class App {\n  void run() { new Circle(2); Circle.unit(); }\n}\n");
+    // Same class name, other package, not imported: never bound.
+    write(
+        root,
+        &format!("{j}/c/Help.java"),
+        "package com.ex.c;\n\nclass Help {\n  static double one() { return 2; }\n}\n",
+    );
+    let index = RepoIndex::new(root.to_path_buf());
+    index.build_now();
+    let file = |rel: &str| format!("{j}/{rel}");
+    assert_eq!(
+        index.callers(&file("a/Circle.java"), "Circle.Circle"),
+        vec![SymbolRef {
+            file: file("b/App.java"),
+            qualified_name: "App.run".into()
+        }]
+    );
+    assert_eq!(
+        index.callers(&file("a/Help.java"), "Help.one"),
+        vec![SymbolRef {
+            file: file("a/Circle.java"),
+            qualified_name: "Circle.unit".into()
+        }]
+    );
+    assert!(index.callers(&file("c/Help.java"), "Help.one").is_empty());
+    assert_eq!(index.callees(&file("b/App.java"), "App.run").len(), 2);
+}
+
+#[test]
+fn hostile_sources_in_every_language_yield_diagnostics_not_panics() {
+    let nested = "(".repeat(4_000) + &"{[".repeat(1_000);
+    let garbage: String = (0..5_000u32)
+        .map(|i| char::from_u32(0x20 + (i * 7919) % 0x2000).unwrap_or('?'))
+        .collect();
+    let truncated = [
+        "package p\nfunc F(a int, b",
+        "impl<T> S<T> where T: {\n fn f(&self",
+        "class C { <T> void m(T x) throws",
+    ];
+    for language in Language::ALL {
+        for source in [nested.as_str(), garbage.as_str()]
+            .into_iter()
+            .chain(truncated)
+        {
+            let analysis = analyze(language, source);
+            assert_eq!(analysis.language, Some(language));
+            assert!(!analysis.diagnostics.is_empty(), "{}", language.name());
+        }
+    }
 }

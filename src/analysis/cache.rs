@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::extract::FileAnalysis;
 use super::language::Language;
+use super::model::FileAnalysis;
 
 /// Identifies content: language, length and its 128-bit XXH3 hash (a well-mixed hash at
 /// memory speed: `check-contracts` hashes MBs of staged content on every call).

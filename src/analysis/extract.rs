@@ -1,15 +1,25 @@
-//! One file's analysis: parse once, then read symbols, signatures, imports and call sites out of
-//! the tree with the language's queries. Calls are resolved as far as one file allows; the
-//! repository index finishes the job across files.
+//! One file's analysis: parse once, then read definitions (names, qualified names, ranges,
+//! signatures) and imports out of the tree with the language's queries and table
+//! ([`Syntax`]); the call sites are read and resolved in-file by `calls`. Nothing here names a
+//! node kind of a particular language.
+//!
+//! Query conventions (`symbols.scm`): `@definition.<kind>` marks a definition, `@name` its
+//! name, `@qualifier` a type that qualifies it from outside (a Go receiver), `@scope` with
+//! `@scope.name` a node that qualifies what it contains without being a symbol (a Rust
+//! `impl`), `@export.default` the name a default export refers to. `imports.scm`:
+//! `@import.source` (or `@import.module`, `@import.package`) is the module; the binding is
+//! `@import.namespace`, `@import.default`, `@import.named` (a node with `name`/`alias`
+//! fields) or `@import.name` with an optional `@import.alias`.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use tree_sitter::{Node, ParseOptions, ParseState, Parser, QueryCursor, StreamingIterator, Tree};
 
-use super::language::{Language, LanguageSpec};
+use super::calls;
+use super::language::{Bound, Language, LanguageSpec, Queries, Syntax};
+use super::model::{Diagnostic, FileAnalysis, Import, ImportKind, Symbol, SymbolKind};
 use super::signature::normalized_text;
 
 /// How long one parse may take before it is abandoned (PROTOCOL-NOTES 2.6).
@@ -17,306 +27,6 @@ pub const PARSE_BUDGET: Duration = Duration::from_secs(5);
 
 /// At most this many syntax errors are reported per file.
 const MAX_SYNTAX_DIAGNOSTICS: usize = 20;
-
-/// What kind of declaration a symbol is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum SymbolKind {
-    /// A function declaration, or a variable initialised with an arrow or function expression.
-    Function,
-    /// A method of a class (including a class field holding a function).
-    Method,
-    /// A class constructor.
-    Constructor,
-    /// A getter (`get x()`).
-    Getter,
-    /// A setter (`set x(v)`).
-    Setter,
-    /// A class.
-    Class,
-    /// A TypeScript interface.
-    Interface,
-    /// A TypeScript type alias.
-    TypeAlias,
-    /// A TypeScript enum.
-    Enum,
-}
-
-impl SymbolKind {
-    /// A short lowercase name (`function`, `method`, `type-alias`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SymbolKind::Function => "function",
-            SymbolKind::Method => "method",
-            SymbolKind::Constructor => "constructor",
-            SymbolKind::Getter => "getter",
-            SymbolKind::Setter => "setter",
-            SymbolKind::Class => "class",
-            SymbolKind::Interface => "interface",
-            SymbolKind::TypeAlias => "type-alias",
-            SymbolKind::Enum => "enum",
-        }
-    }
-
-    /// Whether code runs inside it, so calls in its body belong to it.
-    pub fn is_callable(self) -> bool {
-        matches!(
-            self,
-            SymbolKind::Function
-                | SymbolKind::Method
-                | SymbolKind::Constructor
-                | SymbolKind::Getter
-                | SymbolKind::Setter
-        )
-    }
-}
-
-/// A named declaration in a file (PROTOCOL-NOTES 2.4).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Symbol {
-    /// The declared name (`area`).
-    pub name: String,
-    /// The name qualified by the enclosing symbols (`Shape.area`, `outer.inner`).
-    pub qualified_name: String,
-    /// What kind of declaration it is.
-    pub kind: SymbolKind,
-    /// Start of the declaration in UTF-8 bytes, including `export` and decorators.
-    pub start_byte: usize,
-    /// End of the declaration in UTF-8 bytes, exclusive.
-    pub end_byte: usize,
-    /// The 1-based line where the declaration starts.
-    pub line: usize,
-    /// The normalised signature (PROTOCOL-NOTES 2.5); `None` when none could be read.
-    pub signature: Option<String>,
-}
-
-/// Where a call goes, as far as the calling file alone can tell.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum CallTarget {
-    /// A symbol of the same file, by qualified name.
-    Local(String),
-    /// Something imported: the module specifier as written (`./util`, `.m`, `pkg.m`) and the
-    /// names after it (`["f"]` for `f()` or `ns.f()`, `["default"]` for a default import,
-    /// `["C", "m"]` for `C.m()` on an imported `C`).
-    Import {
-        /// The module specifier as written in the import.
-        module: String,
-        /// The names looked up in that module.
-        path: Vec<String>,
-    },
-    /// Not resolvable: a builtin, a method on an arbitrary object, a missing name.
-    Unresolved,
-}
-
-/// A call site.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CallSite {
-    /// Qualified name of the innermost named function-like symbol containing the call; `None`
-    /// at module or class-body level.
-    pub caller: Option<String>,
-    /// The callee as written, receiver included (`helper`, `this.run`, `ns.f`).
-    pub callee: String,
-    /// Where the call goes.
-    pub target: CallTarget,
-    /// 1-based line of the call.
-    pub line: usize,
-    /// Byte offset of the call.
-    pub start_byte: usize,
-}
-
-/// How an import binds its local name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum ImportKind {
-    /// `import { f } from "./m"`, `from .m import f`: the exported name.
-    Named(String),
-    /// `import f from "./m"`.
-    Default,
-    /// `import * as m from "./m"`, `import pkg.m as m`, `const m = require("./m")`.
-    Namespace,
-}
-
-/// One imported binding.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Import {
-    /// The name bound in this file (`m`, `f`, `pkg.m`).
-    pub local: String,
-    /// The module specifier as written.
-    pub module: String,
-    /// What the name is bound to.
-    pub kind: ImportKind,
-}
-
-/// Something worth knowing about a file that is not an error: broken code still has symbols.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Diagnostic {
-    /// 1-based line, 0 when it concerns the whole file.
-    pub line: usize,
-    /// What was found.
-    pub message: String,
-}
-
-/// Everything one parse of a file yields.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct FileAnalysis {
-    /// The language the file was parsed as; `None` when it was not parsed.
-    pub language: Option<Language>,
-    /// Symbols in document order.
-    pub symbols: Vec<Symbol>,
-    /// Call sites in document order.
-    pub calls: Vec<CallSite>,
-    /// Imported bindings.
-    pub imports: Vec<Import>,
-    /// The qualified name of the default export, when there is one (TS/JS).
-    pub default_export: Option<String>,
-    /// Syntax errors, a parse that ran out of time, a file too large to parse.
-    pub diagnostics: Vec<Diagnostic>,
-    /// Qualified name -> positions in `symbols`; rebuilt by [`FileAnalysis::reindex`] after
-    /// deserialising, never sent.
-    #[serde(skip)]
-    by_qualified: HashMap<String, Vec<usize>>,
-}
-
-/// The answer to a symbol lookup (PROTOCOL-NOTES 2.2).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Lookup<'a> {
-    /// Exactly one symbol matches.
-    Unique(&'a Symbol),
-    /// Several symbols match, in document order.
-    Ambiguous(Vec<&'a Symbol>),
-    /// Nothing matches.
-    NotFound,
-}
-
-impl FileAnalysis {
-    /// About how many bytes of memory the analysis holds: its records, their strings and its
-    /// name index (allocator overhead aside). Bounds the content cache by what it costs.
-    pub fn approx_heap_bytes(&self) -> usize {
-        use std::mem::size_of;
-        let symbols: usize = self
-            .symbols
-            .iter()
-            .map(|s| {
-                size_of::<Symbol>()
-                    + s.name.len()
-                    + s.qualified_name.len()
-                    + s.signature.as_ref().map_or(0, String::len)
-            })
-            .sum();
-        let calls: usize = self
-            .calls
-            .iter()
-            .map(|c| {
-                let target = match &c.target {
-                    CallTarget::Local(name) => name.len(),
-                    CallTarget::Import { module, path } => {
-                        module.len()
-                            + path
-                                .iter()
-                                .map(|p| size_of::<String>() + p.len())
-                                .sum::<usize>()
-                    }
-                    CallTarget::Unresolved => 0,
-                };
-                size_of::<CallSite>()
-                    + c.caller.as_ref().map_or(0, String::len)
-                    + c.callee.len()
-                    + target
-            })
-            .sum();
-        let imports: usize = self
-            .imports
-            .iter()
-            .map(|i| size_of::<Import>() + i.local.len() + i.module.len())
-            .sum();
-        let diagnostics: usize = self
-            .diagnostics
-            .iter()
-            .map(|d| size_of::<Diagnostic>() + d.message.len())
-            .sum();
-        let index: usize = self
-            .by_qualified
-            .iter()
-            .map(|(name, at)| {
-                size_of::<(String, Vec<usize>)>() + name.len() + at.len() * size_of::<usize>() + 8
-            })
-            .sum();
-        size_of::<FileAnalysis>() + symbols + calls + imports + diagnostics + index
-    }
-
-    /// Rebuilds the name index from `symbols` (after deserialising).
-    pub(crate) fn reindex(&mut self) {
-        let mut by_qualified: HashMap<String, Vec<usize>> = HashMap::new();
-        for (i, s) in self.symbols.iter().enumerate() {
-            by_qualified
-                .entry(s.qualified_name.clone())
-                .or_default()
-                .push(i);
-        }
-        self.by_qualified = by_qualified;
-    }
-
-    /// An analysis with no symbols, saying why.
-    pub(crate) fn empty(language: Option<Language>, message: &str) -> FileAnalysis {
-        FileAnalysis {
-            language,
-            diagnostics: vec![Diagnostic {
-                line: 0,
-                message: message.to_owned(),
-            }],
-            ..FileAnalysis::default()
-        }
-    }
-
-    /// Finds a symbol by name: a qualified name (`Class.method`) matches exactly; a bare name
-    /// means the one top-level symbol of that name, else the one symbol of that name anywhere.
-    pub fn lookup(&self, name: &str) -> Lookup<'_> {
-        let exact = self.by_qualified(name);
-        let found: Vec<&Symbol> = if !exact.is_empty() || name.contains('.') {
-            exact
-        } else {
-            self.symbols.iter().filter(|s| s.name == name).collect()
-        };
-        match found.len() {
-            0 => Lookup::NotFound,
-            1 => Lookup::Unique(found[0]),
-            _ => Lookup::Ambiguous(found),
-        }
-    }
-
-    /// Every symbol the name could mean: the unique match, or all candidates when ambiguous.
-    pub fn matching(&self, name: &str) -> Vec<&Symbol> {
-        match self.lookup(name) {
-            Lookup::Unique(symbol) => vec![symbol],
-            Lookup::Ambiguous(symbols) => symbols,
-            Lookup::NotFound => Vec::new(),
-        }
-    }
-
-    /// The symbols with exactly this qualified name (several only for duplicate definitions).
-    pub fn by_qualified(&self, qualified_name: &str) -> Vec<&Symbol> {
-        self.by_qualified
-            .get(qualified_name)
-            .map(|ids| ids.iter().filter_map(|&i| self.symbols.get(i)).collect())
-            .unwrap_or_default()
-    }
-
-    /// The qualified names of call targets defined by this file for an imported `path`:
-    /// `["f"]` -> top-level `f` (or the default export for `["default"]`), `["C", "m"]` -> `C.m`.
-    pub(crate) fn export_target(&self, path: &[String]) -> Option<String> {
-        let name = match path {
-            [one] if one == "default" => return self.default_export.clone(),
-            [one] => one.clone(),
-            [first, second] => format!("{first}.{second}"),
-            _ => return None,
-        };
-        self.by_qualified.contains_key(&name).then_some(name)
-    }
-
-    fn callable_symbol(&self, qualified_name: &str) -> bool {
-        self.by_qualified(qualified_name)
-            .iter()
-            .any(|s| s.kind.is_callable() || s.kind == SymbolKind::Class)
-    }
-}
 
 thread_local! {
     static PARSER: RefCell<Parser> = RefCell::new(Parser::new());
@@ -338,11 +48,11 @@ pub fn analyze_with_budget(language: Language, source: &str, budget: Duration) -
     let Some(tree) = parse(spec, source, budget) else {
         return FileAnalysis::empty(Some(language), "parse exceeded the time budget");
     };
-    let mut extractor = Extractor {
+    let extractor = Extractor {
         spec,
+        syntax: spec.syntax,
         source,
         queries,
-        symbols: Vec::new(),
     };
     extractor.run(&tree, language)
 }
@@ -365,13 +75,20 @@ fn parse(spec: &LanguageSpec, source: &str, budget: Duration) -> Option<Tree> {
     })
 }
 
-/// A definition found by the symbols query, before merging overloads.
-struct Raw<'t> {
-    node: Node<'t>,
-    /// The function node for `const f = () => ..` and class fields: calls inside belong to `f`.
-    body_node: Option<Node<'t>>,
+/// A definition (or a scope) found by the symbols query, before merging overloads.
+pub(crate) struct Raw<'t> {
+    /// The definition node.
+    pub node: Node<'t>,
+    /// The function value of `const f = () => ..` and class fields: calls inside belong to
+    /// `f`, and the signature is read from it.
+    pub body_node: Option<Node<'t>>,
+    name_node: Option<Node<'t>>,
     name: String,
     tag: String,
+    /// A qualifier given from outside the node (a Go receiver's type).
+    qualifier: Option<String>,
+    /// A scope qualifies its contents but is no symbol.
+    pub is_scope: bool,
     parent: Option<usize>,
     kind: SymbolKind,
     qualified_name: String,
@@ -384,31 +101,24 @@ struct Raw<'t> {
 
 struct Extractor<'a> {
     spec: &'static LanguageSpec,
+    syntax: &'static Syntax,
     source: &'a str,
-    queries: &'static super::language::Queries,
-    symbols: Vec<Symbol>,
+    queries: &'static Queries,
 }
 
-fn text<'s>(node: Node<'_>, source: &'s str) -> &'s str {
+/// The source text of a node.
+pub(crate) fn text<'s>(node: Node<'_>, source: &'s str) -> &'s str {
     source.get(node.byte_range()).unwrap_or("")
 }
 
-impl<'a> Extractor<'a> {
-    fn run(&mut self, tree: &Tree, language: Language) -> FileAnalysis {
+impl Extractor<'_> {
+    fn run(&self, tree: &Tree, language: Language) -> FileAnalysis {
         let root = tree.root_node();
         let (raws, default_export) = self.definitions(root);
-        let mut node_to_raw: HashMap<usize, usize> = HashMap::new();
-        for (i, raw) in raws.iter().enumerate() {
-            node_to_raw.insert(raw.node.id(), i);
-            if let Some(body) = raw.body_node {
-                node_to_raw.insert(body.id(), i);
-            }
-        }
         let (symbols, raw_to_symbol) = merge_overloads(&raws);
-        self.symbols = symbols;
         let mut analysis = FileAnalysis {
             language: Some(language),
-            symbols: std::mem::take(&mut self.symbols),
+            symbols,
             calls: Vec::new(),
             imports: self.imports(root),
             default_export,
@@ -416,7 +126,17 @@ impl<'a> Extractor<'a> {
             by_qualified: HashMap::new(),
         };
         analysis.reindex();
-        analysis.calls = self.calls(root, &raws, &node_to_raw, &raw_to_symbol, &analysis);
+        analysis.calls = calls::extract(
+            &calls::Context {
+                syntax: self.syntax,
+                source: self.source,
+                query: &self.queries.calls,
+            },
+            root,
+            &raws,
+            &raw_to_symbol,
+            &analysis,
+        );
         analysis
     }
 
@@ -431,12 +151,19 @@ impl<'a> Extractor<'a> {
         while let Some(m) = matches.next() {
             let mut def: Option<(Node<'t>, &str)> = None;
             let mut name: Option<Node<'t>> = None;
+            let mut qualifier: Option<Node<'t>> = None;
+            let mut is_scope = false;
             for cap in m.captures {
                 let cap_name = names.get(cap.index as usize).copied().unwrap_or("");
                 if let Some(tag) = cap_name.strip_prefix("definition.") {
                     def = Some((cap.node, tag));
-                } else if cap_name == "name" {
+                } else if cap_name == "scope" {
+                    def = Some((cap.node, "scope"));
+                    is_scope = true;
+                } else if cap_name == "name" || cap_name == "scope.name" {
                     name = Some(cap.node);
+                } else if cap_name == "qualifier" {
+                    qualifier = Some(cap.node);
                 } else if cap_name == "export.default" {
                     default_export = Some(text(cap.node, self.source).to_owned());
                 }
@@ -445,25 +172,26 @@ impl<'a> Extractor<'a> {
             if !seen.insert(node.id()) {
                 continue;
             }
-            let name = match name {
-                Some(n) => text(n, self.source).to_owned(),
-                None if tag == "default" => {
-                    default_export = Some("default".to_owned());
-                    "default".to_owned()
+            let name_text = match (name, self.syntax.anonymous_name) {
+                (Some(n), _) => text(n, self.source).to_owned(),
+                (None, Some(anonymous)) if !is_scope => {
+                    default_export = Some(anonymous.to_owned());
+                    anonymous.to_owned()
                 }
-                None => continue,
+                (None, _) => continue,
             };
-            let body_node = node.child_by_field_name("value").filter(|v| {
-                matches!(
-                    v.kind(),
-                    "arrow_function" | "function_expression" | "generator_function"
-                )
+            let body_node = self.syntax.function_value.and_then(|(field, kinds)| {
+                node.child_by_field_name(field)
+                    .filter(|v| kinds.contains(&v.kind()))
             });
             raws.push(Raw {
                 node,
                 body_node,
-                name,
+                name_node: name,
+                name: name_text,
                 tag: tag.to_owned(),
+                qualifier: qualifier.map(|q| text(q, self.source).to_owned()),
+                is_scope,
                 parent: None,
                 kind: SymbolKind::Function,
                 qualified_name: String::new(),
@@ -471,7 +199,7 @@ impl<'a> Extractor<'a> {
                 end: 0,
                 line: 0,
                 signature: None,
-                overload_only: matches!(node.kind(), "function_signature" | "method_signature"),
+                overload_only: self.syntax.overload_kinds.contains(&node.kind()),
             });
         }
         raws.sort_by_key(|r| (r.node.start_byte(), std::cmp::Reverse(r.node.end_byte())));
@@ -489,13 +217,16 @@ impl<'a> Extractor<'a> {
                 }
                 up = n.parent();
             }
-            let parent = raws[i].parent;
-            let parent_kind = parent.map(|p| raws[p].kind);
-            raws[i].kind = self.kind_of(&raws[i], parent_kind);
-            raws[i].qualified_name = match parent {
-                Some(p) => format!("{}.{}", raws[p].qualified_name, raws[i].name),
-                None => raws[i].name.clone(),
+            let parent = raws[i].parent.map(|p| (raws[p].kind, raws[p].is_scope));
+            raws[i].kind = self.kind_of(&raws[i], parent);
+            raws[i].qualified_name = match (&raws[i].qualifier, raws[i].parent) {
+                (Some(q), _) => format!("{q}.{}", raws[i].name),
+                (None, Some(p)) => format!("{}.{}", raws[p].qualified_name, raws[i].name),
+                (None, None) => raws[i].name.clone(),
             };
+            if raws[i].is_scope {
+                continue;
+            }
             let (start, end, line) = self.range(raws[i].node);
             raws[i].start = start;
             raws[i].end = end;
@@ -505,52 +236,54 @@ impl<'a> Extractor<'a> {
         (raws, default_export)
     }
 
-    fn kind_of(&self, raw: &Raw<'_>, parent_kind: Option<SymbolKind>) -> SymbolKind {
-        match raw.tag.as_str() {
-            "class" => SymbolKind::Class,
-            "interface" => SymbolKind::Interface,
-            "type" => SymbolKind::TypeAlias,
-            "enum" => SymbolKind::Enum,
-            "default" if matches!(raw.node.kind(), "class" | "class_declaration") => {
-                SymbolKind::Class
-            }
-            "method" => {
-                if raw.name == "constructor" {
+    /// The symbol kind: the query's tag, refined by the table (constructors and accessors by
+    /// name or keyword; functions directly inside a type or scope are methods).
+    fn kind_of(&self, raw: &Raw<'_>, parent: Option<(SymbolKind, bool)>) -> SymbolKind {
+        let tagged = SymbolKind::from_tag(&raw.tag).unwrap_or(SymbolKind::Function);
+        match tagged {
+            SymbolKind::Method => {
+                if self.syntax.constructor_names.contains(&raw.name.as_str()) {
                     return SymbolKind::Constructor;
                 }
+                let name_start = raw.name_node.map_or(usize::MAX, |n| n.start_byte());
                 let mut cursor = raw.node.walk();
                 let accessor = raw
                     .node
                     .children(&mut cursor)
-                    .take_while(|c| c.kind() != "property_identifier")
-                    .find(|c| matches!(c.kind(), "get" | "set"))
-                    .map(|c| c.kind());
-                match accessor {
-                    Some("get") => SymbolKind::Getter,
-                    Some("set") => SymbolKind::Setter,
-                    _ => SymbolKind::Method,
-                }
+                    .take_while(|c| c.start_byte() < name_start)
+                    .find_map(|c| {
+                        self.syntax
+                            .accessors
+                            .iter()
+                            .find(|(keyword, _)| *keyword == c.kind())
+                            .map(|(_, kind)| *kind)
+                    });
+                accessor.unwrap_or(SymbolKind::Method)
             }
-            _ if parent_kind == Some(SymbolKind::Class) => SymbolKind::Method,
-            _ => SymbolKind::Function,
+            SymbolKind::Function
+                if parent.is_some_and(|(kind, is_scope)| is_scope || kind.is_type()) =>
+            {
+                SymbolKind::Method
+            }
+            other => other,
         }
     }
 
-    /// The declaration's range: a single-variable declaration, `export` and decorators belong
-    /// to it.
+    /// The declaration's range: a single-variable declaration, wrappers (`export`) and
+    /// preceding attributes (decorators, `#[..]`) belong to it.
     fn range(&self, node: Node<'_>) -> (usize, usize, usize) {
+        let syntax = self.syntax;
         let mut outer = node;
-        if node.kind() == "variable_declarator" {
+        if syntax.declarator_kinds.contains(&node.kind()) {
             if let Some(decl) = node.parent() {
-                if self.spec.declaration_kinds.contains(&decl.kind())
-                    && decl.named_child_count() == 1
+                if syntax.declaration_kinds.contains(&decl.kind()) && decl.named_child_count() == 1
                 {
                     outer = decl;
                 }
             }
         }
         while let Some(parent) = outer.parent() {
-            if self.spec.wrapper_kinds.contains(&parent.kind()) {
+            if syntax.wrapper_kinds.contains(&parent.kind()) {
                 outer = parent;
             } else {
                 break;
@@ -559,10 +292,12 @@ impl<'a> Extractor<'a> {
         let mut first = outer;
         let mut prev = outer.prev_named_sibling();
         while let Some(p) = prev {
-            if p.kind() != "decorator" {
+            if syntax.attribute_kinds.contains(&p.kind()) {
+                first = p;
+            } else if !syntax.comment_kinds.contains(&p.kind()) || syntax.attribute_kinds.is_empty()
+            {
                 break;
             }
-            first = p;
             prev = p.prev_named_sibling();
         }
         (
@@ -573,71 +308,46 @@ impl<'a> Extractor<'a> {
     }
 
     fn signature(&self, raw: &Raw<'_>) -> Option<String> {
-        let comments = self.spec.comment_kinds;
-        let node = raw.node;
-        let name_end = node.child_by_field_name("name").map(|n| n.end_byte());
-        match raw.kind {
-            SymbolKind::Class => {
-                let body = node.child_by_field_name("body")?;
-                let start = name_end.unwrap_or(node.start_byte());
-                Some(normalized_text(
-                    node,
-                    start,
-                    body.start_byte(),
-                    self.source,
-                    comments,
-                    Some(":"),
-                ))
+        let spec = self.spec.signature_spec(raw.kind)?;
+        let node = if raw.kind.is_callable() {
+            raw.body_node.unwrap_or(raw.node)
+        } else {
+            raw.node
+        };
+        let bound = |b: &Bound| -> Option<usize> {
+            match *b {
+                Bound::FieldStart(f) => node.child_by_field_name(f).map(|n| n.start_byte()),
+                Bound::FieldEnd(f) => node.child_by_field_name(f).map(|n| n.end_byte()),
+                Bound::ChildStart(k) => child_of_kind(node, k).map(|n| n.start_byte()),
+                Bound::ChildEnd(k) => child_of_kind(node, k).map(|n| n.end_byte()),
+                Bound::NameEnd => raw.name_node.map(|n| n.end_byte()),
+                Bound::NodeStart => Some(node.start_byte()),
+                Bound::NodeEnd => Some(node.end_byte()),
             }
-            SymbolKind::Interface => {
-                let body = node.child_by_field_name("body")?;
-                Some(normalized_text(
-                    node,
-                    name_end?,
-                    body.end_byte(),
-                    self.source,
-                    comments,
-                    None,
-                ))
-            }
-            SymbolKind::TypeAlias => {
-                let value = node.child_by_field_name("value")?;
-                Some(normalized_text(
-                    node,
-                    name_end?,
-                    value.end_byte(),
-                    self.source,
-                    comments,
-                    None,
-                ))
-            }
-            SymbolKind::Enum => {
-                let body = node.child_by_field_name("body")?;
-                Some(normalized_text(
-                    body,
-                    body.start_byte(),
-                    body.end_byte(),
-                    self.source,
-                    comments,
-                    None,
-                ))
-            }
-            _ => {
-                let function = raw.body_node.unwrap_or(node);
-                let field = |f: &str| function.child_by_field_name(f);
-                let params = field("parameters").or_else(|| field("parameter"))?;
-                let start = field("type_parameters").unwrap_or(params).start_byte();
-                let end = field("return_type").unwrap_or(params).end_byte();
-                Some(normalized_text(
-                    function,
-                    start,
-                    end,
-                    self.source,
-                    comments,
-                    None,
-                ))
-            }
+        };
+        let start = spec.from.iter().find_map(bound)?;
+        let end = spec.to.iter().find_map(bound)?;
+        let mut skip: Vec<(usize, usize)> = Vec::new();
+        if let Some(name) = raw.name_node {
+            skip.push((name.start_byte(), name.end_byte()));
         }
+        if !spec.skip.is_empty() {
+            let mut cursor = node.walk();
+            skip.extend(
+                node.children(&mut cursor)
+                    .filter(|c| spec.skip.contains(&c.kind()))
+                    .map(|c| (c.start_byte(), c.end_byte())),
+            );
+        }
+        Some(normalized_text(
+            node,
+            start,
+            end,
+            self.source,
+            self.syntax.comment_kinds,
+            &skip,
+            spec.drop_trailing,
+        ))
     }
 
     fn imports(&self, root: Node<'_>) -> Vec<Import> {
@@ -657,10 +367,11 @@ impl<'a> Extractor<'a> {
             let Some(module) = get
                 .get("import.source")
                 .or_else(|| get.get("import.module"))
+                .or_else(|| get.get("import.package"))
             else {
                 continue;
             };
-            let module = t(*module);
+            let module: String = t(*module).split_whitespace().collect();
             let import = if let Some(ns) = get.get("import.namespace") {
                 Import {
                     local: t(*ns),
@@ -670,6 +381,12 @@ impl<'a> Extractor<'a> {
             } else if get.contains_key("import.module") {
                 Import {
                     local: module.clone(),
+                    module,
+                    kind: ImportKind::Namespace,
+                }
+            } else if get.contains_key("import.package") {
+                Import {
+                    local: module.rsplit('/').next().unwrap_or(&module).to_owned(),
                     module,
                     kind: ImportKind::Namespace,
                 }
@@ -696,6 +413,17 @@ impl<'a> Extractor<'a> {
                     module,
                     kind: ImportKind::Named(imported),
                 }
+            } else if let Some(name) = get.get("import.name") {
+                let imported = t(*name);
+                let local = get
+                    .get("import.alias")
+                    .map(|a| t(*a))
+                    .unwrap_or_else(|| imported.clone());
+                Import {
+                    local,
+                    module,
+                    kind: ImportKind::Named(imported),
+                }
             } else {
                 continue;
             };
@@ -703,192 +431,26 @@ impl<'a> Extractor<'a> {
         }
         out
     }
-
-    fn calls(
-        &self,
-        root: Node<'_>,
-        raws: &[Raw<'_>],
-        node_to_raw: &HashMap<usize, usize>,
-        raw_to_symbol: &[usize],
-        analysis: &FileAnalysis,
-    ) -> Vec<CallSite> {
-        let query = &self.queries.calls;
-        let names = query.capture_names();
-        let imports: HashMap<&str, &Import> = analysis
-            .imports
-            .iter()
-            .map(|i| (i.local.as_str(), i))
-            .collect();
-        let mut cursor = QueryCursor::new();
-        let mut matches = cursor.matches(query, root, self.source.as_bytes());
-        let mut out = Vec::new();
-        while let Some(m) = matches.next() {
-            let (mut call, mut callee, mut receiver) = (None, None, None);
-            for cap in m.captures {
-                match names.get(cap.index as usize).copied() {
-                    Some("call") => call = Some(cap.node),
-                    Some("callee") => callee = Some(cap.node),
-                    Some("receiver") => receiver = Some(cap.node),
-                    _ => {}
-                }
-            }
-            let (Some(call), Some(callee)) = (call, callee) else {
-                continue;
-            };
-            let callee_name = text(callee, self.source).to_owned();
-            // Only plain names and dotted chains are receivers we can follow.
-            let receiver_text = receiver.map(|r| {
-                if matches!(
-                    r.kind(),
-                    "identifier" | "this" | "member_expression" | "attribute"
-                ) {
-                    text(r, self.source).split_whitespace().collect::<String>()
-                } else {
-                    String::from("(..)")
-                }
-            });
-            let caller = enclosing(call, raws, node_to_raw).and_then(|i| {
-                let symbol = analysis.symbols.get(*raw_to_symbol.get(i)?)?;
-                symbol
-                    .kind
-                    .is_callable()
-                    .then(|| symbol.qualified_name.clone())
-            });
-            let target = self.resolve(
-                &callee_name,
-                receiver_text.as_deref(),
-                caller.as_deref(),
-                &imports,
-                analysis,
-            );
-            let written = match &receiver_text {
-                Some(r) => format!("{r}.{callee_name}"),
-                None => callee_name,
-            };
-            out.push(CallSite {
-                caller,
-                callee: written,
-                target,
-                line: call.start_position().row + 1,
-                start_byte: call.start_byte(),
-            });
-        }
-        out.sort_by_key(|c| c.start_byte);
-        out
-    }
-
-    fn resolve(
-        &self,
-        callee: &str,
-        receiver: Option<&str>,
-        caller: Option<&str>,
-        imports: &HashMap<&str, &Import>,
-        analysis: &FileAnalysis,
-    ) -> CallTarget {
-        let imported = |import: &Import, rest: Option<&str>| {
-            let mut path = match &import.kind {
-                ImportKind::Namespace => Vec::new(),
-                ImportKind::Default => vec!["default".to_owned()],
-                ImportKind::Named(name) => vec![name.clone()],
-            };
-            path.extend(rest.map(str::to_owned));
-            if path.is_empty() {
-                CallTarget::Unresolved
-            } else {
-                CallTarget::Import {
-                    module: import.module.clone(),
-                    path,
-                }
-            }
-        };
-        match receiver {
-            None => {
-                // Functions nested in the enclosing functions, innermost first.
-                let mut scope = caller;
-                while let Some(s) = scope {
-                    let is_function = analysis
-                        .by_qualified(s)
-                        .iter()
-                        .any(|x| x.kind.is_callable());
-                    if is_function {
-                        let candidate = format!("{s}.{callee}");
-                        if analysis.callable_symbol(&candidate) {
-                            return CallTarget::Local(candidate);
-                        }
-                    }
-                    scope = s.rsplit_once('.').map(|(head, _)| head);
-                }
-                if let Some(import) = imports.get(callee) {
-                    return imported(import, None);
-                }
-                if analysis.callable_symbol(callee) {
-                    return CallTarget::Local(callee.to_owned());
-                }
-                CallTarget::Unresolved
-            }
-            Some(r) if self.spec.self_receivers.contains(&r) => {
-                // The innermost class around the caller.
-                let mut scope = caller.and_then(|c| c.rsplit_once('.').map(|(head, _)| head));
-                while let Some(s) = scope {
-                    if analysis
-                        .by_qualified(s)
-                        .iter()
-                        .any(|x| x.kind == SymbolKind::Class)
-                    {
-                        let candidate = format!("{s}.{callee}");
-                        if analysis.callable_symbol(&candidate) {
-                            return CallTarget::Local(candidate);
-                        }
-                        return CallTarget::Unresolved;
-                    }
-                    scope = s.rsplit_once('.').map(|(head, _)| head);
-                }
-                CallTarget::Unresolved
-            }
-            Some(r) => {
-                if let Some(import) = imports.get(r) {
-                    return imported(import, Some(callee));
-                }
-                let candidate = format!("{r}.{callee}");
-                if analysis
-                    .by_qualified(r)
-                    .iter()
-                    .any(|x| x.kind == SymbolKind::Class)
-                    && analysis.callable_symbol(&candidate)
-                {
-                    return CallTarget::Local(candidate);
-                }
-                CallTarget::Unresolved
-            }
-        }
-    }
 }
 
-/// The raw definition whose node (or function value) most tightly contains `node`.
-fn enclosing(
-    node: Node<'_>,
-    raws: &[Raw<'_>],
-    node_to_raw: &HashMap<usize, usize>,
-) -> Option<usize> {
-    let mut up = node.parent();
-    while let Some(n) = up {
-        if let Some(&i) = node_to_raw.get(&n.id()) {
-            // A call in a class field initialiser or decorator is class-body level.
-            return raws.get(i).map(|_| i);
-        }
-        up = n.parent();
-    }
-    None
+fn child_of_kind<'t>(node: Node<'t>, kind: &str) -> Option<Node<'t>> {
+    let mut cursor = node.walk();
+    let found = node.children(&mut cursor).find(|c| c.kind() == kind);
+    found
 }
 
-/// Turns raw definitions into symbols, folding TypeScript overload signatures into the
-/// declaration that follows them: one symbol whose range starts at the first overload and whose
-/// signature lists every overload, then the implementation, separated by `; `.
+/// Turns raw definitions into symbols, folding overload signatures into the declaration that
+/// follows them: one symbol whose range starts at the first overload and whose signature lists
+/// every overload, then the implementation, separated by `; `. Scopes are no symbols; they map
+/// to `usize::MAX`.
 fn merge_overloads(raws: &[Raw<'_>]) -> (Vec<Symbol>, Vec<usize>) {
     let mut symbols: Vec<Symbol> = Vec::with_capacity(raws.len());
     let mut raw_to_symbol = vec![usize::MAX; raws.len()];
     let mut pending: Option<(usize, Vec<String>, usize)> = None; // (start, signatures, line)
     for (i, raw) in raws.iter().enumerate() {
+        if raw.is_scope {
+            continue;
+        }
         let continues = raws.get(i + 1).is_some_and(|next| {
             next.qualified_name == raw.qualified_name && next.parent == raw.parent
         });

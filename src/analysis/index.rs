@@ -4,7 +4,9 @@
 //!
 //! Locking: one `RwLock` over the graph. Parsing never happens under it: a file is read and
 //! parsed first, then installed under a short write lock, where its edges and those of the files
-//! importing it are re-resolved (hash lookups, no parsing).
+//! importing it are re-resolved (hash lookups, no parsing). The graph itself, and how edges are
+//! re-resolved, is `graph`; this module owns the disk: walking, reading, freshness, the parse
+//! cache and the parse worker.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs::Metadata;
@@ -14,9 +16,10 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, SystemTime};
 
 use super::cache::{ContentCache, ContentKey};
-use super::extract::{analyze_with_budget, CallTarget, FileAnalysis, PARSE_BUDGET};
-use super::language::{Language, ModuleStyle};
-use super::resolve::{python_submodule, resolve_module};
+use super::extract::{analyze_with_budget, PARSE_BUDGET};
+use super::graph::{go_module_path, Graph};
+use super::language::Language;
+use super::model::FileAnalysis;
 use super::worker::{ParseWorker, WorkerError};
 use super::{AnalysisError, Result};
 
@@ -34,43 +37,23 @@ const CACHE_BYTES: usize = 16 * 1024 * 1024;
 /// code and can be huge.
 const SKIPPED_DIRS: [&str; 1] = ["node_modules"];
 
-/// A symbol somewhere in the repository.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SymbolRef {
-    /// The file, relative to the root, normalised (`src/a.ts`).
-    pub file: String,
-    /// The qualified name within the file (`Shape.area`).
-    pub qualified_name: String,
-}
+pub use super::graph::SymbolRef;
 
-impl SymbolRef {
-    /// The protocol's symbol path, `file:name`.
-    pub fn to_symbol_path(&self) -> String {
-        format!("{}:{}", self.file, self.qualified_name)
-    }
-}
+/// The name of the manifest that declares a Go module.
+const GO_MOD: &str = "go.mod";
 
+/// What the index remembers of a file on disk, to tell whether it changed.
 struct Entry {
     size: u64,
     mtime: Option<SystemTime>,
     /// The content key of what was parsed (`None` when the file was not parsed).
     key: Option<ContentKey>,
-    analysis: Arc<FileAnalysis>,
-    /// Resolved outgoing edges: caller qualified name -> callees.
-    callees: HashMap<String, BTreeSet<SymbolRef>>,
-    /// Files this file's calls resolved into (their changes re-resolve this file).
-    imported_files: BTreeSet<String>,
 }
 
 #[derive(Default)]
 struct State {
     files: HashMap<String, Entry>,
-    /// Reverse edges: callee -> callers.
-    callers: HashMap<SymbolRef, BTreeSet<SymbolRef>>,
-    /// Module file -> files whose calls resolved into it.
-    importers: HashMap<String, BTreeSet<String>>,
-    /// Files with a call through an import that did not resolve: a new file may satisfy it.
-    unresolved_importers: BTreeSet<String>,
+    graph: Graph,
 }
 
 /// A freshly read file, not yet installed.
@@ -188,9 +171,14 @@ impl RepoIndex {
             return Ok(None);
         };
         let mtime = meta.modified().ok();
-        if let Some(entry) = self.read().files.get(rel_path) {
-            if entry.size == meta.len() && entry.mtime == mtime {
-                return Ok(Some(Arc::clone(&entry.analysis)));
+        {
+            let state = self.read();
+            if let (Some(entry), Some(analysis)) =
+                (state.files.get(rel_path), state.graph.analysis(rel_path))
+            {
+                if entry.size == meta.len() && entry.mtime == mtime {
+                    return Ok(Some(Arc::clone(analysis)));
+                }
             }
         }
         let loaded = self.load(rel_path, language, &real, &meta)?;
@@ -234,11 +222,11 @@ impl RepoIndex {
         }
         let targets = {
             let state = self.read();
-            let Some(entry) = state.files.get(rel_path) else {
+            let Some(analysis) = state.graph.analysis(rel_path) else {
                 // Not indexed and absent (not stale): no symbols, so no callers.
                 return true;
             };
-            symbol_refs(rel_path, &entry.analysis, name)
+            symbol_refs(rel_path, analysis, name)
         };
         let callers = self.collect_callers(&targets);
         let files: BTreeSet<String> = callers.into_iter().map(|r| r.file).collect();
@@ -264,11 +252,7 @@ impl RepoIndex {
 
     /// The files the indexed `rel_path` imports from (empty when it is not indexed).
     fn imported_files(&self, rel_path: &str) -> Vec<String> {
-        self.read()
-            .files
-            .get(rel_path)
-            .map(|entry| entry.imported_files.iter().cloned().collect())
-            .unwrap_or_default()
+        self.read().graph.imported_files(rel_path)
     }
 
     /// The symbols that `name` in `rel_path` calls (resolved calls only), sorted.
@@ -280,14 +264,14 @@ impl RepoIndex {
         let imported = self.imported_files(rel_path);
         self.refresh_stale(imported.iter().map(String::as_str));
         let state = self.read();
-        let Some(entry) = state.files.get(rel_path) else {
-            return Vec::new();
-        };
         let mut out = BTreeSet::new();
         for target in &targets {
-            if let Some(callees) = entry.callees.get(&target.qualified_name) {
-                out.extend(callees.iter().cloned());
-            }
+            out.extend(
+                state
+                    .graph
+                    .callees_of(rel_path, &target.qualified_name)
+                    .cloned(),
+            );
         }
         out.into_iter().collect()
     }
@@ -308,9 +292,14 @@ impl RepoIndex {
         content: &str,
     ) -> Arc<FileAnalysis> {
         let key = ContentKey::new(language, content);
-        if let Some(entry) = self.read().files.get(rel_path) {
-            if entry.key == Some(key) {
-                return Arc::clone(&entry.analysis);
+        {
+            let state = self.read();
+            if let (Some(entry), Some(analysis)) =
+                (state.files.get(rel_path), state.graph.analysis(rel_path))
+            {
+                if entry.key == Some(key) {
+                    return Arc::clone(analysis);
+                }
             }
         }
         self.analyze_keyed(key, language, content)
@@ -366,9 +355,7 @@ impl RepoIndex {
         let state = self.read();
         let mut out = BTreeSet::new();
         for target in targets {
-            if let Some(callers) = state.callers.get(target) {
-                out.extend(callers.iter().cloned());
-            }
+            out.extend(state.graph.callers_of(target).cloned());
         }
         out.into_iter().collect()
     }
@@ -497,22 +484,25 @@ impl RepoIndex {
             *self.write() = State::default();
             return;
         };
-        let paths = walk(&root);
-        let known: HashMap<String, Loaded> = self
-            .read()
-            .files
-            .iter()
-            .map(|(rel, e)| {
-                let known = Loaded {
-                    rel: rel.clone(),
-                    size: e.size,
-                    mtime: e.mtime,
-                    key: e.key,
-                    analysis: Arc::clone(&e.analysis),
-                };
-                (rel.clone(), known)
-            })
-            .collect();
+        let (paths, manifests) = walk(&root);
+        let go_modules = read_go_modules(&root, &manifests);
+        let known: HashMap<String, Loaded> = {
+            let state = self.read();
+            state
+                .files
+                .iter()
+                .filter_map(|(rel, e)| {
+                    let known = Loaded {
+                        rel: rel.clone(),
+                        size: e.size,
+                        mtime: e.mtime,
+                        key: e.key,
+                        analysis: Arc::clone(state.graph.analysis(rel)?),
+                    };
+                    Some((rel.clone(), known))
+                })
+                .collect()
+        };
         let next = AtomicUsize::new(0);
         let workers = std::thread::available_parallelism()
             .map_or(2, |n| n.get())
@@ -543,25 +533,21 @@ impl RepoIndex {
                 }
             }
         });
-        let mut state = State::default();
-        let rels: Vec<String> = loaded.iter().map(|l| l.rel.clone()).collect();
+        let mut files = HashMap::with_capacity(loaded.len());
+        let mut analyses = Vec::with_capacity(loaded.len());
         for l in loaded {
-            state.files.insert(
-                l.rel,
+            files.insert(
+                l.rel.clone(),
                 Entry {
                     size: l.size,
                     mtime: l.mtime,
                     key: l.key,
-                    analysis: l.analysis,
-                    callees: HashMap::new(),
-                    imported_files: BTreeSet::new(),
                 },
             );
+            analyses.push((l.rel, l.analysis));
         }
-        for rel in &rels {
-            resolve_file(&mut state, rel);
-        }
-        *self.write() = state;
+        let graph = Graph::build(analyses, go_modules);
+        *self.write() = State { files, graph };
     }
 
     fn load_for_build(
@@ -599,8 +585,9 @@ fn symbol_refs(rel_path: &str, analysis: &FileAnalysis, name: &str) -> Vec<Symbo
 }
 
 /// Supported files under the root, relative and `/`-separated, honouring `.gitignore`,
-/// `.ignore` and `.git/info/exclude`, skipping hidden entries and symlinks.
-fn walk(root: &Path) -> Vec<(String, Language)> {
+/// `.ignore` and `.git/info/exclude`, skipping hidden entries and symlinks; and the `go.mod`
+/// manifests among them.
+fn walk(root: &Path) -> (Vec<(String, Language)>, Vec<String>) {
     let mut builder = ignore::WalkBuilder::new(root);
     builder
         .hidden(true)
@@ -612,6 +599,7 @@ fn walk(root: &Path) -> Vec<(String, Language)> {
         .follow_links(false)
         .filter_entry(|e| !SKIPPED_DIRS.iter().any(|d| e.file_name() == *d));
     let mut out = Vec::new();
+    let mut manifests = Vec::new();
     for entry in builder.build().flatten() {
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
@@ -622,185 +610,44 @@ fn walk(root: &Path) -> Vec<(String, Language)> {
         let Some(rel) = rel.to_str() else { continue };
         if let Some(language) = Language::for_path(rel) {
             out.push((rel.to_owned(), language));
+        } else if entry.file_name() == GO_MOD {
+            manifests.push(rel.to_owned());
         }
     }
-    out
+    (out, manifests)
 }
 
-/// Installs a (re)loaded file and re-resolves the edges that may depend on it.
+/// The Go modules the manifests declare: (directory, module path). An unreadable manifest
+/// declares none (its imports stay unresolved).
+fn read_go_modules(root: &Path, manifests: &[String]) -> Vec<(String, String)> {
+    manifests
+        .iter()
+        .filter_map(|rel| {
+            let text = std::fs::read_to_string(root.join(rel)).ok()?;
+            let module = go_module_path(&text)?;
+            let dir = rel.rsplit_once('/').map_or("", |(dir, _)| dir);
+            Some((dir.to_owned(), module))
+        })
+        .collect()
+}
+
+/// Installs a (re)loaded file; the graph re-resolves the edges that may depend on it.
 fn install(state: &mut State, loaded: Loaded) {
-    let rel = loaded.rel.clone();
-    let is_new = !state.files.contains_key(&rel);
-    remove_edges(state, &rel);
     state.files.insert(
-        rel.clone(),
+        loaded.rel.clone(),
         Entry {
             size: loaded.size,
             mtime: loaded.mtime,
             key: loaded.key,
-            analysis: loaded.analysis,
-            callees: HashMap::new(),
-            imported_files: BTreeSet::new(),
         },
     );
-    let mut redo: BTreeSet<String> = state.importers.get(&rel).cloned().unwrap_or_default();
-    if is_new {
-        redo.extend(state.unresolved_importers.iter().cloned());
-    }
-    redo.insert(rel);
-    for file in &redo {
-        remove_edges(state, file);
-        resolve_file(state, file);
-    }
+    state.graph.insert(&loaded.rel, loaded.analysis);
 }
 
-/// Drops a file, its edges, and re-resolves the files that called into it.
+/// Drops a file; the graph re-resolves the files that called into it.
 fn remove(state: &mut State, rel: &str) {
-    remove_edges(state, rel);
     state.files.remove(rel);
-    let dependents = state.importers.remove(rel).unwrap_or_default();
-    for file in &dependents {
-        remove_edges(state, file);
-        resolve_file(state, file);
-    }
-}
-
-fn remove_edges(state: &mut State, rel: &str) {
-    state.unresolved_importers.remove(rel);
-    let Some(entry) = state.files.get_mut(rel) else {
-        return;
-    };
-    let callees = std::mem::take(&mut entry.callees);
-    let imported = std::mem::take(&mut entry.imported_files);
-    for (caller, targets) in callees {
-        let caller = SymbolRef {
-            file: rel.to_owned(),
-            qualified_name: caller,
-        };
-        for target in targets {
-            if let Some(set) = state.callers.get_mut(&target) {
-                set.remove(&caller);
-                if set.is_empty() {
-                    state.callers.remove(&target);
-                }
-            }
-        }
-    }
-    for file in imported {
-        if let Some(set) = state.importers.get_mut(&file) {
-            set.remove(rel);
-            if set.is_empty() {
-                state.importers.remove(&file);
-            }
-        }
-    }
-}
-
-/// Resolves a file's calls into edges and records them in both directions.
-fn resolve_file(state: &mut State, rel: &str) {
-    let Some(entry) = state.files.get(rel) else {
-        return;
-    };
-    let analysis = Arc::clone(&entry.analysis);
-    let Some(language) = analysis.language else {
-        return;
-    };
-    let style = language.spec().module_style;
-    let mut callees: HashMap<String, BTreeSet<SymbolRef>> = HashMap::new();
-    let mut imported_files = BTreeSet::new();
-    let mut unresolved = false;
-    let mut modules: HashMap<String, Option<String>> = HashMap::new();
-    {
-        let files = &state.files;
-        let exists = |p: &str| files.contains_key(p);
-        let mut module_file = |module: &str| -> Option<String> {
-            modules
-                .entry(module.to_owned())
-                .or_insert_with(|| resolve_module(style, rel, module, &exists))
-                .clone()
-        };
-        for call in &analysis.calls {
-            let Some(caller) = &call.caller else { continue };
-            let target = match &call.target {
-                CallTarget::Local(name) => Some(SymbolRef {
-                    file: rel.to_owned(),
-                    qualified_name: name.clone(),
-                }),
-                CallTarget::Unresolved => None,
-                CallTarget::Import { module, path } => {
-                    let mut found = None;
-                    let direct = module_file(module);
-                    if let Some(file) = &direct {
-                        imported_files.insert(file.clone());
-                        found = files
-                            .get(file)
-                            .and_then(|e| e.analysis.export_target(path))
-                            .map(|q| SymbolRef {
-                                file: file.clone(),
-                                qualified_name: q,
-                            });
-                    }
-                    // Python: `from . import m; m.f()` names a submodule.
-                    if found.is_none() && style == ModuleStyle::Python && path.len() == 2 {
-                        let sub = python_submodule(module, &path[0]);
-                        if let Some(file) = module_file(&sub) {
-                            imported_files.insert(file.clone());
-                            found = files
-                                .get(&file)
-                                .and_then(|e| e.analysis.export_target(&path[1..]))
-                                .map(|q| SymbolRef {
-                                    file,
-                                    qualified_name: q,
-                                });
-                        } else if direct.is_none() {
-                            unresolved = true;
-                        }
-                    } else if direct.is_none() && could_be_local(style, module) {
-                        unresolved = true;
-                    }
-                    found
-                }
-            };
-            if let Some(target) = target {
-                callees.entry(caller.clone()).or_default().insert(target);
-            }
-        }
-    }
-    for (caller, targets) in &callees {
-        let from = SymbolRef {
-            file: rel.to_owned(),
-            qualified_name: caller.clone(),
-        };
-        for target in targets {
-            state
-                .callers
-                .entry(target.clone())
-                .or_default()
-                .insert(from.clone());
-        }
-    }
-    for file in &imported_files {
-        state
-            .importers
-            .entry(file.clone())
-            .or_default()
-            .insert(rel.to_owned());
-    }
-    if unresolved {
-        state.unresolved_importers.insert(rel.to_owned());
-    }
-    if let Some(entry) = state.files.get_mut(rel) {
-        entry.callees = callees;
-        entry.imported_files = imported_files;
-    }
-}
-
-/// Whether an unresolved module could later appear in the repository (not a package).
-fn could_be_local(style: ModuleStyle, module: &str) -> bool {
-    match style {
-        ModuleStyle::EcmaScript => module.starts_with('.'),
-        ModuleStyle::Python => true,
-    }
+    state.graph.remove(rel);
 }
 
 fn is_absent(err: &std::io::Error) -> bool {

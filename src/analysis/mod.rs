@@ -4,27 +4,37 @@
 //!
 //! Synchronous and free of JSON-RPC: the daemon calls it from blocking tasks.
 //!
-//! - [`language`]: the registry of languages and their `.scm` queries.
-//! - [`analyze`]: one parse of one file -> [`FileAnalysis`] (symbols, calls, imports).
+//! - [`language`]: the registry of languages; `languages/<lang>.rs` holds each language's
+//!   table and `languages/<lang>/*.scm` its queries.
+//! - `model`: the data of one file's analysis ([`FileAnalysis`], [`Symbol`], [`CallSite`]).
+//! - [`analyze`] (`extract`): one parse of one file -> [`FileAnalysis`] (symbols, ranges,
+//!   signatures, imports), generic over the language's table; `calls` reads the call sites
+//!   and resolves them within the file.
 //! - [`signatures_equal`]: token comparison of signatures (PROTOCOL-NOTES 2.5).
-//! - [`RepoIndex`]: the whole repository, callers and callees across files.
+//! - [`RepoIndex`] (`index`): the whole repository on disk, kept fresh; `graph` holds the
+//!   call graph as plain data (pure functions, unit-tested) and `resolve` the per-style
+//!   cross-file resolvers (ECMAScript, Python, Go, Rust, Java).
 //! - [`worker`]: large sources parsed in a child process, so the parse's memory goes back to
 //!   the OS and a parser crash cannot take the daemon down.
 
 mod cache;
+mod calls;
 mod extract;
+mod graph;
 mod index;
 pub mod language;
+mod languages;
+mod model;
 mod resolve;
 mod signature;
 pub mod worker;
 
-pub use extract::{
-    analyze, analyze_with_budget, CallSite, CallTarget, Diagnostic, FileAnalysis, Import,
-    ImportKind, Lookup, Symbol, SymbolKind, PARSE_BUDGET,
-};
+pub use extract::{analyze, analyze_with_budget, PARSE_BUDGET};
 pub use index::{RepoIndex, SymbolRef, MAX_FILE_BYTES};
 pub use language::Language;
+pub use model::{
+    CallSite, CallTarget, Diagnostic, FileAnalysis, Import, ImportKind, Lookup, Symbol, SymbolKind,
+};
 pub use signature::signatures_equal;
 
 /// Why a repository query failed. Broken source code is never an error.

@@ -6,17 +6,23 @@ use tree_sitter::Node;
 /// The normalised text of the syntax tokens of `node` that lie within `start..end`, comments
 /// removed: one space where the source had whitespace or a comment between two tokens, none
 /// right after `(`/`[` or right before `)`/`]`/`,`, and a trailing comma before `)`/`]` dropped.
-/// `drop_trailing` removes a final token with that text (Python's `:` after a class header).
+/// Tokens inside a `skip` range (the declaration's name, Rust's `fn`) are left out; where one
+/// was, the tokens around it are separated by a space. `drop_trailing` removes a final token
+/// with that text (Python's `:` after a class header).
 pub(crate) fn normalized_text(
     node: Node<'_>,
     start: usize,
     end: usize,
     source: &str,
     comment_kinds: &[&str],
+    skip: &[(usize, usize)],
     drop_trailing: Option<&str>,
 ) -> String {
     let mut tokens: Vec<(usize, usize)> = Vec::new();
     collect_tokens(node, start, end, comment_kinds, &mut tokens);
+    if !skip.is_empty() {
+        tokens.retain(|t| !skip.iter().any(|s| s.0 <= t.0 && t.1 <= s.1));
+    }
     if let (Some(last), Some(trailing)) = (tokens.last(), drop_trailing) {
         if source.get(last.0..last.1) == Some(trailing) {
             tokens.pop();
@@ -120,7 +126,7 @@ pub(crate) fn tokens(text: &str) -> Vec<&str> {
         let rest = &text[i..];
         if c.is_ascii_whitespace() {
             i += 1;
-        } else if rest.starts_with("//") || c == b'#' {
+        } else if rest.starts_with("//") || (c == b'#' && !is_attribute(rest)) {
             i += rest.find('\n').unwrap_or(rest.len());
         } else if let Some(comment) = rest.strip_prefix("/*") {
             i += comment.find("*/").map_or(rest.len(), |p| p + 4);
@@ -151,12 +157,19 @@ pub(crate) fn tokens(text: &str) -> Vec<&str> {
     // Trailing commas never matter: `(a, b,)` is `(a, b)`.
     let mut kept = Vec::with_capacity(out.len());
     for (k, tok) in out.iter().enumerate() {
-        if *tok == "," && matches!(out.get(k + 1), Some(&(")" | "]" | "}" | ">"))) {
+        // A comma ending the signature (after a Rust `where` clause) trails too.
+        if *tok == "," && matches!(out.get(k + 1), None | Some(&(")" | "]" | "}" | ">"))) {
             continue;
         }
         kept.push(*tok);
     }
     kept
+}
+
+/// Whether `rest` (starting with `#`) opens a Rust attribute (`#[..]`, `#![..]`) rather than a
+/// comment.
+fn is_attribute(rest: &str) -> bool {
+    rest.starts_with("#[") || rest.starts_with("#![")
 }
 
 fn is_word_byte(c: u8) -> bool {
@@ -181,6 +194,7 @@ mod tests {
             "(a: int  # the a\n) -> int"
         ));
         assert!(signatures_equal("<T>(x: T): T", "<T,>(x: T): T"));
+        assert!(signatures_equal("(x: T) where T: A", "(x: T) where T: A,"));
     }
 
     #[test]
@@ -195,6 +209,22 @@ mod tests {
         assert!(!signatures_equal("(x: 'a b')", "(x: 'a  b')"));
         assert!(!signatures_equal("(...xs: T[])", "(xs: T[])"));
         assert!(!signatures_equal("<T>(x: T): T", "(x: T): T"));
+    }
+
+    #[test]
+    fn rust_lifetimes_and_attributes_compare_by_token() {
+        // Lifetimes read as the start of a quoted token; signatures are compared in their
+        // normalised form, where that token is the same text whenever the source tokens are.
+        assert!(signatures_equal("<'a>(x: &'a str)", "<'a>(x: &'a str)"));
+        assert!(!signatures_equal("<'a>(x: &'a str)", "<'b>(x: &'b str)"));
+        assert!(!signatures_equal(
+            "<'a>(x: &'a str)",
+            "<'a>(x: &'a mut str)"
+        ));
+        assert!(!signatures_equal(
+            "(#[allow(unused)] x: i32) -> i32",
+            "(#[allow(unused)] x: i64) -> i64"
+        ));
     }
 
     #[test]

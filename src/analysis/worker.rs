@@ -16,8 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::extract::{analyze_with_budget, FileAnalysis};
+use super::extract::analyze_with_budget;
 use super::language::Language;
+use super::model::FileAnalysis;
 
 /// The subcommand of the executable that runs one analysis ([`serve`]).
 pub const SUBCOMMAND: &str = "__analyze";

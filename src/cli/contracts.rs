@@ -31,9 +31,10 @@ pub fn hook_budget() -> Duration {
         .map_or(HOOK_BUDGET, Duration::from_millis)
 }
 
-/// Suffixes whose symbols wit understands (PROTOCOL-NOTES 2.3).
+/// Suffixes whose symbols wit understands (PROTOCOL-NOTES 2.3, 11.1).
 pub const SUPPORTED_SUFFIXES: &[&str] = &[
-    ".ts", ".mts", ".cts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".py", ".pyi",
+    ".ts", ".mts", ".cts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".py", ".pyi", ".go", ".rs",
+    ".java",
 ];
 
 /// `wit contract ...`.

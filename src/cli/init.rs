@@ -44,6 +44,9 @@ starts by itself; add `--json` to any command for machine-readable output):
    `wit contract propose src/file.ts:functionName`; others run `wit contract accept <id>`.
    The pre-commit hook blocks commits that break an accepted contract.
 5. When done: `wit release src/file.ts:functionName` and `wit intent update <id> resolved`.
+
+Symbols (`file:name`, `Class.method` for members) are understood in TypeScript, JavaScript,
+Python, Go, Rust and Java; other files are coordinated as whole files.
 ";
 
 /// `wit init`.

@@ -642,8 +642,7 @@ mod tests {
         };
         let text = error_text(&CliError::Rpc(error));
         assert_eq!(
-            text,
-            "wit: INVALID_REQUEST: sessionId: Required; name: Expected string",
+            text, "wit: INVALID_REQUEST: sessionId: Required; name: Expected string",
             "in the daemon's order"
         );
     }

@@ -1,6 +1,7 @@
 ; Definitions of TypeScript / JavaScript symbols (shared by the TypeScript and TSX grammars).
 ; `@definition.<kind>` marks the declaration node, `@name` its name. Ranges, qualified names,
-; kinds of methods (getter, setter, constructor) and signatures are derived in Rust.
+; kinds of methods (getter, setter, constructor) and signatures follow the table in
+; `languages/typescript.rs`.
 
 (function_declaration name: (identifier) @name) @definition.function
 (generator_function_declaration name: (identifier) @name) @definition.function
@@ -28,13 +29,15 @@
   value: [(arrow_function) (function_expression) (generator_function)]) @definition.function
 
 ; `export default function () {}`, `export default () => {}`, `export default class {}`:
-; anonymous, named `default`.
+; anonymous (no `@name`), so named `default` by the table.
 (export_statement
   "default"
-  value: [(function_expression) (arrow_function) (generator_function) (class)] @definition.default)
+  value: [(function_expression) (arrow_function) (generator_function)] @definition.function)
+(export_statement "default" value: (class) @definition.class)
 (export_statement
   "default"
-  declaration: [(function_declaration !name) (generator_function_declaration !name) (class_declaration !name)] @definition.default)
+  declaration: [(function_declaration !name) (generator_function_declaration !name)] @definition.function)
+(export_statement "default" declaration: (class_declaration !name) @definition.class)
 
 ; The name a default export refers to: `export default f;` or `export default function f() {}`.
 (export_statement "default" value: (identifier) @export.default)

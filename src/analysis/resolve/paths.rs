@@ -1,7 +1,7 @@
-//! Module resolution: which repository file an import's module specifier names. Pure string
+//! ECMAScript and Python module specifiers: which repository file an import names. Pure string
 //! work over relative paths; `exists` says whether a path is a file the index knows.
 
-use super::language::ModuleStyle;
+use crate::analysis::language::ModuleStyle;
 
 /// Extensions tried, in order, for an ECMAScript specifier written without one.
 const ES_EXTENSIONS: [&str; 8] = ["ts", "tsx", "mts", "cts", "js", "jsx", "mjs", "cjs"];
@@ -17,6 +17,7 @@ pub(crate) fn resolve_module(
     match style {
         ModuleStyle::EcmaScript => resolve_es(dir, module, exists),
         ModuleStyle::Python => resolve_python(dir, module, exists),
+        ModuleStyle::Go | ModuleStyle::Rust | ModuleStyle::Java => None,
     }
 }
 
@@ -29,7 +30,8 @@ pub(crate) fn python_submodule(module: &str, child: &str) -> String {
     }
 }
 
-fn parent_dir(path: &str) -> &str {
+/// The directory of a relative path (`""` at the root).
+pub(crate) fn parent_dir(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(dir, _)| dir)
 }
 
@@ -121,7 +123,7 @@ fn resolve_python(dir: &str, module: &str, exists: &dyn Fn(&str) -> bool) -> Opt
 }
 
 /// Joins a relative specifier to a directory lexically; `None` when it leaves the root.
-fn join(dir: &str, spec: &str) -> Option<String> {
+pub(crate) fn join(dir: &str, spec: &str) -> Option<String> {
     let mut parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
     for seg in spec.split('/') {
         match seg {

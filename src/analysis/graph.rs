@@ -1,0 +1,447 @@
+//! The repository's call graph as plain data: each file's analysis, its resolved outgoing
+//! edges, the reverse edges ("who calls X" is a map lookup) and which files depend on which.
+//! No I/O and no locking: the index (`index`) reads files and decides freshness, then calls
+//! [`Graph::insert`] / [`Graph::remove`], which re-resolve exactly the files whose edges may
+//! have changed. Cross-file targets are resolved by `resolve`, through the [`Repo`] view this
+//! graph gives of its files.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use super::model::{CallTarget, FileAnalysis};
+use super::resolve::{self, parent_dir, Found, Repo};
+
+/// A symbol somewhere in the repository.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SymbolRef {
+    /// The file, relative to the root, normalised (`src/a.ts`).
+    pub file: String,
+    /// The qualified name within the file (`Shape.area`).
+    pub qualified_name: String,
+}
+
+impl SymbolRef {
+    /// The protocol's symbol path, `file:name`.
+    pub fn to_symbol_path(&self) -> String {
+        format!("{}:{}", self.file, self.qualified_name)
+    }
+}
+
+struct Node {
+    analysis: Arc<FileAnalysis>,
+    /// Resolved outgoing edges: caller qualified name -> callees.
+    callees: HashMap<String, BTreeSet<SymbolRef>>,
+    /// Files this file's calls resolved through (their changes re-resolve this file).
+    imported_files: BTreeSet<String>,
+}
+
+/// The call graph. Cheap to build empty; see the module docs.
+#[derive(Default)]
+pub(crate) struct Graph {
+    files: HashMap<String, Node>,
+    /// Reverse edges: callee -> callers.
+    callers: HashMap<SymbolRef, BTreeSet<SymbolRef>>,
+    /// File -> files whose calls resolved through it.
+    importers: HashMap<String, BTreeSet<String>>,
+    /// Files with a call that did not resolve but could once another file appears.
+    unresolved_importers: BTreeSet<String>,
+    /// Directory -> its files (Go and Java packages).
+    dirs: HashMap<String, BTreeSet<String>>,
+    /// File name -> files of that name (Java source roots).
+    names: HashMap<String, BTreeSet<String>>,
+    /// Go modules: the directory of each `go.mod` and its module path.
+    go_modules: Vec<(String, String)>,
+}
+
+impl Graph {
+    /// A graph of `files`, all resolved at once (a full build).
+    pub(crate) fn build(
+        files: Vec<(String, Arc<FileAnalysis>)>,
+        go_modules: Vec<(String, String)>,
+    ) -> Graph {
+        let mut graph = Graph {
+            go_modules,
+            ..Graph::default()
+        };
+        let rels: Vec<String> = files.iter().map(|(rel, _)| rel.clone()).collect();
+        for (rel, analysis) in files {
+            graph.add_node(rel, analysis);
+        }
+        for rel in &rels {
+            graph.resolve_file(rel);
+        }
+        graph
+    }
+
+    /// The analysis of a file in the graph.
+    pub(crate) fn analysis(&self, rel: &str) -> Option<&Arc<FileAnalysis>> {
+        self.files.get(rel).map(|n| &n.analysis)
+    }
+
+    /// The callers of `target`.
+    pub(crate) fn callers_of(&self, target: &SymbolRef) -> impl Iterator<Item = &SymbolRef> {
+        self.callers.get(target).into_iter().flatten()
+    }
+
+    /// What `qualified_name` in `rel` calls.
+    pub(crate) fn callees_of(
+        &self,
+        rel: &str,
+        qualified_name: &str,
+    ) -> impl Iterator<Item = &SymbolRef> {
+        self.files
+            .get(rel)
+            .and_then(|n| n.callees.get(qualified_name))
+            .into_iter()
+            .flatten()
+    }
+
+    /// The files `rel`'s calls resolved through.
+    pub(crate) fn imported_files(&self, rel: &str) -> Vec<String> {
+        self.files
+            .get(rel)
+            .map(|n| n.imported_files.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Installs a (re)analysed file and re-resolves the edges that may depend on it: its own,
+    /// its importers', and, for a new file, those of files waiting for one.
+    pub(crate) fn insert(&mut self, rel: &str, analysis: Arc<FileAnalysis>) {
+        let is_new = !self.files.contains_key(rel);
+        self.remove_edges(rel);
+        self.add_node(rel.to_owned(), analysis);
+        let mut redo: BTreeSet<String> = self.importers.get(rel).cloned().unwrap_or_default();
+        if is_new {
+            redo.extend(self.unresolved_importers.iter().cloned());
+        }
+        redo.insert(rel.to_owned());
+        for file in &redo {
+            self.remove_edges(file);
+            self.resolve_file(file);
+        }
+    }
+
+    /// Drops a file and its edges, and re-resolves the files that called into it.
+    pub(crate) fn remove(&mut self, rel: &str) {
+        self.remove_edges(rel);
+        if self.files.remove(rel).is_some() {
+            if let Some(set) = self.dirs.get_mut(parent_dir(rel)) {
+                set.remove(rel);
+            }
+            if let Some(set) = self.names.get_mut(file_name(rel)) {
+                set.remove(rel);
+            }
+        }
+        let dependents = self.importers.remove(rel).unwrap_or_default();
+        for file in &dependents {
+            self.remove_edges(file);
+            self.resolve_file(file);
+        }
+    }
+
+    fn add_node(&mut self, rel: String, analysis: Arc<FileAnalysis>) {
+        self.dirs
+            .entry(parent_dir(&rel).to_owned())
+            .or_default()
+            .insert(rel.clone());
+        self.names
+            .entry(file_name(&rel).to_owned())
+            .or_default()
+            .insert(rel.clone());
+        self.files.insert(
+            rel,
+            Node {
+                analysis,
+                callees: HashMap::new(),
+                imported_files: BTreeSet::new(),
+            },
+        );
+    }
+
+    fn remove_edges(&mut self, rel: &str) {
+        self.unresolved_importers.remove(rel);
+        let Some(node) = self.files.get_mut(rel) else {
+            return;
+        };
+        let callees = std::mem::take(&mut node.callees);
+        let imported = std::mem::take(&mut node.imported_files);
+        for (caller, targets) in callees {
+            let caller = SymbolRef {
+                file: rel.to_owned(),
+                qualified_name: caller,
+            };
+            for target in targets {
+                if let Some(set) = self.callers.get_mut(&target) {
+                    set.remove(&caller);
+                    if set.is_empty() {
+                        self.callers.remove(&target);
+                    }
+                }
+            }
+        }
+        for file in imported {
+            if let Some(set) = self.importers.get_mut(&file) {
+                set.remove(rel);
+                if set.is_empty() {
+                    self.importers.remove(&file);
+                }
+            }
+        }
+    }
+
+    /// Resolves a file's calls into edges and records them in both directions.
+    fn resolve_file(&mut self, rel: &str) {
+        let Some((callees, imported_files, unresolved)) = self.edges_of(rel) else {
+            return;
+        };
+        for (caller, targets) in &callees {
+            let from = SymbolRef {
+                file: rel.to_owned(),
+                qualified_name: caller.clone(),
+            };
+            for target in targets {
+                self.callers
+                    .entry(target.clone())
+                    .or_default()
+                    .insert(from.clone());
+            }
+        }
+        for file in &imported_files {
+            self.importers
+                .entry(file.clone())
+                .or_default()
+                .insert(rel.to_owned());
+        }
+        if unresolved {
+            self.unresolved_importers.insert(rel.to_owned());
+        }
+        if let Some(node) = self.files.get_mut(rel) {
+            node.callees = callees;
+            node.imported_files = imported_files;
+        }
+    }
+
+    /// The edges of `rel`'s calls: callees per caller, the files consulted, and whether some
+    /// target could appear with a new file.
+    #[allow(
+        clippy::type_complexity,
+        reason = "a private triple read once by resolve_file"
+    )]
+    fn edges_of(
+        &self,
+        rel: &str,
+    ) -> Option<(HashMap<String, BTreeSet<SymbolRef>>, BTreeSet<String>, bool)> {
+        let analysis = &self.files.get(rel)?.analysis;
+        let style = analysis.language?.spec().module_style;
+        let mut callees: HashMap<String, BTreeSet<SymbolRef>> = HashMap::new();
+        let mut imported_files = BTreeSet::new();
+        let mut unresolved = false;
+        let mut memo: HashMap<&CallTarget, Found> = HashMap::new();
+        for call in &analysis.calls {
+            let Some(caller) = &call.caller else { continue };
+            let found = match &call.target {
+                CallTarget::Local(name) => {
+                    callees
+                        .entry(caller.clone())
+                        .or_default()
+                        .insert(SymbolRef {
+                            file: rel.to_owned(),
+                            qualified_name: name.clone(),
+                        });
+                    continue;
+                }
+                CallTarget::Unresolved => continue,
+                target @ CallTarget::Import { module, path } => memo
+                    .entry(target)
+                    .or_insert_with(|| resolve::import(style, self, rel, module, path)),
+                target @ CallTarget::Package(path) => memo
+                    .entry(target)
+                    .or_insert_with(|| resolve::package(style, self, rel, path)),
+            };
+            imported_files.extend(found.consulted.iter().filter(|f| *f != rel).cloned());
+            if found.targets.is_empty() {
+                unresolved |= found.may_appear;
+            }
+            for (file, qualified_name) in &found.targets {
+                callees
+                    .entry(caller.clone())
+                    .or_default()
+                    .insert(SymbolRef {
+                        file: file.clone(),
+                        qualified_name: qualified_name.clone(),
+                    });
+            }
+        }
+        Some((callees, imported_files, unresolved))
+    }
+}
+
+impl Repo for Graph {
+    fn exists(&self, file: &str) -> bool {
+        self.files.contains_key(file)
+    }
+
+    fn analysis(&self, file: &str) -> Option<&FileAnalysis> {
+        self.files.get(file).map(|n| n.analysis.as_ref())
+    }
+
+    fn files_in_dir(&self, dir: &str) -> Vec<&str> {
+        self.dirs
+            .get(dir)
+            .map(|set| set.iter().map(String::as_str).collect())
+            .unwrap_or_default()
+    }
+
+    fn files_named(&self, name: &str) -> Vec<&str> {
+        self.names
+            .get(name)
+            .map(|set| set.iter().map(String::as_str).collect())
+            .unwrap_or_default()
+    }
+
+    fn go_module(&self, file: &str) -> Option<(&str, &str)> {
+        self.go_modules
+            .iter()
+            .filter(|(dir, _)| {
+                dir.is_empty()
+                    || file
+                        .strip_prefix(dir.as_str())
+                        .is_some_and(|rest| rest.starts_with('/'))
+            })
+            .max_by_key(|(dir, _)| dir.len())
+            .map(|(dir, module)| (dir.as_str(), module.as_str()))
+    }
+}
+
+fn file_name(rel: &str) -> &str {
+    rel.rsplit('/').next().unwrap_or(rel)
+}
+
+/// The module path a `go.mod` declares (`module example.com/m`).
+pub(crate) fn go_module_path(go_mod: &str) -> Option<String> {
+    go_mod.lines().find_map(|line| {
+        let rest = line.trim().strip_prefix("module")?;
+        if !rest.starts_with(char::is_whitespace) {
+            return None;
+        }
+        let path = rest.trim().trim_matches('"');
+        (!path.is_empty()).then(|| path.to_owned())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use crate::analysis::{analyze, Language};
+
+    fn parsed(rel: &str, source: &str) -> (String, Arc<FileAnalysis>) {
+        let language = Language::for_path(rel).unwrap();
+        (rel.to_owned(), Arc::new(analyze(language, source)))
+    }
+
+    fn sym(file: &str, name: &str) -> SymbolRef {
+        SymbolRef {
+            file: file.to_owned(),
+            qualified_name: name.to_owned(),
+        }
+    }
+
+    fn callers(graph: &Graph, file: &str, name: &str) -> Vec<SymbolRef> {
+        graph.callers_of(&sym(file, name)).cloned().collect()
+    }
+
+    #[test]
+    fn edges_go_both_ways_and_follow_edits() {
+        let mut graph = Graph::build(
+            vec![
+                parsed(
+                    "a.ts",
+                    "import { b } from './b';\nexport function a() { b(); }\n",
+                ),
+                parsed("b.ts", "export function b() {}\n"),
+            ],
+            Vec::new(),
+        );
+        assert_eq!(callers(&graph, "b.ts", "b"), [sym("a.ts", "a")]);
+        assert_eq!(
+            graph.callees_of("a.ts", "a").cloned().collect::<Vec<_>>(),
+            [sym("b.ts", "b")]
+        );
+        // The callee is renamed: the importer is re-resolved and the edge goes.
+        let (_, renamed) = parsed("b.ts", "export function c() {}\n");
+        graph.insert("b.ts", renamed);
+        assert!(callers(&graph, "b.ts", "b").is_empty());
+        assert!(graph.callees_of("a.ts", "a").next().is_none());
+        // Removing the caller drops its edges.
+        let (_, back) = parsed("b.ts", "export function b() {}\n");
+        graph.insert("b.ts", back);
+        assert_eq!(callers(&graph, "b.ts", "b"), [sym("a.ts", "a")]);
+        graph.remove("a.ts");
+        assert!(callers(&graph, "b.ts", "b").is_empty());
+    }
+
+    #[test]
+    fn a_new_file_satisfies_waiting_imports() {
+        let mut graph = Graph::build(
+            vec![parsed(
+                "a.ts",
+                "import { e } from './e';\nexport function a() { e(); }\n",
+            )],
+            Vec::new(),
+        );
+        assert!(graph.callees_of("a.ts", "a").next().is_none());
+        let (_, e) = parsed("e.ts", "export function e() {}\n");
+        graph.insert("e.ts", e);
+        assert_eq!(callers(&graph, "e.ts", "e"), [sym("a.ts", "a")]);
+    }
+
+    #[test]
+    fn go_packages_and_module_imports() {
+        let mut graph =
+            Graph::build(
+                vec![
+                parsed("m/geom/a.go", "package geom\nfunc Area() int { return sq() }\n"),
+                parsed("m/geom/b.go", "package geom\nfunc sq() int { return 1 }\n"),
+                parsed(
+                    "m/main.go",
+                    "package main\nimport \"example.com/m/geom\"\nfunc main() { geom.Area() }\n",
+                ),
+                parsed("x/b.go", "package x\nfunc sq() int { return 2 }\n"),
+            ],
+                vec![("m".to_owned(), "example.com/m".to_owned())],
+            );
+        assert_eq!(
+            callers(&graph, "m/geom/b.go", "sq"),
+            [sym("m/geom/a.go", "Area")]
+        );
+        assert_eq!(
+            callers(&graph, "m/geom/a.go", "Area"),
+            [sym("m/main.go", "main")]
+        );
+        assert!(callers(&graph, "x/b.go", "sq").is_empty());
+        // A file added to the package later is found by the calls waiting for it.
+        let (_, c) = parsed("m/geom/c.go", "package geom\nfunc Later() {}\n");
+        let (_, main) = parsed(
+            "m/main.go",
+            "package main\nimport \"example.com/m/geom\"\nfunc main() { geom.Area(); geom.Later() }\n",
+        );
+        graph.insert("m/main.go", main);
+        graph.insert("m/geom/c.go", c);
+        assert_eq!(
+            callers(&graph, "m/geom/c.go", "Later"),
+            [sym("m/main.go", "main")]
+        );
+    }
+
+    #[test]
+    fn go_mod_module_lines() {
+        assert_eq!(
+            go_module_path("// c\nmodule example.com/m\n\ngo 1.22\n").as_deref(),
+            Some("example.com/m")
+        );
+        assert_eq!(go_module_path("modules x\n"), None);
+        assert_eq!(go_module_path("go 1.22\n"), None);
+    }
+}

@@ -1,0 +1,359 @@
+//! The data model of one file's analysis: symbols, call sites, imports, diagnostics, and the
+//! name lookups of PROTOCOL-NOTES 2.2. Plain data, serialisable (the parse worker sends it as
+//! JSON); no tree-sitter types.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::language::Language;
+
+/// What kind of declaration a symbol is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum SymbolKind {
+    /// A function declaration, or a variable initialised with an arrow or function expression.
+    Function,
+    /// A method of a class (including a class field holding a function).
+    Method,
+    /// A class constructor.
+    Constructor,
+    /// A getter (`get x()`).
+    Getter,
+    /// A setter (`set x(v)`).
+    Setter,
+    /// A class (TS, Python, Java).
+    Class,
+    /// An interface (TS, Go, Java).
+    Interface,
+    /// A type alias (TS, Rust), or a Go type declaration that is neither a struct nor an
+    /// interface.
+    TypeAlias,
+    /// An enum (TS, Rust, Java).
+    Enum,
+    /// A struct (Go, Rust).
+    Struct,
+    /// A Rust trait.
+    Trait,
+    /// A Java record.
+    Record,
+}
+
+impl SymbolKind {
+    /// A short lowercase name (`function`, `method`, `type-alias`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SymbolKind::Function => "function",
+            SymbolKind::Method => "method",
+            SymbolKind::Constructor => "constructor",
+            SymbolKind::Getter => "getter",
+            SymbolKind::Setter => "setter",
+            SymbolKind::Class => "class",
+            SymbolKind::Interface => "interface",
+            SymbolKind::TypeAlias => "type-alias",
+            SymbolKind::Enum => "enum",
+            SymbolKind::Struct => "struct",
+            SymbolKind::Trait => "trait",
+            SymbolKind::Record => "record",
+        }
+    }
+
+    /// The kind a query tag names (`@definition.<tag>`), `None` for an unknown tag.
+    pub(crate) fn from_tag(tag: &str) -> Option<SymbolKind> {
+        Some(match tag {
+            "function" => SymbolKind::Function,
+            "method" => SymbolKind::Method,
+            "constructor" => SymbolKind::Constructor,
+            "class" => SymbolKind::Class,
+            "interface" => SymbolKind::Interface,
+            "type" => SymbolKind::TypeAlias,
+            "enum" => SymbolKind::Enum,
+            "struct" => SymbolKind::Struct,
+            "trait" => SymbolKind::Trait,
+            "record" => SymbolKind::Record,
+            _ => return None,
+        })
+    }
+
+    /// Whether it declares a type whose members are qualified by its name (`Shape.area`).
+    pub fn is_type(self) -> bool {
+        matches!(
+            self,
+            SymbolKind::Class
+                | SymbolKind::Interface
+                | SymbolKind::Enum
+                | SymbolKind::Struct
+                | SymbolKind::Trait
+                | SymbolKind::Record
+        )
+    }
+
+    /// Whether code runs inside it, so calls in its body belong to it.
+    pub fn is_callable(self) -> bool {
+        matches!(
+            self,
+            SymbolKind::Function
+                | SymbolKind::Method
+                | SymbolKind::Constructor
+                | SymbolKind::Getter
+                | SymbolKind::Setter
+        )
+    }
+}
+
+/// A named declaration in a file (PROTOCOL-NOTES 2.4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Symbol {
+    /// The declared name (`area`).
+    pub name: String,
+    /// The name qualified by the enclosing symbols (`Shape.area`, `outer.inner`).
+    pub qualified_name: String,
+    /// What kind of declaration it is.
+    pub kind: SymbolKind,
+    /// Start of the declaration in UTF-8 bytes, including `export` and decorators.
+    pub start_byte: usize,
+    /// End of the declaration in UTF-8 bytes, exclusive.
+    pub end_byte: usize,
+    /// The 1-based line where the declaration starts.
+    pub line: usize,
+    /// The normalised signature (PROTOCOL-NOTES 2.5); `None` when none could be read.
+    pub signature: Option<String>,
+}
+
+/// Where a call goes, as far as the calling file alone can tell.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CallTarget {
+    /// A symbol of the same file, by qualified name.
+    Local(String),
+    /// Something imported: the module specifier as written (`./util`, `.m`, `pkg.m`) and the
+    /// names after it (`["f"]` for `f()` or `ns.f()`, `["default"]` for a default import,
+    /// `["C", "m"]` for `C.m()` on an imported `C`).
+    Import {
+        /// The module specifier as written in the import.
+        module: String,
+        /// The names looked up in that module.
+        path: Vec<String>,
+    },
+    /// Not defined in this file, but visible from the rest of its package (Go: the other
+    /// files of the directory; Java: the other classes of the package): the names looked up
+    /// there (`["F"]`, `["Helper", "util"]`).
+    Package(Vec<String>),
+    /// Not resolvable: a builtin, a method on an arbitrary object, a missing name.
+    Unresolved,
+}
+
+/// A call site.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallSite {
+    /// Qualified name of the innermost named function-like symbol containing the call; `None`
+    /// at module or class-body level.
+    pub caller: Option<String>,
+    /// The callee as written, receiver included (`helper`, `this.run`, `ns.f`).
+    pub callee: String,
+    /// Where the call goes.
+    pub target: CallTarget,
+    /// 1-based line of the call.
+    pub line: usize,
+    /// Byte offset of the call.
+    pub start_byte: usize,
+}
+
+/// How an import binds its local name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ImportKind {
+    /// `import { f } from "./m"`, `from .m import f`: the exported name.
+    Named(String),
+    /// `import f from "./m"`.
+    Default,
+    /// `import * as m from "./m"`, `import pkg.m as m`, `const m = require("./m")`.
+    Namespace,
+}
+
+/// One imported binding.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Import {
+    /// The name bound in this file (`m`, `f`, `pkg.m`).
+    pub local: String,
+    /// The module specifier as written.
+    pub module: String,
+    /// What the name is bound to.
+    pub kind: ImportKind,
+}
+
+/// Something worth knowing about a file that is not an error: broken code still has symbols.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    /// 1-based line, 0 when it concerns the whole file.
+    pub line: usize,
+    /// What was found.
+    pub message: String,
+}
+
+/// Everything one parse of a file yields.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FileAnalysis {
+    /// The language the file was parsed as; `None` when it was not parsed.
+    pub language: Option<Language>,
+    /// Symbols in document order.
+    pub symbols: Vec<Symbol>,
+    /// Call sites in document order.
+    pub calls: Vec<CallSite>,
+    /// Imported bindings.
+    pub imports: Vec<Import>,
+    /// The qualified name of the default export, when there is one (TS/JS).
+    pub default_export: Option<String>,
+    /// Syntax errors, a parse that ran out of time, a file too large to parse.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Qualified name -> positions in `symbols`; rebuilt by [`FileAnalysis::reindex`] after
+    /// deserialising, never sent.
+    #[serde(skip)]
+    pub(crate) by_qualified: HashMap<String, Vec<usize>>,
+}
+
+/// The answer to a symbol lookup (PROTOCOL-NOTES 2.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup<'a> {
+    /// Exactly one symbol matches.
+    Unique(&'a Symbol),
+    /// Several symbols match, in document order.
+    Ambiguous(Vec<&'a Symbol>),
+    /// Nothing matches.
+    NotFound,
+}
+
+impl FileAnalysis {
+    /// About how many bytes of memory the analysis holds: its records, their strings and its
+    /// name index (allocator overhead aside). Bounds the content cache by what it costs.
+    pub fn approx_heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let symbols: usize = self
+            .symbols
+            .iter()
+            .map(|s| {
+                size_of::<Symbol>()
+                    + s.name.len()
+                    + s.qualified_name.len()
+                    + s.signature.as_ref().map_or(0, String::len)
+            })
+            .sum();
+        let calls: usize = self
+            .calls
+            .iter()
+            .map(|c| {
+                let target = match &c.target {
+                    CallTarget::Local(name) => name.len(),
+                    CallTarget::Import { module, path } => {
+                        module.len()
+                            + path
+                                .iter()
+                                .map(|p| size_of::<String>() + p.len())
+                                .sum::<usize>()
+                    }
+                    CallTarget::Package(path) => path
+                        .iter()
+                        .map(|p| size_of::<String>() + p.len())
+                        .sum::<usize>(),
+                    CallTarget::Unresolved => 0,
+                };
+                size_of::<CallSite>()
+                    + c.caller.as_ref().map_or(0, String::len)
+                    + c.callee.len()
+                    + target
+            })
+            .sum();
+        let imports: usize = self
+            .imports
+            .iter()
+            .map(|i| size_of::<Import>() + i.local.len() + i.module.len())
+            .sum();
+        let diagnostics: usize = self
+            .diagnostics
+            .iter()
+            .map(|d| size_of::<Diagnostic>() + d.message.len())
+            .sum();
+        let index: usize = self
+            .by_qualified
+            .iter()
+            .map(|(name, at)| {
+                size_of::<(String, Vec<usize>)>() + name.len() + at.len() * size_of::<usize>() + 8
+            })
+            .sum();
+        size_of::<FileAnalysis>() + symbols + calls + imports + diagnostics + index
+    }
+
+    /// Rebuilds the name index from `symbols` (after deserialising).
+    pub(crate) fn reindex(&mut self) {
+        let mut by_qualified: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, s) in self.symbols.iter().enumerate() {
+            by_qualified
+                .entry(s.qualified_name.clone())
+                .or_default()
+                .push(i);
+        }
+        self.by_qualified = by_qualified;
+    }
+
+    /// An analysis with no symbols, saying why.
+    pub(crate) fn empty(language: Option<Language>, message: &str) -> FileAnalysis {
+        FileAnalysis {
+            language,
+            diagnostics: vec![Diagnostic {
+                line: 0,
+                message: message.to_owned(),
+            }],
+            ..FileAnalysis::default()
+        }
+    }
+
+    /// Finds a symbol by name: a qualified name (`Class.method`) matches exactly; a bare name
+    /// means the one top-level symbol of that name, else the one symbol of that name anywhere.
+    pub fn lookup(&self, name: &str) -> Lookup<'_> {
+        let exact = self.by_qualified(name);
+        let found: Vec<&Symbol> = if !exact.is_empty() || name.contains('.') {
+            exact
+        } else {
+            self.symbols.iter().filter(|s| s.name == name).collect()
+        };
+        match found.len() {
+            0 => Lookup::NotFound,
+            1 => Lookup::Unique(found[0]),
+            _ => Lookup::Ambiguous(found),
+        }
+    }
+
+    /// Every symbol the name could mean: the unique match, or all candidates when ambiguous.
+    pub fn matching(&self, name: &str) -> Vec<&Symbol> {
+        match self.lookup(name) {
+            Lookup::Unique(symbol) => vec![symbol],
+            Lookup::Ambiguous(symbols) => symbols,
+            Lookup::NotFound => Vec::new(),
+        }
+    }
+
+    /// The symbols with exactly this qualified name (several only for duplicate definitions).
+    pub fn by_qualified(&self, qualified_name: &str) -> Vec<&Symbol> {
+        self.by_qualified
+            .get(qualified_name)
+            .map(|ids| ids.iter().filter_map(|&i| self.symbols.get(i)).collect())
+            .unwrap_or_default()
+    }
+
+    /// The qualified names of call targets defined by this file for an imported `path`:
+    /// `["f"]` -> top-level `f` (or the default export for `["default"]`), `["C", "m"]` -> `C.m`.
+    pub(crate) fn export_target(&self, path: &[String]) -> Option<String> {
+        let name = match path {
+            [one] if one == "default" => return self.default_export.clone(),
+            [one] => one.clone(),
+            [first, second] => format!("{first}.{second}"),
+            _ => return None,
+        };
+        self.by_qualified.contains_key(&name).then_some(name)
+    }
+
+    /// Whether a call can go to the symbol of this qualified name (a function-like symbol or a
+    /// class, whose call constructs it).
+    pub(crate) fn callable_symbol(&self, qualified_name: &str) -> bool {
+        self.by_qualified(qualified_name).iter().any(|s| {
+            s.kind.is_callable() || matches!(s.kind, SymbolKind::Class | SymbolKind::Record)
+        })
+    }
+}
