@@ -188,6 +188,24 @@ impl RepoIndex {
         Ok(Some(analysis))
     }
 
+    /// The text of a file inside the root, with the same confinement as [`RepoIndex::file`]:
+    /// `None` for a missing file, anything that is not a regular file, a real path outside
+    /// the root, a file over [`MAX_FILE_BYTES`] and text that is not UTF-8.
+    pub fn read_text(&self, rel_path: &str) -> Result<Option<String>> {
+        check_relative(rel_path)?;
+        let Some((real, meta)) = self.locate(rel_path)? else {
+            return Ok(None);
+        };
+        if meta.len() > MAX_FILE_BYTES {
+            return Ok(None);
+        }
+        let bytes = std::fs::read(&real).map_err(|source| AnalysisError::Io {
+            path: rel_path.to_owned(),
+            source,
+        })?;
+        Ok(String::from_utf8(bytes).ok())
+    }
+
     /// The symbols calling `name` in `rel_path` (a qualified name, or a bare name resolved by
     /// PROTOCOL-NOTES 2.2; every candidate of an ambiguous name counts), across the repository,
     /// sorted. The file and the callers' files are checked for changes first.

@@ -18,6 +18,35 @@ pub enum SignatureLookup {
     },
 }
 
+/// One symbol of a text, as `edit.preflight` needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SymbolSpan {
+    /// Qualified name (`Class.method`).
+    pub qualified: String,
+    /// `[start, end)` in UTF-8 bytes, decorators and attributes included.
+    pub start: usize,
+    /// End, exclusive.
+    pub end: usize,
+    /// Normalised signature, when the symbol has one.
+    pub signature: Option<String>,
+}
+
+impl SymbolSpan {
+    /// The last segment of the qualified name.
+    pub fn simple_name(&self) -> &str {
+        self.qualified.rsplit('.').next().unwrap_or(&self.qualified)
+    }
+}
+
+/// The symbols found in a text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TextSymbols {
+    /// The symbols, in source order.
+    pub symbols: Vec<SymbolSpan>,
+    /// Whether the text parsed without syntax errors.
+    pub clean: bool,
+}
+
 /// Symbol ranges, call graph and signatures of the repository's source.
 pub trait CodeIndex: Send + Sync {
     /// The byte ranges `[start, end)` of every symbol `name` could mean in `file`
@@ -54,6 +83,20 @@ pub trait CodeIndex: Send + Sync {
     /// Whether two signatures are the same by tokens (whitespace, comments and trailing commas
     /// ignored; PROTOCOL-NOTES 2.5).
     fn signatures_equal(&self, a: &str, b: &str) -> bool;
+
+    /// The current text of `file` (`None` when it is missing, not a regular UTF-8 file, or
+    /// outside the root).
+    fn file_text(&self, file: &str) -> Option<String>;
+
+    /// Whether `file`'s suffix names a supported language.
+    fn is_supported(&self, file: &str) -> bool;
+
+    /// The symbols of `file` as it is on disk (from the index: no parse when it is known and
+    /// unchanged).
+    fn file_symbols(&self, file: &str) -> TextSymbols;
+
+    /// The symbols of `text` parsed as the language of `file` (results are cached by content).
+    fn text_symbols(&self, file: &str, text: &str) -> TextSymbols;
 }
 
 /// Source of new record ids.

@@ -18,6 +18,7 @@ mod index;
 mod intents;
 mod locks;
 pub mod paths;
+pub mod preflight;
 pub mod process;
 pub mod sessions;
 #[cfg(test)]
@@ -32,7 +33,7 @@ pub use crate::store::{
     Contract, ContractStatus, Intent, IntentRange, IntentStatus, Lock, StoreError,
 };
 pub use contracts::{Violation, SYMBOL_NOT_IN_STAGED_CONTENT};
-pub use index::{CodeIndex, IdSource, SignatureLookup, UuidIds};
+pub use index::{CodeIndex, IdSource, SignatureLookup, SymbolSpan, TextSymbols, UuidIds};
 pub use intents::{Conflict, DeclaredIntent};
 pub use locks::{
     Acquire, AcquiredLock, CallerWarning, Cancelled, LiveLock, DEFAULT_TTL_MS, MAX_TTL_MS,

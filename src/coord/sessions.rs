@@ -342,6 +342,23 @@ impl Coord {
         None
     }
 
+    /// Whether `session_id` is live in the sense of PROTOCOL-NOTES 7.3, whether or not the
+    /// reaper has run yet: a session never seen with a pulse is live.
+    pub(crate) fn session_live(&self, session_id: &str) -> Result<bool> {
+        let Some(row) = self.store.read(|r| r.session(session_id))? else {
+            return Ok(true);
+        };
+        if row.ended_at_ms.is_some() {
+            return Ok(false);
+        }
+        let waiting = if self.waits().has_session(session_id) {
+            HashSet::from([session_id.to_owned()])
+        } else {
+            HashSet::new()
+        };
+        Ok(self.death(&row, self.clock.now_ms(), &waiting).is_none())
+    }
+
     /// Reaps every session whose process exited or whose lease lapsed (PROTOCOL-NOTES 7.3).
     /// The daemon runs it about once a second.
     pub fn reap_dead_sessions(&self) -> Result<Vec<ReapedSession>> {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use super::index::{CodeIndex, IdSource, SignatureLookup};
+use super::index::{CodeIndex, IdSource, SignatureLookup, SymbolSpan, TextSymbols};
 use super::paths::join_symbol_path;
 
 /// Ids `<prefix>1`, `<prefix>2`, ... in call order.
@@ -50,6 +50,8 @@ struct FakeState {
     symbols: HashMap<String, Vec<FakeSymbol>>,
     /// `(caller, callee)` symbol paths.
     calls: Vec<(String, String)>,
+    /// Per file, its text on "disk".
+    texts: HashMap<String, String>,
 }
 
 /// An in-memory [`CodeIndex`] filled by the test.
@@ -97,6 +99,52 @@ impl FakeIndex {
     /// How many times staged content was parsed.
     pub fn content_parses(&self) -> usize {
         self.content_parses.load(Ordering::SeqCst)
+    }
+
+    /// Puts `text` on "disk" as `file`: [`CodeIndex::file_text`] returns it and
+    /// [`CodeIndex::file_symbols`] reads its symbols as [`fake_symbols`] does.
+    pub fn set_text(&self, file: &str, text: &str) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.texts.insert(file.to_owned(), text.to_owned());
+    }
+}
+
+/// The symbols of a fake source text: a line `def NAME(SIGNATURE)` opens a symbol (nested
+/// ones are qualified by the enclosing names), the matching line `end` closes it (its range
+/// runs from the start of the `def` line to the end of the `end` line). Unclosed symbols
+/// make the text unclean.
+pub fn fake_symbols(text: &str) -> TextSymbols {
+    let mut open: Vec<(String, usize, Option<String>)> = Vec::new();
+    let mut symbols = Vec::new();
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim();
+        if let Some(rest) = trimmed.strip_prefix("def ") {
+            let (name, signature) = match rest.split_once('(') {
+                Some((name, sig)) => (name.trim(), Some(format!("({sig}"))),
+                None => (rest.trim(), None),
+            };
+            let qualified = match open.last() {
+                Some((outer, _, _)) => format!("{outer}.{name}"),
+                None => name.to_owned(),
+            };
+            open.push((qualified, at, signature));
+        } else if trimmed == "end" {
+            if let Some((qualified, start, signature)) = open.pop() {
+                symbols.push(SymbolSpan {
+                    qualified,
+                    start,
+                    end: at + line.len(),
+                    signature,
+                });
+            }
+        }
+        at += line.len();
+    }
+    symbols.sort_by_key(|s| s.start);
+    TextSymbols {
+        symbols,
+        clean: open.is_empty(),
     }
 }
 
@@ -223,6 +271,26 @@ impl CodeIndex for FakeIndex {
     fn signatures_equal(&self, a: &str, b: &str) -> bool {
         let squeeze = |s: &str| s.split_whitespace().collect::<String>();
         squeeze(a) == squeeze(b)
+    }
+
+    fn file_text(&self, file: &str) -> Option<String> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.texts.get(file).cloned()
+    }
+
+    fn is_supported(&self, file: &str) -> bool {
+        !file.ends_with(".txt")
+    }
+
+    fn file_symbols(&self, file: &str) -> TextSymbols {
+        self.file_text(file)
+            .map(|text| fake_symbols(&text))
+            .unwrap_or_default()
+    }
+
+    fn text_symbols(&self, _file: &str, text: &str) -> TextSymbols {
+        self.content_parses.fetch_add(1, Ordering::SeqCst);
+        fake_symbols(text)
     }
 }
 

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use crate::analysis::{signatures_equal, Language, Lookup, RepoIndex};
-use crate::coord::{CodeIndex, SignatureLookup};
+use crate::analysis::{signatures_equal, FileAnalysis, Language, Lookup, RepoIndex};
+use crate::coord::{CodeIndex, SignatureLookup, SymbolSpan, TextSymbols};
 
 /// [`CodeIndex`] over a [`RepoIndex`].
 #[derive(Debug, Clone)]
@@ -98,5 +98,49 @@ impl CodeIndex for AnalysisIndex {
 
     fn signatures_equal(&self, a: &str, b: &str) -> bool {
         signatures_equal(a, b)
+    }
+
+    fn file_text(&self, file: &str) -> Option<String> {
+        match self.index.read_text(file) {
+            Ok(text) => text,
+            Err(error) => {
+                tracing::debug!(file, %error, "file not read");
+                None
+            }
+        }
+    }
+
+    fn is_supported(&self, file: &str) -> bool {
+        Language::for_path(file).is_some()
+    }
+
+    fn file_symbols(&self, file: &str) -> TextSymbols {
+        self.analysis(file)
+            .map(|analysis| text_symbols(&analysis))
+            .unwrap_or_default()
+    }
+
+    fn text_symbols(&self, file: &str, text: &str) -> TextSymbols {
+        match Language::for_path(file) {
+            Some(language) => text_symbols(&self.index.analyze_content_of(file, language, text)),
+            None => TextSymbols::default(),
+        }
+    }
+}
+
+/// The symbols of an analysis as coordination sees them.
+fn text_symbols(analysis: &FileAnalysis) -> TextSymbols {
+    TextSymbols {
+        symbols: analysis
+            .symbols
+            .iter()
+            .map(|symbol| SymbolSpan {
+                qualified: symbol.qualified_name.clone(),
+                start: symbol.start_byte,
+                end: symbol.end_byte,
+                signature: symbol.signature.clone(),
+            })
+            .collect(),
+        clean: analysis.diagnostics.is_empty(),
     }
 }

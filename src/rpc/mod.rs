@@ -11,6 +11,7 @@
 pub mod code_index;
 mod contracts;
 mod convert;
+mod edits;
 pub mod errors;
 mod events;
 mod intents;

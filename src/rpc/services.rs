@@ -15,8 +15,8 @@ use crate::analysis::RepoIndex;
 use crate::coord::{Coord, CoordError, SystemClock};
 use crate::daemon::paths::WitPaths;
 use crate::protocol::server::{
-    register_contract_methods, register_discover, register_events_methods, register_intent_methods,
-    register_lock_methods, register_session_methods, register_wit_methods,
+    register_contract_methods, register_discover, register_edit_methods, register_events_methods,
+    register_intent_methods, register_lock_methods, register_session_methods, register_wit_methods,
 };
 use crate::protocol::ProtocolError;
 use crate::store::{Store, StoreError};
@@ -191,6 +191,7 @@ pub fn build_methods(app: App) -> Result<Methods, OpenError> {
     register_contract_methods(&mut module)?;
     register_session_methods(&mut module)?;
     register_events_methods(&mut module)?;
+    register_edit_methods(&mut module)?;
     register_discover(&mut module)?;
     Ok(module.into())
 }

@@ -50,6 +50,19 @@ pub struct RangeHit {
     pub range: Option<(i64, i64)>,
 }
 
+fn range_hit_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RangeHit> {
+    let start: Option<i64> = row.get(5)?;
+    let end: Option<i64> = row.get(6)?;
+    Ok(RangeHit {
+        intent_seq: row.get(0)?,
+        intent_id: row.get(1)?,
+        session_id: row.get(2)?,
+        description: row.get(3)?,
+        declared_at_ms: row.get(4)?,
+        range: start.zip(end),
+    })
+}
+
 impl Reader<'_> {
     /// The intent with UUID `id`.
     pub fn intent(&self, id: &str) -> Result<Option<Intent>> {
@@ -72,18 +85,18 @@ impl Reader<'_> {
              FROM intent_ranges r JOIN intents i ON i.seq = r.intent_seq
              WHERE r.file = ?1 AND r.live = 1 AND i.session_id <> ?2",
         )?;
-        let rows = stmt.query_map(params![file, other_than_session], |row| {
-            let start: Option<i64> = row.get(5)?;
-            let end: Option<i64> = row.get(6)?;
-            Ok(RangeHit {
-                intent_seq: row.get(0)?,
-                intent_id: row.get(1)?,
-                session_id: row.get(2)?,
-                description: row.get(3)?,
-                declared_at_ms: row.get(4)?,
-                range: start.zip(end),
-            })
-        })?;
+        let rows = stmt.query_map(params![file, other_than_session], range_hit_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// The ranges in `file` of `session_id`'s own declared or active intents.
+    pub fn own_live_ranges_in_file(&self, file: &str, session_id: &str) -> Result<Vec<RangeHit>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT i.seq, i.id, i.session_id, i.description, i.declared_at, r.start_byte, r.end_byte
+             FROM intent_ranges r JOIN intents i ON i.seq = r.intent_seq
+             WHERE r.file = ?1 AND r.live = 1 AND i.session_id = ?2",
+        )?;
+        let rows = stmt.query_map(params![file, session_id], range_hit_from_row)?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 

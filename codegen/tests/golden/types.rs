@@ -2453,7 +2453,7 @@ impl EditPreflightParams {
                 max_length: ::std::option::Option::None,
                 pattern: ::std::option::Option::None,
                 enum_values: &[],
-                min_items: ::std::option::Option::None,
+                min_items: ::std::option::Option::Some(1usize),
                 max_items: ::std::option::Option::Some(1000usize),
                 minimum: ::std::option::Option::None,
                 maximum: ::std::option::Option::None,
