@@ -177,13 +177,23 @@ pub fn exchange(
     path: &str,
     body: &[u8],
 ) -> std::io::Result<(u16, String)> {
+    write_request(stream, method, path, body)?;
+    read_response(stream)
+}
+
+/// Writes one HTTP/1.1 request without reading the answer.
+pub fn write_request(
+    stream: &mut UnixStream,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> std::io::Result<()> {
     let head = format!(
         "{method} {path} HTTP/1.1\r\nhost: localhost\r\ncontent-length: {}\r\n\r\n",
         body.len()
     );
     stream.write_all(head.as_bytes())?;
-    stream.write_all(body)?;
-    read_response(stream)
+    stream.write_all(body)
 }
 
 pub fn read_response(stream: &mut UnixStream) -> std::io::Result<(u16, String)> {

@@ -7,6 +7,7 @@ mod contracts;
 mod harness;
 mod hostile;
 mod intents;
+mod languages;
 mod load;
 mod locks;
 mod mcp;

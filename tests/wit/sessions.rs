@@ -1,7 +1,6 @@
 //! Sessions with a pulse, lock waits and events end to end (PROTOCOL-NOTES 5, 7, 8, 9), against
 //! a real daemon through the generated client.
 
-use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -434,12 +433,7 @@ fn a_wait_times_out_as_lock_conflict_and_a_closed_waiter_leaves_the_queue() {
         "params": {"symbolPath": "a.ts:f", "sessionId": "gone", "waitMs": 60_000}})
     .to_string();
     let mut stream = UnixStream::connect(repo.socket()).unwrap();
-    let head = format!(
-        "POST /rpc HTTP/1.1\r\nhost: localhost\r\ncontent-length: {}\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.write_all(body.as_bytes()).unwrap();
+    write_request(&mut stream, "POST", "/rpc", body.as_bytes()).unwrap();
     std::thread::sleep(Duration::from_millis(200));
     drop(stream);
     std::thread::sleep(Duration::from_millis(200));
