@@ -345,6 +345,16 @@ fn calls_every_tool_against_a_real_daemon() {
         );
         assert_eq!(check["violations"][0]["symbolPath"], "src/a.ts:f");
 
+        // Bob's edit of f meets alice's lock and her active intent; the answer is data.
+        let preflight = ok!(
+            &bob,
+            "edit_preflight",
+            json!({"file": "src/a.ts", "content": source.replace("a: number", "a: string")})
+        );
+        assert_eq!(preflight["symbols"][0], "src/a.ts:f");
+        assert_eq!(preflight["conflicts"][0]["type"], "INTENT_OVERLAP");
+        assert_eq!(preflight["violations"][0]["symbolPath"], "src/a.ts:f");
+
         let released = ok!(&alice, "lock_release", json!({"symbolPath": "src/a.ts:f"}));
         assert_eq!(released["released"], true);
         ok!(&alice, "session_heartbeat", json!({}));
