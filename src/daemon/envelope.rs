@@ -74,12 +74,14 @@ impl Envelope {
             Ok(body) => body,
             Err(refusal) => return *refusal,
         };
-        let plan = match plan_request(&body, &self.methods) {
+        let mut plan = match plan_request(&body, &self.methods) {
             Ok(plan) => plan,
             Err(failure) => return *failure,
         };
+        // The plan owns what it needs: give the request's buffer back before dispatching.
+        drop(body);
         let mut answers = Vec::with_capacity(plan.calls.len());
-        for call in &plan.calls {
+        for call in &mut plan.calls {
             answers.push(dispatch(call).await);
         }
         plan.assemble(answers)
@@ -154,9 +156,12 @@ impl Envelope {
 /// Runs one call through its jsonrpsee callback (which parses the params and maps errors) and
 /// returns the finished response object with the caller's id, or `None` for a notification
 /// (which runs all the same). The result is copied once, from jsonrpsee's answer into ours.
-async fn dispatch(call: &Call<'_>) -> Option<String> {
+async fn dispatch(call: &mut Call<'_>) -> Option<String> {
     // jsonrpsee's own id is never shown: the answer is rebuilt with the caller's.
-    let params = Params::new(call.params).into_owned();
+    let params = call
+        .params
+        .take()
+        .unwrap_or_else(|| Params::new(None).into_owned());
     let response = match call.callback {
         MethodCallback::Async(callback) => {
             callback(
@@ -201,12 +206,15 @@ enum Slot {
     Dispatched(usize),
 }
 
-/// A call to dispatch, borrowing from the request body and the method table.
+/// A call to dispatch, borrowing the method table but not the request body: the params are
+/// copied out of it (jsonrpsee wants them owned anyway), so the body's buffer can go back to
+/// hyper before a long call (a lock wait) instead of pinning it and making hyper take a fresh
+/// read buffer per waiting connection.
 struct Call<'a> {
     /// The method's jsonrpsee callback, looked up once while planning.
     callback: &'a MethodCallback,
-    /// The raw `params` text, if any.
-    params: Option<&'a str>,
+    /// The params, owned.
+    params: Option<Params<'static>>,
     /// The caller's raw id text; `None` for a notification.
     id: Option<String>,
 }
@@ -271,12 +279,15 @@ struct InnerAnswerWire<'a> {
 
 /// Judges the whole body: parse, shape, witVersion and method of each element.
 /// The whole-body rejection is boxed: an HTTP response is large and the plan is the hot path.
-fn plan_request<'a>(body: &'a [u8], methods: &'a Methods) -> Result<Plan<'a>, Box<HttpResponse>> {
+fn plan_request<'b, 'm>(
+    body: &'b [u8],
+    methods: &'m Methods,
+) -> Result<Plan<'m>, Box<HttpResponse>> {
     // The common case, one well-formed request object: its fields in one pass over the body
     // (a large `check-contracts` body is otherwise scanned once more). Anything else takes the
     // general path below, which tells the errors apart.
     if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
-        if let Ok(fields) = serde_json::from_slice::<RequestFields<'a>>(body) {
+        if let Ok(fields) = serde_json::from_slice::<RequestFields<'b>>(body) {
             let mut plan = Plan::new(false, 1);
             plan_fields(fields, methods, &mut plan);
             return Ok(plan);
@@ -345,7 +356,7 @@ fn invalid(reason: &str) -> Slot {
     ))
 }
 
-fn plan_element<'a>(element: &'a RawValue, methods: &'a Methods, plan: &mut Plan<'a>) {
+fn plan_element<'m>(element: &RawValue, methods: &'m Methods, plan: &mut Plan<'m>) {
     if !element.get().starts_with('{') {
         plan.slots.push(invalid("a request must be a JSON object"));
         return;
@@ -359,7 +370,7 @@ fn plan_element<'a>(element: &'a RawValue, methods: &'a Methods, plan: &mut Plan
 }
 
 /// Judges one request object's fields: version, method, id, witVersion.
-fn plan_fields<'a>(fields: RequestFields<'a>, methods: &'a Methods, plan: &mut Plan<'a>) {
+fn plan_fields<'m>(fields: RequestFields<'_>, methods: &'m Methods, plan: &mut Plan<'m>) {
     if fields.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
         plan.slots.push(invalid("\"jsonrpc\" must be \"2.0\""));
         return;
@@ -418,7 +429,7 @@ fn plan_fields<'a>(fields: RequestFields<'a>, methods: &'a Methods, plan: &mut P
     plan.slots.push(Slot::Dispatched(plan.calls.len()));
     plan.calls.push(Call {
         callback,
-        params: fields.params.map(RawValue::get),
+        params: Some(Params::new(fields.params.map(RawValue::get)).into_owned()),
         id,
     });
 }
