@@ -168,12 +168,20 @@ impl Coord {
     }
 
     /// Drops events that are older than [`EVENT_RETENTION_MS`] and not among the newest
-    /// [`EVENTS_KEPT_AT_LEAST`]; how many.
+    /// [`EVENTS_KEPT_AT_LEAST`], and sessions idle as long that nothing refers to any more;
+    /// how many events.
     pub fn prune_events(&self) -> Result<usize> {
-        self.store.write(|w| {
+        let (sessions, events) = self.store.write(|w| {
             let now = self.clock.now_ms();
-            Ok(w.prune_events(now - EVENT_RETENTION_MS, EVENTS_KEPT_AT_LEAST)?)
-        })
+            let sessions = w.prune_sessions(now - EVENT_RETENTION_MS)?;
+            let events = w.prune_events(now - EVENT_RETENTION_MS, EVENTS_KEPT_AT_LEAST)?;
+            Ok::<_, CoordError>((sessions, events))
+        })?;
+        if sessions > 0 {
+            // A forgotten row must be written again on its session's next call.
+            self.forget_open_rows();
+        }
+        Ok(events)
     }
 }
 

@@ -140,6 +140,11 @@ impl Coord {
         Ok(())
     }
 
+    /// Makes the next call of every session write its row again (after pruning).
+    pub(crate) fn forget_open_rows(&self) {
+        self.sightings().open_rows.clear();
+    }
+
     /// Records a sign of life of a session whose row is open (memory only).
     pub(crate) fn saw(&self, session_id: &str) {
         let now = self.clock.now_ms();
@@ -675,5 +680,19 @@ mod tests {
         let list = h.coord.list_sessions().unwrap();
         let ids: Vec<&str> = list.iter().map(|s| s.summary.session_id.as_str()).collect();
         assert_eq!(ids, ["b", "c", "a"], "live first");
+        // A session that held something once and nothing now, never registered, is not listed.
+        h.coord.release_lock("x.ts:f", "b").unwrap();
+        h.coord.release_lock("x.ts:g", "b").unwrap();
+        let list = h.coord.list_sessions().unwrap();
+        assert!(list.iter().all(|s| s.summary.session_id != "b"));
+        // And is forgotten once idle past retention.
+        h.clock
+            .advance(crate::coord::events::EVENT_RETENTION_MS + 1);
+        h.coord.prune_events().unwrap();
+        assert!(h.coord.store().read(|r| r.session("b")).unwrap().is_none());
+        assert!(
+            h.coord.store().read(|r| r.session("a")).unwrap().is_some(),
+            "registered"
+        );
     }
 }

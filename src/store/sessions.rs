@@ -40,14 +40,13 @@ impl Reader<'_> {
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
-    /// Every session that is in the sessions table, registered, or holds a lock live at
-    /// `now_ms` or a declared/active intent, with its counts, in order of first appearance
-    /// (then session id).
+    /// Every session that is registered, or holds a lock live at `now_ms` or a declared/active
+    /// intent (PROTOCOL-NOTES 7.6), with its counts, in order of first appearance (then
+    /// session id).
     pub fn session_summaries(&self, now_ms: i64) -> Result<Vec<SessionSummary>> {
         let mut stmt = self.conn.prepare_cached(
             "WITH ids AS (
-                 SELECT session_id FROM sessions
-                 UNION SELECT session_id FROM agents
+                 SELECT session_id FROM agents
                  UNION SELECT session_id FROM locks WHERE expires_at_ms > ?1
                  UNION SELECT session_id FROM intents WHERE status IN ('declared', 'active')
              )
@@ -91,6 +90,20 @@ impl Reader<'_> {
 }
 
 impl Writer<'_> {
+    /// Forgets sessions last seen before `cutoff_ms` that are not registered and hold no lock
+    /// and no declared/active intent (what a stream of one-off session ids leaves behind);
+    /// how many.
+    pub fn prune_sessions(&self, cutoff_ms: i64) -> Result<usize> {
+        let mut stmt = self.conn.prepare_cached(
+            "DELETE FROM sessions WHERE last_seen_ms < ?1
+               AND session_id NOT IN (SELECT session_id FROM agents)
+               AND session_id NOT IN (SELECT session_id FROM locks)
+               AND session_id NOT IN
+                   (SELECT session_id FROM intents WHERE status IN ('declared', 'active'))",
+        )?;
+        Ok(stmt.execute([cutoff_ms])?)
+    }
+
     /// Records that `session_id` was seen at `now_ms`: creates its row (first appearance) or
     /// moves its last sighting forward, and makes an ended session a session again (it keeps
     /// no pulse: what a reap cleared stays cleared).

@@ -792,6 +792,11 @@ fn lock_wait_sessions_session_end_and_log() {
     let out = wit_as(&repo, "a", &["lock", "a.ts:f", "--wait", "11m"]);
     assert_eq!(code(&out), 2, "longer than the protocol allows");
 
+    // a holds nothing now: it is listed once registered (PROTOCOL-NOTES 7.6).
+    assert_eq!(
+        code(&wit_as(&repo, "a", &["register", "alice", "--lease", "1h"])),
+        0
+    );
     let out = wit_as(&repo, "a", &["--json", "sessions"]);
     let sessions = json_of(&out);
     let ids: Vec<&str> = sessions
@@ -824,6 +829,7 @@ fn lock_wait_sessions_session_end_and_log() {
             "lock.acquired",
             "lock.released",
             "lock.acquired",
+            "session.registered",
             "session.ended",
             "lock.released"
         ]
