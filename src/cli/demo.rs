@@ -415,12 +415,47 @@ async fn play(narrator: &mut Narrator, paths: &WitPaths) -> Result<(), CliError>
         .explain("Committed; prepare-commit-msg added a Wit-Intent trailer for alice's intent.");
     narrator.steps.push(json!({"step": narrator.number, "command": "git commit", "exitCode": code, "message": message}));
 
+    // bob waits his turn for validateToken while alice still holds it.
+    narrator.title("bob asks for validateToken again, this time waiting up to 10 s for it");
+    let wait_params = json!({"symbolPath": "src/auth.ts:validateToken", "sessionId": BOB,
+                             "ttlMs": 600000, "waitMs": 10000});
+    narrator.say(&format!("   -> lock.acquire {wait_params}"));
+    let waiting = {
+        let client = WitClient::new(&paths.socket);
+        let params = wait_params.clone();
+        tokio::spawn(async move { client.call_raw("lock.acquire", params).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    narrator.explain("(no answer yet: bob's request waits in the daemon, first in line)");
     let answer = narrator
         .rpc(
             &client,
             "alice releases her lock",
             "lock.release",
             json!({"symbolPath": "src/auth.ts:validateToken", "sessionId": ALICE}),
+        )
+        .await?;
+    ok(answer, "lock.release")?;
+    narrator.title("bob's wait ends: the lock was handed to him in the same step as the release");
+    let handed = waiting
+        .await
+        .map_err(|e| failed("waiting for bob's lock", e))?
+        .map_err(CliError::from)?;
+    narrator.say(&format!("   <- result: {handed}"));
+    expect(handed["sessionId"] == BOB, "the lock handed to bob")?;
+    narrator.explain(
+        "A fresh fencing token comes with it; no other request could take the lock in between.",
+    );
+    narrator
+        .steps
+        .push(json!({"step": narrator.number, "method": "lock.acquire",
+                               "params": wait_params, "result": handed}));
+    let answer = narrator
+        .rpc(
+            &client,
+            "bob releases validateToken",
+            "lock.release",
+            json!({"symbolPath": "src/auth.ts:validateToken", "sessionId": BOB}),
         )
         .await?;
     ok(answer, "lock.release")?;
@@ -451,6 +486,20 @@ async fn play(narrator: &mut Narrator, paths: &WitPaths) -> Result<(), CliError>
         )
         .await?;
     ok(answer, "intent.update")?;
+    let answer = narrator
+        .rpc(
+            &client,
+            "anyone reads the log of lock changes (what `wit log -f` follows)",
+            "events.poll",
+            json!({"since": 0, "types": ["lock.acquired", "lock.released"]}),
+        )
+        .await?;
+    let log = ok(answer, "events.poll")?;
+    let count = log["events"].as_array().map_or(0, Vec::len);
+    expect(count >= 6, "the lock changes in the log")?;
+    narrator.explain(&format!(
+        "{count} lock events, oldest first, each written in the same transaction as its change."
+    ));
     Ok(())
 }
 
