@@ -757,4 +757,129 @@ model = "o4-mini"
             .edit(Some("[broken"), "wit", false)
             .is_err());
     }
+
+    const CLAUDE_SETTINGS: &str = r#"{
+  "permissions": {"allow": ["Bash(npm test)"]},
+  "hooks": {
+    "PreToolUse": [
+      {"matcher": "Bash", "hooks": [{"type": "command", "command": "./check-bash.sh"}]}
+    ],
+    "PostToolUse": [
+      {"matcher": "Write", "hooks": [{"type": "command", "command": "prettier --write"}]}
+    ]
+  }
+}
+"#;
+
+    #[test]
+    fn the_edit_gate_merges_into_claude_settings_idempotently_and_comes_out_cleanly() {
+        let added = run(Target::ClaudeSettings, Some(CLAUDE_SETTINGS), false).unwrap();
+        let value: Value = serde_json::from_str(&added).unwrap();
+        let groups = value["hooks"]["PreToolUse"].as_array().unwrap();
+        assert_eq!(groups.len(), 2, "the Bash group is kept: {added}");
+        assert_eq!(groups[0]["matcher"], "Bash");
+        assert_eq!(
+            groups[1],
+            json!({"matcher": "Edit|MultiEdit|Write", "hooks": [
+                {"type": "command", "command": "wit hook pre-edit --agent claude", "timeout": 5}
+            ]})
+        );
+        assert_eq!(value["permissions"]["allow"][0], "Bash(npm test)");
+        assert_eq!(
+            run(Target::ClaudeSettings, Some(&added), false).unwrap(),
+            added
+        );
+        assert_eq!(
+            Target::ClaudeSettings
+                .edit(Some(&added), "wit", false)
+                .unwrap(),
+            Edit::Unchanged
+        );
+        // A moved binary: the command is updated in place, nothing is duplicated.
+        let moved = match Target::ClaudeSettings
+            .edit(Some(&added), "/opt/wit bin/wit", false)
+            .unwrap()
+        {
+            Edit::Write(text) => text,
+            other => panic!("{other:?}"),
+        };
+        let value: Value = serde_json::from_str(&moved).unwrap();
+        assert_eq!(value["hooks"]["PreToolUse"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            value["hooks"]["PreToolUse"][1]["hooks"][0]["command"],
+            "'/opt/wit bin/wit' hook pre-edit --agent claude"
+        );
+
+        let removed = run(Target::ClaudeSettings, Some(&added), true).unwrap();
+        let original: Value = serde_json::from_str(CLAUDE_SETTINGS).unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&removed).unwrap(), original);
+        assert_eq!(
+            Target::ClaudeSettings
+                .edit(Some(&removed), "", true)
+                .unwrap(),
+            Edit::Unchanged
+        );
+    }
+
+    #[test]
+    fn each_harness_gets_its_own_shape_and_a_file_of_its_own_is_deleted_on_removal() {
+        for (target, event, matcher) in [
+            (
+                Target::ClaudeSettings,
+                "PreToolUse",
+                Some("Edit|MultiEdit|Write"),
+            ),
+            (
+                Target::CodexHooks,
+                "PreToolUse",
+                Some("apply_patch|Edit|Write"),
+            ),
+            (
+                Target::GeminiSettings,
+                "BeforeTool",
+                Some("replace|write_file"),
+            ),
+            (Target::CursorHooks, "preToolUse", None),
+        ] {
+            let created = run(target, None, false).unwrap();
+            let value: Value = serde_json::from_str(&created).unwrap();
+            let entry = &value["hooks"][event][0];
+            let hook = match matcher {
+                Some(matcher) => {
+                    assert_eq!(entry["matcher"], matcher, "{created}");
+                    &entry["hooks"][0]
+                }
+                None => entry,
+            };
+            assert!(
+                hook["command"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("wit hook pre-edit --agent "),
+                "{created}"
+            );
+            assert_eq!(
+                value.get("version").is_some(),
+                target == Target::CursorHooks
+            );
+            assert_eq!(run(target, Some(&created), false).unwrap(), created);
+            assert_eq!(
+                run(target, Some(&created), true),
+                None,
+                "{target:?}: file deleted"
+            );
+        }
+        let cursor = r#"{"version": 1, "hooks": {"preToolUse": [{"command": "./audit.sh"}], "stop": [{"command": "./s.sh"}]}}"#;
+        let added = run(Target::CursorHooks, Some(cursor), false).unwrap();
+        let value: Value = serde_json::from_str(&added).unwrap();
+        assert_eq!(value["hooks"]["preToolUse"].as_array().unwrap().len(), 2);
+        let removed = run(Target::CursorHooks, Some(&added), true).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&removed).unwrap(),
+            serde_json::from_str::<Value>(cursor).unwrap()
+        );
+        assert!(Target::GeminiSettings
+            .edit(Some(r#"{"hooks": []}"#), "wit", false)
+            .is_err());
+    }
 }

@@ -306,18 +306,23 @@ mod tests {
 
     #[test]
     fn an_update_with_several_hunks_gives_one_edit_per_hunk() {
-        let patch = "*** Begin Patch\n\
-*** Update File: src/auth.py\n\
-@@ def validate(token):\n\
- def validate(token):\n\
--    return len(token) > 3\n\
-+    return len(token) > 8\n\
-@@ class Session:\n\
-     def close(self):\n\
--        pass\n\
-+        self.open = False\n\
-+        return None\n\
-*** End Patch\n";
+        let patch = [
+            "*** Begin Patch",
+            "*** Update File: src/auth.py",
+            "@@ def validate(token):",
+            " def validate(token):",
+            "-    return len(token) > 3",
+            "+    return len(token) > 8",
+            "@@ class Session:",
+            "     def close(self):",
+            "-        pass",
+            "+        self.open = False",
+            "+        return None",
+            "*** End Patch",
+            "",
+        ]
+        .join("\n");
+        let patch = patch.as_str();
         let ops = parse_patch(patch).unwrap();
         assert_eq!(
             ops,
