@@ -370,30 +370,17 @@ async fn check(
     let client = WitClient::new(&paths.socket).with_timeout(budget);
     let autostart =
         std::env::var_os(NO_AUTOSTART_ENV).is_none_or(|value| value.is_empty() || value == "0");
-    let mut results = Vec::with_capacity(files.len());
+    // One file: the daemon records it only when it is clean, which is exactly when the gate
+    // lets it through. Several files (a patch): a clean file must not be recorded when
+    // another one stops the whole call, so they are checked first and recorded after.
+    let record_now = policy.record && files.len() == 1;
+    let mut params: Vec<EditPreflightParams> = files
+        .into_iter()
+        .map(|(file, change)| preflight_params(session, file, change, record_now))
+        .collect();
+    let mut results = Vec::with_capacity(params.len());
     let mut started = false;
-    for (file, change) in files {
-        let (edits, content) = match change {
-            Change::Edits(edits) => (
-                edits
-                    .into_iter()
-                    .map(|edit| EditPreflightParamsEditsItem {
-                        old_text: edit.old_text,
-                        new_text: edit.new_text,
-                        replace_all: edit.replace_all.then_some(true),
-                    })
-                    .collect(),
-                None,
-            ),
-            Change::Content(content) => (Vec::new(), Some(content)),
-        };
-        let params = EditPreflightParams {
-            session_id: session.to_string(),
-            file: file.clone(),
-            edits,
-            content,
-            record: Some(policy.record),
-        };
+    for params in &params {
         let result = match client.edit_preflight(params.clone()).await {
             Err(ClientError::Unreachable(source)) if autostart && !started => {
                 started = true;
@@ -404,11 +391,11 @@ async fn check(
                             "cannot start the wit daemon: {error} ({source})"
                         ))
                     })?;
-                client.edit_preflight(params).await?
+                client.edit_preflight(params.clone()).await?
             }
             other => other?,
         };
-        results.push((file, result));
+        results.push((params.file.clone(), result));
     }
     let needs_names = results.iter().any(|(_, r)| {
         r.conflicts.iter().any(|c| match c {
@@ -423,7 +410,45 @@ async fn check(
     } else {
         Vec::new()
     };
-    Ok(decide(&results, &policy, &sessions, output::now_ms()))
+    let (verdict, notes) = decide(&results, &policy, &sessions, output::now_ms());
+    if policy.record && !record_now && verdict.decision == Decision::Allow {
+        for (params, (_, result)) in params.iter_mut().zip(&results) {
+            if result.applies && result.conflicts.is_empty() && result.violations.is_empty() {
+                params.record = Some(true);
+                client.edit_preflight(params.clone()).await?;
+            }
+        }
+    }
+    Ok((verdict, notes))
+}
+
+fn preflight_params(
+    session: &str,
+    file: String,
+    change: Change,
+    record: bool,
+) -> EditPreflightParams {
+    let (edits, content) = match change {
+        Change::Edits(edits) => (
+            edits
+                .into_iter()
+                .map(|edit| EditPreflightParamsEditsItem {
+                    old_text: edit.old_text,
+                    new_text: edit.new_text,
+                    replace_all: edit.replace_all.then_some(true),
+                })
+                .collect(),
+            None,
+        ),
+        Change::Content(content) => (Vec::new(), Some(content)),
+    };
+    EditPreflightParams {
+        session_id: session.to_string(),
+        file,
+        edits,
+        content,
+        record: Some(record),
+    }
 }
 
 /// Weighs every finding of `results` by `policy` (pure: the unit tests drive it).
@@ -576,7 +601,7 @@ fn intent_line(
 ) -> String {
     let description: String = description.chars().take(120).collect();
     format!(
-        "{file}: this edit overlaps intent {intent_id} of {} (\"{description}\"): coordinate with them, or keep clear of that code",
+        "{file}: this edit overlaps intent {intent_id} (\"{description}\") of {}: coordinate with them, or keep clear of that code",
         who(session_id, by_id)
     )
 }
