@@ -585,3 +585,88 @@ fn the_pre_commit_hook_is_silent_without_supported_files_and_asks_no_daemon() {
         "no daemon was started"
     );
 }
+
+#[test]
+fn wit_init_wires_the_gate_for_every_harness_idempotently_and_removably() {
+    let repo = Repo::new();
+    repo.write(
+        ".claude/settings.json",
+        "{\n  \"permissions\": {\"deny\": [\"Read(.env)\"]}\n}\n",
+    );
+    let init = |args: &[&str]| {
+        let out = wit_cmd(repo.path())
+            .args(["init", "--no-docs", "--no-hooks"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    };
+    let agents = [
+        "--agent", "claude", "--agent", "codex", "--agent", "gemini", "--agent", "cursor",
+    ];
+    init(&agents);
+    let files = [
+        ".mcp.json",
+        ".claude/settings.json",
+        ".codex/config.toml",
+        ".codex/hooks.json",
+        ".gemini/settings.json",
+        ".cursor/hooks.json",
+    ];
+    let read = |file: &str| std::fs::read_to_string(repo.path().join(file)).ok();
+    let first: Vec<Option<String>> = files.iter().map(|f| read(f)).collect();
+    assert!(first.iter().all(Option::is_some), "{first:?}");
+    let settings: Value = serde_json::from_str(first[1].as_deref().unwrap()).unwrap();
+    assert_eq!(settings["permissions"]["deny"][0], "Read(.env)");
+    let gate = &settings["hooks"]["PreToolUse"][0];
+    assert_eq!(gate["matcher"], "Edit|MultiEdit|Write");
+    assert!(gate["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .ends_with("hook pre-edit --agent claude"));
+    let gemini: Value = serde_json::from_str(first[4].as_deref().unwrap()).unwrap();
+    assert_eq!(
+        gemini["hooks"]["BeforeTool"][0]["matcher"],
+        "replace|write_file"
+    );
+
+    init(&agents);
+    let second: Vec<Option<String>> = files.iter().map(|f| read(f)).collect();
+    assert_eq!(first, second, "a second run is byte-identical");
+
+    let out = wit_cmd(repo.path())
+        .args(["init", "--remove"])
+        .args(agents)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let left: Vec<Option<String>> = files.iter().map(|f| read(f)).collect();
+    assert_eq!(
+        left[1]
+            .as_deref()
+            .map(|t| serde_json::from_str::<Value>(t).unwrap()),
+        Some(serde_json::json!({"permissions": {"deny": ["Read(.env)"]}}))
+    );
+    assert!(
+        left.iter().enumerate().all(|(i, f)| i == 1 || f.is_none()),
+        "files that only held wit's entries are gone: {left:?}"
+    );
+    let _ = wit_cmd(repo.path()).args(["daemon", "stop"]).output();
+}
+
+#[test]
+fn the_claude_plugin_runs_the_gate_on_edits() {
+    let hooks: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("integrations/claude-code/hooks/hooks.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let group = &hooks["hooks"]["PreToolUse"][0];
+    assert_eq!(group["matcher"], "Edit|MultiEdit|Write");
+    assert!(group["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .contains("wit hook pre-edit --agent claude"));
+}
