@@ -574,7 +574,8 @@ fn lock_line(
     match output::parse_iso_ms(expires_at) {
         Some(at) => {
             let left = at - now_ms;
-            let wait_minutes = (left.max(1) + 59_999) / 60_000;
+            // The time left, rounded down to minutes, and one more: a margin for the turn.
+            let wait_minutes = left.max(0) / 60_000 + 1;
             let _ = write!(
                 line,
                 " until {} ({} left): wait with `wit lock {symbol_path} --wait {wait_minutes}m`, or change something else",
@@ -684,7 +685,7 @@ mod tests {
             verdict.reason.as_deref(),
             Some(
                 "src/auth.ts:validateToken is locked by claude-backend (session 7f3a9c2e…, live) \
-                 until 10:42 UTC (9m 00s left): wait with `wit lock src/auth.ts:validateToken --wait 9m`, \
+                 until 10:42 UTC (9m 00s left): wait with `wit lock src/auth.ts:validateToken --wait 10m`, \
                  or change something else"
             )
         );
