@@ -710,7 +710,7 @@ mod tests {
         assert!(verdict
             .context
             .unwrap()
-            .contains("overlaps intent i-1 of session bob"));
+            .contains("overlaps intent i-1 (\"Audit log\") of session bob:"));
 
         let relaxed = Policy {
             locks: Action::Ask,
