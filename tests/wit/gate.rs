@@ -226,8 +226,7 @@ fn every_harness_gets_its_own_answer_shape() {
         );
         let allowed = answer(&gate(&repo, agent, &fixture(name, &repo, "bob")));
         let expected = match agent {
-            "gemini" => serde_json::json!({}),
-            "cursor" => serde_json::json!({"decision": "allow"}),
+            "gemini" | "cursor" => serde_json::json!({}),
             _ => Value::Null,
         };
         assert_eq!(allowed, expected, "{name}");

@@ -7,9 +7,10 @@
 //! (or `edits`), `Delete {file_path}`; every other tool is not an edit. The session is the
 //! conversation (`conversation_id`); the directory `cwd`, else the first workspace root.
 //!
-//! Answer (stdout, exit 0): `{"decision": "allow"|"deny", "reason": …}`. preToolUse has no
-//! "ask": an ask is a deny whose reason asks the agent to get the person's go-ahead. A warning
-//! is an allow with the text as `reason` and `agent_message`.
+//! Answer (stdout, exit 0): `{"decision": "deny", "reason": …}` to refuse; `{}` when the gate
+//! has nothing against the edit (never an explicit `allow`, which could skip an approval
+//! Cursor would otherwise ask for). preToolUse has no "ask": an ask is a deny whose reason asks
+//! the agent to get the person's go-ahead. A warning is `{"agent_message": …}`.
 
 use serde_json::{json, Value};
 
@@ -85,13 +86,11 @@ pub fn answer(verdict: &Verdict) -> Option<Value> {
                 "{reason} (wit asks for a person's go-ahead: ask the user before making this edit)"
             ),
         }),
+        // Never an explicit allow: the gate only takes rights away, and an allow could skip
+        // an approval Cursor would otherwise ask for.
         Decision::Allow => match &verdict.context {
-            Some(context) => json!({
-                "decision": "allow",
-                "reason": context,
-                "agent_message": context,
-            }),
-            None => json!({"decision": "allow"}),
+            Some(context) => json!({"agent_message": context}),
+            None => json!({}),
         },
     })
 }
