@@ -1,15 +1,22 @@
-//! `wit init --agent claude|codex [--remove]`: wit's MCP server in the agent's project
-//! configuration, added or taken out with real JSON and TOML editors.
+//! `wit init --agent claude|codex|gemini|cursor [--remove]`: wit's MCP server and the edit
+//! gate (`wit hook pre-edit`) in the agent's project configuration, added or taken out with
+//! real JSON and TOML editors.
 //!
-//! - Claude Code: `.mcp.json` at the root, `mcpServers.wit = {command, args: ["mcp"]}`, edited
-//!   with serde_json (`preserve_order`: every other entry keeps its place; the file's
-//!   indentation is kept);
-//! - Codex: `.codex/config.toml`, `[mcp_servers.wit]` with `command` and `args`, edited with
-//!   toml_edit, which keeps the rest of the file byte for byte, comments included.
+//! - Claude Code: `.mcp.json` at the root, `mcpServers.wit = {command, args: ["mcp"]}`, and
+//!   `.claude/settings.json`, a `hooks.PreToolUse` group for `Edit|MultiEdit|Write`;
+//! - Codex: `.codex/config.toml`, `[mcp_servers.wit]` with `command` and `args` (toml_edit,
+//!   which keeps the rest of the file byte for byte, comments included), and
+//!   `.codex/hooks.json`, a `hooks.PreToolUse` group for `apply_patch|Edit|Write`;
+//! - Gemini CLI: `.gemini/settings.json`, a `hooks.BeforeTool` group for `replace|write_file`;
+//! - Cursor: `.cursor/hooks.json` (`version: 1`), a `hooks.preToolUse` entry (no matcher: the
+//!   gate itself lets every tool that is not a file edit through at once).
 //!
-//! Both are idempotent: when the file already says what wit wants it is not rewritten at all.
-//! An existing `wit` entry keeps its other keys (`env`, ..). Removing takes out only wit's
-//! entry, and deletes the file when nothing else is left in it.
+//! JSON is edited with serde_json (`preserve_order`: every other entry keeps its place; the
+//! file's indentation is kept). wit's hook entry is the one whose command runs
+//! `hook pre-edit`. Every edit is idempotent: when the file already says what wit wants it is
+//! not rewritten at all. An existing `wit` entry keeps its other keys (`env`, ..). Removing
+//! takes out only wit's entry (and the groups and tables it leaves empty), and deletes the file
+//! when nothing else is left in it.
 
 use std::fs;
 use std::io::ErrorKind;
@@ -25,35 +32,89 @@ use super::output::CliError;
 const SERVER: &str = "wit";
 /// The arguments that start it.
 const ARGS: [&str; 1] = ["mcp"];
+/// What marks a hook entry as wit's edit gate.
+const GATE_MARK: &str = "hook pre-edit";
 
 /// A coding agent whose project configuration `wit init --agent` edits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Agent {
-    /// Claude Code: `.mcp.json`.
+    /// Claude Code: `.mcp.json` and `.claude/settings.json`.
     Claude,
-    /// Codex: `.codex/config.toml`.
+    /// Codex: `.codex/config.toml` and `.codex/hooks.json`.
     Codex,
+    /// Gemini CLI: `.gemini/settings.json`.
+    Gemini,
+    /// Cursor: `.cursor/hooks.json`.
+    Cursor,
 }
 
 impl Agent {
-    /// The configuration file under the repository root.
-    pub fn config_path(self, root: &Path) -> PathBuf {
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
         match self {
-            Self::Claude => root.join(".mcp.json"),
-            Self::Codex => root.join(".codex").join("config.toml"),
+            Self::Claude => "claude",
+            Self::Codex => "codex",
+            Self::Gemini => "gemini",
+            Self::Cursor => "cursor",
         }
     }
 
-    /// The label used in `wit init`'s report.
+    /// The configuration files `wit init --agent` edits for this agent, in order.
+    pub fn targets(self) -> &'static [Target] {
+        match self {
+            Self::Claude => &[Target::McpJson, Target::ClaudeSettings],
+            Self::Codex => &[Target::CodexToml, Target::CodexHooks],
+            Self::Gemini => &[Target::GeminiSettings],
+            Self::Cursor => &[Target::CursorHooks],
+        }
+    }
+}
+
+/// One configuration file and what wit puts in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// `.mcp.json`: Claude Code's MCP servers.
+    McpJson,
+    /// `.codex/config.toml`: Codex's MCP servers.
+    CodexToml,
+    /// `.claude/settings.json`: Claude Code's PreToolUse hook.
+    ClaudeSettings,
+    /// `.codex/hooks.json`: Codex's PreToolUse hook.
+    CodexHooks,
+    /// `.gemini/settings.json`: Gemini CLI's BeforeTool hook.
+    GeminiSettings,
+    /// `.cursor/hooks.json`: Cursor's preToolUse hook.
+    CursorHooks,
+}
+
+impl Target {
+    /// The file, relative to the repository root (also the label in `wit init`'s report).
     pub fn label(self) -> &'static str {
         match self {
-            Self::Claude => ".mcp.json",
-            Self::Codex => ".codex/config.toml",
+            Self::McpJson => ".mcp.json",
+            Self::CodexToml => ".codex/config.toml",
+            Self::ClaudeSettings => ".claude/settings.json",
+            Self::CodexHooks => ".codex/hooks.json",
+            Self::GeminiSettings => ".gemini/settings.json",
+            Self::CursorHooks => ".cursor/hooks.json",
         }
     }
 
-    /// The file's new text for `existing` (`None`: no file), adding wit's server with
-    /// `command` or, with `remove`, taking it out.
+    /// The configuration file under the repository root.
+    pub fn config_path(self, root: &Path) -> PathBuf {
+        root.join(self.label())
+    }
+
+    /// What wit puts in this file, for the report.
+    fn what(self) -> &'static str {
+        match self {
+            Self::McpJson | Self::CodexToml => "wit server",
+            _ => "wit edit gate",
+        }
+    }
+
+    /// The file's new text for `existing` (`None`: no file), adding wit's entry running
+    /// `command` (the wit executable) or, with `remove`, taking it out.
     pub fn edit(
         self,
         existing: Option<&str>,
@@ -61,10 +122,60 @@ impl Agent {
         remove: bool,
     ) -> Result<Edit, EditError> {
         match (self, remove) {
-            (Self::Claude, false) => add_json(existing, command),
-            (Self::Claude, true) => existing.map_or(Ok(Edit::Unchanged), remove_json),
-            (Self::Codex, false) => add_toml(existing, command),
-            (Self::Codex, true) => existing.map_or(Ok(Edit::Unchanged), remove_toml),
+            (Self::McpJson, false) => add_json(existing, command),
+            (Self::McpJson, true) => existing.map_or(Ok(Edit::Unchanged), remove_json),
+            (Self::CodexToml, false) => add_toml(existing, command),
+            (Self::CodexToml, true) => existing.map_or(Ok(Edit::Unchanged), remove_toml),
+            (hooks, false) => add_hook(existing, &hooks.gate(command)),
+            (hooks, true) => existing.map_or(Ok(Edit::Unchanged), |text| {
+                remove_hook(text, &hooks.gate(command))
+            }),
+        }
+    }
+
+    /// Where and how the edit gate is wired in this file.
+    fn gate(self, command: &str) -> Gate {
+        let agent = match self {
+            Self::ClaudeSettings | Self::McpJson => Agent::Claude,
+            Self::CodexHooks | Self::CodexToml => Agent::Codex,
+            Self::GeminiSettings => Agent::Gemini,
+            Self::CursorHooks => Agent::Cursor,
+        };
+        let program = if command
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
+        {
+            command.to_string()
+        } else {
+            super::hooks::shell_quote(command)
+        };
+        let line = format!("{program} {GATE_MARK} --agent {}", agent.name());
+        match agent {
+            Agent::Claude => Gate {
+                event: "PreToolUse",
+                matcher: Some("Edit|MultiEdit|Write"),
+                hook: json!({"type": "command", "command": line, "timeout": 5}),
+                version: false,
+            },
+            Agent::Codex => Gate {
+                event: "PreToolUse",
+                matcher: Some("apply_patch|Edit|Write"),
+                hook: json!({"type": "command", "command": line, "timeout": 5}),
+                version: false,
+            },
+            // Gemini CLI's timeouts are in milliseconds.
+            Agent::Gemini => Gate {
+                event: "BeforeTool",
+                matcher: Some("replace|write_file"),
+                hook: json!({"type": "command", "command": line, "name": "wit-edit-gate", "timeout": 5000}),
+                version: false,
+            },
+            Agent::Cursor => Gate {
+                event: "preToolUse",
+                matcher: None,
+                hook: json!({"command": line}),
+                version: true,
+            },
         }
     }
 }
@@ -94,15 +205,10 @@ pub enum EditError {
     Shape(String),
 }
 
-/// Adds (or, with `remove`, takes out) wit's server in `agent`'s configuration under `root`;
-/// returns what happened, for the report.
-pub fn apply(
-    agent: Agent,
-    root: &Path,
-    command: &str,
-    remove: bool,
-) -> Result<&'static str, CliError> {
-    let path = agent.config_path(root);
+/// Adds (or, with `remove`, takes out) wit's entry in `target` under `root`; returns what
+/// happened, for the report.
+pub fn apply(target: Target, root: &Path, command: &str, remove: bool) -> Result<String, CliError> {
+    let path = target.config_path(root);
     let existing = match fs::read_to_string(&path) {
         Ok(text) => Some(text),
         Err(error) if error.kind() == ErrorKind::NotFound => None,
@@ -113,18 +219,19 @@ pub fn apply(
             )))
         }
     };
-    let edit = agent
+    let edit = target
         .edit(existing.as_deref(), command, remove)
         .map_err(|error| CliError::Failed(format!("cannot edit {}: {error}", path.display())))?;
     let failed = |error: std::io::Error| {
         CliError::Failed(format!("cannot write {}: {error}", path.display()))
     };
+    let what = target.what();
     Ok(match edit {
-        Edit::Unchanged if remove => "no wit server to remove",
-        Edit::Unchanged => "wit server already there",
+        Edit::Unchanged if remove => format!("no {what} to remove"),
+        Edit::Unchanged => format!("{what} already there"),
         Edit::Delete => {
             fs::remove_file(&path).map_err(failed)?;
-            "removed (file deleted: nothing else was in it)"
+            "removed (file deleted: nothing else was in it)".to_string()
         }
         Edit::Write(text) => {
             if let Some(dir) = path.parent() {
@@ -132,9 +239,9 @@ pub fn apply(
             }
             fs::write(&path, text).map_err(failed)?;
             match (remove, existing.is_some()) {
-                (true, _) => "wit server removed",
-                (false, true) => "wit server added",
-                (false, false) => "created with the wit server",
+                (true, _) => format!("{what} removed"),
+                (false, true) => format!("{what} added"),
+                (false, false) => format!("created with the {what}"),
             }
         }
     })
@@ -326,6 +433,154 @@ fn remove_toml(existing: &str) -> Result<Edit, EditError> {
     Ok(Edit::Write(text))
 }
 
+/// Where the edit gate goes in a hooks file, and its entry.
+struct Gate {
+    /// The key under `hooks`.
+    event: &'static str,
+    /// The tool matcher of wit's group; `None`: the entries sit directly in the event's list
+    /// (Cursor).
+    matcher: Option<&'static str>,
+    /// wit's hook entry.
+    hook: Value,
+    /// Whether the file carries `"version": 1` (Cursor).
+    version: bool,
+}
+
+fn is_gate(entry: &Value) -> bool {
+    entry
+        .get("command")
+        .and_then(Value::as_str)
+        .is_some_and(|command| command.contains(GATE_MARK))
+}
+
+/// Sets every key of `wanted` in `entry`, keeping its other keys.
+fn merge_into(entry: &mut Value, wanted: &Value) -> Result<(), EditError> {
+    let (Value::Object(entry), Value::Object(wanted)) = (entry, wanted) else {
+        return Err(EditError::Shape("a hook entry is not an object".into()));
+    };
+    for (key, value) in wanted {
+        entry.insert(key.clone(), value.clone());
+    }
+    Ok(())
+}
+
+fn add_hook(existing: Option<&str>, gate: &Gate) -> Result<Edit, EditError> {
+    let mut root = match existing {
+        Some(text) if !text.trim().is_empty() => serde_json::from_str(text)?,
+        _ => json!({}),
+    };
+    let before = root.clone();
+    let Value::Object(top) = &mut root else {
+        return Err(EditError::Shape(
+            "the top level is not a JSON object".into(),
+        ));
+    };
+    if gate.version && !top.contains_key("version") {
+        top.insert("version".into(), json!(1));
+    }
+    let hooks = top
+        .entry("hooks")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(hooks) = hooks else {
+        return Err(EditError::Shape("`hooks` is not an object".into()));
+    };
+    let list = hooks
+        .entry(gate.event)
+        .or_insert_with(|| Value::Array(Vec::new()));
+    let Value::Array(list) = list else {
+        return Err(EditError::Shape(format!(
+            "`hooks.{}` is not a list",
+            gate.event
+        )));
+    };
+    match gate.matcher {
+        None => match list.iter_mut().find(|entry| is_gate(entry)) {
+            Some(entry) => merge_into(entry, &gate.hook)?,
+            None => list.push(gate.hook.clone()),
+        },
+        Some(matcher) => {
+            let group = list.iter_mut().find(|group| {
+                group
+                    .get("hooks")
+                    .and_then(Value::as_array)
+                    .is_some_and(|entries| entries.iter().any(is_gate))
+            });
+            match group {
+                Some(group) => {
+                    if let Value::Object(fields) = group {
+                        fields.insert("matcher".into(), json!(matcher));
+                    }
+                    if let Some(entry) = group
+                        .get_mut("hooks")
+                        .and_then(Value::as_array_mut)
+                        .and_then(|entries| entries.iter_mut().find(|entry| is_gate(entry)))
+                    {
+                        merge_into(entry, &gate.hook)?;
+                    }
+                }
+                None => list.push(json!({"matcher": matcher, "hooks": [gate.hook.clone()]})),
+            }
+        }
+    }
+    if existing.is_some() && root == before {
+        return Ok(Edit::Unchanged);
+    }
+    Ok(Edit::Write(print_json(&root, existing)?))
+}
+
+fn remove_hook(existing: &str, gate: &Gate) -> Result<Edit, EditError> {
+    if existing.trim().is_empty() {
+        return Ok(Edit::Unchanged);
+    }
+    let mut root: Value = serde_json::from_str(existing)?;
+    let Some(hooks) = root.get_mut("hooks").and_then(Value::as_object_mut) else {
+        return Ok(Edit::Unchanged);
+    };
+    let Some(list) = hooks.get_mut(gate.event).and_then(Value::as_array_mut) else {
+        return Ok(Edit::Unchanged);
+    };
+    let before = list.len();
+    let mut removed = false;
+    match gate.matcher {
+        None => list.retain(|entry| !is_gate(entry)),
+        Some(_) => {
+            for group in list.iter_mut() {
+                if let Some(entries) = group.get_mut("hooks").and_then(Value::as_array_mut) {
+                    let count = entries.len();
+                    entries.retain(|entry| !is_gate(entry));
+                    removed |= entries.len() != count;
+                }
+            }
+            list.retain(|group| {
+                group
+                    .get("hooks")
+                    .and_then(Value::as_array)
+                    .is_none_or(|entries| !entries.is_empty())
+            });
+        }
+    }
+    removed |= list.len() != before;
+    if !removed {
+        return Ok(Edit::Unchanged);
+    }
+    if list.is_empty() {
+        hooks.shift_remove(gate.event);
+    }
+    if hooks.is_empty() {
+        if let Some(top) = root.as_object_mut() {
+            top.shift_remove("hooks");
+        }
+    }
+    let nothing_left = root.as_object().is_some_and(|top| {
+        top.iter()
+            .all(|(key, value)| gate.version && key == "version" && value == &json!(1))
+    });
+    if nothing_left {
+        return Ok(Edit::Delete);
+    }
+    Ok(Edit::Write(print_json(&root, Some(existing))?))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
@@ -333,8 +588,8 @@ mod tests {
     use super::*;
 
     /// Applies `edit` to `text` the way `apply` does to a file.
-    fn run(agent: Agent, text: Option<&str>, remove: bool) -> Option<String> {
-        match agent.edit(text, "wit", remove).unwrap() {
+    fn run(target: Target, text: Option<&str>, remove: bool) -> Option<String> {
+        match target.edit(text, "wit", remove).unwrap() {
             Edit::Unchanged => text.map(str::to_string),
             Edit::Write(new) => Some(new),
             Edit::Delete => None,
@@ -357,7 +612,7 @@ mod tests {
 
     #[test]
     fn claude_keeps_the_other_servers_is_idempotent_and_removes_cleanly() {
-        let added = run(Agent::Claude, Some(CLAUDE), false).unwrap();
+        let added = run(Target::McpJson, Some(CLAUDE), false).unwrap();
         let value: Value = serde_json::from_str(&added).unwrap();
         assert_eq!(
             value["mcpServers"]["wit"],
@@ -382,43 +637,45 @@ mod tests {
 
         // Twice: byte for byte the same, and the file is not even rewritten.
         assert_eq!(
-            Agent::Claude.edit(Some(&added), "wit", false).unwrap(),
+            Target::McpJson.edit(Some(&added), "wit", false).unwrap(),
             Edit::Unchanged
         );
-        assert_eq!(run(Agent::Claude, Some(&added), false).unwrap(), added);
+        assert_eq!(run(Target::McpJson, Some(&added), false).unwrap(), added);
 
-        let removed = run(Agent::Claude, Some(&added), true).unwrap();
+        let removed = run(Target::McpJson, Some(&added), true).unwrap();
         let value: Value = serde_json::from_str(&removed).unwrap();
         assert_eq!(value, original, "every other entry is back");
         assert_eq!(
-            Agent::Claude.edit(Some(&removed), "wit", true).unwrap(),
+            Target::McpJson.edit(Some(&removed), "wit", true).unwrap(),
             Edit::Unchanged
         );
     }
 
     #[test]
     fn claude_creates_and_deletes_its_own_file_and_updates_a_stale_entry() {
-        let created = run(Agent::Claude, None, false).unwrap();
+        let created = run(Target::McpJson, None, false).unwrap();
         assert_eq!(
             created,
             "{\n  \"mcpServers\": {\n    \"wit\": {\n      \"command\": \"wit\",\n      \"args\": [\n        \"mcp\"\n      ]\n    }\n  }\n}\n"
         );
         assert_eq!(
-            run(Agent::Claude, Some(&created), true),
+            run(Target::McpJson, Some(&created), true),
             None,
             "file deleted"
         );
 
         let stale =
             r#"{"mcpServers": {"wit": {"command": "/old/wit", "args": [], "env": {"A": "1"}}}}"#;
-        let updated = run(Agent::Claude, Some(stale), false).unwrap();
+        let updated = run(Target::McpJson, Some(stale), false).unwrap();
         let value: Value = serde_json::from_str(&updated).unwrap();
         assert_eq!(
             value["mcpServers"]["wit"],
             json!({"command": "wit", "args": ["mcp"], "env": {"A": "1"}})
         );
-        assert!(Agent::Claude.edit(Some("[1]"), "wit", false).is_err());
-        assert!(Agent::Claude.edit(Some("{not json"), "wit", false).is_err());
+        assert!(Target::McpJson.edit(Some("[1]"), "wit", false).is_err());
+        assert!(Target::McpJson
+            .edit(Some("{not json"), "wit", false)
+            .is_err());
     }
 
     const CODEX: &str = r#"# My Codex settings
@@ -436,7 +693,7 @@ model = "o4-mini"
 
     #[test]
     fn codex_keeps_comments_and_formatting_is_idempotent_and_removes_cleanly() {
-        let added = run(Agent::Codex, Some(CODEX), false).unwrap();
+        let added = run(Target::CodexToml, Some(CODEX), false).unwrap();
         assert!(added.starts_with(CODEX.trim_end_matches("[profiles.fast]\nmodel = \"o4-mini\"\n")));
         assert!(
             added.contains("[mcp_servers.wit]\ncommand = \"wit\"\nargs = [\"mcp\"]\n"),
@@ -451,51 +708,178 @@ model = "o4-mini"
         );
 
         assert_eq!(
-            Agent::Codex.edit(Some(&added), "wit", false).unwrap(),
+            Target::CodexToml.edit(Some(&added), "wit", false).unwrap(),
             Edit::Unchanged
         );
-        assert_eq!(run(Agent::Codex, Some(&added), false).unwrap(), added);
+        assert_eq!(run(Target::CodexToml, Some(&added), false).unwrap(), added);
 
-        let removed = run(Agent::Codex, Some(&added), true).unwrap();
+        let removed = run(Target::CodexToml, Some(&added), true).unwrap();
         assert_eq!(removed, CODEX, "byte for byte what it was");
         assert_eq!(
-            Agent::Codex.edit(Some(&removed), "wit", true).unwrap(),
+            Target::CodexToml.edit(Some(&removed), "wit", true).unwrap(),
             Edit::Unchanged
         );
     }
 
     #[test]
     fn codex_creates_and_deletes_its_own_file_and_handles_inline_tables() {
-        let created = run(Agent::Codex, None, false).unwrap();
+        let created = run(Target::CodexToml, None, false).unwrap();
         assert_eq!(
             created,
             "[mcp_servers.wit]\ncommand = \"wit\"\nargs = [\"mcp\"]\n"
         );
         assert_eq!(
-            run(Agent::Codex, Some(&created), true),
+            run(Target::CodexToml, Some(&created), true),
             None,
             "file deleted"
         );
 
         let inline = "mcp_servers = { other = { command = \"o\" } }\n";
-        let added = run(Agent::Codex, Some(inline), false).unwrap();
+        let added = run(Target::CodexToml, Some(inline), false).unwrap();
         let doc: DocumentMut = added.parse().unwrap();
         assert_eq!(doc["mcp_servers"]["wit"]["command"].as_str(), Some("wit"));
         assert_eq!(doc["mcp_servers"]["other"]["command"].as_str(), Some("o"));
-        assert_eq!(run(Agent::Codex, Some(&added), false).unwrap(), added);
-        let removed = run(Agent::Codex, Some(&added), true).unwrap();
+        assert_eq!(run(Target::CodexToml, Some(&added), false).unwrap(), added);
+        let removed = run(Target::CodexToml, Some(&added), true).unwrap();
         let doc: DocumentMut = removed.parse().unwrap();
         assert!(doc["mcp_servers"].get("wit").is_none());
         assert_eq!(doc["mcp_servers"]["other"]["command"].as_str(), Some("o"));
 
         let stale = "[mcp_servers.wit]\ncommand = \"/old/wit\" # mine\nenv = { A = \"1\" }\n";
-        let updated = run(Agent::Codex, Some(stale), false).unwrap();
+        let updated = run(Target::CodexToml, Some(stale), false).unwrap();
         let doc: DocumentMut = updated.parse().unwrap();
         assert_eq!(doc["mcp_servers"]["wit"]["command"].as_str(), Some("wit"));
         assert_eq!(doc["mcp_servers"]["wit"]["env"]["A"].as_str(), Some("1"));
-        assert!(Agent::Codex
+        assert!(Target::CodexToml
             .edit(Some("mcp_servers = 3\n"), "wit", false)
             .is_err());
-        assert!(Agent::Codex.edit(Some("[broken"), "wit", false).is_err());
+        assert!(Target::CodexToml
+            .edit(Some("[broken"), "wit", false)
+            .is_err());
+    }
+
+    const CLAUDE_SETTINGS: &str = r#"{
+  "permissions": {"allow": ["Bash(npm test)"]},
+  "hooks": {
+    "PreToolUse": [
+      {"matcher": "Bash", "hooks": [{"type": "command", "command": "./check-bash.sh"}]}
+    ],
+    "PostToolUse": [
+      {"matcher": "Write", "hooks": [{"type": "command", "command": "prettier --write"}]}
+    ]
+  }
+}
+"#;
+
+    #[test]
+    fn the_edit_gate_merges_into_claude_settings_idempotently_and_comes_out_cleanly() {
+        let added = run(Target::ClaudeSettings, Some(CLAUDE_SETTINGS), false).unwrap();
+        let value: Value = serde_json::from_str(&added).unwrap();
+        let groups = value["hooks"]["PreToolUse"].as_array().unwrap();
+        assert_eq!(groups.len(), 2, "the Bash group is kept: {added}");
+        assert_eq!(groups[0]["matcher"], "Bash");
+        assert_eq!(
+            groups[1],
+            json!({"matcher": "Edit|MultiEdit|Write", "hooks": [
+                {"type": "command", "command": "wit hook pre-edit --agent claude", "timeout": 5}
+            ]})
+        );
+        assert_eq!(value["permissions"]["allow"][0], "Bash(npm test)");
+        assert_eq!(
+            run(Target::ClaudeSettings, Some(&added), false).unwrap(),
+            added
+        );
+        assert_eq!(
+            Target::ClaudeSettings
+                .edit(Some(&added), "wit", false)
+                .unwrap(),
+            Edit::Unchanged
+        );
+        // A moved binary: the command is updated in place, nothing is duplicated.
+        let moved = match Target::ClaudeSettings
+            .edit(Some(&added), "/opt/wit bin/wit", false)
+            .unwrap()
+        {
+            Edit::Write(text) => text,
+            other => panic!("{other:?}"),
+        };
+        let value: Value = serde_json::from_str(&moved).unwrap();
+        assert_eq!(value["hooks"]["PreToolUse"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            value["hooks"]["PreToolUse"][1]["hooks"][0]["command"],
+            "'/opt/wit bin/wit' hook pre-edit --agent claude"
+        );
+
+        let removed = run(Target::ClaudeSettings, Some(&added), true).unwrap();
+        let original: Value = serde_json::from_str(CLAUDE_SETTINGS).unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&removed).unwrap(), original);
+        assert_eq!(
+            Target::ClaudeSettings
+                .edit(Some(&removed), "", true)
+                .unwrap(),
+            Edit::Unchanged
+        );
+    }
+
+    #[test]
+    fn each_harness_gets_its_own_shape_and_a_file_of_its_own_is_deleted_on_removal() {
+        for (target, event, matcher) in [
+            (
+                Target::ClaudeSettings,
+                "PreToolUse",
+                Some("Edit|MultiEdit|Write"),
+            ),
+            (
+                Target::CodexHooks,
+                "PreToolUse",
+                Some("apply_patch|Edit|Write"),
+            ),
+            (
+                Target::GeminiSettings,
+                "BeforeTool",
+                Some("replace|write_file"),
+            ),
+            (Target::CursorHooks, "preToolUse", None),
+        ] {
+            let created = run(target, None, false).unwrap();
+            let value: Value = serde_json::from_str(&created).unwrap();
+            let entry = &value["hooks"][event][0];
+            let hook = match matcher {
+                Some(matcher) => {
+                    assert_eq!(entry["matcher"], matcher, "{created}");
+                    &entry["hooks"][0]
+                }
+                None => entry,
+            };
+            assert!(
+                hook["command"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("wit hook pre-edit --agent "),
+                "{created}"
+            );
+            assert_eq!(
+                value.get("version").is_some(),
+                target == Target::CursorHooks
+            );
+            assert_eq!(run(target, Some(&created), false).unwrap(), created);
+            assert_eq!(
+                run(target, Some(&created), true),
+                None,
+                "{target:?}: file deleted"
+            );
+        }
+        let cursor = r#"{"version": 1, "hooks": {"preToolUse": [{"command": "./audit.sh"}], "stop": [{"command": "./s.sh"}]}}"#;
+        let added = run(Target::CursorHooks, Some(cursor), false).unwrap();
+        let value: Value = serde_json::from_str(&added).unwrap();
+        assert_eq!(value["hooks"]["preToolUse"].as_array().unwrap().len(), 2);
+        let removed = run(Target::CursorHooks, Some(&added), true).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&removed).unwrap(),
+            serde_json::from_str::<Value>(cursor).unwrap()
+        );
+        assert!(Target::GeminiSettings
+            .edit(Some(r#"{"hooks": []}"#), "wit", false)
+            .is_err());
     }
 }

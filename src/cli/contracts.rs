@@ -162,6 +162,21 @@ pub async fn check(ctx: &Context, args: &CheckArgs) -> Result<Report, CliError> 
 
 async fn check_files(ctx: &Context, args: &CheckArgs, autostart: bool) -> Result<Report, CliError> {
     let hook = args.hook;
+    // The pre-commit hook looks at the staged files first: with no supported file staged there
+    // is nothing to check, so it asks no daemon and prints nothing (PROTOCOL-NOTES 6).
+    let staged = if hook && args.paths.is_empty() {
+        let staged: Vec<String> = staged_paths(ctx)
+            .await?
+            .into_iter()
+            .filter(|path| SUPPORTED_SUFFIXES.iter().any(|s| path.ends_with(s)))
+            .collect();
+        if staged.is_empty() {
+            return Ok(Report::new(json!({"violations": [], "checked": true}), ""));
+        }
+        Some(staged)
+    } else {
+        None
+    };
     // Accepted contracts first: with none at stake the check needs no git command at all.
     let query = ContractQueryParams {
         symbol_path: None,
@@ -182,6 +197,8 @@ async fn check_files(ctx: &Context, args: &CheckArgs, autostart: bool) -> Result
         .collect();
     let candidates: Vec<String> = if contracted.is_empty() {
         Vec::new()
+    } else if let Some(staged) = staged {
+        staged
     } else if args.paths.is_empty() {
         staged_paths(ctx).await?
     } else {

@@ -1,10 +1,11 @@
 //! `wit init`: `.wit/`, the session id, the daemon, the git hooks, and the wit section of
-//! `AGENTS.md` and `CLAUDE.md`; with `--agent`, wit's MCP server in the agent's configuration
-//! too (see [`super::agent_config`]). Idempotent: a second run changes nothing.
+//! `AGENTS.md` and `CLAUDE.md`; with `--agent`, wit's MCP server and the edit gate in the
+//! agent's configuration too (see [`super::agent_config`]). Idempotent: a second run changes
+//! nothing.
 //!
 //! `--agent` is additive: the usual steps run as well, so `wit init --agent claude` is the one
-//! command that sets a repository up for Claude Code. `--agent .. --remove` only takes the MCP
-//! server out of the agent's configuration: hooks, docs and the daemon stay.
+//! command that sets a repository up for Claude Code. `--agent .. --remove` only takes wit's
+//! entries out of the agent's configuration: git hooks, docs and the daemon stay.
 
 use std::fs;
 use std::path::Path;
@@ -58,11 +59,13 @@ pub struct InitArgs {
     /// Do not write the wit section into AGENTS.md and CLAUDE.md.
     #[arg(long)]
     pub no_docs: bool,
-    /// Also add wit's MCP server to this agent's project configuration: `claude` (.mcp.json)
-    /// or `codex` (.codex/config.toml). Repeatable.
+    /// Also wire wit into this agent's project configuration: `claude` (MCP server in
+    /// .mcp.json, edit gate in .claude/settings.json), `codex` (.codex/config.toml,
+    /// .codex/hooks.json), `gemini` (edit gate in .gemini/settings.json) or `cursor` (edit
+    /// gate in .cursor/hooks.json). Repeatable.
     #[arg(long, value_enum, value_name = "AGENT")]
     pub agent: Vec<Agent>,
-    /// With --agent: take wit's MCP server out of the agent's configuration (nothing else).
+    /// With --agent: take wit's entries out of the agent's configuration (nothing else).
     #[arg(long, requires = "agent")]
     pub remove: bool,
 }
@@ -130,9 +133,11 @@ pub fn run(ctx: &Context, args: &InitArgs) -> Result<Report, CliError> {
     if !args.agent.is_empty() {
         let command = agent_config::wit_command();
         for agent in dedup(&args.agent) {
-            let action = agent_config::apply(agent, &paths.root, &command, false)?;
-            human.push_str(&format!("  {:<12} {action}\n", agent.label()));
-            agents.insert(agent.label().to_string(), json!(action));
+            for &target in agent.targets() {
+                let action = agent_config::apply(target, &paths.root, &command, false)?;
+                human.push_str(&format!("  {:<12} {action}\n", target.label()));
+                agents.insert(target.label().to_string(), json!(action));
+            }
         }
     }
     human.push_str(
@@ -156,9 +161,11 @@ fn remove_agents(ctx: &Context, agents: &[Agent]) -> Result<Report, CliError> {
     let mut human = format!("wit init --remove in {}\n", root.display());
     let mut actions = serde_json::Map::new();
     for agent in dedup(agents) {
-        let action = agent_config::apply(agent, root, "", true)?;
-        human.push_str(&format!("  {:<18} {action}\n", agent.label()));
-        actions.insert(agent.label().to_string(), json!(action));
+        for &target in agent.targets() {
+            let action = agent_config::apply(target, root, "", true)?;
+            human.push_str(&format!("  {:<21} {action}\n", target.label()));
+            actions.insert(target.label().to_string(), json!(action));
+        }
     }
     let value = json!({ "root": root.display().to_string(), "agents": actions });
     Ok(Report::new(value, human))

@@ -100,7 +100,9 @@ pub enum Command {
     ///
     /// Running it again changes nothing; an existing session id is never replaced.
     /// `--agent claude` / `--agent codex` also add wit's MCP server (`wit mcp`) to .mcp.json /
-    /// .codex/config.toml; `--agent .. --remove` takes it out again (and does nothing else).
+    /// .codex/config.toml and the edit gate to .claude/settings.json / .codex/hooks.json;
+    /// `--agent gemini` / `--agent cursor` add the edit gate to .gemini/settings.json /
+    /// .cursor/hooks.json; `--agent .. --remove` takes them out again (and does nothing else).
     Init(init::InitArgs),
     /// Show intents, locks (with time left) and contracts.
     Status,
@@ -153,7 +155,8 @@ pub enum Command {
     /// Run, start, stop or inspect the repository's daemon.
     #[command(subcommand)]
     Daemon(daemon_cmd::DaemonCommand),
-    /// Install or remove wit's git hooks (pre-commit, prepare-commit-msg).
+    /// Install or remove wit's git hooks (pre-commit, prepare-commit-msg, post-commit); the
+    /// agents' pre-edit gate (`wit hook pre-edit --agent ..`); the gate's policy.
     #[command(subcommand)]
     Hook(hooks::HookCommand),
     /// Check staged changes (or the given files) against accepted contracts.
@@ -236,6 +239,13 @@ fn run(cli: Cli) -> Result<Report, CliError> {
                 .map(|()| Report::nothing())
                 .map_err(|error| CliError::Failed(format!("wit mcp: {error}")))
         }
+        // The edit gate finds its repository from the harness's payload and fails open on
+        // anything, so it runs before (and without) the usual repository context.
+        Command::Hook(hooks::HookCommand::PreEdit { agent }) => Ok(hooks::pre_edit::run(
+            agent,
+            cli.repo.as_deref(),
+            cli.session.as_deref(),
+        )),
         command => {
             let ctx = Context::new(cli.repo.as_deref(), cli.session, cli.json)?;
             dispatch(&ctx, command)

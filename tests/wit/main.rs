@@ -4,6 +4,7 @@
 
 mod cli;
 mod contracts;
+mod gate;
 mod harness;
 mod hostile;
 mod intents;

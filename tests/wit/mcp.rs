@@ -344,6 +344,13 @@ fn calls_every_tool_against_a_real_daemon() {
             json!({"files": [{"path": "src/a.ts", "content": broken}]})
         );
         assert_eq!(check["violations"][0]["symbolPath"], "src/a.ts:f");
+        let preflight = ok!(
+            &bob,
+            "edit_preflight",
+            json!({"file": "src/a.ts", "edits": [{"oldText": "a + 1", "newText": "a + 2"}]})
+        );
+        assert_eq!(preflight["symbols"][0], "src/a.ts:f");
+        assert_eq!(preflight["conflicts"][1]["type"], "LOCK_INTERSECTION");
 
         // Bob's edit of f meets alice's lock and her active intent; the answer is data.
         let preflight = ok!(

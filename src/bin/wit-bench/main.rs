@@ -15,12 +15,13 @@
 //!
 //! Modules: [`net`] (the connection), [`measure`] (workloads and the table), [`fixtures`]
 //! (generated sources, the daemon under test), [`floors`], [`sections`] (wave 1),
-//! [`pulse`] (sessions, waits and events), [`cli_timings`], [`mcp_timings`] (`wit mcp` over
-//! stdio).
+//! [`pulse`] (sessions, waits and events), [`gate`] (the edit gate: `wit hook pre-edit` end
+//! to end and `edit.preflight`), [`cli_timings`], [`mcp_timings`] (`wit mcp` over stdio).
 
 mod cli_timings;
 mod fixtures;
 mod floors;
+mod gate;
 mod mcp_timings;
 mod measure;
 mod net;
@@ -53,6 +54,7 @@ const SECTIONS: &[&str] = &[
     "waits",
     "events",
     "reap",
+    "gate",
     "cli",
     "mcp",
 ];
@@ -177,6 +179,9 @@ async fn main() -> Result<()> {
     }
     if options.wants("reap") {
         pulse::reap(&mut bench).await?;
+    }
+    if options.wants("gate") {
+        gate::gate(&mut bench, &wit).await?;
     }
 
     println!();

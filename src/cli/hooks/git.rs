@@ -1,5 +1,7 @@
-//! Git hooks (`wit hook install|uninstall`, PROTOCOL-NOTES 6) and the `prepare-commit-msg`
-//! trailer step; the Claude Code session steps live in [`super::claude`].
+//! Git hooks (`wit hook install|uninstall`, PROTOCOL-NOTES 6), the `prepare-commit-msg`
+//! trailer step and the `post-commit` step that resolves the committing session's observed
+//! intents (PROTOCOL-NOTES 10.3); the Claude Code session steps live in
+//! [`crate::cli::claude`].
 //!
 //! The installed scripts call the `wit` binary by the absolute path it was installed from,
 //! fall back to `wit` on PATH, and let the commit through when neither exists. A hook that was
@@ -12,15 +14,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use clap::Subcommand;
 use serde_json::{json, Value};
 
-use super::context::{block_on, Context};
-use super::output::{CliError, Report};
-use crate::protocol::IntentQueryParams;
+use super::super::context::Context;
+use super::super::output::{self, CliError, Report};
+use crate::protocol::{IntentQueryParams, IntentUpdateParams, IntentUpdateParamsStatus};
 
 /// The hooks wit installs.
-pub const HOOKS: &[&str] = &["pre-commit", "prepare-commit-msg"];
+pub const HOOKS: &[&str] = &["pre-commit", "prepare-commit-msg", "post-commit"];
 
 /// The line that marks a hook script as wit's own.
 const MARKER: &str = "# wit-managed-hook";
@@ -28,59 +29,13 @@ const MARKER: &str = "# wit-managed-hook";
 /// Suffix of a pre-existing hook that wit's hook calls first.
 const CHAINED_SUFFIX: &str = ".wit-chained";
 
-/// How long `prepare-commit-msg` waits for the daemon before giving up silently.
+/// How long `prepare-commit-msg` and `post-commit` wait for the daemon before giving up
+/// silently.
 const TRAILER_BUDGET: Duration = Duration::from_millis(1500);
 
-/// `wit hook ...`.
-#[derive(Debug, Subcommand)]
-pub enum HookCommand {
-    /// Install the pre-commit and prepare-commit-msg hooks (honours core.hooksPath; an
-    /// existing hook is kept and called first).
-    Install,
-    /// Remove wit's hooks and restore the hooks they chained to.
-    Uninstall,
-    /// What the prepare-commit-msg hook runs: adds a `Wit-Intent: <id>` trailer per declared
-    /// or active intent of the committing session.
-    #[command(hide = true)]
-    PrepareCommitMsg {
-        /// The commit message file.
-        file: PathBuf,
-        /// Where the message came from (message, template, merge, squash, commit).
-        source: Option<String>,
-        /// The commit id, for amends.
-        sha: Option<String>,
-    },
-    /// What the Claude Code plugin's SessionStart hook runs: exports the Claude session id
-    /// for later `wit` calls (through $CLAUDE_ENV_FILE), registers the session with the
-    /// Claude process's pid, and prints `wit status`.
-    #[command(hide = true)]
-    ClaudeSessionStart,
-    /// What the Claude Code plugin's SessionEnd hook runs: ends the session (its locks are
-    /// released, its open intents abandoned).
-    #[command(hide = true)]
-    ClaudeSessionEnd,
-}
-
-/// Runs a hook subcommand.
-pub fn run(ctx: &Context, command: HookCommand) -> Result<Report, CliError> {
-    match command {
-        HookCommand::Install => {
-            let exe = std::env::current_exe().map_err(|error| {
-                CliError::Failed(format!("cannot find the wit binary: {error}"))
-            })?;
-            let installed = install(&ctx.paths.root, &exe)?;
-            Ok(installed.report())
-        }
-        HookCommand::Uninstall => Ok(uninstall(&ctx.paths.root)?.report()),
-        HookCommand::PrepareCommitMsg { file, .. } => {
-            // Never in the way of a commit: any failure leaves the message as it is.
-            let added = block_on(add_trailers(ctx, &file)).unwrap_or_default();
-            Ok(Report::quiet(json!({"trailers": added})))
-        }
-        HookCommand::ClaudeSessionStart => Ok(super::claude::session_start(ctx)),
-        HookCommand::ClaudeSessionEnd => Ok(super::claude::session_end(ctx)),
-    }
-}
+/// The description the daemon gives the intents it records from observed edits
+/// (PROTOCOL-NOTES 10.3).
+pub const OBSERVED_EDIT: &str = "observed edit";
 
 /// What `install` or `uninstall` did, per hook.
 #[derive(Debug, Default)]
@@ -92,7 +47,8 @@ pub struct HookChanges {
 }
 
 impl HookChanges {
-    fn report(&self) -> Report {
+    /// The outcome of `wit hook install|uninstall`.
+    pub fn report(&self) -> Report {
         let mut human = format!("hooks in {}:\n", self.dir.display());
         for (hook, action) in &self.actions {
             human.push_str(&format!("  {hook:<20} {action}\n"));
@@ -156,6 +112,12 @@ fi
 exit 0
 "
         }
+        "post-commit" => {
+            "\
+[ -n \"$wit\" ] && \"$wit\" hook post-commit 2>/dev/null
+exit 0
+"
+        }
         _ => {
             "\
 [ -n \"$wit\" ] && \"$wit\" hook prepare-commit-msg \"$@\" 2>/dev/null
@@ -166,7 +128,8 @@ exit 0
     format!("{header}{body}")
 }
 
-pub(super) fn shell_quote(text: &str) -> String {
+/// `text` quoted for a POSIX shell.
+pub fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
@@ -266,7 +229,7 @@ pub fn uninstall(root: &Path) -> Result<HookChanges, CliError> {
 }
 
 /// Appends one `Wit-Intent: <id>` trailer per open intent of the committing session.
-async fn add_trailers(ctx: &Context, file: &Path) -> Result<Vec<String>, CliError> {
+pub async fn add_trailers(ctx: &Context, file: &Path) -> Result<Vec<String>, CliError> {
     let Some((session_id, _)) = ctx.session_if_any()? else {
         return Ok(Vec::new());
     };
@@ -306,4 +269,78 @@ async fn add_trailers(ctx: &Context, file: &Path) -> Result<Vec<String>, CliErro
         return Err(CliError::Failed("git interpret-trailers failed".into()));
     }
     Ok(ids)
+}
+
+/// `post-commit`: resolves the committing session's open observed intents whose file list
+/// holds a file of the commit (`HEAD`; the root commit too). Never starts a daemon; returns
+/// the ids it resolved.
+pub async fn resolve_observed(ctx: &Context) -> Result<Vec<String>, CliError> {
+    let Some((session_id, _)) = ctx.session_if_any()? else {
+        return Ok(Vec::new());
+    };
+    if !ctx.paths.socket.exists() {
+        return Ok(Vec::new());
+    }
+    let client = ctx.client().with_timeout(TRAILER_BUDGET);
+    let intents = client
+        .intent_query(IntentQueryParams {
+            session_id: Some(session_id.clone()),
+            file: None,
+            status: None,
+        })
+        .await?;
+    let observed: Vec<_> = intents
+        .into_iter()
+        .filter(|intent| intent.description == OBSERVED_EDIT)
+        .collect();
+    if observed.is_empty() {
+        return Ok(Vec::new());
+    }
+    let committed = committed_files(ctx).await?;
+    let mut resolved = Vec::new();
+    for intent in observed {
+        let files = output::intent_files(&intent.files);
+        if !files.iter().any(|file| committed.contains(file)) {
+            continue;
+        }
+        client
+            .intent_update(IntentUpdateParams {
+                intent_id: intent.intent_id.clone(),
+                session_id: session_id.clone(),
+                status: IntentUpdateParamsStatus::Resolved,
+            })
+            .await?;
+        resolved.push(intent.intent_id);
+    }
+    Ok(resolved)
+}
+
+/// The files of the `HEAD` commit (`--root`: the first commit lists every file it adds).
+async fn committed_files(ctx: &Context) -> Result<std::collections::HashSet<String>, CliError> {
+    let command = tokio::process::Command::new("git")
+        .args([
+            "diff-tree",
+            "--no-commit-id",
+            "--name-only",
+            "-r",
+            "--root",
+            "-z",
+            "HEAD",
+        ])
+        .current_dir(&ctx.paths.root)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(TRAILER_BUDGET, command)
+        .await
+        .map_err(|_| CliError::Failed("git diff-tree took too long".into()))?
+        .map_err(|error| CliError::Failed(format!("cannot run git: {error}")))?;
+    if !out.status.success() {
+        return Err(CliError::Failed("git diff-tree failed".into()));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .split('\0')
+        .filter(|path| !path.is_empty())
+        .map(str::to_string)
+        .collect())
 }

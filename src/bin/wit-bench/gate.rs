@@ -1,0 +1,174 @@
+//! The `gate` section: the edit gate as an agent's harness runs it.
+//!
+//! On the 169 KB generated file, with 100 live locks and 100 active intents held by other
+//! sessions: `wit hook pre-edit --agent claude` end to end (process start, payload parse, the
+//! RPC, the answer) for a clean edit and for one that meets a lock, p50/p99 of the processes'
+//! wall time; and `edit.preflight` alone on one keep-alive connection, p50/p99.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+
+use crate::measure::fmt_duration;
+use crate::net::Conn;
+use crate::Bench;
+
+/// How many locks and intents other sessions hold on the file.
+const HELD: usize = 100;
+
+/// p50 and p99 of `samples` (sorted in place).
+fn percentiles(samples: &mut [Duration]) -> (Duration, Duration) {
+    samples.sort_unstable();
+    let at = |p: f64| {
+        let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
+        samples.get(index).copied().unwrap_or_default()
+    };
+    (at(0.5), at(0.99))
+}
+
+/// A Claude Code PreToolUse payload editing the body of `fn_{n}` in `file`.
+fn payload(root: &std::path::Path, file: &str, n: usize, session: &str) -> Vec<u8> {
+    json!({
+        "session_id": session,
+        "transcript_path": "/tmp/transcript.jsonl",
+        "cwd": root.display().to_string(),
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Edit",
+        "tool_input": {
+            "file_path": root.join(file).display().to_string(),
+            "old_string": format!("  return c * {n};\n"),
+            "new_string": format!("  return c * {};\n", n + 1),
+        },
+        "tool_use_id": "toolu_bench",
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// Wall times of `runs` gate processes fed `body`; checks each answer with `check`.
+fn gate_runs(
+    wit: &std::path::Path,
+    root: &std::path::Path,
+    body: &[u8],
+    runs: usize,
+    check: impl Fn(&str) -> bool,
+) -> Result<Vec<Duration>> {
+    let mut samples = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let started = Instant::now();
+        let mut child = Command::new(wit)
+            .args(["hook", "pre-edit", "--agent", "claude"])
+            .current_dir(root)
+            .env_remove("WIT_SESSION")
+            .env_remove("CLAUDE_SESSION_ID")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        child.stdin.take().context("no stdin")?.write_all(body)?;
+        let output = child.wait_with_output()?;
+        samples.push(started.elapsed());
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if !output.status.success() || !output.stderr.is_empty() || !check(&stdout) {
+            bail!(
+                "unexpected gate answer: {stdout}{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+    }
+    Ok(samples)
+}
+
+/// The gate section.
+pub(crate) async fn gate(b: &mut Bench, wit: &std::path::Path) -> Result<()> {
+    let (_, file, _, functions) = b
+        .generated
+        .iter()
+        .find(|(label, ..)| label == "169k")
+        .cloned()
+        .context("no 169 KB file")?;
+    if functions < 3 * HELD {
+        bail!("the 169 KB file has only {functions} functions");
+    }
+    for i in 1..=HELD {
+        b.setup
+            .call(
+                "lock.acquire",
+                json!({"symbolPath": format!("{file}:fn_{i}"), "sessionId": format!("gate-locker-{i}"), "ttlMs": 3_600_000}),
+            )
+            .await?;
+        let intent = b
+            .setup
+            .call(
+                "intent.declare",
+                json!({"sessionId": format!("gate-planner-{i}"), "description": format!("plan {i}"), "files": [file], "symbols": [format!("fn_{}", HELD + i)]}),
+            )
+            .await?;
+        let id = intent["intentId"]
+            .as_str()
+            .context("no intent id")?
+            .to_string();
+        b.setup
+            .call(
+                "intent.update",
+                json!({"intentId": id, "sessionId": format!("gate-planner-{i}"), "status": "active"}),
+            )
+            .await?;
+    }
+
+    // edit.preflight alone, on a file the index knows.
+    let mut conn = Conn::open(&b.socket).await?;
+    let ops = b.scale(2_000, 300);
+    let mut samples = Vec::with_capacity(ops);
+    let clean = 3 * HELD;
+    for _ in 0..ops {
+        let params = json!({
+            "sessionId": "gate-bench",
+            "file": file,
+            "edits": [{"oldText": format!("  return c * {clean};\n"), "newText": format!("  return c * {};\n", clean + 1)}],
+        });
+        let started = Instant::now();
+        let result: Value = conn.call("edit.preflight", params).await?;
+        samples.push(started.elapsed());
+        if result["applies"] != true || !result["conflicts"].as_array().is_some_and(Vec::is_empty) {
+            bail!("unexpected preflight: {result}");
+        }
+    }
+    let (p50, p99) = percentiles(&mut samples);
+    println!(
+        "| edit.preflight, 169 KB file, {HELD} locks + {HELD} intents of others, {ops} calls: p50 {} | p99 {} | | | | | | |",
+        fmt_duration(p50),
+        fmt_duration(p99)
+    );
+
+    // The whole hook, as a harness runs it.
+    let runs = b.scale(200, 40);
+    let root = b.root.clone();
+    let wit = wit.to_path_buf();
+    let clean_body = payload(&root, &file, clean, "gate-bench");
+    let locked_body = payload(&root, &file, HELD / 2, "gate-bench");
+    let (mut allowed, mut denied) = tokio::task::spawn_blocking(move || -> Result<_> {
+        // One unmeasured run records the observed intent, as an agent's first edit would.
+        gate_runs(&wit, &root, &clean_body, 1, |out| out.is_empty())?;
+        let allowed = gate_runs(&wit, &root, &clean_body, runs, |out| out.is_empty())?;
+        let denied = gate_runs(&wit, &root, &locked_body, runs, |out| {
+            out.contains("\"permissionDecision\":\"deny\"")
+        })?;
+        Ok((allowed, denied))
+    })
+    .await??;
+    let (a50, a99) = percentiles(&mut allowed);
+    let (d50, d99) = percentiles(&mut denied);
+    println!(
+        "| `wit hook pre-edit --agent claude` end to end, {runs} processes: clean edit p50 {} p99 {} | edit of a locked symbol (deny) p50 {} p99 {} | | | | | |",
+        fmt_duration(a50),
+        fmt_duration(a99),
+        fmt_duration(d50),
+        fmt_duration(d99)
+    );
+    Ok(())
+}

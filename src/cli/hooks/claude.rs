@@ -1,0 +1,116 @@
+//! Claude Code's PreToolUse hook (`wit hook pre-edit --agent claude`, wired in
+//! `.claude/settings.json` and in the plugin's `hooks/hooks.json` for `Edit|MultiEdit|Write`).
+//!
+//! Payload: `{session_id, cwd, hook_event_name: "PreToolUse", tool_name, tool_input}` with
+//! `Edit {file_path, old_string, new_string, replace_all?}`, `MultiEdit {file_path, edits:
+//! [{old_string, new_string, replace_all?}]}` and `Write {file_path, content}`.
+//!
+//! Answer (stdout, exit 0): `{"hookSpecificOutput": {"hookEventName": "PreToolUse",
+//! "permissionDecision": "deny"|"ask", "permissionDecisionReason": …, "additionalContext": …}}`.
+//! The gate never answers `allow`: in Claude Code that would also skip the user's own
+//! permission prompt, and the gate only ever takes rights away. An edit the gate has nothing
+//! against gets no output at all; a warning gets `additionalContext` alone.
+
+use serde_json::{json, Map, Value};
+
+use super::pre_edit::{Change, Decision, EditRequest, FileChange, PayloadError, TextEdit, Verdict};
+
+/// A non-empty string field of `value`.
+pub fn string_field(value: &Value, key: &str) -> Option<String> {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|text| !text.is_empty())
+        .map(str::to_string)
+}
+
+fn required<'a>(input: &'a Value, key: &str, tool: &str) -> Result<&'a str, PayloadError> {
+    input
+        .get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| PayloadError::Shape(format!("{tool}: tool_input.{key} is not a string")))
+}
+
+fn edit_of(item: &Value, tool: &str) -> Result<TextEdit, PayloadError> {
+    Ok(TextEdit {
+        old_text: required(item, "old_string", tool)?.to_string(),
+        new_text: required(item, "new_string", tool)?.to_string(),
+        replace_all: item
+            .get("replace_all")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    })
+}
+
+/// The changes of one of Claude Code's edit tools; `Ok(None)` for any other tool.
+pub fn tool_changes(tool: &str, input: &Value) -> Result<Option<Vec<FileChange>>, PayloadError> {
+    let change = match tool {
+        "Edit" => Change::Edits(vec![edit_of(input, tool)?]),
+        "MultiEdit" => {
+            let items = input
+                .get("edits")
+                .and_then(Value::as_array)
+                .ok_or_else(|| {
+                    PayloadError::Shape("MultiEdit: tool_input.edits is not a list".into())
+                })?;
+            let edits = items
+                .iter()
+                .map(|item| edit_of(item, tool))
+                .collect::<Result<Vec<_>, _>>()?;
+            if edits.is_empty() {
+                return Ok(Some(Vec::new()));
+            }
+            Change::Edits(edits)
+        }
+        "Write" => Change::Content(required(input, "content", tool)?.to_string()),
+        _ => return Ok(None),
+    };
+    let path = required(input, "file_path", tool)?.to_string();
+    Ok(Some(vec![FileChange { path, change }]))
+}
+
+/// Reads a Claude Code PreToolUse payload; `Ok(None)` when the tool is not a file edit.
+pub fn parse(payload: &Value) -> Result<Option<EditRequest>, PayloadError> {
+    let tool = payload
+        .get("tool_name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| PayloadError::Shape("no tool_name".into()))?;
+    let input = payload.get("tool_input").unwrap_or(&Value::Null);
+    let Some(files) = tool_changes(tool, input)? else {
+        return Ok(None);
+    };
+    Ok(Some(EditRequest {
+        session: string_field(payload, "session_id"),
+        cwd: string_field(payload, "cwd").map(Into::into),
+        files,
+    }))
+}
+
+/// The answer on stdout; `None` when the gate has nothing to say.
+pub fn answer(verdict: &Verdict) -> Option<Value> {
+    let mut output = Map::new();
+    output.insert("hookEventName".into(), json!("PreToolUse"));
+    match verdict.decision {
+        Decision::Allow => {}
+        Decision::Ask => {
+            output.insert("permissionDecision".into(), json!("ask"));
+        }
+        Decision::Deny => {
+            output.insert("permissionDecision".into(), json!("deny"));
+        }
+    }
+    if verdict.decision != Decision::Allow {
+        output.insert(
+            "permissionDecisionReason".into(),
+            json!(verdict.reason.as_deref().unwrap_or_default()),
+        );
+    }
+    if let Some(context) = &verdict.context {
+        output.insert("additionalContext".into(), json!(context));
+    }
+    if output.len() == 1 {
+        return None;
+    }
+    Some(json!({ "hookSpecificOutput": output }))
+}

@@ -1,0 +1,96 @@
+//! Cursor's preToolUse hook (`wit hook pre-edit --agent cursor`, wired in
+//! `.cursor/hooks.json`).
+//!
+//! Payload: `{conversation_id, generation_id, hook_event_name: "preToolUse", tool_name,
+//! tool_input, cwd?, workspace_roots}`. Cursor's file tools: `Write {file_path, content |
+//! contents}`, `Edit`/`StrReplace`/`MultiEdit` with Claude-style `old_string`/`new_string`
+//! (or `edits`), `Delete {file_path}`; every other tool is not an edit. The session is the
+//! conversation (`conversation_id`); the directory `cwd`, else the first workspace root.
+//!
+//! Answer (stdout, exit 0): `{"decision": "deny", "reason": …}` to refuse; `{}` when the gate
+//! has nothing against the edit (never an explicit `allow`, which could skip an approval
+//! Cursor would otherwise ask for). preToolUse has no "ask": an ask is a deny whose reason asks
+//! the agent to get the person's go-ahead. A warning is `{"agent_message": …}`.
+
+use serde_json::{json, Value};
+
+use super::claude::{self, string_field};
+use super::pre_edit::{Change, Decision, EditRequest, FileChange, PayloadError, Verdict};
+
+/// Reads a Cursor preToolUse payload; `Ok(None)` when the tool is not a file edit.
+pub fn parse(payload: &Value) -> Result<Option<EditRequest>, PayloadError> {
+    let tool = payload
+        .get("tool_name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| PayloadError::Shape("no tool_name".into()))?;
+    let input = payload.get("tool_input").unwrap_or(&Value::Null);
+    let path = || {
+        ["file_path", "path", "target_file"]
+            .iter()
+            .find_map(|key| string_field(input, key))
+            .ok_or_else(|| PayloadError::Shape(format!("{tool}: tool_input has no file_path")))
+    };
+    let files = match tool {
+        "Write" => {
+            let content = ["content", "contents"]
+                .iter()
+                .find_map(|key| input.get(*key).and_then(Value::as_str))
+                .ok_or_else(|| PayloadError::Shape("Write: tool_input has no content".into()))?;
+            vec![FileChange {
+                path: path()?,
+                change: Change::Content(content.to_string()),
+            }]
+        }
+        "Delete" => vec![FileChange {
+            path: path()?,
+            change: Change::Content(String::new()),
+        }],
+        "Edit" | "StrReplace" | "MultiEdit" => {
+            let as_claude = if input.get("edits").is_some() {
+                "MultiEdit"
+            } else {
+                "Edit"
+            };
+            let mut normalised = input.clone();
+            if let Value::Object(map) = &mut normalised {
+                map.entry("file_path").or_insert(json!(path()?));
+            }
+            claude::tool_changes(as_claude, &normalised)?.unwrap_or_default()
+        }
+        _ => return Ok(None),
+    };
+    let cwd = string_field(payload, "cwd").or_else(|| {
+        payload
+            .get("workspace_roots")
+            .and_then(Value::as_array)
+            .and_then(|roots| roots.first())
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    });
+    Ok(Some(EditRequest {
+        session: string_field(payload, "conversation_id")
+            .or_else(|| string_field(payload, "session_id")),
+        cwd: cwd.map(Into::into),
+        files,
+    }))
+}
+
+/// The answer on stdout.
+pub fn answer(verdict: &Verdict) -> Option<Value> {
+    let reason = verdict.reason.as_deref().unwrap_or_default();
+    Some(match verdict.decision {
+        Decision::Deny => json!({"decision": "deny", "reason": reason}),
+        Decision::Ask => json!({
+            "decision": "deny",
+            "reason": format!(
+                "{reason} (wit asks for a person's go-ahead: ask the user before making this edit)"
+            ),
+        }),
+        // Never an explicit allow: the gate only takes rights away, and an allow could skip
+        // an approval Cursor would otherwise ask for.
+        Decision::Allow => match &verdict.context {
+            Some(context) => json!({"agent_message": context}),
+            None => json!({}),
+        },
+    })
+}

@@ -1,0 +1,772 @@
+//! `wit hook pre-edit --agent claude|codex|gemini|cursor`: the edit gate's shared flow.
+//!
+//! payload (the harness adapter reads it) → the files and their changes → one
+//! `edit.preflight` per file (`record` as the policy says) → each conflict and violation
+//! weighed by the `[gate]` policy → a verdict → the harness's own answer on stdout, exit 0.
+//!
+//! The gate fails open, fast: a payload it cannot read, a file outside the repository or in
+//! a language wit does not know, a repository without `.wit/`, a broken policy file, an edit
+//! whose old text is not in the file, or no daemon answer within the budget (1 s in all,
+//! daemon auto-start included) lets the edit through, with a note on stderr where something
+//! is wrong. It never panics and never exits non-zero.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Read};
+use std::path::{Component, Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::super::agent_config::Agent;
+use super::super::contracts::SUPPORTED_SUFFIXES;
+use super::super::duration::format_left;
+use super::super::output::{self, CliError, Report};
+use super::super::session::{
+    ensure_session_file, read_session_file, CLAUDE_SESSION_ENV, SESSION_ENV,
+};
+use super::super::NO_AUTOSTART_ENV;
+use super::policy::{self, Action, Policy};
+use super::{claude, codex, cursor, gemini};
+use crate::client::{ClientError, WitClient};
+use crate::daemon::launcher;
+use crate::daemon::paths::{discover_root, WitPaths, ROOT_ENV};
+use crate::protocol::{
+    ConflictItem, EditPreflightParams, EditPreflightParamsEditsItem, EditPreflightResult,
+    SessionRecord, Violation,
+};
+
+/// The whole budget of the gate, process start to answer; past it the edit goes through.
+pub const BUDGET: Duration = Duration::from_secs(1);
+
+/// The environment variable that overrides [`BUDGET`], in milliseconds (a value that is not a
+/// positive integer is ignored).
+pub const BUDGET_ENV: &str = "WIT_GATE_TIMEOUT_MS";
+
+/// The largest payload read from stdin (the daemon's default body limit).
+const MAX_PAYLOAD: u64 = 32 << 20;
+
+/// A file edit the harness is about to make.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EditRequest {
+    /// The harness's session id for the editing agent, when the payload has one.
+    pub session: Option<String>,
+    /// The harness's working directory, when the payload has one.
+    pub cwd: Option<PathBuf>,
+    /// The files and their changes, in the order of the tool call.
+    pub files: Vec<FileChange>,
+}
+
+/// One file's change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileChange {
+    /// The path as the harness gave it (absolute, or relative to its directory).
+    pub path: String,
+    /// What changes.
+    pub change: Change,
+}
+
+/// What an edit does to a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// Find-and-replace edits, applied in order.
+    Edits(Vec<TextEdit>),
+    /// The whole new content (empty: the file is deleted).
+    Content(String),
+}
+
+/// One find-and-replace edit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextEdit {
+    /// The text replaced (must occur once unless `replace_all`).
+    pub old_text: String,
+    /// Its replacement.
+    pub new_text: String,
+    /// Replace every occurrence.
+    pub replace_all: bool,
+}
+
+/// Why a payload could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum PayloadError {
+    /// Not JSON at all.
+    #[error("not JSON: {0}")]
+    NotJson(#[from] serde_json::Error),
+    /// JSON of the wrong shape.
+    #[error("{0}")]
+    Shape(String),
+}
+
+/// What the gate answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Nothing against the edit (a warning may go along).
+    Allow,
+    /// A person should decide.
+    Ask,
+    /// Refused.
+    Deny,
+}
+
+/// The gate's answer, before a harness's adapter shapes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// The decision.
+    pub decision: Decision,
+    /// For deny and ask: one actionable line per finding.
+    pub reason: Option<String>,
+    /// Warnings for the agent (policy `warn`).
+    pub context: Option<String>,
+}
+
+impl Verdict {
+    /// Nothing to say.
+    pub fn allow() -> Self {
+        Self {
+            decision: Decision::Allow,
+            reason: None,
+            context: None,
+        }
+    }
+}
+
+/// Runs the gate for `agent` on the payload on stdin; always exit code 0.
+pub fn run(agent: Agent, repo: Option<&Path>, session_flag: Option<&str>) -> Report {
+    let started = Instant::now();
+    let mut notes = Vec::new();
+    let verdict = gate(agent, repo, session_flag, started, &mut notes);
+    let mut report = match answer(agent, &verdict) {
+        Some(value) => {
+            let mut bytes = value.to_string().into_bytes();
+            bytes.push(b'\n');
+            Report::raw(bytes)
+        }
+        None => Report::nothing(),
+    };
+    for note in notes {
+        report = report.with_note(note);
+    }
+    report
+}
+
+/// The harness's answer for `verdict`.
+pub fn answer(agent: Agent, verdict: &Verdict) -> Option<Value> {
+    match agent {
+        Agent::Claude => claude::answer(verdict),
+        Agent::Codex => codex::answer(verdict),
+        Agent::Gemini => gemini::answer(verdict),
+        Agent::Cursor => cursor::answer(verdict),
+    }
+}
+
+/// Reads the harness's payload for `agent`; `Ok(None)` when the tool is not a file edit.
+pub fn parse(agent: Agent, payload: &Value) -> Result<Option<EditRequest>, PayloadError> {
+    match agent {
+        Agent::Claude => claude::parse(payload),
+        Agent::Codex => codex::parse(payload),
+        Agent::Gemini => gemini::parse(payload),
+        Agent::Cursor => cursor::parse(payload),
+    }
+}
+
+/// The budget: [`BUDGET_ENV`] when it holds a positive integer, else [`BUDGET`].
+fn budget() -> Duration {
+    std::env::var(BUDGET_ENV)
+        .ok()
+        .and_then(|ms| ms.trim().parse::<u64>().ok())
+        .filter(|&ms| ms > 0)
+        .map_or(BUDGET, Duration::from_millis)
+}
+
+fn allowed(note: &str) -> String {
+    format!("wit: {note}; edit allowed")
+}
+
+fn gate(
+    agent: Agent,
+    repo: Option<&Path>,
+    session_flag: Option<&str>,
+    started: Instant,
+    notes: &mut Vec<String>,
+) -> Verdict {
+    let mut input = Vec::new();
+    if !std::io::stdin().is_terminal() {
+        let _ = std::io::stdin().take(MAX_PAYLOAD).read_to_end(&mut input);
+    }
+    let request = match serde_json::from_slice::<Value>(&input)
+        .map_err(PayloadError::from)
+        .and_then(|payload| parse(agent, &payload))
+    {
+        Ok(Some(request)) => request,
+        Ok(None) => return Verdict::allow(),
+        Err(error) => {
+            notes.push(allowed(&format!(
+                "unreadable {} hook payload ({error})",
+                agent.name()
+            )));
+            return Verdict::allow();
+        }
+    };
+    let cwd = request
+        .cwd
+        .clone()
+        .filter(|dir| dir.is_absolute() && dir.is_dir())
+        .or_else(|| std::env::current_dir().ok());
+    let Some(cwd) = cwd else {
+        return Verdict::allow();
+    };
+    let Some(root) = find_root(repo, &cwd) else {
+        return Verdict::allow();
+    };
+    let paths = WitPaths::for_root(&root);
+    // Only repositories set up with `wit init` are gated (and get a daemon).
+    if !paths.dir.is_dir() {
+        return Verdict::allow();
+    }
+    let policy = match policy::load(&root) {
+        Ok((policy, _)) => policy,
+        Err(error) => {
+            notes.push(allowed(&format!("gate policy ignored ({error})")));
+            return Verdict::allow();
+        }
+    };
+    let files: Vec<(String, Change)> = request
+        .files
+        .into_iter()
+        .filter_map(|file| {
+            let relative = relative_path(&root, &cwd, &file.path)?;
+            is_supported(&relative).then_some((relative, file.change))
+        })
+        .collect();
+    if files.is_empty() {
+        return Verdict::allow();
+    }
+    let session = match resolve_session(session_flag, request.session.as_deref(), &paths) {
+        Some(session) => session,
+        None => {
+            notes.push(allowed("no session id"));
+            return Verdict::allow();
+        }
+    };
+    let budget = budget();
+    let left = budget.saturating_sub(started.elapsed());
+    let checked = super::super::context::block_on(async {
+        tokio::time::timeout(left, check(&paths, &session, files, policy, left))
+            .await
+            .map_err(|_| {
+                CliError::Unreachable(format!("no answer within {} ms", budget.as_millis()))
+            })?
+    });
+    match checked {
+        Ok((verdict, file_notes)) => {
+            notes.extend(file_notes);
+            verdict
+        }
+        Err(error) => {
+            let text = output::error_text(&error);
+            let first = text
+                .trim_start_matches("wit: ")
+                .lines()
+                .next()
+                .unwrap_or_default();
+            notes.push(allowed(&format!("edit not checked ({first})")));
+            Verdict::allow()
+        }
+    }
+}
+
+/// The repository root: `--repo` or `$WIT_REPO_ROOT`, else the nearest ancestor of `cwd`
+/// with a `.git`.
+fn find_root(repo: Option<&Path>, cwd: &Path) -> Option<PathBuf> {
+    if repo.is_some() || std::env::var_os(ROOT_ENV).is_some_and(|v| !v.is_empty()) {
+        return discover_root(repo).ok();
+    }
+    cwd.ancestors()
+        .find(|dir| dir.join(".git").exists())
+        .map(Path::to_path_buf)
+}
+
+/// `path` (absolute, or relative to `cwd`) relative to `root`; `None` outside it.
+fn relative_path(root: &Path, cwd: &Path, path: &str) -> Option<String> {
+    let absolute = normalise(&cwd.join(path));
+    let inside = |root: &Path, file: &Path| {
+        file.strip_prefix(root).ok().and_then(|rest| {
+            let text = rest.to_str()?.to_string();
+            (!text.is_empty() && !text.starts_with(".git/") && !text.starts_with(".wit/"))
+                .then_some(text)
+        })
+    };
+    if let Some(relative) = inside(root, &absolute) {
+        return Some(relative);
+    }
+    // Through symlinks (e.g. /tmp → /private/tmp): the real root and the real path of the
+    // file's nearest existing ancestor.
+    let real_root = root.canonicalize().ok()?;
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        rest.push(existing.file_name()?);
+        existing = existing.parent()?;
+    }
+    let mut real = existing.canonicalize().ok()?;
+    for part in rest.iter().rev() {
+        real.push(part);
+    }
+    inside(&real_root, &real)
+}
+
+/// Folds `.` and `..` lexically.
+fn normalise(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+fn is_supported(path: &str) -> bool {
+    SUPPORTED_SUFFIXES
+        .iter()
+        .any(|suffix| path.ends_with(suffix))
+}
+
+/// The editing session: `--session`, else `$WIT_SESSION`, else the harness's own session id
+/// from the payload, else `$CLAUDE_SESSION_ID`, else `.wit/session.id` (created once).
+fn resolve_session(flag: Option<&str>, payload: Option<&str>, paths: &WitPaths) -> Option<String> {
+    let env = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .map(|value| value.trim().to_string())
+            .filter(|value| !value.is_empty())
+    };
+    flag.map(str::trim)
+        .filter(|flag| !flag.is_empty())
+        .map(str::to_string)
+        .or_else(|| env(SESSION_ENV))
+        .or_else(|| payload.map(str::to_string))
+        .or_else(|| env(CLAUDE_SESSION_ENV))
+        .or_else(|| read_session_file(&paths.session_id))
+        .or_else(|| {
+            ensure_session_file(&paths.session_id)
+                .ok()
+                .map(|(id, _)| id)
+        })
+}
+
+/// One preflight per file, then the verdict; notes for the files that could not be checked.
+async fn check(
+    paths: &WitPaths,
+    session: &str,
+    files: Vec<(String, Change)>,
+    policy: Policy,
+    budget: Duration,
+) -> Result<(Verdict, Vec<String>), CliError> {
+    let client = WitClient::new(&paths.socket).with_timeout(budget);
+    let autostart =
+        std::env::var_os(NO_AUTOSTART_ENV).is_none_or(|value| value.is_empty() || value == "0");
+    // One file: the daemon records it only when it is clean, which is exactly when the gate
+    // lets it through. Several files (a patch): a clean file must not be recorded when
+    // another one stops the whole call, so they are checked first and recorded after.
+    let record_now = policy.record && files.len() == 1;
+    let mut params: Vec<EditPreflightParams> = files
+        .into_iter()
+        .map(|(file, change)| preflight_params(session, file, change, record_now))
+        .collect();
+    let mut results = Vec::with_capacity(params.len());
+    let mut started = false;
+    for params in &params {
+        let result = match client.edit_preflight(params.clone()).await {
+            Err(ClientError::Unreachable(source)) if autostart && !started => {
+                started = true;
+                launcher::ensure_running(paths, None)
+                    .await
+                    .map_err(|error| {
+                        CliError::Unreachable(format!(
+                            "cannot start the wit daemon: {error} ({source})"
+                        ))
+                    })?;
+                client.edit_preflight(params.clone()).await?
+            }
+            other => other?,
+        };
+        results.push((params.file.clone(), result));
+    }
+    let needs_names = results.iter().any(|(_, r)| {
+        r.conflicts.iter().any(|c| match c {
+            ConflictItem::IntentOverlap { .. } => policy.intents != Action::Off,
+            ConflictItem::LockIntersection { .. } => policy.locks != Action::Off,
+            ConflictItem::DepChain { .. } => false,
+        })
+    });
+    // Names make the reason readable; without them the ids still say who.
+    let sessions = if needs_names {
+        client.session_list().await.unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let (verdict, notes) = decide(&results, &policy, &sessions, output::now_ms());
+    if policy.record && !record_now && verdict.decision == Decision::Allow {
+        for (params, (_, result)) in params.iter_mut().zip(&results) {
+            if result.applies && result.conflicts.is_empty() && result.violations.is_empty() {
+                params.record = Some(true);
+                client.edit_preflight(params.clone()).await?;
+            }
+        }
+    }
+    Ok((verdict, notes))
+}
+
+fn preflight_params(
+    session: &str,
+    file: String,
+    change: Change,
+    record: bool,
+) -> EditPreflightParams {
+    let (edits, content) = match change {
+        Change::Edits(edits) => (
+            edits
+                .into_iter()
+                .map(|edit| EditPreflightParamsEditsItem {
+                    old_text: edit.old_text,
+                    new_text: edit.new_text,
+                    replace_all: edit.replace_all.then_some(true),
+                })
+                .collect(),
+            None,
+        ),
+        Change::Content(content) => (Vec::new(), Some(content)),
+    };
+    EditPreflightParams {
+        session_id: session.to_string(),
+        file,
+        edits,
+        content,
+        record: Some(record),
+    }
+}
+
+/// Weighs every finding of `results` by `policy` (pure: the unit tests drive it).
+pub fn decide(
+    results: &[(String, EditPreflightResult)],
+    policy: &Policy,
+    sessions: &[SessionRecord],
+    now_ms: i64,
+) -> (Verdict, Vec<String>) {
+    let by_id: HashMap<&str, &SessionRecord> = sessions
+        .iter()
+        .map(|s| (s.session_id.as_str(), s))
+        .collect();
+    let mut findings: Vec<(Action, String)> = Vec::new();
+    let mut notes = Vec::new();
+    for (file, result) in results {
+        if !result.applies {
+            notes.push(format!(
+                "wit: {file}: edit not checked ({}); edit allowed",
+                result.reason.as_deref().unwrap_or("it does not apply")
+            ));
+            continue;
+        }
+        for conflict in &result.conflicts {
+            match conflict {
+                ConflictItem::LockIntersection {
+                    symbol_path,
+                    held_by,
+                    expires_at,
+                } => findings.push((
+                    policy.locks,
+                    lock_line(symbol_path, held_by, expires_at, &by_id, now_ms),
+                )),
+                ConflictItem::IntentOverlap {
+                    overlapping_intent_id,
+                    overlapping_session_id,
+                    description,
+                } => findings.push((
+                    policy.intents,
+                    intent_line(
+                        file,
+                        overlapping_intent_id,
+                        overlapping_session_id,
+                        description,
+                        &by_id,
+                    ),
+                )),
+                ConflictItem::DepChain { .. } => {}
+            }
+        }
+        for violation in &result.violations {
+            findings.push((policy.contracts, contract_line(violation)));
+        }
+    }
+    let worst = findings
+        .iter()
+        .map(|(action, _)| *action)
+        .max()
+        .unwrap_or(Action::Off);
+    let join = |wanted: &dyn Fn(Action) -> bool| {
+        let lines: Vec<&str> = findings
+            .iter()
+            .filter(|(action, _)| wanted(*action))
+            .map(|(_, line)| line.as_str())
+            .collect();
+        (!lines.is_empty()).then(|| lines.join("\n"))
+    };
+    let decision = match worst {
+        Action::Deny => Decision::Deny,
+        Action::Ask => Decision::Ask,
+        Action::Warn | Action::Off => Decision::Allow,
+    };
+    let verdict = Verdict {
+        decision,
+        reason: join(&|action| action >= Action::Ask),
+        context: join(&|action| action == Action::Warn),
+    };
+    (verdict, notes)
+}
+
+/// `name (session 7f3a9c…, live)`, or `session 7f3a9c…` for an unregistered session.
+fn who(session_id: &str, by_id: &HashMap<&str, &SessionRecord>) -> String {
+    let short = short_id(session_id);
+    match by_id.get(session_id) {
+        Some(record) => {
+            let state = if record.live { "live" } else { "ended" };
+            match &record.name {
+                Some(name) => format!("{name} (session {short}, {state})"),
+                None => format!("session {short} ({state})"),
+            }
+        }
+        None => format!("session {short}"),
+    }
+}
+
+fn short_id(id: &str) -> String {
+    if id.chars().count() <= 12 {
+        return id.to_string();
+    }
+    let head: String = id.chars().take(8).collect();
+    format!("{head}…")
+}
+
+/// `HH:MM` (UTC) of unix milliseconds.
+fn clock(ms: i64) -> String {
+    let minutes = ms.div_euclid(60_000);
+    format!(
+        "{:02}:{:02} UTC",
+        minutes.div_euclid(60).rem_euclid(24),
+        minutes.rem_euclid(60)
+    )
+}
+
+fn lock_line(
+    symbol_path: &str,
+    held_by: &str,
+    expires_at: &str,
+    by_id: &HashMap<&str, &SessionRecord>,
+    now_ms: i64,
+) -> String {
+    let holder = who(held_by, by_id);
+    let mut line = format!("{symbol_path} is locked by {holder}");
+    match output::parse_iso_ms(expires_at) {
+        Some(at) => {
+            let left = at - now_ms;
+            // The time left, rounded down to minutes, and one more: a margin for the turn.
+            let wait_minutes = left.max(0) / 60_000 + 1;
+            let _ = write!(
+                line,
+                " until {} ({} left): wait with `wit lock {symbol_path} --wait {wait_minutes}m`, or change something else",
+                clock(at),
+                format_left(left)
+            );
+        }
+        None => {
+            let _ = write!(
+                line,
+                ": wait with `wit lock {symbol_path} --wait 10m`, or change something else"
+            );
+        }
+    }
+    line
+}
+
+fn intent_line(
+    file: &str,
+    intent_id: &str,
+    session_id: &str,
+    description: &str,
+    by_id: &HashMap<&str, &SessionRecord>,
+) -> String {
+    let description: String = description.chars().take(120).collect();
+    format!(
+        "{file}: this edit overlaps intent {intent_id} (\"{description}\") of {}: coordinate with them, or keep clear of that code",
+        who(session_id, by_id)
+    )
+}
+
+fn contract_line(violation: &Violation) -> String {
+    format!(
+        "{} would break accepted contract {}: the agreed signature is `{}`, the edit makes it `{}`: restore the signature, or propose a new contract (`wit contract propose {}`) and wait for its acceptance",
+        violation.symbol_path,
+        violation.contract_id,
+        violation.expected,
+        violation.actual,
+        violation.symbol_path
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    fn result(conflicts: Vec<ConflictItem>, violations: Vec<Violation>) -> EditPreflightResult {
+        EditPreflightResult {
+            applies: true,
+            reason: None,
+            symbols: vec!["src/auth.ts:validateToken".into()],
+            conflicts,
+            violations,
+        }
+    }
+
+    fn lock() -> ConflictItem {
+        ConflictItem::LockIntersection {
+            symbol_path: "src/auth.ts:validateToken".into(),
+            held_by: "7f3a9c2e-1111-2222-3333-444455556666".into(),
+            expires_at: "2026-01-15T10:42:00.000Z".into(),
+        }
+    }
+
+    fn intent() -> ConflictItem {
+        ConflictItem::IntentOverlap {
+            overlapping_intent_id: "i-1".into(),
+            overlapping_session_id: "bob".into(),
+            description: "Audit log".into(),
+        }
+    }
+
+    fn violation() -> Violation {
+        Violation {
+            contract_id: "c-1".into(),
+            symbol_path: "src/auth.ts:validateToken".into(),
+            expected: "(token: string): boolean".into(),
+            actual: "(): boolean".into(),
+        }
+    }
+
+    fn sessions() -> Vec<SessionRecord> {
+        vec![SessionRecord {
+            agent_id: None,
+            intents: 0,
+            last_seen_at: 0,
+            live: true,
+            locks: 1,
+            name: Some("claude-backend".into()),
+            pid: None,
+            session_id: "7f3a9c2e-1111-2222-3333-444455556666".into(),
+        }]
+    }
+
+    // 10:33:00 UTC on the lock's day: 9 minutes left.
+    const NOW: i64 = 1_768_473_180_000;
+
+    #[test]
+    fn a_lock_denies_with_one_actionable_line() {
+        let results = vec![("src/auth.ts".to_string(), result(vec![lock()], vec![]))];
+        let (verdict, notes) = decide(&results, &Policy::default(), &sessions(), NOW);
+        assert!(notes.is_empty());
+        assert_eq!(verdict.decision, Decision::Deny);
+        assert_eq!(
+            verdict.reason.as_deref(),
+            Some(
+                "src/auth.ts:validateToken is locked by claude-backend (session 7f3a9c2e…, live) \
+                 until 10:42 UTC (9m 00s left): wait with `wit lock src/auth.ts:validateToken --wait 10m`, \
+                 or change something else"
+            )
+        );
+        assert_eq!(verdict.context, None);
+    }
+
+    #[test]
+    fn policies_weigh_each_kind() {
+        let results = vec![(
+            "src/auth.ts".to_string(),
+            result(vec![intent(), lock()], vec![violation()]),
+        )];
+        let (verdict, _) = decide(&results, &Policy::default(), &[], NOW);
+        assert_eq!(verdict.decision, Decision::Deny);
+        let reason = verdict.reason.unwrap();
+        assert_eq!(reason.lines().count(), 2, "{reason}");
+        assert!(
+            reason.contains("would break accepted contract c-1"),
+            "{reason}"
+        );
+        assert!(reason.contains("`(token: string): boolean`"), "{reason}");
+        assert!(verdict
+            .context
+            .unwrap()
+            .contains("overlaps intent i-1 (\"Audit log\") of session bob:"));
+
+        let relaxed = Policy {
+            locks: Action::Ask,
+            intents: Action::Off,
+            contracts: Action::Warn,
+            record: true,
+        };
+        let (verdict, _) = decide(&results, &relaxed, &[], NOW);
+        assert_eq!(verdict.decision, Decision::Ask);
+        assert!(verdict.reason.unwrap().contains("is locked by"));
+        let context = verdict.context.unwrap();
+        assert!(
+            context.contains("contract") && !context.contains("intent"),
+            "{context}"
+        );
+
+        let off = Policy {
+            locks: Action::Off,
+            intents: Action::Off,
+            contracts: Action::Off,
+            record: true,
+        };
+        assert_eq!(decide(&results, &off, &[], NOW).0, Verdict::allow());
+    }
+
+    #[test]
+    fn an_edit_that_does_not_apply_is_allowed_with_a_note() {
+        let mut missing = result(vec![lock()], vec![]);
+        missing.applies = false;
+        missing.reason = Some("oldText not found".into());
+        let (verdict, notes) = decide(
+            &[("a.ts".to_string(), missing)],
+            &Policy::default(),
+            &[],
+            NOW,
+        );
+        assert_eq!(verdict, Verdict::allow());
+        assert!(notes[0].contains("oldText not found"), "{notes:?}");
+    }
+
+    #[test]
+    fn paths_are_made_relative_to_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        assert_eq!(
+            relative_path(root, root, &root.join("src/a.ts").display().to_string()),
+            Some("src/a.ts".into())
+        );
+        assert_eq!(
+            relative_path(root, &root.join("src"), "./b.ts"),
+            Some("src/b.ts".into())
+        );
+        assert_eq!(relative_path(root, root, "../outside.ts"), None);
+        assert_eq!(relative_path(root, root, "/etc/passwd"), None);
+        assert_eq!(relative_path(root, root, ".git/config"), None);
+        assert!(is_supported("src/a.rs") && is_supported("B.java") && !is_supported("README.md"));
+    }
+}

@@ -1,0 +1,671 @@
+//! The edit gate end to end: `wit hook pre-edit --agent ..` fed the recorded harness payloads
+//! of `tests/fixtures/hooks/<harness>/` on stdin, against real daemons in temporary git
+//! repositories; the post-commit hook; the `[gate]` policy files; failing open.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::harness::*;
+
+const AUTH_TS: &str =
+    "export function validateToken(token: string): boolean {\n  return token.length > 3;\n}\n";
+
+/// `wit` in `repo` with a clean wit environment.
+fn wit_cmd(repo: &Path) -> Command {
+    let mut command = Command::new(wit_bin());
+    command
+        .current_dir(repo)
+        .env_remove("WIT_SESSION")
+        .env_remove("CLAUDE_SESSION_ID")
+        .env_remove("WIT_REPO_ROOT")
+        .env_remove("WIT_NO_AUTOSTART")
+        // A loaded CI machine must not turn a verdict into fail-open.
+        .env("WIT_GATE_TIMEOUT_MS", "20000")
+        .stdin(Stdio::null());
+    command
+}
+
+fn wit_as(repo: &Repo, session: &str, args: &[&str]) -> Output {
+    let out = wit_cmd(repo.path())
+        .env("WIT_SESSION", session)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "wit {args:?}: {}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    out
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A recorded payload with the repository and session filled in.
+fn fixture(name: &str, repo: &Repo, session: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/hooks")
+        .join(name);
+    std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("{{ROOT}}", &repo.path().display().to_string())
+        .replace("{{SESSION}}", session)
+}
+
+/// Runs the gate for `agent` with `payload` on stdin and `env`; checks it exits 0.
+fn gate_with(repo: &Repo, agent: &str, payload: &str, env: &[(&str, &str)]) -> Output {
+    let mut command = wit_cmd(repo.path());
+    command
+        .args(["hook", "pre-edit", "--agent", agent])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    out
+}
+
+fn gate(repo: &Repo, agent: &str, payload: &str) -> Output {
+    gate_with(repo, agent, payload, &[])
+}
+
+/// The answer on stdout as JSON (`Value::Null` when there is none).
+fn answer(out: &Output) -> Value {
+    let stdout = text(&out.stdout);
+    if stdout.trim().is_empty() {
+        return Value::Null;
+    }
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+fn git(repo: &Path, args: &[&str], session: &str) -> Output {
+    Command::new("git")
+        .current_dir(repo)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .env("WIT_SESSION", session)
+        .env("WIT_HOOK_TIMEOUT_MS", "20000")
+        .env_remove("WIT_REPO_ROOT")
+        .env_remove("CLAUDE_SESSION_ID")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// A repository with `src/auth.ts` committed and a daemon serving it.
+fn setup() -> (Repo, Daemon) {
+    let repo = Repo::new();
+    repo.write("src/auth.ts", AUTH_TS);
+    repo.write("README.md", "# app\n");
+    git(repo.path(), &["add", "."], "setup");
+    let out = git(repo.path(), &["commit", "-q", "-m", "init"], "setup");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let daemon = Daemon::start(&repo);
+    (repo, daemon)
+}
+
+fn observed_intents(repo: &Repo, session: &str, status: &str) -> Vec<Value> {
+    let params = format!(r#"{{"sessionId":"{session}","status":"{status}"}}"#);
+    let out = wit_as(repo, session, &["--json", "call", "intent.query", &params]);
+    let all: Value = serde_json::from_slice(&out.stdout).unwrap();
+    all.as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["description"] == "observed edit")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn another_live_sessions_lock_denies_with_an_actionable_reason_and_an_own_lock_allows() {
+    let (repo, _daemon) = setup();
+    wit_as(&repo, "bob", &["register", "claude-backend"]);
+    wit_as(
+        &repo,
+        "bob",
+        &["lock", "src/auth.ts:validateToken", "--ttl", "10m"],
+    );
+
+    let out = gate(
+        &repo,
+        "claude",
+        &fixture("claude/edit-body.json", &repo, "alice"),
+    );
+    let value = answer(&out);
+    let output = &value["hookSpecificOutput"];
+    assert_eq!(output["hookEventName"], "PreToolUse");
+    assert_eq!(output["permissionDecision"], "deny", "{value}");
+    let reason = output["permissionDecisionReason"].as_str().unwrap();
+    assert!(
+        reason.starts_with(
+            "src/auth.ts:validateToken is locked by claude-backend (session bob, live) until "
+        ),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("left): wait with `wit lock src/auth.ts:validateToken --wait 10m`, or change something else"),
+        "{reason}"
+    );
+    assert_eq!(reason.lines().count(), 1);
+
+    // The holder itself edits freely: no answer at all (the harness's own prompt decides).
+    let out = gate(
+        &repo,
+        "claude",
+        &fixture("claude/edit-body.json", &repo, "bob"),
+    );
+    assert_eq!(answer(&out), Value::Null, "{}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), "");
+
+    // Tools that are not edits are not looked at.
+    let out = gate(
+        &repo,
+        "claude",
+        &fixture("claude/read.json", &repo, "alice"),
+    );
+    assert_eq!(answer(&out), Value::Null);
+}
+
+#[test]
+fn every_harness_gets_its_own_answer_shape() {
+    let (repo, _daemon) = setup();
+    wit_as(
+        &repo,
+        "bob",
+        &["lock", "src/auth.ts:validateToken", "--ttl", "10m"],
+    );
+    let payloads = [
+        ("claude", "claude/write.json"),
+        ("claude", "claude/multiedit.json"),
+        ("codex", "codex/apply_patch.json"),
+        ("gemini", "gemini/replace.json"),
+        ("gemini", "gemini/write_file.json"),
+        ("cursor", "cursor/edit.json"),
+        ("cursor", "cursor/write.json"),
+    ];
+    for (agent, name) in payloads {
+        let denied = answer(&gate(&repo, agent, &fixture(name, &repo, "alice")));
+        let reason = match agent {
+            "claude" | "codex" => {
+                assert_eq!(
+                    denied["hookSpecificOutput"]["permissionDecision"], "deny",
+                    "{name}"
+                );
+                denied["hookSpecificOutput"]["permissionDecisionReason"].clone()
+            }
+            _ => {
+                assert_eq!(denied["decision"], "deny", "{name}: {denied}");
+                denied["reason"].clone()
+            }
+        };
+        assert!(
+            reason
+                .as_str()
+                .unwrap()
+                .contains("is locked by session bob"),
+            "{name}: {denied}"
+        );
+        let allowed = answer(&gate(&repo, agent, &fixture(name, &repo, "bob")));
+        let expected = match agent {
+            "gemini" | "cursor" => serde_json::json!({}),
+            _ => Value::Null,
+        };
+        assert_eq!(allowed, expected, "{name}");
+    }
+    // Not an edit: Codex's shell tool, Cursor's too.
+    assert_eq!(
+        answer(&gate(
+            &repo,
+            "codex",
+            &fixture("codex/exec.json", &repo, "alice")
+        )),
+        Value::Null
+    );
+}
+
+#[test]
+fn an_overlapping_intent_warns_and_a_broken_contract_denies() {
+    let (repo, _daemon) = setup();
+    wit_as(
+        &repo,
+        "bob",
+        &[
+            "declare",
+            "-d",
+            "Audit log",
+            "-f",
+            "src/auth.ts",
+            "-s",
+            "validateToken",
+        ],
+    );
+    let out = gate(
+        &repo,
+        "claude",
+        &fixture("claude/edit-body.json", &repo, "alice"),
+    );
+    let value = answer(&out);
+    let output = &value["hookSpecificOutput"];
+    assert!(output.get("permissionDecision").is_none(), "{value}");
+    let context = output["additionalContext"].as_str().unwrap();
+    assert!(
+        context.contains("src/auth.ts: this edit overlaps intent "),
+        "{context}"
+    );
+    assert!(
+        context.contains("(\"Audit log\") of session bob (live): coordinate"),
+        "{context}"
+    );
+
+    // A contract on the symbol, accepted by another session: changing the signature is denied.
+    let proposed = wit_as(
+        &repo,
+        "carol",
+        &["--json", "contract", "propose", "src/auth.ts:validateToken"],
+    );
+    let id = serde_json::from_slice::<Value>(&proposed.stdout).unwrap()["contractId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    wit_as(&repo, "dave", &["contract", "accept", &id]);
+    let out = gate(
+        &repo,
+        "claude",
+        &fixture("claude/edit-signature.json", &repo, "alice"),
+    );
+    let value = answer(&out);
+    let output = &value["hookSpecificOutput"];
+    assert_eq!(output["permissionDecision"], "deny", "{value}");
+    let reason = output["permissionDecisionReason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!(
+            "src/auth.ts:validateToken would break accepted contract {id}"
+        )),
+        "{reason}"
+    );
+    assert!(reason.contains("`(token: string): boolean`"), "{reason}");
+    assert!(
+        reason.contains("`(token: string, strict: boolean): boolean`"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("restore the signature, or propose a new contract"),
+        "{reason}"
+    );
+    // The intent still goes along as context.
+    assert!(output["additionalContext"]
+        .as_str()
+        .unwrap()
+        .contains("Audit log"));
+}
+
+#[test]
+fn a_dead_holder_or_an_expired_lock_does_not_block() {
+    let (repo, _daemon) = setup();
+    let mut sleeper = Command::new("sleep").arg("60").spawn().unwrap();
+    let pid = sleeper.id().to_string();
+    wit_as(&repo, "bob", &["register", "bob-agent", "--pid", &pid]);
+    wit_as(
+        &repo,
+        "bob",
+        &["lock", "src/auth.ts:validateToken", "--ttl", "10m"],
+    );
+    let payload = fixture("claude/edit-body.json", &repo, "alice");
+    let denied = answer(&gate(&repo, "claude", &payload));
+    assert_eq!(denied["hookSpecificOutput"]["permissionDecision"], "deny");
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    // Dead at once, whether or not the pulse has reaped it yet.
+    assert_eq!(answer(&gate(&repo, "claude", &payload)), Value::Null);
+    wit_as(&repo, "bob", &["session", "end"]);
+
+    wit_as(
+        &repo,
+        "carol",
+        &[
+            "call",
+            "lock.acquire",
+            r#"{"symbolPath":"src/auth.ts:validateToken","sessionId":"carol","ttlMs":1000}"#,
+        ],
+    );
+    let denied = answer(&gate(&repo, "claude", &payload));
+    assert_eq!(denied["hookSpecificOutput"]["permissionDecision"], "deny");
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(answer(&gate(&repo, "claude", &payload)), Value::Null);
+}
+
+#[test]
+fn a_clean_edit_is_observed_once_and_resolved_by_the_commit() {
+    let (repo, _daemon) = setup();
+    wit_as(&repo, "alice", &["hook", "install"]);
+    let payload = fixture("claude/edit-body.json", &repo, "alice");
+    for _ in 0..3 {
+        assert_eq!(answer(&gate(&repo, "claude", &payload)), Value::Null);
+    }
+    let open = observed_intents(&repo, "alice", "active");
+    assert_eq!(open.len(), 1, "one intent, not one per edit: {open:?}");
+    assert!(open[0]["files"].as_str().unwrap().contains("src/auth.ts"));
+
+    // Others now see the work: bob's edit meets alice's observed intent.
+    let value = answer(&gate(
+        &repo,
+        "claude",
+        &fixture("claude/edit-body.json", &repo, "bob"),
+    ));
+    assert!(value["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap()
+        .contains("\"observed edit\""));
+
+    // A commit of the file by alice resolves it (the post-commit hook).
+    repo.write("src/auth.ts", &AUTH_TS.replace("> 3", "> 8"));
+    git(repo.path(), &["add", "src/auth.ts"], "alice");
+    let out = git(
+        repo.path(),
+        &["commit", "-q", "-m", "longer tokens"],
+        "alice",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), "", "the hooks are silent");
+    assert!(observed_intents(&repo, "alice", "active").is_empty());
+    assert_eq!(observed_intents(&repo, "alice", "resolved").len(), 1);
+
+    // A commit by someone else, or of other files, leaves an observed intent alone.
+    let erin = fixture("claude/edit-body.json", &repo, "erin")
+        .replace("> 8;", "> 9;")
+        .replace("> 3;", "> 8;");
+    assert_eq!(answer(&gate(&repo, "claude", &erin)), Value::Null);
+    assert_eq!(observed_intents(&repo, "erin", "active").len(), 1);
+    repo.write("README.md", "# app, again\n");
+    git(repo.path(), &["add", "README.md"], "erin");
+    let out = git(repo.path(), &["commit", "-q", "-m", "docs"], "erin");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(observed_intents(&repo, "erin", "active").len(), 1);
+
+    // Ending the session abandons it.
+    wit_as(&repo, "erin", &["session", "end"]);
+    assert!(observed_intents(&repo, "erin", "active").is_empty());
+    assert_eq!(observed_intents(&repo, "erin", "abandoned").len(), 1);
+}
+
+#[test]
+fn record_false_observes_nothing_and_the_post_commit_hook_is_fast_without_a_daemon() {
+    let (repo, mut daemon) = setup();
+    wit_as(&repo, "alice", &["hook", "install"]);
+    repo.write("wit.toml", "[gate]\nrecord = false\n");
+    let payload = fixture("claude/edit-body.json", &repo, "alice");
+    assert_eq!(answer(&gate(&repo, "claude", &payload)), Value::Null);
+    assert!(observed_intents(&repo, "alice", "active").is_empty());
+
+    daemon.kill9();
+    repo.write("src/auth.ts", &AUTH_TS.replace("> 3", "> 5"));
+    git(repo.path(), &["add", "src/auth.ts"], "alice");
+    let started = Instant::now();
+    let out = git(
+        repo.path(),
+        &["commit", "-q", "--no-verify", "-m", "offline"],
+        "alice",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), "");
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+#[test]
+fn policy_files_choose_deny_ask_warn_or_off_with_the_local_file_winning() {
+    let (repo, _daemon) = setup();
+    wit_as(
+        &repo,
+        "bob",
+        &["lock", "src/auth.ts:validateToken", "--ttl", "10m"],
+    );
+    let payload = fixture("claude/edit-body.json", &repo, "alice");
+    let decision = |repo: &Repo| {
+        let value = answer(&gate(repo, "claude", &payload));
+        let output = &value["hookSpecificOutput"];
+        (
+            output["permissionDecision"].as_str().map(str::to_string),
+            output["additionalContext"].is_string(),
+        )
+    };
+    assert_eq!(decision(&repo), (Some("deny".into()), false));
+
+    repo.write("wit.toml", "[gate]\nlocks = \"warn\"\n");
+    assert_eq!(decision(&repo), (None, true));
+    repo.write(".wit/config.toml", "[gate]\nlocks = \"ask\"\n");
+    assert_eq!(decision(&repo), (Some("ask".into()), false));
+    // Codex cannot ask: it denies and says why.
+    let codex = answer(&gate(
+        &repo,
+        "codex",
+        &fixture("codex/apply_patch.json", &repo, "alice"),
+    ));
+    assert_eq!(codex["hookSpecificOutput"]["permissionDecision"], "deny");
+    assert!(codex["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap()
+        .contains("ask the user"));
+    repo.write(".wit/config.toml", "[gate]\nlocks = \"off\"\n");
+    assert_eq!(decision(&repo), (None, false));
+
+    let out = wit_as(&repo, "alice", &["hook", "policy"]);
+    let shown = text(&out.stdout);
+    assert!(shown.contains("wit.toml, then .wit/config.toml"), "{shown}");
+    assert!(shown.contains("locks     = off"), "{shown}");
+
+    // A bad value: every edit goes through with a note, and `wit hook policy` says what is wrong.
+    repo.write(".wit/config.toml", "[gate]\nlocks = \"block\"\n");
+    let out = gate(&repo, "claude", &payload);
+    assert_eq!(answer(&out), Value::Null);
+    let note = text(&out.stderr);
+    assert!(note.contains("gate policy ignored"), "{note}");
+    assert!(note.contains("locks = \"block\""), "{note}");
+    let out = wit_cmd(repo.path())
+        .args(["hook", "policy"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("expected \"deny\", \"ask\", \"warn\" or \"off\""));
+}
+
+#[test]
+fn the_gate_fails_open_fast() {
+    let (repo, mut daemon) = setup();
+    let payload = fixture("claude/edit-body.json", &repo, "alice");
+
+    // Malformed payloads: allowed, with a note.
+    for bad in [
+        "{not json",
+        "[]",
+        r#"{"tool_name": "Edit", "tool_input": {}}"#,
+    ] {
+        let out = gate(&repo, "claude", bad);
+        assert_eq!(answer(&out), Value::Null, "{bad}");
+        assert!(
+            text(&out.stderr).contains("edit allowed"),
+            "{bad}: {}",
+            text(&out.stderr)
+        );
+    }
+    // A file outside the repository, and a file no language supports: silently allowed.
+    let out = gate(
+        &repo,
+        "claude",
+        &fixture("claude/outside.json", &repo, "alice"),
+    );
+    assert_eq!(
+        (answer(&out), text(&out.stderr)),
+        (Value::Null, String::new())
+    );
+    let readme = payload.replace("src/auth.ts", "README.md");
+    let out = gate(&repo, "claude", &readme);
+    assert_eq!(
+        (answer(&out), text(&out.stderr)),
+        (Value::Null, String::new())
+    );
+
+    // An old text that is not in the file: the harness will refuse it anyway.
+    let stale = payload.replace("token.length > 3", "token.size > 3");
+    let out = gate(&repo, "claude", &stale);
+    assert_eq!(answer(&out), Value::Null);
+    assert!(
+        text(&out.stderr).contains("edit not checked"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // No daemon: allowed at once with a note, and none is started when auto-start is off.
+    daemon.kill9();
+    let started = Instant::now();
+    let out = gate_with(
+        &repo,
+        "claude",
+        &payload,
+        &[("WIT_NO_AUTOSTART", "1"), ("WIT_GATE_TIMEOUT_MS", "1000")],
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(answer(&out), Value::Null);
+    assert!(
+        text(&out.stderr).contains("edit not checked"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // A repository without `.wit/` is not gated at all.
+    let bare = Repo::new();
+    bare.write("src/auth.ts", AUTH_TS);
+    let out = gate(
+        &bare,
+        "claude",
+        &fixture("claude/edit-body.json", &bare, "alice"),
+    );
+    assert_eq!(
+        (answer(&out), text(&out.stderr)),
+        (Value::Null, String::new())
+    );
+    assert!(!bare.path().join(".wit").exists());
+}
+
+#[test]
+fn the_pre_commit_hook_is_silent_without_supported_files_and_asks_no_daemon() {
+    let (repo, mut daemon) = setup();
+    wit_as(&repo, "alice", &["hook", "install"]);
+    daemon.kill9();
+    repo.write("README.md", "# docs only\n");
+    git(repo.path(), &["add", "README.md"], "alice");
+    let out = git(repo.path(), &["commit", "-q", "-m", "docs"], "alice");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), "", "a docs-only commit is silent");
+    assert!(
+        try_post(&repo.socket(), PING).is_err(),
+        "no daemon was started"
+    );
+}
+
+#[test]
+fn wit_init_wires_the_gate_for_every_harness_idempotently_and_removably() {
+    let repo = Repo::new();
+    repo.write(
+        ".claude/settings.json",
+        "{\n  \"permissions\": {\"deny\": [\"Read(.env)\"]}\n}\n",
+    );
+    let init = |args: &[&str]| {
+        let out = wit_cmd(repo.path())
+            .args(["init", "--no-docs", "--no-hooks"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    };
+    let agents = [
+        "--agent", "claude", "--agent", "codex", "--agent", "gemini", "--agent", "cursor",
+    ];
+    init(&agents);
+    let files = [
+        ".mcp.json",
+        ".claude/settings.json",
+        ".codex/config.toml",
+        ".codex/hooks.json",
+        ".gemini/settings.json",
+        ".cursor/hooks.json",
+    ];
+    let read = |file: &str| std::fs::read_to_string(repo.path().join(file)).ok();
+    let first: Vec<Option<String>> = files.iter().map(|f| read(f)).collect();
+    assert!(first.iter().all(Option::is_some), "{first:?}");
+    let settings: Value = serde_json::from_str(first[1].as_deref().unwrap()).unwrap();
+    assert_eq!(settings["permissions"]["deny"][0], "Read(.env)");
+    let gate = &settings["hooks"]["PreToolUse"][0];
+    assert_eq!(gate["matcher"], "Edit|MultiEdit|Write");
+    assert!(gate["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .ends_with("hook pre-edit --agent claude"));
+    let gemini: Value = serde_json::from_str(first[4].as_deref().unwrap()).unwrap();
+    assert_eq!(
+        gemini["hooks"]["BeforeTool"][0]["matcher"],
+        "replace|write_file"
+    );
+
+    init(&agents);
+    let second: Vec<Option<String>> = files.iter().map(|f| read(f)).collect();
+    assert_eq!(first, second, "a second run is byte-identical");
+
+    let out = wit_cmd(repo.path())
+        .args(["init", "--remove"])
+        .args(agents)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let left: Vec<Option<String>> = files.iter().map(|f| read(f)).collect();
+    assert_eq!(
+        left[1]
+            .as_deref()
+            .map(|t| serde_json::from_str::<Value>(t).unwrap()),
+        Some(serde_json::json!({"permissions": {"deny": ["Read(.env)"]}}))
+    );
+    assert!(
+        left.iter().enumerate().all(|(i, f)| i == 1 || f.is_none()),
+        "files that only held wit's entries are gone: {left:?}"
+    );
+    let _ = wit_cmd(repo.path()).args(["daemon", "stop"]).output();
+}
+
+#[test]
+fn the_claude_plugin_runs_the_gate_on_edits() {
+    let hooks: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("integrations/claude-code/hooks/hooks.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let group = &hooks["hooks"]["PreToolUse"][0];
+    assert_eq!(group["matcher"], "Edit|MultiEdit|Write");
+    assert!(group["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .contains("wit hook pre-edit --agent claude"));
+}
