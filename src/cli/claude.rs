@@ -22,10 +22,6 @@ const AGENT_NAME: &str = "claude-code";
 /// How long SessionEnd waits for the daemon.
 const END_BUDGET: Duration = Duration::from_millis(1500);
 
-/// Programs that stand between Claude and this hook (`sh -c "… wit hook …"`): the session's
-/// process is the first ancestor that is none of them.
-const INTERMEDIATES: &[&str] = &["sh", "bash", "dash", "zsh", "fish", "env", "timeout", "wit"];
-
 /// The hook's JSON payload on stdin (at most 1 MiB; nothing when stdin is a terminal).
 fn read_payload() -> Value {
     let mut input = String::new();
@@ -65,7 +61,7 @@ pub fn session_start(ctx: &Context) -> Report {
         Err(_) => return Report::nothing(),
     };
     if let Some(session_id) = session_id {
-        let harness = harness_pid(i64::from(std::os::unix::process::parent_id()), &proc_entry);
+        let harness = crate::harness::harness_pid();
         let params = RegisterParams {
             name: AGENT_NAME.into(),
             session_id,
@@ -108,63 +104,9 @@ pub fn session_end(ctx: &Context) -> Report {
     Report::nothing()
 }
 
-/// `(command name, parent pid)` of a process, from `/proc/<pid>/stat`.
-fn proc_entry(pid: i64) -> Option<(String, i64)> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let open = stat.find('(')?;
-    let close = stat.rfind(')')?;
-    let name = stat.get(open + 1..close)?.to_string();
-    let ppid = stat
-        .get(close + 1..)?
-        .split_ascii_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
-    Some((name, ppid))
-}
-
-/// The first process from `start` upwards that is not a shell or wrapper: the harness that
-/// ran the hook. `None` when the walk finds nothing better than init.
-fn harness_pid(start: i64, entry: &dyn Fn(i64) -> Option<(String, i64)>) -> Option<i64> {
-    let mut pid = start;
-    for _ in 0..16 {
-        if pid <= 1 {
-            return None;
-        }
-        let (name, ppid) = entry(pid)?;
-        if !INTERMEDIATES.contains(&name.as_str()) {
-            return Some(pid);
-        }
-        pid = ppid;
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
 
     use super::*;
-
-    #[test]
-    fn the_harness_is_the_first_ancestor_that_is_not_a_shell() {
-        let table = |pid: i64| match pid {
-            30 => Some(("sh".to_string(), 20)),
-            20 => Some(("bash".to_string(), 10)),
-            10 => Some(("claude".to_string(), 1)),
-            5 => Some(("sh".to_string(), 1)),
-            _ => None,
-        };
-        assert_eq!(harness_pid(30, &table), Some(10));
-        assert_eq!(harness_pid(10, &table), Some(10));
-        assert_eq!(harness_pid(5, &table), None, "only shells up to init");
-        assert_eq!(harness_pid(99, &table), None);
-    }
-
-    #[test]
-    fn this_process_has_an_entry() {
-        let me = i64::from(std::process::id());
-        let (_, ppid) = proc_entry(me).unwrap();
-        assert_eq!(ppid, i64::from(std::os::unix::process::parent_id()));
-    }
 }

@@ -85,10 +85,11 @@ pub fn registered_name(client_name: &str) -> String {
     name[..end].to_string()
 }
 
-/// The pid whose life is the session's life: the MCP server's parent, the agent that started
-/// it.
+/// The pid whose life is the session's life: the agent that started the server (the first
+/// ancestor that is not a shell or wrapper; the parent when there is none). The edit gate
+/// finds the same pid from its hook, so the two see one agent.
 pub fn agent_pid() -> i64 {
-    i64::from(std::os::unix::process::parent_id())
+    crate::harness::harness_pid().unwrap_or_else(|| i64::from(std::os::unix::process::parent_id()))
 }
 
 #[cfg(test)]

@@ -669,3 +669,48 @@ fn the_claude_plugin_runs_the_gate_on_edits() {
         .unwrap()
         .contains("wit hook pre-edit --agent claude"));
 }
+
+#[test]
+fn the_agents_own_mcp_session_does_not_stop_its_edits() {
+    let (repo, _daemon) = setup();
+    // The agent's `wit mcp` registers with the agent's pid; the hook's harness is the same
+    // process (here: this test, which runs the hook).
+    let me = std::process::id().to_string();
+    wit_as(
+        &repo,
+        "mcp-of-alice",
+        &["register", "claude-code", "--pid", &me],
+    );
+    wit_as(
+        &repo,
+        "mcp-of-alice",
+        &["lock", "src/auth.ts:validateToken"],
+    );
+    let out = gate(
+        &repo,
+        "claude",
+        &fixture("claude/edit-body.json", &repo, "alice"),
+    );
+    assert_eq!(answer(&out), Value::Null, "{}", text(&out.stderr));
+    // Another agent's lock (another process) still denies.
+    let mut other = Command::new("sleep").arg("600").spawn().unwrap();
+    let pid = other.id().to_string();
+    wit_as(
+        &repo,
+        "mcp-of-alice",
+        &["release", "src/auth.ts:validateToken"],
+    );
+    wit_as(&repo, "mcp-of-bob", &["register", "codex", "--pid", &pid]);
+    wit_as(&repo, "mcp-of-bob", &["lock", "src/auth.ts:validateToken"]);
+    let out = gate(
+        &repo,
+        "claude",
+        &fixture("claude/edit-body.json", &repo, "alice"),
+    );
+    assert_eq!(
+        answer(&out)["hookSpecificOutput"]["permissionDecision"],
+        "deny"
+    );
+    other.kill().unwrap();
+    other.wait().unwrap();
+}

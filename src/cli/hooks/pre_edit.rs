@@ -10,7 +10,7 @@
 //! daemon auto-start included) lets the edit through, with a note on stderr where something
 //! is wrong. It never panics and never exits non-zero.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Read};
 use std::path::{Component, Path, PathBuf};
@@ -410,7 +410,15 @@ async fn check(
     } else {
         Vec::new()
     };
-    let (verdict, notes) = decide(&results, &policy, &sessions, output::now_ms());
+    // The agent's other sessions (its `wit mcp` server registers with the same harness pid)
+    // are the agent itself: their locks and intents never stop its own edits.
+    let harness = crate::harness::harness_pid();
+    let same_agent: HashSet<String> = sessions
+        .iter()
+        .filter(|s| s.live && s.pid.is_some() && s.pid == harness && s.session_id != session)
+        .map(|s| s.session_id.clone())
+        .collect();
+    let (verdict, notes) = decide(&results, &policy, &sessions, &same_agent, output::now_ms());
     if policy.record && !record_now && verdict.decision == Decision::Allow {
         for (params, (_, result)) in params.iter_mut().zip(&results) {
             if result.applies && result.conflicts.is_empty() && result.violations.is_empty() {
@@ -451,11 +459,13 @@ fn preflight_params(
     }
 }
 
-/// Weighs every finding of `results` by `policy` (pure: the unit tests drive it).
+/// Weighs every finding of `results` by `policy` (pure: the unit tests drive it). Locks and
+/// intents of `same_agent` sessions (the editing agent's other identities) are its own.
 pub fn decide(
     results: &[(String, EditPreflightResult)],
     policy: &Policy,
     sessions: &[SessionRecord],
+    same_agent: &HashSet<String>,
     now_ms: i64,
 ) -> (Verdict, Vec<String>) {
     let by_id: HashMap<&str, &SessionRecord> = sessions
@@ -474,6 +484,11 @@ pub fn decide(
         }
         for conflict in &result.conflicts {
             match conflict {
+                ConflictItem::LockIntersection { held_by, .. }
+                | ConflictItem::IntentOverlap {
+                    overlapping_session_id: held_by,
+                    ..
+                } if same_agent.contains(held_by) => {}
                 ConflictItem::LockIntersection {
                     symbol_path,
                     held_by,
@@ -678,7 +693,13 @@ mod tests {
     #[test]
     fn a_lock_denies_with_one_actionable_line() {
         let results = vec![("src/auth.ts".to_string(), result(vec![lock()], vec![]))];
-        let (verdict, notes) = decide(&results, &Policy::default(), &sessions(), NOW);
+        let (verdict, notes) = decide(
+            &results,
+            &Policy::default(),
+            &sessions(),
+            &HashSet::new(),
+            NOW,
+        );
         assert!(notes.is_empty());
         assert_eq!(verdict.decision, Decision::Deny);
         assert_eq!(
@@ -698,7 +719,7 @@ mod tests {
             "src/auth.ts".to_string(),
             result(vec![intent(), lock()], vec![violation()]),
         )];
-        let (verdict, _) = decide(&results, &Policy::default(), &[], NOW);
+        let (verdict, _) = decide(&results, &Policy::default(), &[], &HashSet::new(), NOW);
         assert_eq!(verdict.decision, Decision::Deny);
         let reason = verdict.reason.unwrap();
         assert_eq!(reason.lines().count(), 2, "{reason}");
@@ -718,7 +739,7 @@ mod tests {
             contracts: Action::Warn,
             record: true,
         };
-        let (verdict, _) = decide(&results, &relaxed, &[], NOW);
+        let (verdict, _) = decide(&results, &relaxed, &[], &HashSet::new(), NOW);
         assert_eq!(verdict.decision, Decision::Ask);
         assert!(verdict.reason.unwrap().contains("is locked by"));
         let context = verdict.context.unwrap();
@@ -733,7 +754,22 @@ mod tests {
             contracts: Action::Off,
             record: true,
         };
-        assert_eq!(decide(&results, &off, &[], NOW).0, Verdict::allow());
+        assert_eq!(
+            decide(&results, &off, &[], &HashSet::new(), NOW).0,
+            Verdict::allow()
+        );
+    }
+
+    #[test]
+    fn the_agents_other_sessions_are_its_own() {
+        // The lock holder and bob are the agent's MCP sessions (same harness pid): theirs is its own.
+        let results = vec![("a.ts".to_string(), result(vec![lock(), intent()], vec![]))];
+        let same_agent = HashSet::from([
+            "bob".to_string(),
+            "7f3a9c2e-1111-2222-3333-444455556666".to_string(),
+        ]);
+        let (verdict, _) = decide(&results, &Policy::default(), &[], &same_agent, NOW);
+        assert_eq!(verdict, Verdict::allow());
     }
 
     #[test]
@@ -745,6 +781,7 @@ mod tests {
             &[("a.ts".to_string(), missing)],
             &Policy::default(),
             &[],
+            &HashSet::new(),
             NOW,
         );
         assert_eq!(verdict, Verdict::allow());
