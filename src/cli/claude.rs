@@ -103,10 +103,3 @@ pub fn session_end(ctx: &Context) -> Report {
     });
     Report::nothing()
 }
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, reason = "tests")]
-
-    use super::*;
-}
