@@ -964,6 +964,22 @@ mod tests {
     }
 
     #[test]
+    fn an_ended_session_is_never_handed_its_own_released_lock() {
+        let h = Harness::new();
+        h.coord.acquire_lock("x.ts:f", "holder", None).unwrap();
+        let (_, first) = wait_on(&h, "x.ts:f", "s");
+        let (_, second) = wait_on(&h, "x.ts:f", "s");
+        h.coord.release_lock("x.ts:f", "holder").unwrap();
+        assert_eq!(granted(&first).lock.session_id, "s");
+        h.coord.end_session("s").unwrap();
+        assert!(matches!(
+            second.try_recv().unwrap(),
+            WaitOutcome::Refused(_)
+        ));
+        assert!(h.coord.query_locks(None).unwrap().is_empty());
+    }
+
+    #[test]
     fn a_cancelled_waiter_leaves_and_ending_a_session_refuses_its_waits() {
         let h = Harness::new();
         h.coord.acquire_lock("a.ts:f", "holder", None).unwrap();

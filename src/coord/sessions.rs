@@ -257,6 +257,8 @@ impl Coord {
     /// `intent.updated` per abandoned intent. The session's own waiting requests are refused.
     fn finish_session(&self, session_id: &str, reason: EndReason) -> Result<EndedSession> {
         let mut waits = self.waits();
+        // The session's own waiting requests leave first: none of its locks may be handed to it.
+        let refused = waits.remove_session(session_id);
         let mut handovers = Vec::new();
         let ended = self.store.write(|w| {
             let now = self.clock.now_ms();
@@ -313,7 +315,6 @@ impl Coord {
             Ok(ended)
         })?;
         self.deliver_all(&mut waits, handovers);
-        let refused = waits.remove_session(session_id);
         drop(waits);
         for (symbol, waiter) in refused {
             let (held_by, expires_at_ms) = self.holder(&symbol);
