@@ -22,16 +22,14 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-/// The one protocol version this daemon speaks.
-pub const WIT_VERSION: &str = "1";
+use crate::protocol::{
+    INTERNAL_ERROR_CODE as INTERNAL_ERROR, INVALID_REQUEST_CODE as INVALID_REQUEST,
+    METHOD_NOT_FOUND_CODE as METHOD_NOT_FOUND, PARSE_ERROR_CODE as PARSE_ERROR,
+    VERSION_MISMATCH_CODE as VERSION_MISMATCH, WIT_VERSION,
+};
+
 /// The only path that serves JSON-RPC.
 pub const RPC_PATH: &str = "/rpc";
-
-const PARSE_ERROR: i32 = -32700;
-const INVALID_REQUEST: i32 = -32600;
-const METHOD_NOT_FOUND: i32 = -32601;
-const VERSION_MISMATCH: i32 = -32001;
-const INTERNAL_ERROR: i32 = -32603;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

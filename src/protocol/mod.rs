@@ -12,8 +12,8 @@ mod protocol_error;
 pub mod server;
 
 pub use protocol_error::{
-    ParamErrors, ProtocolError, INTERNAL_ERROR_CODE, PARSE_ERROR_CODE, VERSION_MISMATCH_CODE,
-    WIT_VERSION,
+    ParamErrors, ProtocolError, INTERNAL_ERROR_CODE, INVALID_REQUEST_CODE, METHOD_NOT_FOUND_CODE,
+    PARSE_ERROR_CODE, VERSION_MISMATCH_CODE, WIT_VERSION,
 };
 
 /// The generated types. typify documents the types and the fields that have a description

@@ -9,6 +9,11 @@ use super::ErrorCode;
 
 /// JSON-RPC's code for a body that is not JSON.
 pub const PARSE_ERROR_CODE: i32 = -32700;
+/// The code of `INVALID_REQUEST` (the spec's, as a constant for the envelope; a test keeps the
+/// two equal).
+pub const INVALID_REQUEST_CODE: i32 = -32600;
+/// The code of `METHOD_NOT_FOUND` (likewise).
+pub const METHOD_NOT_FOUND_CODE: i32 = -32601;
 /// JSON-RPC's code for an internal error.
 pub const INTERNAL_ERROR_CODE: i32 = -32603;
 /// wit's code for a missing or wrong `witVersion`.

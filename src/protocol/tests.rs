@@ -219,6 +219,8 @@ fn error_codes_follow_the_spec() {
     assert_eq!(ErrorCode::LockConflict.code(), -32000);
     assert_eq!(ErrorCode::LockConflict.message(), "LOCK_CONFLICT");
     assert_eq!(ErrorCode::MethodNotFound.code(), -32601);
+    assert_eq!(ErrorCode::MethodNotFound.code(), METHOD_NOT_FOUND_CODE);
+    assert_eq!(ErrorCode::InvalidRequest.code(), INVALID_REQUEST_CODE);
     assert_eq!(ErrorCode::ALL.len(), 13);
     assert_eq!(
         ErrorCode::from_message("SESSION_NOT_FOUND"),
