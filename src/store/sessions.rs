@@ -45,26 +45,30 @@ impl Reader<'_> {
     /// session id).
     pub fn session_summaries(&self, now_ms: i64) -> Result<Vec<SessionSummary>> {
         let mut stmt = self.conn.prepare_cached(
-            "WITH ids AS (
+            "WITH held AS (
+                 SELECT session_id, count(*) AS n, min(acquired_at_ms) AS first
+                 FROM locks WHERE expires_at_ms > ?1 GROUP BY session_id
+             ),
+             open AS (
+                 SELECT session_id, count(*) AS n, min(declared_at) AS first
+                 FROM intents WHERE status IN ('declared', 'active') GROUP BY session_id
+             ),
+             ids AS (
                  SELECT session_id FROM agents
-                 UNION SELECT session_id FROM locks WHERE expires_at_ms > ?1
-                 UNION SELECT session_id FROM intents WHERE status IN ('declared', 'active')
+                 UNION SELECT session_id FROM held
+                 UNION SELECT session_id FROM open
              )
              SELECT ids.session_id, a.name, a.id, s.pid, s.pid_start, s.lease_ms,
                     s.last_seen_ms, s.ended_at_ms,
-                    (SELECT count(*) FROM locks l
-                      WHERE l.session_id = ids.session_id AND l.expires_at_ms > ?1),
-                    (SELECT count(*) FROM intents i
-                      WHERE i.session_id = ids.session_id AND i.status IN ('declared', 'active')),
-                    coalesce(s.first_seen_ms, a.registered_at,
-                             (SELECT min(acquired_at_ms) FROM locks l
-                               WHERE l.session_id = ids.session_id),
-                             (SELECT min(declared_at) FROM intents i
-                               WHERE i.session_id = ids.session_id), 0) AS first_seen,
+                    coalesce(held.n, 0), coalesce(open.n, 0),
+                    coalesce(s.first_seen_ms, a.registered_at, held.first, open.first, 0)
+                        AS first_seen,
                     coalesce(a.updated_at, 0)
              FROM ids
              LEFT JOIN sessions s ON s.session_id = ids.session_id
              LEFT JOIN agents a ON a.session_id = ids.session_id
+             LEFT JOIN held ON held.session_id = ids.session_id
+             LEFT JOIN open ON open.session_id = ids.session_id
              ORDER BY first_seen, ids.session_id",
         )?;
         let rows = stmt.query_map([now_ms], |row| {
