@@ -26,6 +26,20 @@ impl ContentKey {
             hash: xxhash_rust::xxh3::xxh3_128(content.as_bytes()),
         }
     }
+
+    /// The key of content of `len` bytes whose hash is `hash` (as stored in the index).
+    pub(crate) fn from_parts(language: Language, len: usize, hash: u128) -> ContentKey {
+        ContentKey {
+            language,
+            len,
+            hash,
+        }
+    }
+
+    /// The content's hash.
+    pub(crate) fn hash(&self) -> u128 {
+        self.hash
+    }
 }
 
 struct Entry {

@@ -140,6 +140,11 @@ impl Graph {
     }
 
     fn add_node(&mut self, rel: String, analysis: Arc<FileAnalysis>) {
+        let analysis = if is_outline(&analysis) {
+            analysis
+        } else {
+            Arc::new(outline(&analysis))
+        };
         self.dirs
             .entry(parent_dir(&rel).to_owned())
             .or_default()
@@ -311,6 +316,70 @@ impl Repo for Graph {
             .max_by_key(|(dir, _)| dir.len())
             .map(|(dir, module)| (dir.as_str(), module.as_str()))
     }
+}
+
+/// What of an analysis the graph keeps ("outline"): each symbol's name, qualified name and
+/// kind (lookups and resolution), the default export, and each caller's distinct resolvable
+/// call targets. Ranges, signatures, call positions, imports and diagnostics stay on disk
+/// (or in the parse cache); an outline is a fraction of the analysis. Idempotent.
+pub(crate) fn outline(analysis: &FileAnalysis) -> FileAnalysis {
+    use super::model::{CallSite, Symbol};
+    let symbols = analysis
+        .symbols
+        .iter()
+        .map(|s| Symbol {
+            name: s.name.clone(),
+            qualified_name: s.qualified_name.clone(),
+            kind: s.kind,
+            start_byte: 0,
+            end_byte: 0,
+            line: 0,
+            signature: None,
+        })
+        .collect();
+    let mut seen: std::collections::HashSet<(&str, &CallTarget)> = Default::default();
+    let calls = analysis
+        .calls
+        .iter()
+        .filter(|c| !matches!(c.target, CallTarget::Unresolved))
+        .filter_map(|c| {
+            let caller = c.caller.as_deref()?;
+            seen.insert((caller, &c.target)).then(|| CallSite {
+                caller: Some(caller.to_owned()),
+                callee: String::new(),
+                target: c.target.clone(),
+                line: 0,
+                start_byte: 0,
+            })
+        })
+        .collect();
+    let mut out = FileAnalysis {
+        language: analysis.language,
+        symbols,
+        calls,
+        imports: Vec::new(),
+        default_export: analysis.default_export.clone(),
+        diagnostics: Vec::new(),
+        by_qualified: HashMap::new(),
+    };
+    out.reindex();
+    out.symbols.shrink_to_fit();
+    out.calls.shrink_to_fit();
+    out
+}
+
+/// Whether an analysis is already an outline (nothing to cut).
+fn is_outline(analysis: &FileAnalysis) -> bool {
+    analysis.imports.is_empty()
+        && analysis.diagnostics.is_empty()
+        && analysis
+            .symbols
+            .iter()
+            .all(|s| s.end_byte == 0 && s.signature.is_none())
+        && analysis
+            .calls
+            .iter()
+            .all(|c| c.callee.is_empty() && c.caller.is_some())
 }
 
 fn file_name(rel: &str) -> &str {
