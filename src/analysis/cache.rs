@@ -121,6 +121,11 @@ impl ContentCache {
         }
     }
 
+    /// The weight of the cached analyses now (at most the capacity).
+    pub(crate) fn bytes(&self) -> usize {
+        self.inner.lock().map(|i| i.bytes).unwrap_or(0)
+    }
+
     /// Number of cached analyses.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {

@@ -10,9 +10,10 @@ use std::sync::Arc;
 
 use super::model::{CallTarget, FileAnalysis};
 use super::resolve::{self, parent_dir, Found, Repo};
+use super::symbols::{SymbolId, Symbols};
 
 /// A symbol somewhere in the repository.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SymbolRef {
     /// The file, relative to the root, normalised (`src/a.ts`).
     pub file: String,
@@ -28,9 +29,17 @@ impl SymbolRef {
 }
 
 struct Node {
+    /// The file's outline without its calls: symbol names and kinds, the default export.
     analysis: Arc<FileAnalysis>,
-    /// Resolved outgoing edges: caller qualified name -> callees.
-    callees: HashMap<String, BTreeSet<SymbolRef>>,
+    /// The distinct resolvable calls: (caller, target) as indexes into the outline's symbols
+    /// (or `extra_callers` past their end) and `targets`.
+    calls: Box<[(u32, u32)]>,
+    /// The distinct resolvable call targets.
+    targets: Box<[CallTarget]>,
+    /// Callers that are not among the symbols (should not happen; kept for exactness).
+    extra_callers: Box<[String]>,
+    /// Resolved outgoing edges: caller -> callees (interned ids, sorted).
+    callees: HashMap<SymbolId, Box<[SymbolId]>>,
     /// Files this file's calls resolved through (their changes re-resolve this file).
     imported_files: BTreeSet<String>,
 }
@@ -39,8 +48,10 @@ struct Node {
 #[derive(Default)]
 pub(crate) struct Graph {
     files: HashMap<String, Node>,
-    /// Reverse edges: callee -> callers.
-    callers: HashMap<SymbolRef, BTreeSet<SymbolRef>>,
+    /// The symbols the edges name.
+    symbols: Symbols,
+    /// Reverse edges: callee -> callers (sorted ids).
+    callers: HashMap<SymbolId, Vec<SymbolId>>,
     /// File -> files whose calls resolved through it.
     importers: HashMap<String, BTreeSet<String>>,
     /// Files with a call that did not resolve but could once another file appears.
@@ -73,14 +84,91 @@ impl Graph {
         graph
     }
 
-    /// The analysis of a file in the graph.
+    /// The outline of a file in the graph, without its calls (symbols for lookups).
     pub(crate) fn analysis(&self, rel: &str) -> Option<&Arc<FileAnalysis>> {
         self.files.get(rel).map(|n| &n.analysis)
     }
 
-    /// The callers of `target`.
+    /// The outline of a file with its calls, as [`outline`] gives it (to build again).
+    pub(crate) fn outline_of(&self, rel: &str) -> Option<FileAnalysis> {
+        let node = self.files.get(rel)?;
+        let mut out = FileAnalysis::clone(&node.analysis);
+        out.calls = node
+            .calls
+            .iter()
+            .filter_map(|(caller, target)| {
+                Some(super::model::CallSite {
+                    caller: Some(node.caller_name(*caller)?.to_owned()),
+                    callee: String::new(),
+                    target: node.targets.get(*target as usize)?.clone(),
+                    line: 0,
+                    start_byte: 0,
+                })
+            })
+            .collect();
+        Some(out)
+    }
+
+    /// About how many bytes the graph holds: the outlines, the edges both ways and the
+    /// dependency maps (strings and records; allocator overhead aside).
+    pub(crate) fn approx_heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let names = |set: &BTreeSet<String>| -> usize {
+            set.iter().map(|f| size_of::<String>() + f.len()).sum()
+        };
+        let nodes: usize = self
+            .files
+            .iter()
+            .map(|(rel, node)| {
+                size_of::<Node>()
+                    + rel.len()
+                    + node.analysis.approx_heap_bytes()
+                    + node.calls.len() * size_of::<(u32, u32)>()
+                    + node
+                        .targets
+                        .iter()
+                        .map(|t| size_of::<CallTarget>() + target_bytes(t))
+                        .sum::<usize>()
+                    + node
+                        .callees
+                        .values()
+                        .map(|set| size_of::<(SymbolId, Box<[SymbolId]>)>() + 8 + set.len() * 4)
+                        .sum::<usize>()
+                    + names(&node.imported_files)
+            })
+            .sum();
+        let callers: usize = self
+            .callers
+            .values()
+            .map(|set| size_of::<(SymbolId, Vec<SymbolId>)>() + 8 + set.capacity() * 4)
+            .sum::<usize>()
+            + self.symbols.approx_heap_bytes();
+        let maps: usize = [&self.importers, &self.dirs, &self.names]
+            .iter()
+            .flat_map(|map| map.iter())
+            .map(|(key, set)| key.len() + names(set))
+            .sum();
+        nodes + callers + maps + names(&self.unresolved_importers)
+    }
+
+    /// The callers of `target`, sorted.
     pub(crate) fn callers_of(&self, target: &SymbolRef) -> impl Iterator<Item = &SymbolRef> {
-        self.callers.get(target).into_iter().flatten()
+        let ids = self
+            .symbols
+            .lookup(&target.file, &target.qualified_name)
+            .and_then(|id| self.callers.get(&id));
+        self.resolved(ids.map(Vec::as_slice))
+    }
+
+    /// The symbols of `ids`, sorted.
+    fn resolved(&self, ids: Option<&[SymbolId]>) -> std::vec::IntoIter<&SymbolRef> {
+        let mut out: Vec<&SymbolRef> = ids
+            .unwrap_or_default()
+            .iter()
+            .map(|id| self.symbols.get(*id))
+            .collect();
+        out.sort_unstable();
+        out.into_iter()
     }
 
     /// What `qualified_name` in `rel` calls.
@@ -89,11 +177,11 @@ impl Graph {
         rel: &str,
         qualified_name: &str,
     ) -> impl Iterator<Item = &SymbolRef> {
-        self.files
-            .get(rel)
-            .and_then(|n| n.callees.get(qualified_name))
-            .into_iter()
-            .flatten()
+        let ids = self.files.get(rel).and_then(|n| {
+            let id = self.symbols.lookup(rel, qualified_name)?;
+            n.callees.get(&id)
+        });
+        self.resolved(ids.map(|ids| &ids[..]))
     }
 
     /// The files `rel`'s calls resolved through.
@@ -140,10 +228,11 @@ impl Graph {
     }
 
     fn add_node(&mut self, rel: String, analysis: Arc<FileAnalysis>) {
-        let analysis = if is_outline(&analysis) {
+        let (calls, targets, extra_callers) = compact_calls(&analysis);
+        let analysis = if is_outline(&analysis) && analysis.calls.is_empty() {
             analysis
         } else {
-            Arc::new(outline(&analysis))
+            Arc::new(skeleton(&analysis))
         };
         self.dirs
             .entry(parent_dir(&rel).to_owned())
@@ -157,6 +246,9 @@ impl Graph {
             rel,
             Node {
                 analysis,
+                calls,
+                targets,
+                extra_callers,
                 callees: HashMap::new(),
                 imported_files: BTreeSet::new(),
             },
@@ -171,17 +263,17 @@ impl Graph {
         let callees = std::mem::take(&mut node.callees);
         let imported = std::mem::take(&mut node.imported_files);
         for (caller, targets) in callees {
-            let caller = SymbolRef {
-                file: rel.to_owned(),
-                qualified_name: caller,
-            };
-            for target in targets {
+            for target in targets.iter().copied() {
                 if let Some(set) = self.callers.get_mut(&target) {
-                    set.remove(&caller);
+                    if let Ok(at) = set.binary_search(&caller) {
+                        set.remove(at);
+                    }
                     if set.is_empty() {
                         self.callers.remove(&target);
                     }
                 }
+                self.symbols.release(target);
+                self.symbols.release(caller);
             }
         }
         for file in imported {
@@ -199,16 +291,20 @@ impl Graph {
         let Some((callees, imported_files, unresolved)) = self.edges_of(rel) else {
             return;
         };
+        let mut edges: HashMap<SymbolId, Box<[SymbolId]>> = HashMap::with_capacity(callees.len());
         for (caller, targets) in &callees {
-            let from = SymbolRef {
-                file: rel.to_owned(),
-                qualified_name: caller.clone(),
-            };
+            let mut ids = Vec::with_capacity(targets.len());
             for target in targets {
-                self.callers
-                    .entry(target.clone())
-                    .or_default()
-                    .insert(from.clone());
+                let from = self.symbols.acquire(rel, caller);
+                let to = self.symbols.acquire(&target.file, &target.qualified_name);
+                let set = self.callers.entry(to).or_default();
+                if let Err(at) = set.binary_search(&from) {
+                    set.insert(at, from);
+                }
+                ids.push(to);
+            }
+            if let Some(from) = self.symbols.lookup(rel, caller) {
+                edges.insert(from, ids.into_boxed_slice());
             }
         }
         for file in &imported_files {
@@ -221,7 +317,7 @@ impl Graph {
             self.unresolved_importers.insert(rel.to_owned());
         }
         if let Some(node) = self.files.get_mut(rel) {
-            node.callees = callees;
+            node.callees = edges;
             node.imported_files = imported_files;
         }
     }
@@ -236,18 +332,23 @@ impl Graph {
         &self,
         rel: &str,
     ) -> Option<(HashMap<String, BTreeSet<SymbolRef>>, BTreeSet<String>, bool)> {
-        let analysis = &self.files.get(rel)?.analysis;
-        let style = analysis.language?.spec().module_style;
+        let node = self.files.get(rel)?;
+        let style = node.analysis.language?.spec().module_style;
         let mut callees: HashMap<String, BTreeSet<SymbolRef>> = HashMap::new();
         let mut imported_files = BTreeSet::new();
         let mut unresolved = false;
-        let mut memo: HashMap<&CallTarget, Found> = HashMap::new();
-        for call in &analysis.calls {
-            let Some(caller) = &call.caller else { continue };
-            let found = match &call.target {
+        let mut memo: HashMap<u32, Found> = HashMap::new();
+        for (caller, t) in node.calls.iter() {
+            let Some(caller) = node.caller_name(*caller) else {
+                continue;
+            };
+            let Some(target) = node.targets.get(*t as usize) else {
+                continue;
+            };
+            let found = match target {
                 CallTarget::Local(name) => {
                     callees
-                        .entry(caller.clone())
+                        .entry(caller.to_owned())
                         .or_default()
                         .insert(SymbolRef {
                             file: rel.to_owned(),
@@ -256,11 +357,11 @@ impl Graph {
                     continue;
                 }
                 CallTarget::Unresolved => continue,
-                target @ CallTarget::Import { module, path } => memo
-                    .entry(target)
+                CallTarget::Import { module, path } => memo
+                    .entry(*t)
                     .or_insert_with(|| resolve::import(style, self, rel, module, path)),
-                target @ CallTarget::Package(path) => memo
-                    .entry(target)
+                CallTarget::Package(path) => memo
+                    .entry(*t)
                     .or_insert_with(|| resolve::package(style, self, rel, path)),
             };
             imported_files.extend(found.consulted.iter().filter(|f| *f != rel).cloned());
@@ -269,7 +370,7 @@ impl Graph {
             }
             for (file, qualified_name) in &found.targets {
                 callees
-                    .entry(caller.clone())
+                    .entry(caller.to_owned())
                     .or_default()
                     .insert(SymbolRef {
                         file: file.clone(),
@@ -279,6 +380,82 @@ impl Graph {
         }
         Some((callees, imported_files, unresolved))
     }
+}
+
+impl Node {
+    /// The qualified name of a caller index of `calls`.
+    fn caller_name(&self, caller: u32) -> Option<&str> {
+        let at = caller as usize;
+        match self.analysis.symbols.get(at) {
+            Some(symbol) => Some(&symbol.qualified_name),
+            None => self
+                .extra_callers
+                .get(at - self.analysis.symbols.len())
+                .map(String::as_str),
+        }
+    }
+}
+
+/// Bytes a call target's strings take.
+fn target_bytes(target: &CallTarget) -> usize {
+    let path = |p: &[String]| -> usize {
+        p.iter()
+            .map(|s| std::mem::size_of::<String>() + s.len())
+            .sum()
+    };
+    match target {
+        CallTarget::Local(name) => name.len(),
+        CallTarget::Import { module, path: p } => module.len() + path(p),
+        CallTarget::Package(p) => path(p),
+        CallTarget::Unresolved => 0,
+    }
+}
+
+/// An analysis's distinct resolvable calls as (caller, target) index pairs, the distinct
+/// targets, and callers missing from the symbols. See [`Node`].
+#[allow(
+    clippy::type_complexity,
+    reason = "a private triple read once by add_node"
+)]
+fn compact_calls(analysis: &FileAnalysis) -> (Box<[(u32, u32)]>, Box<[CallTarget]>, Box<[String]>) {
+    let mut symbol_at: HashMap<&str, u32> = HashMap::new();
+    for (i, symbol) in analysis.symbols.iter().enumerate() {
+        symbol_at
+            .entry(symbol.qualified_name.as_str())
+            .or_insert(u32::try_from(i).unwrap_or(u32::MAX));
+    }
+    let base = u32::try_from(analysis.symbols.len()).unwrap_or(u32::MAX);
+    let mut extra: Vec<String> = Vec::new();
+    let mut targets: Vec<CallTarget> = Vec::new();
+    let mut target_at: HashMap<&CallTarget, u32> = HashMap::new();
+    let mut seen: std::collections::HashSet<(u32, u32)> = Default::default();
+    let mut calls = Vec::new();
+    for call in &analysis.calls {
+        let Some(caller) = call.caller.as_deref() else {
+            continue;
+        };
+        if matches!(call.target, CallTarget::Unresolved) {
+            continue;
+        }
+        let caller = match symbol_at.get(caller) {
+            Some(at) => *at,
+            None => {
+                extra.push(caller.to_owned());
+                let at = base + u32::try_from(extra.len() - 1).unwrap_or(u32::MAX);
+                symbol_at.insert(caller, at);
+                at
+            }
+        };
+        let next = u32::try_from(targets.len()).unwrap_or(u32::MAX);
+        let target = *target_at.entry(&call.target).or_insert_with(|| {
+            targets.push(call.target.clone());
+            next
+        });
+        if seen.insert((caller, target)) {
+            calls.push((caller, target));
+        }
+    }
+    (calls.into(), targets.into(), extra.into())
 }
 
 impl Repo for Graph {
@@ -323,20 +500,7 @@ impl Repo for Graph {
 /// call targets. Ranges, signatures, call positions, imports and diagnostics stay on disk
 /// (or in the parse cache); an outline is a fraction of the analysis. Idempotent.
 pub(crate) fn outline(analysis: &FileAnalysis) -> FileAnalysis {
-    use super::model::{CallSite, Symbol};
-    let symbols = analysis
-        .symbols
-        .iter()
-        .map(|s| Symbol {
-            name: s.name.clone(),
-            qualified_name: s.qualified_name.clone(),
-            kind: s.kind,
-            start_byte: 0,
-            end_byte: 0,
-            line: 0,
-            signature: None,
-        })
-        .collect();
+    use super::model::CallSite;
     let mut seen: std::collections::HashSet<(&str, &CallTarget)> = Default::default();
     let calls = analysis
         .calls
@@ -353,10 +517,33 @@ pub(crate) fn outline(analysis: &FileAnalysis) -> FileAnalysis {
             })
         })
         .collect();
+    FileAnalysis {
+        calls,
+        ..skeleton(analysis)
+    }
+}
+
+/// The symbols of an analysis (names and kinds only) and its default export: an outline
+/// without calls.
+fn skeleton(analysis: &FileAnalysis) -> FileAnalysis {
+    use super::model::Symbol;
+    let symbols = analysis
+        .symbols
+        .iter()
+        .map(|s| Symbol {
+            name: s.name.clone(),
+            qualified_name: s.qualified_name.clone(),
+            kind: s.kind,
+            start_byte: 0,
+            end_byte: 0,
+            line: 0,
+            signature: None,
+        })
+        .collect();
     let mut out = FileAnalysis {
         language: analysis.language,
         symbols,
-        calls,
+        calls: Vec::new(),
         imports: Vec::new(),
         default_export: analysis.default_export.clone(),
         diagnostics: Vec::new(),
@@ -364,7 +551,6 @@ pub(crate) fn outline(analysis: &FileAnalysis) -> FileAnalysis {
     };
     out.reindex();
     out.symbols.shrink_to_fit();
-    out.calls.shrink_to_fit();
     out
 }
 

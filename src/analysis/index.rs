@@ -162,6 +162,24 @@ impl RepoIndex {
         self.parses.load(Ordering::Relaxed)
     }
 
+    /// About how many bytes of memory the index holds: the graph (outlines and edges), the
+    /// analyses pinned without an index database, and the parse cache (bounded by its
+    /// capacity). With an index database this grows with the symbols and call edges, not with
+    /// the analyses.
+    pub fn resident_bytes(&self) -> usize {
+        let state = self.read();
+        let pinned: usize = state
+            .files
+            .iter()
+            .map(|(rel, entry)| {
+                std::mem::size_of::<Entry>()
+                    + rel.len()
+                    + entry.pinned.as_ref().map_or(0, |a| a.approx_heap_bytes())
+            })
+            .sum();
+        state.graph.approx_heap_bytes() + pinned + self.cache.bytes()
+    }
+
     /// The build's progress now.
     pub fn status(&self) -> super::progress::IndexStatus {
         self.progress.snapshot()
@@ -634,7 +652,7 @@ impl RepoIndex {
                     size: e.size,
                     mtime: e.mtime,
                     key: e.key,
-                    analysis: Arc::clone(state.graph.analysis(rel)?),
+                    analysis: Arc::new(state.graph.outline_of(rel)?),
                     pinned: e.pinned.clone(),
                 };
                 Some((rel.clone(), known))
@@ -672,16 +690,23 @@ impl RepoIndex {
                             };
                             let found = self.load_for_build(&root, rel, *language, &known);
                             self.progress.file_done(*size);
-                            let Some((mut l, parsed)) = found else {
+                            let Some((mut l, loaded)) = found else {
                                 continue;
                             };
-                            if parsed && self.db.is_some() {
-                                if let Some(row) = row_of(&l) {
-                                    // The writer is gone only if the build is unwinding.
-                                    let _ = rows_tx.send(row);
+                            let row = match loaded {
+                                Load::Reused => None,
+                                Load::Encoded(row) => Some(row),
+                                Load::Parsed if self.db.is_some() => {
+                                    let row = row_of(&l);
+                                    // Keep only what the graph needs; the rest is on disk.
+                                    l.analysis = Arc::new(outline(&l.analysis));
+                                    row
                                 }
-                                // Keep only what the graph needs; the rest is on disk.
-                                l.analysis = Arc::new(outline(&l.analysis));
+                                Load::Parsed => None,
+                            };
+                            if let Some(row) = row {
+                                // The writer is gone only if the build is unwinding.
+                                let _ = rows_tx.send(row);
                             }
                             out.push(l);
                         }
@@ -726,7 +751,8 @@ impl RepoIndex {
         }
         let graph = Graph::build(analyses, go_modules);
         *self.write() = State { files, graph };
-        self.progress.finish(self.parse_count());
+        self.progress
+            .finish(self.parse_count(), self.resident_bytes());
     }
 
     /// The build's writer: rows from the parsing threads, written in large transactions,
@@ -740,7 +766,7 @@ impl RepoIndex {
                 Ok(row) => {
                     batch_bytes += row.analysis.len() + row.outline.len();
                     batch.push(row);
-                    if batch.len() >= WRITE_BATCH || batch_bytes >= 16 * 1024 * 1024 {
+                    if batch.len() >= WRITE_BATCH || batch_bytes >= 4 * 1024 * 1024 {
                         self.flush_rows(&mut batch);
                         batch_bytes = 0;
                     }
@@ -761,14 +787,15 @@ impl RepoIndex {
     }
 
     /// A file for the build: reused when its size and mtime are as known, else read and
-    /// parsed; and whether it was (re)loaded.
+    /// parsed (by a worker, straight into a row, when there are both workers and an index
+    /// database); and how.
     fn load_for_build(
         &self,
         root: &Path,
         rel: &str,
         language: Language,
         known: &HashMap<String, Loaded>,
-    ) -> Option<(Loaded, bool)> {
+    ) -> Option<(Loaded, Load)> {
         let real = root.join(rel);
         let meta = std::fs::symlink_metadata(&real).ok()?;
         if !meta.is_file() {
@@ -777,11 +804,90 @@ impl RepoIndex {
         let mtime = meta.modified().ok();
         if let Some(known) = known.get(rel) {
             if known.size == meta.len() && known.mtime == mtime {
-                return Some((known.clone(), false));
+                return Some((known.clone(), Load::Reused));
             }
         }
-        Some((self.load(rel, language, &real, &meta).ok()?, true))
+        if let Some(encoded) = self.load_encoded(rel, language, &real, &meta) {
+            return Some(encoded);
+        }
+        Some((self.load(rel, language, &real, &meta).ok()?, Load::Parsed))
     }
+
+    /// A new or changed file parsed by a worker whose encoded answer becomes its row as it
+    /// came (the daemon decodes only the outline). `None` when there is no worker or no index
+    /// database, the content is in the parse cache, is not UTF-8 or too large, or no worker
+    /// can be started: then [`RepoIndex::load`] does it.
+    fn load_encoded(
+        &self,
+        rel: &str,
+        language: Language,
+        real: &Path,
+        meta: &Metadata,
+    ) -> Option<(Loaded, Load)> {
+        let pool = self.pool.as_ref().filter(|_| self.db.is_some())?;
+        if meta.len() > MAX_FILE_BYTES {
+            return None;
+        }
+        let text = String::from_utf8(std::fs::read(real).ok()?).ok()?;
+        let key = ContentKey::new(language, &text);
+        if self.cache.get(&key).is_some() {
+            return None;
+        }
+        let size = meta.len();
+        let mtime = meta.modified().ok();
+        let encoded = pool.analyze_encoded(language, &text, self.budget);
+        self.parses.fetch_add(1, Ordering::Relaxed);
+        let (outline_bytes, analysis_bytes, outline) = match encoded {
+            Ok(encoded) => {
+                let mut outline: FileAnalysis = serde_json::from_slice(&encoded.outline).ok()?;
+                outline.reindex();
+                (encoded.outline, encoded.analysis, outline)
+            }
+            Err(WorkerError::Spawn(error)) => {
+                self.parses.fetch_sub(1, Ordering::Relaxed);
+                tracing::warn!(%error, "no parse worker; parsing in the daemon");
+                return None;
+            }
+            Err(error @ WorkerError::Failed(_)) => {
+                tracing::warn!(%error, bytes = size, file = rel, "source not analysed");
+                let empty = FileAnalysis::empty(Some(language), &error.to_string());
+                let outline = outline(&empty);
+                (
+                    serde_json::to_vec(&outline).ok()?,
+                    serde_json::to_vec(&empty).ok()?,
+                    outline,
+                )
+            }
+        };
+        let row = Row {
+            path: rel.to_owned(),
+            size,
+            mtime,
+            language,
+            hash: Some(key.hash()),
+            outline: outline_bytes,
+            analysis: analysis_bytes,
+        };
+        let loaded = Loaded {
+            rel: rel.to_owned(),
+            size,
+            mtime,
+            key: Some(key),
+            analysis: Arc::new(outline),
+            pinned: None,
+        };
+        Some((loaded, Load::Encoded(row)))
+    }
+}
+
+/// How a build got a file.
+enum Load {
+    /// Size and mtime as known: nothing read.
+    Reused,
+    /// Parsed in the daemon (or by a one-shot child): the whole analysis at hand.
+    Parsed,
+    /// Parsed by a worker: the outline at hand, the row encoded by the worker.
+    Encoded(Row),
 }
 
 /// The row of a (re)loaded file, with its outline and whole analysis; `None` for a file that

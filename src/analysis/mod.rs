@@ -34,6 +34,7 @@ pub mod progress;
 mod resolve;
 mod signature;
 mod store;
+mod symbols;
 pub mod worker;
 
 pub use extract::{analyze, analyze_with_budget, PARSE_BUDGET};

@@ -7,8 +7,13 @@
 //!
 //! ```text
 //! request:  "LANGUAGE BUDGET_MS LENGTH\n" then LENGTH bytes of source
-//! response: "LENGTH\n" then LENGTH bytes of the FileAnalysis as JSON
+//! response: "LENGTH OUTLINE_LENGTH\n" then the FileAnalysis as JSON (LENGTH bytes) and its
+//!           outline (`graph::outline`) as JSON (OUTLINE_LENGTH bytes)
 //! ```
+//!
+//! The encoded answer is what the index database stores, so a build writes the worker's
+//! bytes as they came and decodes only the (small) outline: whole analyses never take shape
+//! in the daemon during a build.
 //!
 //! A worker that dies, answers garbage, outlives its deadline (the parse budget plus a grace
 //! period) or grows past [`MAX_WORKER_RSS`] is killed and replaced on the next request.
@@ -91,6 +96,21 @@ impl ParsePool {
         source: &str,
         budget: Duration,
     ) -> Result<FileAnalysis, WorkerError> {
+        let encoded = self.analyze_encoded(language, source, budget)?;
+        let mut analysis: FileAnalysis = serde_json::from_slice(&encoded.analysis)
+            .map_err(|e| WorkerError::Failed(format!("unreadable analysis: {e}")))?;
+        analysis.reindex();
+        Ok(analysis)
+    }
+
+    /// As [`ParsePool::analyze`], the answer left encoded: the analysis and its outline as
+    /// JSON.
+    pub fn analyze_encoded(
+        &self,
+        language: Language,
+        source: &str,
+        budget: Duration,
+    ) -> Result<Encoded, WorkerError> {
         let mut slot = self.slot();
         if slot.is_none() {
             *slot = Some(self.spawn()?);
@@ -109,12 +129,11 @@ impl ParsePool {
             )));
         }
         match answer {
-            Ok(mut analysis) => {
+            Ok(encoded) => {
                 if rss_bytes(proc.child.id()).is_some_and(|rss| rss > MAX_WORKER_RSS) {
                     *slot = None;
                 }
-                analysis.reindex();
-                Ok(analysis)
+                Ok(encoded)
             }
             Err(error) => {
                 *slot = None;
@@ -157,13 +176,22 @@ impl ParsePool {
     }
 }
 
+/// A worker's answer as it came: JSON of the analysis and of its outline.
+#[derive(Debug)]
+pub struct Encoded {
+    /// The [`FileAnalysis`].
+    pub analysis: Vec<u8>,
+    /// Its outline (what the call graph keeps).
+    pub outline: Vec<u8>,
+}
+
 /// One request and its answer.
 fn exchange(
     proc: &mut Proc,
     language: Language,
     source: &str,
     budget: Duration,
-) -> Result<FileAnalysis, String> {
+) -> Result<Encoded, String> {
     let header = format!(
         "{} {} {}\n",
         language.name(),
@@ -179,14 +207,21 @@ fn exchange(
     proc.stdout
         .read_line(&mut line)
         .map_err(|e| format!("reading the answer: {e}"))?;
-    let length: u64 = line
-        .trim_end()
-        .parse()
+    let lengths: Vec<usize> = line
+        .split_whitespace()
+        .map(str::parse)
+        .collect::<Result<_, _>>()
         .map_err(|_| format!("bad answer header {line:?}"))?;
-    let body = (&mut proc.stdout).take(length);
-    let analysis: FileAnalysis =
-        serde_json::from_reader(body).map_err(|e| format!("unreadable analysis: {e}"))?;
-    Ok(analysis)
+    let [length, outline_length] = lengths[..] else {
+        return Err(format!("bad answer header {line:?}"));
+    };
+    let mut analysis = vec![0; length];
+    let mut outline = vec![0; outline_length];
+    proc.stdout
+        .read_exact(&mut analysis)
+        .and_then(|()| proc.stdout.read_exact(&mut outline))
+        .map_err(|e| format!("reading the answer: {e}"))?;
+    Ok(Encoded { analysis, outline })
 }
 
 /// Resident set of a process in bytes (`/proc/<pid>/statm`, pages of 4 KiB).
@@ -230,9 +265,13 @@ pub fn serve_frames(input: &mut impl BufRead, output: &mut impl Write) -> Result
         let analysis = analyze_with_budget(language, &source, budget);
         drop(source);
         let json = serde_json::to_vec(&analysis).map_err(|e| format!("encoding: {e}"))?;
+        let outline = serde_json::to_vec(&super::graph::outline(&analysis))
+            .map_err(|e| format!("encoding: {e}"))?;
+        drop(analysis);
         output
-            .write_all(format!("{}\n", json.len()).as_bytes())
+            .write_all(format!("{} {}\n", json.len(), outline.len()).as_bytes())
             .and_then(|()| output.write_all(&json))
+            .and_then(|()| output.write_all(&outline))
             .and_then(|()| output.flush())
             .map_err(|e| format!("writing: {e}"))?;
     }
@@ -264,13 +303,19 @@ mod tests {
         for (language, source) in &sources {
             let mut line = String::new();
             reader.read_line(&mut line).unwrap();
-            let length: u64 = line.trim().parse().unwrap();
+            let lengths: Vec<u64> = line
+                .split_whitespace()
+                .map(|n| n.parse().unwrap())
+                .collect();
             let mut back: FileAnalysis =
-                serde_json::from_reader((&mut reader).take(length)).unwrap();
+                serde_json::from_reader((&mut reader).take(lengths[0])).unwrap();
+            let outline: FileAnalysis =
+                serde_json::from_reader((&mut reader).take(lengths[1])).unwrap();
             back.reindex();
             let direct = crate::analysis::analyze(*language, source);
             assert_eq!(back.symbols, direct.symbols);
             assert_eq!(back.calls, direct.calls);
+            assert_eq!(outline.symbols.len(), direct.symbols.len());
         }
     }
 

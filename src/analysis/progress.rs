@@ -33,6 +33,9 @@ pub struct IndexStatus {
     pub complete: bool,
     /// Time since the build started, or its duration once complete.
     pub elapsed_ms: u64,
+    /// About how many bytes the index holds in memory (graph and parse cache), once complete.
+    #[serde(default)]
+    pub heap_bytes: u64,
 }
 
 impl IndexStatus {
@@ -48,11 +51,12 @@ impl IndexStatus {
         let mb = |b: u64| b as f64 / 1e6;
         if self.complete {
             format!(
-                "{} files, {:.1} MB, complete in {:.1} s ({} parsed)",
+                "{} files, {:.1} MB, complete in {:.1} s ({} parsed; {:.1} MB in memory)",
                 self.files,
                 mb(self.bytes),
                 self.elapsed_ms as f64 / 1e3,
-                self.parsed
+                self.parsed,
+                mb(self.heap_bytes)
             )
         } else {
             format!(
@@ -100,6 +104,7 @@ pub(crate) struct Progress {
     bytes_done: AtomicU64,
     parsed: AtomicUsize,
     complete: AtomicBool,
+    heap_bytes: AtomicU64,
     timing: Mutex<Timing>,
 }
 
@@ -152,9 +157,14 @@ impl Progress {
         }
     }
 
-    /// The build is complete, after `parsed` parses in all.
-    pub(crate) fn finish(&self, parsed: usize) {
+    /// The build is complete, after `parsed` parses in all, and the index holds about
+    /// `heap_bytes` bytes.
+    pub(crate) fn finish(&self, parsed: usize, heap_bytes: usize) {
         self.parsed.store(parsed, Ordering::Relaxed);
+        self.heap_bytes.store(
+            u64::try_from(heap_bytes).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
         {
             let mut timing = self.timing();
             timing.took = timing.started.map(|s| s.elapsed()).unwrap_or_default();
@@ -183,6 +193,7 @@ impl Progress {
             parsed: self.parsed.load(Ordering::Relaxed),
             complete,
             elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+            heap_bytes: self.heap_bytes.load(Ordering::Relaxed),
         }
     }
 
@@ -233,7 +244,7 @@ mod tests {
             "{}",
             status.describe()
         );
-        progress.finish(3);
+        progress.finish(3, 1000);
         let status = IndexStatus::read(&path).unwrap();
         assert!(status.complete);
         assert_eq!(status.parsed, 3);

@@ -6,6 +6,7 @@ mod cli;
 mod contracts;
 mod harness;
 mod hostile;
+mod index;
 mod intents;
 mod load;
 mod locks;
