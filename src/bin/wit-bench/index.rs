@@ -37,6 +37,9 @@ pub(crate) async fn index(wit: &Path, repo: &Path, runs: usize, quick: bool) -> 
         bytes as f64 / 1e6
     );
     println!();
+    // A `.wit` this run creates is removed at the end, so runs start alike (the intents the
+    // steady state declares would otherwise pile up in state.db from run to run).
+    let created = !repo.join(".wit").exists();
     let mut figures = Runs::default();
     for run in 0..runs.max(1) {
         remove_index(repo);
@@ -69,7 +72,11 @@ pub(crate) async fn index(wit: &Path, repo: &Path, runs: usize, quick: bool) -> 
         median(&mut figures.rss_cold),
         median(&mut figures.rss_warm),
     );
-    steady_state(wit, repo, &file, &symbol, quick).await
+    let outcome = steady_state(wit, repo, &file, &symbol, quick).await;
+    if created {
+        let _ = std::fs::remove_dir_all(repo.join(".wit"));
+    }
+    outcome
 }
 
 /// Starts a daemon on `repo` and times its first caller-aware `lock.acquire` from the spawn;
