@@ -918,7 +918,10 @@ fn the_index_holds_outlines_not_analyses() {
     );
     assert!(in_memory.resident_bytes() > analyses, "pins every analysis");
     // Reading a file's whole analysis back does not pin it (the cache keeps nothing here).
-    assert_eq!(on_disk.file("src/g7.ts").unwrap().unwrap().symbols.len(), 40);
+    assert_eq!(
+        on_disk.file("src/g7.ts").unwrap().unwrap().symbols.len(),
+        40
+    );
     assert_eq!(on_disk.resident_bytes(), held);
     assert_eq!(
         on_disk.callers("src/g3.ts", "g3_5"),

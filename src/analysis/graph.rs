@@ -9,7 +9,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::model::{CallTarget, FileAnalysis};
-use super::resolve::{self, parent_dir, Found, Repo};
+use super::outline::Outline;
+use super::resolve::{self, parent_dir, Exports, Found, Repo};
 use super::symbols::{SymbolId, Symbols};
 
 /// A symbol somewhere in the repository.
@@ -29,8 +30,8 @@ impl SymbolRef {
 }
 
 struct Node {
-    /// The file's outline without its calls: symbol names and kinds, the default export.
-    analysis: Arc<FileAnalysis>,
+    /// The file's symbols: names and kinds, the default export.
+    outline: Outline,
     /// The distinct resolvable calls: (caller, target) as indexes into the outline's symbols
     /// (or `extra_callers` past their end) and `targets`.
     calls: Box<[(u32, u32)]>,
@@ -84,15 +85,26 @@ impl Graph {
         graph
     }
 
-    /// The outline of a file in the graph, without its calls (symbols for lookups).
-    pub(crate) fn analysis(&self, rel: &str) -> Option<&Arc<FileAnalysis>> {
-        self.files.get(rel).map(|n| &n.analysis)
+    /// The symbols `name` could mean in an indexed file (as [`FileAnalysis::matching`]
+    /// finds them); `None` when the file is not in the graph.
+    pub(crate) fn matching(&self, rel: &str, name: &str) -> Option<Vec<SymbolRef>> {
+        let node = self.files.get(rel)?;
+        Some(
+            node.outline
+                .matching(name)
+                .into_iter()
+                .map(|qualified| SymbolRef {
+                    file: rel.to_owned(),
+                    qualified_name: qualified.to_owned(),
+                })
+                .collect(),
+        )
     }
 
     /// The outline of a file with its calls, as [`outline`] gives it (to build again).
     pub(crate) fn outline_of(&self, rel: &str) -> Option<FileAnalysis> {
         let node = self.files.get(rel)?;
-        let mut out = FileAnalysis::clone(&node.analysis);
+        let mut out = node.outline.to_analysis();
         out.calls = node
             .calls
             .iter()
@@ -122,7 +134,7 @@ impl Graph {
             .map(|(rel, node)| {
                 size_of::<Node>()
                     + rel.len()
-                    + node.analysis.approx_heap_bytes()
+                    + node.outline.approx_heap_bytes()
                     + node.calls.len() * size_of::<(u32, u32)>()
                     + node
                         .targets
@@ -228,12 +240,8 @@ impl Graph {
     }
 
     fn add_node(&mut self, rel: String, analysis: Arc<FileAnalysis>) {
-        let (calls, targets, extra_callers) = compact_calls(&analysis);
-        let analysis = if is_outline(&analysis) && analysis.calls.is_empty() {
-            analysis
-        } else {
-            Arc::new(skeleton(&analysis))
-        };
+        let outline = Outline::of(&analysis);
+        let (calls, targets, extra_callers) = compact_calls(&analysis, &outline);
         self.dirs
             .entry(parent_dir(&rel).to_owned())
             .or_default()
@@ -245,7 +253,7 @@ impl Graph {
         self.files.insert(
             rel,
             Node {
-                analysis,
+                outline,
                 calls,
                 targets,
                 extra_callers,
@@ -333,7 +341,7 @@ impl Graph {
         rel: &str,
     ) -> Option<(HashMap<String, BTreeSet<SymbolRef>>, BTreeSet<String>, bool)> {
         let node = self.files.get(rel)?;
-        let style = node.analysis.language?.spec().module_style;
+        let style = node.outline.language?.spec().module_style;
         let mut callees: HashMap<String, BTreeSet<SymbolRef>> = HashMap::new();
         let mut imported_files = BTreeSet::new();
         let mut unresolved = false;
@@ -386,12 +394,12 @@ impl Node {
     /// The qualified name of a caller index of `calls`.
     fn caller_name(&self, caller: u32) -> Option<&str> {
         let at = caller as usize;
-        match self.analysis.symbols.get(at) {
-            Some(symbol) => Some(&symbol.qualified_name),
-            None => self
-                .extra_callers
-                .get(at - self.analysis.symbols.len())
-                .map(String::as_str),
+        if at < self.outline.len() {
+            Some(self.outline.qualified(caller))
+        } else {
+            self.extra_callers
+                .get(at - self.outline.len())
+                .map(String::as_str)
         }
     }
 }
@@ -417,14 +425,12 @@ fn target_bytes(target: &CallTarget) -> usize {
     clippy::type_complexity,
     reason = "a private triple read once by add_node"
 )]
-fn compact_calls(analysis: &FileAnalysis) -> (Box<[(u32, u32)]>, Box<[CallTarget]>, Box<[String]>) {
+fn compact_calls(
+    analysis: &FileAnalysis,
+    outline: &Outline,
+) -> (Box<[(u32, u32)]>, Box<[CallTarget]>, Box<[String]>) {
     let mut symbol_at: HashMap<&str, u32> = HashMap::new();
-    for (i, symbol) in analysis.symbols.iter().enumerate() {
-        symbol_at
-            .entry(symbol.qualified_name.as_str())
-            .or_insert(u32::try_from(i).unwrap_or(u32::MAX));
-    }
-    let base = u32::try_from(analysis.symbols.len()).unwrap_or(u32::MAX);
+    let base = u32::try_from(outline.len()).unwrap_or(u32::MAX);
     let mut extra: Vec<String> = Vec::new();
     let mut targets: Vec<CallTarget> = Vec::new();
     let mut target_at: HashMap<&CallTarget, u32> = HashMap::new();
@@ -437,8 +443,11 @@ fn compact_calls(analysis: &FileAnalysis) -> (Box<[(u32, u32)]>, Box<[CallTarget
         if matches!(call.target, CallTarget::Unresolved) {
             continue;
         }
-        let caller = match symbol_at.get(caller) {
-            Some(at) => *at,
+        let caller = match outline
+            .position(caller)
+            .or_else(|| symbol_at.get(caller).copied())
+        {
+            Some(at) => at,
             None => {
                 extra.push(caller.to_owned());
                 let at = base + u32::try_from(extra.len() - 1).unwrap_or(u32::MAX);
@@ -463,8 +472,8 @@ impl Repo for Graph {
         self.files.contains_key(file)
     }
 
-    fn analysis(&self, file: &str) -> Option<&FileAnalysis> {
-        self.files.get(file).map(|n| n.analysis.as_ref())
+    fn exports(&self, file: &str) -> Option<&dyn Exports> {
+        self.files.get(file).map(|n| &n.outline as &dyn Exports)
     }
 
     fn files_in_dir(&self, dir: &str) -> Vec<&str> {
@@ -552,20 +561,6 @@ fn skeleton(analysis: &FileAnalysis) -> FileAnalysis {
     out.reindex();
     out.symbols.shrink_to_fit();
     out
-}
-
-/// Whether an analysis is already an outline (nothing to cut).
-fn is_outline(analysis: &FileAnalysis) -> bool {
-    analysis.imports.is_empty()
-        && analysis.diagnostics.is_empty()
-        && analysis
-            .symbols
-            .iter()
-            .all(|s| s.end_byte == 0 && s.signature.is_none())
-        && analysis
-            .calls
-            .iter()
-            .all(|c| c.callee.is_empty() && c.caller.is_some())
 }
 
 fn file_name(rel: &str) -> &str {

@@ -344,13 +344,9 @@ impl RepoIndex {
         if !self.indexed_as_on_disk(rel_path) {
             return false;
         }
-        let targets = {
-            let state = self.read();
-            let Some(analysis) = state.graph.analysis(rel_path) else {
-                // Not indexed and absent (not stale): no symbols, so no callers.
-                return true;
-            };
-            symbol_refs(rel_path, analysis, name)
+        let Some(targets) = self.read().graph.matching(rel_path, name) else {
+            // Not indexed and absent (not stale): no symbols, so no callers.
+            return true;
         };
         let callers = self.collect_callers(&targets);
         let files: BTreeSet<String> = callers.into_iter().map(|r| r.file).collect();

@@ -29,6 +29,7 @@ mod index;
 pub mod language;
 mod languages;
 mod model;
+mod outline;
 pub mod pool;
 pub mod progress;
 mod resolve;
