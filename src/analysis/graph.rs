@@ -6,6 +6,7 @@
 //! graph gives of its files.
 
 use std::collections::{BTreeSet, HashMap};
+#[cfg(test)]
 use std::sync::Arc;
 
 use super::model::{CallTarget, FileAnalysis};
@@ -45,6 +46,31 @@ struct Node {
     imported_files: BTreeSet<String>,
 }
 
+/// What the graph keeps of one file's analysis, prepared apart from the graph (on a build
+/// thread, or row by row while the index database is read) so that whole analyses never
+/// pile up: the outline and the distinct resolvable calls.
+#[derive(Debug, Clone)]
+pub(crate) struct Prepared {
+    outline: Outline,
+    calls: Box<[(u32, u32)]>,
+    targets: Box<[CallTarget]>,
+    extra_callers: Box<[String]>,
+}
+
+impl Prepared {
+    /// The graph's part of an analysis (whole, or an outline as [`outline`] cuts it).
+    pub(crate) fn of(analysis: &FileAnalysis) -> Prepared {
+        let outline = Outline::of(analysis);
+        let (calls, targets, extra_callers) = compact_calls(analysis, &outline);
+        Prepared {
+            outline,
+            calls,
+            targets,
+            extra_callers,
+        }
+    }
+}
+
 /// The call graph. Cheap to build empty; see the module docs.
 #[derive(Default)]
 pub(crate) struct Graph {
@@ -66,9 +92,23 @@ pub(crate) struct Graph {
 }
 
 impl Graph {
-    /// A graph of `files`, all resolved at once (a full build).
+    /// A graph of `files`, all resolved at once (a full build; tests build from analyses,
+    /// the index from [`Prepared`] files).
+    #[cfg(test)]
     pub(crate) fn build(
         files: Vec<(String, Arc<FileAnalysis>)>,
+        go_modules: Vec<(String, String)>,
+    ) -> Graph {
+        let prepared = files
+            .into_iter()
+            .map(|(rel, analysis)| (rel, Prepared::of(&analysis)))
+            .collect();
+        Graph::build_prepared(prepared, go_modules)
+    }
+
+    /// A graph of prepared files, all resolved at once (a full build).
+    pub(crate) fn build_prepared(
+        files: Vec<(String, Prepared)>,
         go_modules: Vec<(String, String)>,
     ) -> Graph {
         let mut graph = Graph {
@@ -76,8 +116,8 @@ impl Graph {
             ..Graph::default()
         };
         let rels: Vec<String> = files.iter().map(|(rel, _)| rel.clone()).collect();
-        for (rel, analysis) in files {
-            graph.add_node(rel, analysis);
+        for (rel, prepared) in files {
+            graph.add_node(rel, prepared);
         }
         for rel in &rels {
             graph.resolve_file(rel);
@@ -101,24 +141,15 @@ impl Graph {
         )
     }
 
-    /// The outline of a file with its calls, as [`outline`] gives it (to build again).
-    pub(crate) fn outline_of(&self, rel: &str) -> Option<FileAnalysis> {
+    /// A copy of what the graph keeps of a file (to build again).
+    pub(crate) fn prepared_of(&self, rel: &str) -> Option<Prepared> {
         let node = self.files.get(rel)?;
-        let mut out = node.outline.to_analysis();
-        out.calls = node
-            .calls
-            .iter()
-            .filter_map(|(caller, target)| {
-                Some(super::model::CallSite {
-                    caller: Some(node.caller_name(*caller)?.to_owned()),
-                    callee: String::new(),
-                    target: node.targets.get(*target as usize)?.clone(),
-                    line: 0,
-                    start_byte: 0,
-                })
-            })
-            .collect();
-        Some(out)
+        Some(Prepared {
+            outline: node.outline.clone(),
+            calls: node.calls.clone(),
+            targets: node.targets.clone(),
+            extra_callers: node.extra_callers.clone(),
+        })
     }
 
     /// About how many bytes the graph holds: the outlines, the edges both ways and the
@@ -206,10 +237,16 @@ impl Graph {
 
     /// Installs a (re)analysed file and re-resolves the edges that may depend on it: its own,
     /// its importers', and, for a new file, those of files waiting for one.
+    #[cfg(test)]
     pub(crate) fn insert(&mut self, rel: &str, analysis: Arc<FileAnalysis>) {
+        self.insert_prepared(rel, Prepared::of(&analysis));
+    }
+
+    /// As [`Graph::insert`], prepared.
+    pub(crate) fn insert_prepared(&mut self, rel: &str, prepared: Prepared) {
         let is_new = !self.files.contains_key(rel);
         self.remove_edges(rel);
-        self.add_node(rel.to_owned(), analysis);
+        self.add_node(rel.to_owned(), prepared);
         let mut redo: BTreeSet<String> = self.importers.get(rel).cloned().unwrap_or_default();
         if is_new {
             redo.extend(self.unresolved_importers.iter().cloned());
@@ -239,9 +276,13 @@ impl Graph {
         }
     }
 
-    fn add_node(&mut self, rel: String, analysis: Arc<FileAnalysis>) {
-        let outline = Outline::of(&analysis);
-        let (calls, targets, extra_callers) = compact_calls(&analysis, &outline);
+    fn add_node(&mut self, rel: String, prepared: Prepared) {
+        let Prepared {
+            outline,
+            calls,
+            targets,
+            extra_callers,
+        } = prepared;
         self.dirs
             .entry(parent_dir(&rel).to_owned())
             .or_default()

@@ -23,8 +23,8 @@ use std::time::{Duration, SystemTime};
 
 use super::cache::{ContentCache, ContentKey};
 use super::extract::{analyze_with_budget, PARSE_BUDGET};
-use super::graph::outline;
 use super::graph::{go_module_path, Graph};
+use super::graph::{outline, Prepared};
 use super::language::Language;
 use super::model::FileAnalysis;
 use super::pool::ParsePool;
@@ -76,14 +76,13 @@ struct State {
 }
 
 /// A freshly read file, not yet installed.
-#[derive(Clone)]
 struct Loaded {
     rel: String,
     size: u64,
     mtime: Option<SystemTime>,
     key: Option<ContentKey>,
-    /// The whole analysis, or only its outline (a file reused from the index database).
-    analysis: Arc<FileAnalysis>,
+    /// What the graph keeps of it.
+    node: Prepared,
     /// What the entry pins (see [`Entry::pinned`]).
     pinned: Option<Arc<FileAnalysis>>,
 }
@@ -268,9 +267,8 @@ impl RepoIndex {
                 return Ok(Some(analysis));
             }
         }
-        let loaded = self.load(rel_path, language, &real, &meta)?;
-        let analysis = Arc::clone(&loaded.analysis);
-        self.store_rows(&[&loaded], &[]);
+        let (loaded, analysis) = self.load(rel_path, language, &real, &meta)?;
+        self.store_row(&loaded, &analysis);
         let mut state = self.write();
         install(&mut state, loaded);
         Ok(Some(analysis))
@@ -287,11 +285,11 @@ impl RepoIndex {
         Some(analysis)
     }
 
-    /// Writes (re)loaded files and removals to the index database, if any.
-    fn store_rows(&self, loaded: &[&Loaded], removed: &[String]) {
+    /// Writes a (re)loaded file to the index database, if any.
+    fn store_row(&self, loaded: &Loaded, analysis: &FileAnalysis) {
         let Some(db) = &self.db else { return };
-        let rows: Vec<Row> = loaded.iter().filter_map(|l| row_of(l)).collect();
-        db.write(&rows, removed);
+        let rows: Vec<Row> = row_of(loaded, analysis).into_iter().collect();
+        db.write(&rows, &[]);
     }
 
     /// The text of a file inside the root, with the same confinement as [`RepoIndex::file`]:
@@ -577,8 +575,15 @@ impl RepoIndex {
         }
     }
 
-    /// Reads and analyses a file (through the content cache). No lock is held.
-    fn load(&self, rel: &str, language: Language, real: &Path, meta: &Metadata) -> Result<Loaded> {
+    /// Reads and analyses a file (through the content cache), with its whole analysis. No
+    /// lock is held.
+    fn load(
+        &self,
+        rel: &str,
+        language: Language,
+        real: &Path,
+        meta: &Metadata,
+    ) -> Result<(Loaded, Arc<FileAnalysis>)> {
         let size = meta.len();
         let mtime = meta.modified().ok();
         let (key, analysis) = if size > MAX_FILE_BYTES {
@@ -601,14 +606,15 @@ impl RepoIndex {
             }
         };
         let pinned = (self.db.is_none() || key.is_none()).then(|| Arc::clone(&analysis));
-        Ok(Loaded {
+        let loaded = Loaded {
             rel: rel.to_owned(),
             size,
             mtime,
             key,
-            analysis,
+            node: Prepared::of(&analysis),
             pinned,
-        })
+        };
+        Ok((loaded, analysis))
     }
 
     /// Drops a file that no longer exists.
@@ -616,28 +622,29 @@ impl RepoIndex {
         if !self.read().files.contains_key(rel_path) {
             return;
         }
-        self.store_rows(&[], &[rel_path.to_owned()]);
+        if let Some(db) = &self.db {
+            db.write(&[], &[rel_path.to_owned()]);
+        }
         let mut state = self.write();
         remove(&mut state, rel_path);
     }
 
     /// What a build may reuse without parsing: the files in memory, or on a fresh start the
-    /// files stored in the index database.
-    fn known_files(&self) -> HashMap<String, Loaded> {
+    /// files stored in the index database (read row by row, each prepared for the graph at
+    /// once: the stored outlines never pile up).
+    fn known_files(&self) -> HashMap<String, Known> {
         let state = self.read();
         if state.files.is_empty() {
             drop(state);
-            let Some(db) = &self.db else {
-                return HashMap::new();
-            };
-            return db
-                .load()
-                .into_iter()
-                .filter_map(|stored| {
-                    let loaded = reused(stored)?;
-                    Some((loaded.rel.clone(), loaded))
-                })
-                .collect();
+            let mut known = HashMap::new();
+            if let Some(db) = &self.db {
+                db.load(|stored| {
+                    if let Some(loaded) = reused(stored) {
+                        known.insert(loaded.rel.clone(), Mutex::new(Some(loaded)));
+                    }
+                });
+            }
+            return known;
         }
         state
             .files
@@ -648,10 +655,10 @@ impl RepoIndex {
                     size: e.size,
                     mtime: e.mtime,
                     key: e.key,
-                    analysis: Arc::new(state.graph.outline_of(rel)?),
+                    node: state.graph.prepared_of(rel)?,
                     pinned: e.pinned.clone(),
                 };
-                Some((rel.clone(), known))
+                Some((rel.clone(), Mutex::new(Some(known))))
             })
             .collect()
     }
@@ -686,19 +693,16 @@ impl RepoIndex {
                             };
                             let found = self.load_for_build(&root, rel, *language, &known);
                             self.progress.file_done(*size);
-                            let Some((mut l, loaded)) = found else {
+                            let Some((l, loaded)) = found else {
                                 continue;
                             };
                             let row = match loaded {
                                 Load::Reused => None,
                                 Load::Encoded(row) => Some(row),
-                                Load::Parsed if self.db.is_some() => {
-                                    let row = row_of(&l);
-                                    // Keep only what the graph needs; the rest is on disk.
-                                    l.analysis = Arc::new(outline(&l.analysis));
-                                    row
+                                Load::Parsed(analysis) if self.db.is_some() => {
+                                    row_of(&l, &analysis)
                                 }
-                                Load::Parsed => None,
+                                Load::Parsed(_) => None,
                             };
                             if let Some(row) = row {
                                 // The writer is gone only if the build is unwinding.
@@ -732,7 +736,7 @@ impl RepoIndex {
         }
         drop(known);
         let mut files = HashMap::with_capacity(loaded.len());
-        let mut analyses = Vec::with_capacity(loaded.len());
+        let mut nodes = Vec::with_capacity(loaded.len());
         for l in loaded {
             files.insert(
                 l.rel.clone(),
@@ -743,9 +747,9 @@ impl RepoIndex {
                     pinned: l.pinned,
                 },
             );
-            analyses.push((l.rel, l.analysis));
+            nodes.push((l.rel, l.node));
         }
-        let graph = Graph::build(analyses, go_modules);
+        let graph = Graph::build_prepared(nodes, go_modules);
         *self.write() = State { files, graph };
         self.progress
             .finish(self.parse_count(), self.resident_bytes());
@@ -790,7 +794,7 @@ impl RepoIndex {
         root: &Path,
         rel: &str,
         language: Language,
-        known: &HashMap<String, Loaded>,
+        known: &HashMap<String, Known>,
     ) -> Option<(Loaded, Load)> {
         let real = root.join(rel);
         let meta = std::fs::symlink_metadata(&real).ok()?;
@@ -798,15 +802,20 @@ impl RepoIndex {
             return None;
         }
         let mtime = meta.modified().ok();
-        if let Some(known) = known.get(rel) {
-            if known.size == meta.len() && known.mtime == mtime {
-                return Some((known.clone(), Load::Reused));
+        if let Some(slot) = known.get(rel) {
+            let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+            if slot
+                .as_ref()
+                .is_some_and(|k| k.size == meta.len() && k.mtime == mtime)
+            {
+                return slot.take().map(|known| (known, Load::Reused));
             }
         }
         if let Some(encoded) = self.load_encoded(rel, language, &real, &meta) {
             return Some(encoded);
         }
-        Some((self.load(rel, language, &real, &meta).ok()?, Load::Parsed))
+        let (loaded, analysis) = self.load(rel, language, &real, &meta).ok()?;
+        Some((loaded, Load::Parsed(analysis)))
     }
 
     /// A new or changed file parsed by a worker whose encoded answer becomes its row as it
@@ -835,8 +844,7 @@ impl RepoIndex {
         self.parses.fetch_add(1, Ordering::Relaxed);
         let (outline_bytes, analysis_bytes, outline) = match encoded {
             Ok(encoded) => {
-                let mut outline: FileAnalysis = serde_json::from_slice(&encoded.outline).ok()?;
-                outline.reindex();
+                let outline: FileAnalysis = serde_json::from_slice(&encoded.outline).ok()?;
                 (encoded.outline, encoded.analysis, outline)
             }
             Err(WorkerError::Spawn(error)) => {
@@ -869,7 +877,7 @@ impl RepoIndex {
             size,
             mtime,
             key: Some(key),
-            analysis: Arc::new(outline),
+            node: Prepared::of(&outline),
             pinned: None,
         };
         Some((loaded, Load::Encoded(row)))
@@ -881,24 +889,27 @@ enum Load {
     /// Size and mtime as known: nothing read.
     Reused,
     /// Parsed in the daemon (or by a one-shot child): the whole analysis at hand.
-    Parsed,
+    Parsed(Arc<FileAnalysis>),
     /// Parsed by a worker: the outline at hand, the row encoded by the worker.
     Encoded(Row),
 }
 
 /// The row of a (re)loaded file, with its outline and whole analysis; `None` for a file that
 /// was not parsed (it is looked at again on the next start: no parse either).
-fn row_of(loaded: &Loaded) -> Option<Row> {
+fn row_of(loaded: &Loaded, analysis: &FileAnalysis) -> Option<Row> {
     let key = loaded.key?;
     Row::new(
         &loaded.rel,
         loaded.size,
         loaded.mtime,
         Some(key.hash()),
-        &outline(&loaded.analysis),
-        &loaded.analysis,
+        &outline(analysis),
+        analysis,
     )
 }
+
+/// A file a build may reuse, taken out when it is.
+type Known = Mutex<Option<Loaded>>;
 
 /// A file from the index database as the build reuses it; `None` for a row without a hash.
 fn reused(stored: StoredFile) -> Option<Loaded> {
@@ -909,7 +920,7 @@ fn reused(stored: StoredFile) -> Option<Loaded> {
         rel: stored.path,
         size: stored.size,
         mtime: stored.mtime,
-        analysis: Arc::new(stored.outline),
+        node: Prepared::of(&stored.outline),
         pinned: None,
     })
 }
@@ -989,7 +1000,7 @@ fn install(state: &mut State, loaded: Loaded) {
             pinned: loaded.pinned,
         },
     );
-    state.graph.insert(&loaded.rel, loaded.analysis);
+    state.graph.insert_prepared(&loaded.rel, loaded.node);
 }
 
 /// Drops a file; the graph re-resolves the files that called into it.

@@ -5,7 +5,7 @@
 //! ([`Exports`]).
 
 use super::language::Language;
-use super::model::{FileAnalysis, Symbol, SymbolKind};
+use super::model::{FileAnalysis, SymbolKind};
 use super::resolve::Exports;
 
 /// One symbol: its qualified name and name as ranges of [`Outline::text`], and its kind.
@@ -17,7 +17,7 @@ struct Entry {
 }
 
 /// The outline of one file. Plain data.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Outline {
     /// The language the file was parsed as.
     pub language: Option<Language>,
@@ -134,31 +134,6 @@ impl Outline {
             .collect()
     }
 
-    /// The outline as an analysis (names and kinds; no ranges, signatures or calls).
-    pub(crate) fn to_analysis(&self) -> FileAnalysis {
-        let symbols = (0..u32::try_from(self.symbols.len()).unwrap_or(0))
-            .filter_map(|at| {
-                Some(Symbol {
-                    name: self.name(at).to_owned(),
-                    qualified_name: self.qualified(at).to_owned(),
-                    kind: self.kind(at)?,
-                    start_byte: 0,
-                    end_byte: 0,
-                    line: 0,
-                    signature: None,
-                })
-            })
-            .collect();
-        let mut analysis = FileAnalysis {
-            language: self.language,
-            symbols,
-            default_export: self.default_export.as_deref().map(str::to_owned),
-            ..FileAnalysis::default()
-        };
-        analysis.reindex();
-        analysis
-    }
-
     /// About how many bytes it holds.
     pub(crate) fn approx_heap_bytes(&self) -> usize {
         use std::mem::size_of;
@@ -239,9 +214,6 @@ mod tests {
                 "{path:?}"
             );
         }
-        let back = outline.to_analysis();
-        assert_eq!(back.symbols.len(), analysis.symbols.len());
-        assert_eq!(back.default_export, analysis.default_export);
         assert!(outline.approx_heap_bytes() * 2 < analysis.approx_heap_bytes());
     }
 }

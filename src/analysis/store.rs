@@ -159,20 +159,18 @@ impl IndexDb {
         })
     }
 
-    /// Every stored file with its outline. A read failure (a file corrupted since it was
-    /// opened) empties the index, with a warning: everything is parsed again.
-    pub(crate) fn load(&self) -> Vec<StoredFile> {
-        match self.try_load() {
-            Ok(files) => files,
-            Err(error) => {
-                tracing::warn!(path = %self.path.display(), %error, "index database unreadable; rebuilding it");
-                self.reset();
-                Vec::new()
-            }
+    /// Hands every stored file with its outline to `each`, row by row (the outlines are
+    /// decoded, not reindexed). A read failure (a file corrupted since it was opened) empties
+    /// the index, with a warning: everything is parsed again (rows handed over before the
+    /// failure are still true files).
+    pub(crate) fn load(&self, mut each: impl FnMut(StoredFile)) {
+        if let Err(error) = self.try_load(&mut each) {
+            tracing::warn!(path = %self.path.display(), %error, "index database unreadable; rebuilding it");
+            self.reset();
         }
     }
 
-    fn try_load(&self) -> rusqlite::Result<Vec<StoredFile>> {
+    fn try_load(&self, each: &mut impl FnMut(StoredFile)) -> rusqlite::Result<()> {
         let conn = self.conn();
         let mut statement =
             conn.prepare("SELECT path, size, mtime_ns, language, hash, outline FROM files")?;
@@ -186,18 +184,16 @@ impl IndexDb {
                 r.get::<_, Vec<u8>>(5)?,
             ))
         })?;
-        let mut out = Vec::new();
         for row in rows {
             let (path, size, mtime, language, hash, outline) = row?;
             // A row that does not decode is dropped: its file is parsed again.
             let Some(language) = Language::from_name(&language) else {
                 continue;
             };
-            let Ok(mut outline) = serde_json::from_slice::<FileAnalysis>(&outline) else {
+            let Ok(outline) = serde_json::from_slice::<FileAnalysis>(&outline) else {
                 continue;
             };
-            outline.reindex();
-            out.push(StoredFile {
+            each(StoredFile {
                 path,
                 size: u64::try_from(size).unwrap_or(0),
                 mtime: mtime.and_then(from_nanos),
@@ -206,7 +202,7 @@ impl IndexDb {
                 outline,
             });
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The whole stored analysis of `path` when its stored content hash is `hash`.
@@ -389,7 +385,8 @@ mod tests {
             &[],
         );
         db.write(&[], &["b.py".to_owned()]);
-        let loaded = db.load();
+        let mut loaded = Vec::new();
+        db.load(|f| loaded.push(f));
         assert_eq!(loaded.len(), 1);
         assert_eq!(loaded[0].path, "a.py");
         assert_eq!(loaded[0].hash, Some(7));
@@ -409,7 +406,9 @@ mod tests {
         )
         .unwrap();
         drop(conn);
-        assert!(IndexDb::open(&path).unwrap().load().is_empty());
+        let mut count = 0;
+        IndexDb::open(&path).unwrap().load(|_| count += 1);
+        assert_eq!(count, 0);
     }
 
     #[test]
@@ -418,8 +417,11 @@ mod tests {
         let path = dir.path().join("index.db");
         std::fs::write(&path, vec![0x5a; 10_000]).unwrap();
         let db = IndexDb::open(&path).unwrap();
-        assert!(db.load().is_empty());
+        let mut count = 0;
+        db.load(|_| count += 1);
+        assert_eq!(count, 0);
         db.write(&[row("a.py", "def f(): pass\n")], &[]);
-        assert_eq!(db.load().len(), 1);
+        db.load(|_| count += 1);
+        assert_eq!(count, 1);
     }
 }
