@@ -23,14 +23,15 @@ fn write_triangle(repo: &Repo) {
     );
 }
 
-/// The index status the daemon published, once complete.
-fn complete_status(repo: &Repo) -> Value {
+/// The index status `daemon` published, once complete (a status file left by an earlier
+/// daemon names another pid).
+fn complete_status(repo: &Repo, daemon: &Daemon) -> Value {
     let path = repo.path().join(".wit/index.json");
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Ok(text) = std::fs::read_to_string(&path) {
             if let Ok(status) = serde_json::from_str::<Value>(&text) {
-                if status["complete"] == json!(true) {
+                if status["complete"] == json!(true) && status["pid"] == json!(daemon.child.id()) {
                     return status;
                 }
             }
@@ -81,12 +82,12 @@ fn a_restart_parses_nothing_and_changes_while_stopped_are_picked_up() {
         warned_callers(&repo, &callers, "src/b.ts:b"),
         ["src/a.ts:a", "src/c.ts:c"]
     );
-    assert_eq!(complete_status(&repo)["parsed"], json!(4));
+    assert_eq!(complete_status(&repo, &daemon)["parsed"], json!(4));
     stop(daemon);
 
     // Unchanged: nothing parsed, same answers.
     let daemon = Daemon::start(&repo);
-    let status = complete_status(&repo);
+    let status = complete_status(&repo, &daemon);
     assert_eq!(
         (status["parsed"].clone(), status["files"].clone()),
         (json!(0), json!(4))
@@ -107,7 +108,7 @@ fn a_restart_parses_nothing_and_changes_while_stopped_are_picked_up() {
         warned_callers(&repo, &["src/a.ts:a", "src/f.ts:f"], "src/b.ts:b"),
         ["src/f.ts:f"]
     );
-    let status = complete_status(&repo);
+    let status = complete_status(&repo, &daemon);
     assert_eq!(
         (status["parsed"].clone(), status["files"].clone()),
         (json!(3), json!(4))
@@ -126,7 +127,7 @@ fn a_truncated_index_database_is_rebuilt_with_a_warning() {
         );
     }
     let daemon = Daemon::start(&repo);
-    complete_status(&repo);
+    complete_status(&repo, &daemon);
     stop(daemon);
     let db = repo.path().join(".wit/index.db");
     let len = std::fs::metadata(&db).unwrap().len();
@@ -141,7 +142,7 @@ fn a_truncated_index_database_is_rebuilt_with_a_warning() {
         warned_callers(&repo, &["src/a.ts:a", "src/c.ts:c"], "src/b.ts:b"),
         ["src/a.ts:a", "src/c.ts:c"]
     );
-    assert_eq!(complete_status(&repo)["parsed"], json!(33));
+    assert_eq!(complete_status(&repo, &daemon)["parsed"], json!(33));
     daemon.terminate();
     let log = daemon.stderr_text();
     assert!(log.contains("index database unreadable"), "{log}");
@@ -187,7 +188,7 @@ fn daemon_status_shows_the_index() {
     let repo = Repo::new();
     write_triangle(&repo);
     let daemon = Daemon::start(&repo);
-    complete_status(&repo);
+    complete_status(&repo, &daemon);
     let output = Command::new(wit_bin())
         .args(["daemon", "status", "--repo"])
         .arg(repo.path())
