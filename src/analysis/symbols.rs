@@ -79,10 +79,13 @@ impl Symbols {
             }
         };
         let key = hash(file, qualified_name);
-        if self.by_hash.contains_key(&key) {
-            self.collided.insert(symbol, id);
-        } else {
-            self.by_hash.insert(key, id);
+        match self.by_hash.entry(key) {
+            std::collections::hash_map::Entry::Occupied(_) => {
+                self.collided.insert(symbol, id);
+            }
+            std::collections::hash_map::Entry::Vacant(place) => {
+                place.insert(id);
+            }
         }
         id
     }

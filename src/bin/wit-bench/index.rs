@@ -208,10 +208,7 @@ fn remove_index(repo: &Path) {
     }
 }
 
-fn median<T: Copy + Ord>(values: &mut [T]) -> T
-where
-    T: Default,
-{
+fn median<T: Copy + Ord + Default>(values: &mut [T]) -> T {
     values.sort_unstable();
     values.get(values.len() / 2).copied().unwrap_or_default()
 }
