@@ -15,7 +15,7 @@ use crate::rpc::INDEX_STATUS;
 const QUIET_FOR: Duration = Duration::from_secs(1);
 
 /// How long to wait for the daemon to publish its first status (an older daemon never does).
-const FIRST_STATUS_WITHIN: Duration = Duration::from_secs(5);
+const FIRST_STATUS_WITHIN: Duration = Duration::from_secs(2);
 
 /// The published status of the live daemon's index, if it has one.
 pub fn current(paths: &WitPaths) -> Option<IndexStatus> {
