@@ -391,6 +391,17 @@ impl Graph {
             let Some(caller) = node.caller_name(*caller) else {
                 continue;
             };
+            if t & LOCAL != 0 {
+                // A call to a symbol of the same file, by its position.
+                callees
+                    .entry(caller.to_owned())
+                    .or_default()
+                    .insert(SymbolRef {
+                        file: rel.to_owned(),
+                        qualified_name: node.outline.qualified(t & !LOCAL).to_owned(),
+                    });
+                continue;
+            }
             let Some(target) = node.targets.get(*t as usize) else {
                 continue;
             };
@@ -460,6 +471,10 @@ fn target_bytes(target: &CallTarget) -> usize {
     }
 }
 
+/// The bit of a call's target index that marks a symbol of the same file (the rest is the
+/// symbol's position in the outline) rather than a place in the target table.
+const LOCAL: u32 = 1 << 31;
+
 /// An analysis's distinct resolvable calls as (caller, target) index pairs, the distinct
 /// targets, and callers missing from the symbols. See [`Node`].
 #[allow(
@@ -496,11 +511,20 @@ fn compact_calls(
                 at
             }
         };
-        let next = u32::try_from(targets.len()).unwrap_or(u32::MAX);
-        let target = *target_at.entry(&call.target).or_insert_with(|| {
-            targets.push(call.target.clone());
-            next
-        });
+        let local = match &call.target {
+            CallTarget::Local(name) => outline.position(name).filter(|at| at & LOCAL == 0),
+            _ => None,
+        };
+        let target = match local {
+            Some(at) => at | LOCAL,
+            None => {
+                let next = u32::try_from(targets.len()).unwrap_or(u32::MAX);
+                *target_at.entry(&call.target).or_insert_with(|| {
+                    targets.push(call.target.clone());
+                    next
+                })
+            }
+        };
         if seen.insert((caller, target)) {
             calls.push((caller, target));
         }
