@@ -16,7 +16,9 @@
 //! Modules: [`net`] (the connection), [`measure`] (workloads and the table), [`fixtures`]
 //! (generated sources, the daemon under test), [`floors`], [`sections`] (wave 1),
 //! [`pulse`] (sessions, waits and events), [`cli_timings`], [`mcp_timings`] (`wit mcp` over
-//! stdio).
+//! stdio), [`index`] (the code index on a checkout: `--repo PATH`, or on a generated
+//! repository: `--synthetic MB [--synthetic-dir PATH]`, see [`synthetic`]; these run the
+//! index section alone, `--runs` cold/warm pairs).
 
 mod cli_timings;
 mod fixtures;
