@@ -705,3 +705,226 @@ fn hostile_sources_in_every_language_yield_diagnostics_not_panics() {
         }
     }
 }
+
+// The index on disk (`.wit/index.db`): restarts, changes while stopped, versions, damage.
+
+/// A small repository: `b.ts:b` is called from `a.ts:a` and `c.ts:c`.
+fn write_call_triangle(root: &Path) {
+    write(
+        root,
+        "a.ts",
+        "import { b } from './b';\nexport function a(x: number) { return b(x); }\n",
+    );
+    write(root, "b.ts", "export function b(y: number) { return y; }\n");
+    write(
+        root,
+        "c.ts",
+        "import { b } from './b';\nexport function c() { return b(1); }\n",
+    );
+}
+
+fn indexed(root: &Path, db: &Path) -> RepoIndex {
+    let index = RepoIndex::new(root.to_path_buf()).with_index_db(db);
+    index.build_now();
+    index
+}
+
+#[test]
+fn a_restart_reuses_the_index_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("r");
+    let db = dir.path().join("index.db");
+    write_call_triangle(&root);
+    let first = indexed(&root, &db);
+    assert_eq!(first.parse_count(), 3);
+    let callers = first.callers("b.ts", "b");
+    assert_eq!(callers, refs(&[("a.ts", "a"), ("c.ts", "c")]));
+    drop(first);
+
+    let second = indexed(&root, &db);
+    assert_eq!(second.parse_count(), 0, "nothing changed: nothing parsed");
+    assert_eq!(second.callers("b.ts", "b"), callers);
+    assert_eq!(second.callees("a.ts", "a"), refs(&[("b.ts", "b")]));
+    // The whole analysis comes back from disk: ranges and signatures included.
+    let text = fs::read_to_string(root.join("a.ts")).unwrap();
+    let stored = second.file("a.ts").unwrap().unwrap();
+    let direct = analyze(Language::TypeScript, &text);
+    assert_eq!(stored.symbols, direct.symbols);
+    assert_eq!(stored.calls, direct.calls);
+    assert_eq!(second.parse_count(), 0);
+    let status = second.status();
+    assert!(status.complete);
+    assert_eq!((status.files, status.parsed), (3, 0));
+}
+
+#[test]
+fn changes_while_stopped_are_picked_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("r");
+    let db = dir.path().join("index.db");
+    write_call_triangle(&root);
+    write(&root, "d.ts", "export function d() {}\n");
+    drop(indexed(&root, &db));
+
+    settle();
+    // Edited: a no longer calls b. Deleted: c. Renamed: d -> e. New: f calls b.
+    write(
+        &root,
+        "a.ts",
+        "export function a(x: number) { return x; }\n",
+    );
+    fs::remove_file(root.join("c.ts")).unwrap();
+    fs::rename(root.join("d.ts"), root.join("e.ts")).unwrap();
+    write(
+        &root,
+        "f.ts",
+        "import { b } from './b';\nexport function f() { return b(2); }\n",
+    );
+    let index = indexed(&root, &db);
+    assert_eq!(index.parse_count(), 3, "a, e and f");
+    assert_eq!(index.callers("b.ts", "b"), refs(&[("f.ts", "f")]));
+    assert_eq!(index.files(), ["a.ts", "b.ts", "e.ts", "f.ts"]);
+    drop(index);
+    // The database followed: a third start parses nothing.
+    assert_eq!(indexed(&root, &db).parse_count(), 0);
+}
+
+#[test]
+fn a_file_replaced_by_a_symlink_while_stopped_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("r");
+    let db = dir.path().join("index.db");
+    write_call_triangle(&root);
+    drop(indexed(&root, &db));
+    fs::remove_file(root.join("c.ts")).unwrap();
+    std::os::unix::fs::symlink(root.join("b.ts"), root.join("c.ts")).unwrap();
+    let index = indexed(&root, &db);
+    assert_eq!(index.callers("b.ts", "b"), refs(&[("a.ts", "a")]));
+    assert!(!index.files().contains(&"c.ts".to_owned()));
+}
+
+#[test]
+fn a_version_change_rebuilds_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("r");
+    let db = dir.path().join("index.db");
+    write_call_triangle(&root);
+    drop(indexed(&root, &db));
+    // As if the index was written by another schema, extractor or grammar.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute(
+        "UPDATE meta SET value = 'schema=0;extractor=0' WHERE key = 'version'",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let index = indexed(&root, &db);
+    assert_eq!(index.parse_count(), 3);
+    assert_eq!(
+        index.callers("b.ts", "b"),
+        refs(&[("a.ts", "a"), ("c.ts", "c")])
+    );
+    drop(index);
+    assert_eq!(indexed(&root, &db).parse_count(), 0);
+}
+
+#[test]
+fn a_truncated_or_garbled_index_database_is_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("r");
+    let db = dir.path().join("index.db");
+    write_call_triangle(&root);
+    // Enough rows that the file spans many pages.
+    for i in 0..40 {
+        write(
+            &root,
+            &format!("m/f{i}.ts"),
+            &format!("export function f{i}(a: number) {{ return a + {i}; }}\n").repeat(20),
+        );
+    }
+    drop(indexed(&root, &db));
+    let full = fs::metadata(&db).unwrap().len();
+    for damage in ["truncate", "garble"] {
+        let file = fs::OpenOptions::new().write(true).open(&db).unwrap();
+        match damage {
+            "truncate" => file.set_len(full / 3).unwrap(),
+            _ => fs::write(&db, vec![0x5a; 4096]).unwrap(),
+        }
+        drop(file);
+        let index = indexed(&root, &db);
+        assert_eq!(index.parse_count(), 43, "{damage}: everything parsed again");
+        assert_eq!(
+            index.callers("b.ts", "b"),
+            refs(&[("a.ts", "a"), ("c.ts", "c")]),
+            "{damage}"
+        );
+        drop(index);
+        assert_eq!(indexed(&root, &db).parse_count(), 0, "{damage}: rebuilt");
+    }
+}
+
+#[test]
+fn edits_while_running_reach_the_index_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("r");
+    let db = dir.path().join("index.db");
+    write_call_triangle(&root);
+    let index = indexed(&root, &db);
+    settle();
+    write(&root, "c.ts", "export function c() { return 3; }\n");
+    assert_eq!(index.callers("b.ts", "b"), refs(&[("a.ts", "a")]));
+    fs::remove_file(root.join("a.ts")).unwrap();
+    assert!(index.file("a.ts").unwrap().is_none());
+    drop(index);
+    let again = indexed(&root, &db);
+    assert_eq!(
+        again.parse_count(),
+        0,
+        "the running index stored its re-parse"
+    );
+    assert!(again.callers("b.ts", "b").is_empty());
+}
+
+/// The memory bound, as a size: with the index on disk the daemon holds outlines (no whole
+/// analyses), and what it holds is a small fraction of what the analyses would take.
+#[test]
+fn the_index_holds_outlines_not_analyses() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("r");
+    let db = dir.path().join("index.db");
+    let mut analyses = 0usize;
+    for i in 0..60 {
+        let text: String = (0..40)
+            .map(|n| {
+                format!(
+                    "/** Doc {n}. */\nexport function g{i}_{n}(a: number, b: string = \"x\", opts: {{ deep?: boolean; depth: number }} = {{ depth: 1 }}): Promise<Map<string, number[]>> {{\n  const c = a + b.length + {n};\n  console.log(c, b.trim(), opts.depth.toFixed(2));\n  const items = b.split(',').map((s) => s.trim()).filter((s) => s.length > 0);\n  items.forEach((s) => console.debug(s.toUpperCase()));\n  return g{i}_{m}(c - 1, b, opts);\n}}\n",
+                    m = (n + 1) % 40
+                )
+            })
+            .collect();
+        analyses += analyze(Language::TypeScript, &text).approx_heap_bytes();
+        write(&root, &format!("src/g{i}.ts"), &text);
+    }
+    let on_disk = RepoIndex::new(root.clone())
+        .with_index_db(&db)
+        .with_cache_bytes(0);
+    on_disk.build_now();
+    let in_memory = RepoIndex::new(root.clone()).with_cache_bytes(0);
+    in_memory.build_now();
+    let held = on_disk.resident_bytes();
+    assert!(
+        held * 2 < analyses,
+        "holds {held} bytes for {analyses} bytes of analyses"
+    );
+    assert!(in_memory.resident_bytes() > analyses, "pins every analysis");
+    // Reading a file's whole analysis back does not pin it (the cache keeps nothing here).
+    assert_eq!(
+        on_disk.file("src/g7.ts").unwrap().unwrap().symbols.len(),
+        40
+    );
+    assert_eq!(on_disk.resident_bytes(), held);
+    assert_eq!(
+        on_disk.callers("src/g3.ts", "g3_5"),
+        refs(&[("src/g3.ts", "g3_4")])
+    );
+}

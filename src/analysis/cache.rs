@@ -26,6 +26,20 @@ impl ContentKey {
             hash: xxhash_rust::xxh3::xxh3_128(content.as_bytes()),
         }
     }
+
+    /// The key of content of `len` bytes whose hash is `hash` (as stored in the index).
+    pub(crate) fn from_parts(language: Language, len: usize, hash: u128) -> ContentKey {
+        ContentKey {
+            language,
+            len,
+            hash,
+        }
+    }
+
+    /// The content's hash.
+    pub(crate) fn hash(&self) -> u128 {
+        self.hash
+    }
 }
 
 struct Entry {
@@ -105,6 +119,11 @@ impl ContentCache {
             inner.entries.remove(&oldest);
             inner.bytes = inner.bytes.saturating_sub(weight);
         }
+    }
+
+    /// The weight of the cached analyses now (at most the capacity).
+    pub(crate) fn bytes(&self) -> usize {
+        self.inner.lock().map(|i| i.bytes).unwrap_or(0)
     }
 
     /// Number of cached analyses.

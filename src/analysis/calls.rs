@@ -67,6 +67,7 @@ pub(crate) fn extract(
     let mut cursor = QueryCursor::new();
     let mut matches = cursor.matches(cx.query, root, cx.source.as_bytes());
     let mut out = Vec::new();
+    let mut enclosing_memo = HashMap::new();
     while let Some(m) = matches.next() {
         let (mut call, mut callee, mut receiver) = (None, None, None);
         let mut is_new = false;
@@ -96,7 +97,7 @@ pub(crate) fn extract(
             },
             is_path,
         });
-        let caller = enclosing(call, &node_to_raw).and_then(|i| {
+        let caller = enclosing(call, &node_to_raw, &mut enclosing_memo).and_then(|i| {
             let symbol = analysis.symbols.get(*raw_to_symbol.get(i)?)?;
             symbol
                 .kind
@@ -132,16 +133,33 @@ pub(crate) fn extract(
 }
 
 /// The raw definition whose node (or function value) most tightly contains `node`.
-fn enclosing(node: Node<'_>, node_to_raw: &HashMap<usize, usize>) -> Option<usize> {
+///
+/// `memo` remembers the answer for every ancestor walked through (the first definition at
+/// or above it): calls of one function share their ancestors, and `Node::parent` descends
+/// from the root each time, so without it a file's calls cost their depth squared.
+fn enclosing(
+    node: Node<'_>,
+    node_to_raw: &HashMap<usize, usize>,
+    memo: &mut HashMap<usize, Option<usize>>,
+) -> Option<usize> {
+    let mut walked = Vec::new();
     let mut up = node.parent();
-    while let Some(n) = up {
+    let found = loop {
+        let Some(n) = up else { break None };
         if let Some(&i) = node_to_raw.get(&n.id()) {
             // A call in a class field initialiser or decorator is class-body level.
-            return Some(i);
+            break Some(i);
         }
+        if let Some(&known) = memo.get(&n.id()) {
+            break known;
+        }
+        walked.push(n.id());
         up = n.parent();
+    };
+    for id in walked {
+        memo.insert(id, found);
     }
-    None
+    found
 }
 
 /// The enclosing qualified names of `name`, innermost first (`A.b.c` -> `A.b`, `A`).

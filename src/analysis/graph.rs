@@ -6,13 +6,16 @@
 //! graph gives of its files.
 
 use std::collections::{BTreeSet, HashMap};
+#[cfg(test)]
 use std::sync::Arc;
 
 use super::model::{CallTarget, FileAnalysis};
-use super::resolve::{self, parent_dir, Found, Repo};
+use super::outline::Outline;
+use super::resolve::{self, parent_dir, Exports, Found, Repo};
+use super::symbols::{SymbolId, Symbols};
 
 /// A symbol somewhere in the repository.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SymbolRef {
     /// The file, relative to the root, normalised (`src/a.ts`).
     pub file: String,
@@ -28,19 +31,54 @@ impl SymbolRef {
 }
 
 struct Node {
-    analysis: Arc<FileAnalysis>,
-    /// Resolved outgoing edges: caller qualified name -> callees.
-    callees: HashMap<String, BTreeSet<SymbolRef>>,
+    /// The file's symbols: names and kinds, the default export.
+    outline: Outline,
+    /// The distinct resolvable calls: (caller, target) as indexes into the outline's symbols
+    /// (or `extra_callers` past their end) and `targets`.
+    calls: Box<[(u32, u32)]>,
+    /// The distinct resolvable call targets.
+    targets: Box<[CallTarget]>,
+    /// Callers that are not among the symbols (should not happen; kept for exactness).
+    extra_callers: Box<[String]>,
+    /// Resolved outgoing edges: caller -> callees (interned ids, sorted).
+    callees: HashMap<SymbolId, Box<[SymbolId]>>,
     /// Files this file's calls resolved through (their changes re-resolve this file).
     imported_files: BTreeSet<String>,
+}
+
+/// What the graph keeps of one file's analysis, prepared apart from the graph (on a build
+/// thread, or row by row while the index database is read) so that whole analyses never
+/// pile up: the outline and the distinct resolvable calls.
+#[derive(Debug, Clone)]
+pub(crate) struct Prepared {
+    outline: Outline,
+    calls: Box<[(u32, u32)]>,
+    targets: Box<[CallTarget]>,
+    extra_callers: Box<[String]>,
+}
+
+impl Prepared {
+    /// The graph's part of an analysis (whole, or an outline as [`outline`] cuts it).
+    pub(crate) fn of(analysis: &FileAnalysis) -> Prepared {
+        let outline = Outline::of(analysis);
+        let (calls, targets, extra_callers) = compact_calls(analysis, &outline);
+        Prepared {
+            outline,
+            calls,
+            targets,
+            extra_callers,
+        }
+    }
 }
 
 /// The call graph. Cheap to build empty; see the module docs.
 #[derive(Default)]
 pub(crate) struct Graph {
     files: HashMap<String, Node>,
-    /// Reverse edges: callee -> callers.
-    callers: HashMap<SymbolRef, BTreeSet<SymbolRef>>,
+    /// The symbols the edges name.
+    symbols: Symbols,
+    /// Reverse edges: callee -> callers (sorted ids).
+    callers: HashMap<SymbolId, Vec<SymbolId>>,
     /// File -> files whose calls resolved through it.
     importers: HashMap<String, BTreeSet<String>>,
     /// Files with a call that did not resolve but could once another file appears.
@@ -54,9 +92,23 @@ pub(crate) struct Graph {
 }
 
 impl Graph {
-    /// A graph of `files`, all resolved at once (a full build).
+    /// A graph of `files`, all resolved at once (a full build; tests build from analyses,
+    /// the index from [`Prepared`] files).
+    #[cfg(test)]
     pub(crate) fn build(
         files: Vec<(String, Arc<FileAnalysis>)>,
+        go_modules: Vec<(String, String)>,
+    ) -> Graph {
+        let prepared = files
+            .into_iter()
+            .map(|(rel, analysis)| (rel, Prepared::of(&analysis)))
+            .collect();
+        Graph::build_prepared(prepared, go_modules)
+    }
+
+    /// A graph of prepared files, all resolved at once (a full build).
+    pub(crate) fn build_prepared(
+        files: Vec<(String, Prepared)>,
         go_modules: Vec<(String, String)>,
     ) -> Graph {
         let mut graph = Graph {
@@ -64,8 +116,8 @@ impl Graph {
             ..Graph::default()
         };
         let rels: Vec<String> = files.iter().map(|(rel, _)| rel.clone()).collect();
-        for (rel, analysis) in files {
-            graph.add_node(rel, analysis);
+        for (rel, prepared) in files {
+            graph.add_node(rel, prepared);
         }
         for rel in &rels {
             graph.resolve_file(rel);
@@ -73,14 +125,93 @@ impl Graph {
         graph
     }
 
-    /// The analysis of a file in the graph.
-    pub(crate) fn analysis(&self, rel: &str) -> Option<&Arc<FileAnalysis>> {
-        self.files.get(rel).map(|n| &n.analysis)
+    /// The symbols `name` could mean in an indexed file (as [`FileAnalysis::matching`]
+    /// finds them); `None` when the file is not in the graph.
+    pub(crate) fn matching(&self, rel: &str, name: &str) -> Option<Vec<SymbolRef>> {
+        let node = self.files.get(rel)?;
+        Some(
+            node.outline
+                .matching(name)
+                .into_iter()
+                .map(|qualified| SymbolRef {
+                    file: rel.to_owned(),
+                    qualified_name: qualified.to_owned(),
+                })
+                .collect(),
+        )
     }
 
-    /// The callers of `target`.
+    /// A copy of what the graph keeps of a file (to build again).
+    pub(crate) fn prepared_of(&self, rel: &str) -> Option<Prepared> {
+        let node = self.files.get(rel)?;
+        Some(Prepared {
+            outline: node.outline.clone(),
+            calls: node.calls.clone(),
+            targets: node.targets.clone(),
+            extra_callers: node.extra_callers.clone(),
+        })
+    }
+
+    /// About how many bytes the graph holds: the outlines, the edges both ways and the
+    /// dependency maps (strings and records; allocator overhead aside).
+    pub(crate) fn approx_heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let names = |set: &BTreeSet<String>| -> usize {
+            set.iter().map(|f| size_of::<String>() + f.len()).sum()
+        };
+        let nodes: usize = self
+            .files
+            .iter()
+            .map(|(rel, node)| {
+                size_of::<Node>()
+                    + rel.len()
+                    + node.outline.approx_heap_bytes()
+                    + node.calls.len() * size_of::<(u32, u32)>()
+                    + node
+                        .targets
+                        .iter()
+                        .map(|t| size_of::<CallTarget>() + target_bytes(t))
+                        .sum::<usize>()
+                    + node
+                        .callees
+                        .values()
+                        .map(|set| size_of::<(SymbolId, Box<[SymbolId]>)>() + 8 + set.len() * 4)
+                        .sum::<usize>()
+                    + names(&node.imported_files)
+            })
+            .sum();
+        let callers: usize = self
+            .callers
+            .values()
+            .map(|set| size_of::<(SymbolId, Vec<SymbolId>)>() + 8 + set.capacity() * 4)
+            .sum::<usize>()
+            + self.symbols.approx_heap_bytes();
+        let maps: usize = [&self.importers, &self.dirs, &self.names]
+            .iter()
+            .flat_map(|map| map.iter())
+            .map(|(key, set)| key.len() + names(set))
+            .sum();
+        nodes + callers + maps + names(&self.unresolved_importers)
+    }
+
+    /// The callers of `target`, sorted.
     pub(crate) fn callers_of(&self, target: &SymbolRef) -> impl Iterator<Item = &SymbolRef> {
-        self.callers.get(target).into_iter().flatten()
+        let ids = self
+            .symbols
+            .lookup(&target.file, &target.qualified_name)
+            .and_then(|id| self.callers.get(&id));
+        self.resolved(ids.map(Vec::as_slice))
+    }
+
+    /// The symbols of `ids`, sorted.
+    fn resolved(&self, ids: Option<&[SymbolId]>) -> std::vec::IntoIter<&SymbolRef> {
+        let mut out: Vec<&SymbolRef> = ids
+            .unwrap_or_default()
+            .iter()
+            .map(|id| self.symbols.get(*id))
+            .collect();
+        out.sort_unstable();
+        out.into_iter()
     }
 
     /// What `qualified_name` in `rel` calls.
@@ -89,11 +220,11 @@ impl Graph {
         rel: &str,
         qualified_name: &str,
     ) -> impl Iterator<Item = &SymbolRef> {
-        self.files
-            .get(rel)
-            .and_then(|n| n.callees.get(qualified_name))
-            .into_iter()
-            .flatten()
+        let ids = self.files.get(rel).and_then(|n| {
+            let id = self.symbols.lookup(rel, qualified_name)?;
+            n.callees.get(&id)
+        });
+        self.resolved(ids.map(|ids| &ids[..]))
     }
 
     /// The files `rel`'s calls resolved through.
@@ -106,10 +237,16 @@ impl Graph {
 
     /// Installs a (re)analysed file and re-resolves the edges that may depend on it: its own,
     /// its importers', and, for a new file, those of files waiting for one.
+    #[cfg(test)]
     pub(crate) fn insert(&mut self, rel: &str, analysis: Arc<FileAnalysis>) {
+        self.insert_prepared(rel, Prepared::of(&analysis));
+    }
+
+    /// As [`Graph::insert`], prepared.
+    pub(crate) fn insert_prepared(&mut self, rel: &str, prepared: Prepared) {
         let is_new = !self.files.contains_key(rel);
         self.remove_edges(rel);
-        self.add_node(rel.to_owned(), analysis);
+        self.add_node(rel.to_owned(), prepared);
         let mut redo: BTreeSet<String> = self.importers.get(rel).cloned().unwrap_or_default();
         if is_new {
             redo.extend(self.unresolved_importers.iter().cloned());
@@ -139,7 +276,13 @@ impl Graph {
         }
     }
 
-    fn add_node(&mut self, rel: String, analysis: Arc<FileAnalysis>) {
+    fn add_node(&mut self, rel: String, prepared: Prepared) {
+        let Prepared {
+            outline,
+            calls,
+            targets,
+            extra_callers,
+        } = prepared;
         self.dirs
             .entry(parent_dir(&rel).to_owned())
             .or_default()
@@ -151,7 +294,10 @@ impl Graph {
         self.files.insert(
             rel,
             Node {
-                analysis,
+                outline,
+                calls,
+                targets,
+                extra_callers,
                 callees: HashMap::new(),
                 imported_files: BTreeSet::new(),
             },
@@ -166,17 +312,17 @@ impl Graph {
         let callees = std::mem::take(&mut node.callees);
         let imported = std::mem::take(&mut node.imported_files);
         for (caller, targets) in callees {
-            let caller = SymbolRef {
-                file: rel.to_owned(),
-                qualified_name: caller,
-            };
-            for target in targets {
+            for target in targets.iter().copied() {
                 if let Some(set) = self.callers.get_mut(&target) {
-                    set.remove(&caller);
+                    if let Ok(at) = set.binary_search(&caller) {
+                        set.remove(at);
+                    }
                     if set.is_empty() {
                         self.callers.remove(&target);
                     }
                 }
+                self.symbols.release(target);
+                self.symbols.release(caller);
             }
         }
         for file in imported {
@@ -194,16 +340,20 @@ impl Graph {
         let Some((callees, imported_files, unresolved)) = self.edges_of(rel) else {
             return;
         };
+        let mut edges: HashMap<SymbolId, Box<[SymbolId]>> = HashMap::with_capacity(callees.len());
         for (caller, targets) in &callees {
-            let from = SymbolRef {
-                file: rel.to_owned(),
-                qualified_name: caller.clone(),
-            };
+            let mut ids = Vec::with_capacity(targets.len());
             for target in targets {
-                self.callers
-                    .entry(target.clone())
-                    .or_default()
-                    .insert(from.clone());
+                let from = self.symbols.acquire(rel, caller);
+                let to = self.symbols.acquire(&target.file, &target.qualified_name);
+                let set = self.callers.entry(to).or_default();
+                if let Err(at) = set.binary_search(&from) {
+                    set.insert(at, from);
+                }
+                ids.push(to);
+            }
+            if let Some(from) = self.symbols.lookup(rel, caller) {
+                edges.insert(from, ids.into_boxed_slice());
             }
         }
         for file in &imported_files {
@@ -216,7 +366,7 @@ impl Graph {
             self.unresolved_importers.insert(rel.to_owned());
         }
         if let Some(node) = self.files.get_mut(rel) {
-            node.callees = callees;
+            node.callees = edges;
             node.imported_files = imported_files;
         }
     }
@@ -231,18 +381,34 @@ impl Graph {
         &self,
         rel: &str,
     ) -> Option<(HashMap<String, BTreeSet<SymbolRef>>, BTreeSet<String>, bool)> {
-        let analysis = &self.files.get(rel)?.analysis;
-        let style = analysis.language?.spec().module_style;
+        let node = self.files.get(rel)?;
+        let style = node.outline.language?.spec().module_style;
         let mut callees: HashMap<String, BTreeSet<SymbolRef>> = HashMap::new();
         let mut imported_files = BTreeSet::new();
         let mut unresolved = false;
-        let mut memo: HashMap<&CallTarget, Found> = HashMap::new();
-        for call in &analysis.calls {
-            let Some(caller) = &call.caller else { continue };
-            let found = match &call.target {
+        let mut memo: HashMap<u32, Found> = HashMap::new();
+        for (caller, t) in node.calls.iter() {
+            let Some(caller) = node.caller_name(*caller) else {
+                continue;
+            };
+            if t & LOCAL != 0 {
+                // A call to a symbol of the same file, by its position.
+                callees
+                    .entry(caller.to_owned())
+                    .or_default()
+                    .insert(SymbolRef {
+                        file: rel.to_owned(),
+                        qualified_name: node.outline.qualified(t & !LOCAL).to_owned(),
+                    });
+                continue;
+            }
+            let Some(target) = node.targets.get(*t as usize) else {
+                continue;
+            };
+            let found = match target {
                 CallTarget::Local(name) => {
                     callees
-                        .entry(caller.clone())
+                        .entry(caller.to_owned())
                         .or_default()
                         .insert(SymbolRef {
                             file: rel.to_owned(),
@@ -251,11 +417,11 @@ impl Graph {
                     continue;
                 }
                 CallTarget::Unresolved => continue,
-                target @ CallTarget::Import { module, path } => memo
-                    .entry(target)
+                CallTarget::Import { module, path } => memo
+                    .entry(*t)
                     .or_insert_with(|| resolve::import(style, self, rel, module, path)),
-                target @ CallTarget::Package(path) => memo
-                    .entry(target)
+                CallTarget::Package(path) => memo
+                    .entry(*t)
                     .or_insert_with(|| resolve::package(style, self, rel, path)),
             };
             imported_files.extend(found.consulted.iter().filter(|f| *f != rel).cloned());
@@ -264,7 +430,7 @@ impl Graph {
             }
             for (file, qualified_name) in &found.targets {
                 callees
-                    .entry(caller.clone())
+                    .entry(caller.to_owned())
                     .or_default()
                     .insert(SymbolRef {
                         file: file.clone(),
@@ -276,13 +442,103 @@ impl Graph {
     }
 }
 
+impl Node {
+    /// The qualified name of a caller index of `calls`.
+    fn caller_name(&self, caller: u32) -> Option<&str> {
+        let at = caller as usize;
+        if at < self.outline.len() {
+            Some(self.outline.qualified(caller))
+        } else {
+            self.extra_callers
+                .get(at - self.outline.len())
+                .map(String::as_str)
+        }
+    }
+}
+
+/// Bytes a call target's strings take.
+fn target_bytes(target: &CallTarget) -> usize {
+    let path = |p: &[String]| -> usize {
+        p.iter()
+            .map(|s| std::mem::size_of::<String>() + s.len())
+            .sum()
+    };
+    match target {
+        CallTarget::Local(name) => name.len(),
+        CallTarget::Import { module, path: p } => module.len() + path(p),
+        CallTarget::Package(p) => path(p),
+        CallTarget::Unresolved => 0,
+    }
+}
+
+/// The bit of a call's target index that marks a symbol of the same file (the rest is the
+/// symbol's position in the outline) rather than a place in the target table.
+const LOCAL: u32 = 1 << 31;
+
+/// An analysis's distinct resolvable calls as (caller, target) index pairs, the distinct
+/// targets, and callers missing from the symbols. See [`Node`].
+#[allow(
+    clippy::type_complexity,
+    reason = "a private triple read once by add_node"
+)]
+fn compact_calls(
+    analysis: &FileAnalysis,
+    outline: &Outline,
+) -> (Box<[(u32, u32)]>, Box<[CallTarget]>, Box<[String]>) {
+    let mut symbol_at: HashMap<&str, u32> = HashMap::new();
+    let base = u32::try_from(outline.len()).unwrap_or(u32::MAX);
+    let mut extra: Vec<String> = Vec::new();
+    let mut targets: Vec<CallTarget> = Vec::new();
+    let mut target_at: HashMap<&CallTarget, u32> = HashMap::new();
+    let mut seen: std::collections::HashSet<(u32, u32)> = Default::default();
+    let mut calls = Vec::new();
+    for call in &analysis.calls {
+        let Some(caller) = call.caller.as_deref() else {
+            continue;
+        };
+        if matches!(call.target, CallTarget::Unresolved) {
+            continue;
+        }
+        let caller = match outline
+            .position(caller)
+            .or_else(|| symbol_at.get(caller).copied())
+        {
+            Some(at) => at,
+            None => {
+                extra.push(caller.to_owned());
+                let at = base + u32::try_from(extra.len() - 1).unwrap_or(u32::MAX);
+                symbol_at.insert(caller, at);
+                at
+            }
+        };
+        let local = match &call.target {
+            CallTarget::Local(name) => outline.position(name).filter(|at| at & LOCAL == 0),
+            _ => None,
+        };
+        let target = match local {
+            Some(at) => at | LOCAL,
+            None => {
+                let next = u32::try_from(targets.len()).unwrap_or(u32::MAX);
+                *target_at.entry(&call.target).or_insert_with(|| {
+                    targets.push(call.target.clone());
+                    next
+                })
+            }
+        };
+        if seen.insert((caller, target)) {
+            calls.push((caller, target));
+        }
+    }
+    (calls.into(), targets.into(), extra.into())
+}
+
 impl Repo for Graph {
     fn exists(&self, file: &str) -> bool {
         self.files.contains_key(file)
     }
 
-    fn analysis(&self, file: &str) -> Option<&FileAnalysis> {
-        self.files.get(file).map(|n| n.analysis.as_ref())
+    fn exports(&self, file: &str) -> Option<&dyn Exports> {
+        self.files.get(file).map(|n| &n.outline as &dyn Exports)
     }
 
     fn files_in_dir(&self, dir: &str) -> Vec<&str> {
@@ -311,6 +567,65 @@ impl Repo for Graph {
             .max_by_key(|(dir, _)| dir.len())
             .map(|(dir, module)| (dir.as_str(), module.as_str()))
     }
+}
+
+/// What of an analysis the graph keeps ("outline"): each symbol's name, qualified name and
+/// kind (lookups and resolution), the default export, and each caller's distinct resolvable
+/// call targets. Ranges, signatures, call positions, imports and diagnostics stay on disk
+/// (or in the parse cache); an outline is a fraction of the analysis. Idempotent.
+pub(crate) fn outline(analysis: &FileAnalysis) -> FileAnalysis {
+    use super::model::CallSite;
+    let mut seen: std::collections::HashSet<(&str, &CallTarget)> = Default::default();
+    let calls = analysis
+        .calls
+        .iter()
+        .filter(|c| !matches!(c.target, CallTarget::Unresolved))
+        .filter_map(|c| {
+            let caller = c.caller.as_deref()?;
+            seen.insert((caller, &c.target)).then(|| CallSite {
+                caller: Some(caller.to_owned()),
+                callee: String::new(),
+                target: c.target.clone(),
+                line: 0,
+                start_byte: 0,
+            })
+        })
+        .collect();
+    FileAnalysis {
+        calls,
+        ..skeleton(analysis)
+    }
+}
+
+/// The symbols of an analysis (names and kinds only) and its default export: an outline
+/// without calls.
+fn skeleton(analysis: &FileAnalysis) -> FileAnalysis {
+    use super::model::Symbol;
+    let symbols = analysis
+        .symbols
+        .iter()
+        .map(|s| Symbol {
+            name: s.name.clone(),
+            qualified_name: s.qualified_name.clone(),
+            kind: s.kind,
+            start_byte: 0,
+            end_byte: 0,
+            line: 0,
+            signature: None,
+        })
+        .collect();
+    let mut out = FileAnalysis {
+        language: analysis.language,
+        symbols,
+        calls: Vec::new(),
+        imports: Vec::new(),
+        default_export: analysis.default_export.clone(),
+        diagnostics: Vec::new(),
+        by_qualified: HashMap::new(),
+    };
+    out.reindex();
+    out.symbols.shrink_to_fit();
+    out
 }
 
 fn file_name(rel: &str) -> &str {

@@ -7,6 +7,12 @@
 //! importing it are re-resolved (hash lookups, no parsing). The graph itself, and how edges are
 //! re-resolved, is `graph`; this module owns the disk: walking, reading, freshness, the parse
 //! cache and the parse worker.
+//!
+//! Memory: the graph keeps outlines (`graph::outline`), not whole analyses. With an index
+//! database (`store`, [`RepoIndex::with_index_db`]) a file's whole analysis is read from disk
+//! when asked for (and kept in the byte-bounded parse cache); a start reads the stored
+//! outlines and parses only the files whose size or mtime changed. Without one (tests, tools)
+//! whole analyses stay pinned in memory, as before.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs::Metadata;
@@ -18,8 +24,12 @@ use std::time::{Duration, SystemTime};
 use super::cache::{ContentCache, ContentKey};
 use super::extract::{analyze_with_budget, PARSE_BUDGET};
 use super::graph::{go_module_path, Graph};
+use super::graph::{outline, Prepared};
 use super::language::Language;
 use super::model::FileAnalysis;
+use super::pool::ParsePool;
+use super::progress::Progress;
+use super::store::{IndexDb, Row, StoredFile};
 use super::worker::{ParseWorker, WorkerError};
 use super::{AnalysisError, Result};
 
@@ -39,6 +49,12 @@ const SKIPPED_DIRS: [&str; 1] = ["node_modules"];
 
 pub use super::graph::SymbolRef;
 
+/// Long-lived parse workers: one per core of this 2-core target, each fed by one build thread.
+const POOL_WORKERS: usize = 2;
+
+/// Rows written to the index database per transaction during a build.
+const WRITE_BATCH: usize = 512;
+
 /// The name of the manifest that declares a Go module.
 const GO_MOD: &str = "go.mod";
 
@@ -48,6 +64,9 @@ struct Entry {
     mtime: Option<SystemTime>,
     /// The content key of what was parsed (`None` when the file was not parsed).
     key: Option<ContentKey>,
+    /// The whole analysis, held when there is no index database to read it back from (and
+    /// for files that were not parsed, whose analysis is a diagnostic).
+    pinned: Option<Arc<FileAnalysis>>,
 }
 
 #[derive(Default)]
@@ -57,13 +76,15 @@ struct State {
 }
 
 /// A freshly read file, not yet installed.
-#[derive(Clone)]
 struct Loaded {
     rel: String,
     size: u64,
     mtime: Option<SystemTime>,
     key: Option<ContentKey>,
-    analysis: Arc<FileAnalysis>,
+    /// What the graph keeps of it.
+    node: Prepared,
+    /// What the entry pins (see [`Entry::pinned`]).
+    pinned: Option<Arc<FileAnalysis>>,
 }
 
 /// The repository-wide index. `Send + Sync`; every method takes `&self`.
@@ -77,6 +98,14 @@ pub struct RepoIndex {
     budget: Duration,
     /// Where large sources are parsed; `None`: everything in-process.
     worker: Option<ParseWorker>,
+    /// Long-lived workers for large sources (made from `worker`).
+    pool: Option<ParsePool>,
+    /// The index on disk, when there is one.
+    db: Option<IndexDb>,
+    /// How far the current build is, published to `.wit/index.json`.
+    progress: Progress,
+    /// Parses run by this index (in-process or in a worker).
+    parses: AtomicUsize,
 }
 
 impl std::fmt::Debug for RepoIndex {
@@ -101,7 +130,58 @@ impl RepoIndex {
             build_gate: Mutex::new(()),
             budget: PARSE_BUDGET,
             worker: None,
+            pool: None,
+            db: None,
+            progress: Progress::default(),
+            parses: AtomicUsize::new(0),
         }
+    }
+
+    /// Keeps the index in the SQLite file `path` (`.wit/index.db`): a start parses only what
+    /// changed since. When the file cannot be opened even after deleting it, the index runs
+    /// in memory (with a warning).
+    pub fn with_index_db(mut self, path: &Path) -> RepoIndex {
+        match IndexDb::open(path) {
+            Ok(db) => self.db = Some(db),
+            Err(error) => tracing::warn!(%error, "the index stays in memory"),
+        }
+        self
+    }
+
+    /// Publishes the build's progress to the JSON file `path` (`.wit/index.json`,
+    /// [`super::progress::IndexStatus`]), about every 250 ms during a build and at its end.
+    pub fn with_status_file(mut self, path: PathBuf) -> RepoIndex {
+        self.progress = Progress::to_file(path);
+        self
+    }
+
+    /// How many sources this index has parsed (cache hits and files reused from the index
+    /// database are not parses).
+    pub fn parse_count(&self) -> usize {
+        self.parses.load(Ordering::Relaxed)
+    }
+
+    /// About how many bytes of memory the index holds: the graph (outlines and edges), the
+    /// analyses pinned without an index database, and the parse cache (bounded by its
+    /// capacity). With an index database this grows with the symbols and call edges, not with
+    /// the analyses.
+    pub fn resident_bytes(&self) -> usize {
+        let state = self.read();
+        let pinned: usize = state
+            .files
+            .iter()
+            .map(|(rel, entry)| {
+                std::mem::size_of::<Entry>()
+                    + rel.len()
+                    + entry.pinned.as_ref().map_or(0, |a| a.approx_heap_bytes())
+            })
+            .sum();
+        state.graph.approx_heap_bytes() + pinned + self.cache.bytes()
+    }
+
+    /// The build's progress now.
+    pub fn status(&self) -> super::progress::IndexStatus {
+        self.progress.snapshot()
     }
 
     /// Bounds the content cache at `bytes` of analyses (default 16 MB).
@@ -111,7 +191,10 @@ impl RepoIndex {
     }
 
     /// Parses large sources in child processes of `worker` (see [`super::worker`]).
+    /// Large sources go to a pool of two long-lived workers ([`super::pool`]); the one-shot
+    /// child is the fallback when no worker can be started.
     pub fn with_parse_worker(mut self, worker: ParseWorker) -> RepoIndex {
+        self.pool = Some(ParsePool::new(worker.program().to_owned(), POOL_WORKERS));
         self.worker = Some(worker);
         self
     }
@@ -171,21 +254,42 @@ impl RepoIndex {
             return Ok(None);
         };
         let mtime = meta.modified().ok();
-        {
+        let known = {
             let state = self.read();
-            if let (Some(entry), Some(analysis)) =
-                (state.files.get(rel_path), state.graph.analysis(rel_path))
-            {
-                if entry.size == meta.len() && entry.mtime == mtime {
-                    return Ok(Some(Arc::clone(analysis)));
-                }
+            state
+                .files
+                .get(rel_path)
+                .filter(|entry| entry.size == meta.len() && entry.mtime == mtime)
+                .map(|entry| (entry.key, entry.pinned.clone()))
+        };
+        if let Some((key, pinned)) = known {
+            if let Some(analysis) = pinned.or_else(|| self.stored_analysis(rel_path, key?)) {
+                return Ok(Some(analysis));
             }
         }
-        let loaded = self.load(rel_path, language, &real, &meta)?;
-        let analysis = Arc::clone(&loaded.analysis);
+        let (loaded, analysis) = self.load(rel_path, language, &real, &meta)?;
+        self.store_row(&loaded, &analysis);
         let mut state = self.write();
         install(&mut state, loaded);
         Ok(Some(analysis))
+    }
+
+    /// The whole analysis of an indexed, unpinned file whose content key is `key`: from the
+    /// parse cache, else from the index database (then cached).
+    fn stored_analysis(&self, rel_path: &str, key: ContentKey) -> Option<Arc<FileAnalysis>> {
+        if let Some(hit) = self.cache.get(&key) {
+            return Some(hit);
+        }
+        let analysis = Arc::new(self.db.as_ref()?.analysis(rel_path, key.hash())?);
+        self.cache.insert(key, Arc::clone(&analysis));
+        Some(analysis)
+    }
+
+    /// Writes a (re)loaded file to the index database, if any.
+    fn store_row(&self, loaded: &Loaded, analysis: &FileAnalysis) {
+        let Some(db) = &self.db else { return };
+        let rows: Vec<Row> = row_of(loaded, analysis).into_iter().collect();
+        db.write(&rows, &[]);
     }
 
     /// The text of a file inside the root, with the same confinement as [`RepoIndex::file`]:
@@ -238,13 +342,9 @@ impl RepoIndex {
         if !self.indexed_as_on_disk(rel_path) {
             return false;
         }
-        let targets = {
-            let state = self.read();
-            let Some(analysis) = state.graph.analysis(rel_path) else {
-                // Not indexed and absent (not stale): no symbols, so no callers.
-                return true;
-            };
-            symbol_refs(rel_path, analysis, name)
+        let Some(targets) = self.read().graph.matching(rel_path, name) else {
+            // Not indexed and absent (not stale): no symbols, so no callers.
+            return true;
         };
         let callers = self.collect_callers(&targets);
         let files: BTreeSet<String> = callers.into_iter().map(|r| r.file).collect();
@@ -310,14 +410,17 @@ impl RepoIndex {
         content: &str,
     ) -> Arc<FileAnalysis> {
         let key = ContentKey::new(language, content);
-        {
+        let pinned = {
             let state = self.read();
-            if let (Some(entry), Some(analysis)) =
-                (state.files.get(rel_path), state.graph.analysis(rel_path))
-            {
-                if entry.key == Some(key) {
-                    return Arc::clone(analysis);
-                }
+            state
+                .files
+                .get(rel_path)
+                .filter(|entry| entry.key == Some(key))
+                .map(|entry| entry.pinned.clone())
+        };
+        if let Some(pinned) = pinned {
+            if let Some(analysis) = pinned.or_else(|| self.stored_analysis(rel_path, key)) {
+                return analysis;
             }
         }
         self.analyze_keyed(key, language, content)
@@ -340,7 +443,23 @@ impl RepoIndex {
     /// Sends large sources to the parse worker when there is one; parses in-process otherwise,
     /// and when no child process can be started.
     fn analyze_uncached(&self, language: Language, content: &str) -> FileAnalysis {
+        self.parses.fetch_add(1, Ordering::Relaxed);
         if let Some(worker) = self.worker.as_ref().filter(|w| w.takes(content)) {
+            let pooled = self
+                .pool
+                .as_ref()
+                .map(|pool| pool.analyze(language, content, self.budget));
+            match pooled {
+                Some(Ok(analysis)) => return analysis,
+                Some(Err(error @ WorkerError::Failed(_))) => {
+                    tracing::warn!(%error, bytes = content.len(), "source not analysed");
+                    return FileAnalysis::empty(Some(language), &error.to_string());
+                }
+                Some(Err(WorkerError::Spawn(error))) => {
+                    tracing::warn!(%error, "no parse worker; one child per source instead");
+                }
+                None => {}
+            }
             match worker.analyze(language, content, self.budget) {
                 Ok(analysis) => return analysis,
                 Err(WorkerError::Spawn(error)) => {
@@ -456,8 +575,15 @@ impl RepoIndex {
         }
     }
 
-    /// Reads and analyses a file (through the content cache). No lock is held.
-    fn load(&self, rel: &str, language: Language, real: &Path, meta: &Metadata) -> Result<Loaded> {
+    /// Reads and analyses a file (through the content cache), with its whole analysis. No
+    /// lock is held.
+    fn load(
+        &self,
+        rel: &str,
+        language: Language,
+        real: &Path,
+        meta: &Metadata,
+    ) -> Result<(Loaded, Arc<FileAnalysis>)> {
         let size = meta.len();
         let mtime = meta.modified().ok();
         let (key, analysis) = if size > MAX_FILE_BYTES {
@@ -479,13 +605,16 @@ impl RepoIndex {
                 }
             }
         };
-        Ok(Loaded {
+        let pinned = (self.db.is_none() || key.is_none()).then(|| Arc::clone(&analysis));
+        let loaded = Loaded {
             rel: rel.to_owned(),
             size,
             mtime,
             key,
-            analysis,
-        })
+            node: Prepared::of(&analysis),
+            pinned,
+        };
+        Ok((loaded, analysis))
     }
 
     /// Drops a file that no longer exists.
@@ -493,8 +622,45 @@ impl RepoIndex {
         if !self.read().files.contains_key(rel_path) {
             return;
         }
+        if let Some(db) = &self.db {
+            db.write(&[], &[rel_path.to_owned()]);
+        }
         let mut state = self.write();
         remove(&mut state, rel_path);
+    }
+
+    /// What a build may reuse without parsing: the files in memory, or on a fresh start the
+    /// files stored in the index database (read row by row, each prepared for the graph at
+    /// once: the stored outlines never pile up).
+    fn known_files(&self) -> HashMap<String, Known> {
+        let state = self.read();
+        if state.files.is_empty() {
+            drop(state);
+            let mut known = HashMap::new();
+            if let Some(db) = &self.db {
+                db.load(|stored| {
+                    if let Some(loaded) = reused(stored) {
+                        known.insert(loaded.rel.clone(), Mutex::new(Some(loaded)));
+                    }
+                });
+            }
+            return known;
+        }
+        state
+            .files
+            .iter()
+            .filter_map(|(rel, e)| {
+                let known = Loaded {
+                    rel: rel.clone(),
+                    size: e.size,
+                    mtime: e.mtime,
+                    key: e.key,
+                    node: state.graph.prepared_of(rel)?,
+                    pinned: e.pinned.clone(),
+                };
+                Some((rel.clone(), Mutex::new(Some(known))))
+            })
+            .collect()
     }
 
     fn rebuild(&self) {
@@ -504,46 +670,52 @@ impl RepoIndex {
         };
         let (paths, manifests) = walk(&root);
         let go_modules = read_go_modules(&root, &manifests);
-        let known: HashMap<String, Loaded> = {
-            let state = self.read();
-            state
-                .files
-                .iter()
-                .filter_map(|(rel, e)| {
-                    let known = Loaded {
-                        rel: rel.clone(),
-                        size: e.size,
-                        mtime: e.mtime,
-                        key: e.key,
-                        analysis: Arc::clone(state.graph.analysis(rel)?),
-                    };
-                    Some((rel.clone(), known))
-                })
-                .collect()
-        };
+        let known = self.known_files();
+        let total_bytes = paths.iter().map(|(_, _, size)| *size).sum();
+        self.progress.start(paths.len(), total_bytes);
         let next = AtomicUsize::new(0);
         let workers = std::thread::available_parallelism()
             .map_or(2, |n| n.get())
             .clamp(1, 8);
+        let (rows_tx, rows_rx) = std::sync::mpsc::sync_channel::<Row>(64);
         let mut loaded: Vec<Loaded> = Vec::with_capacity(paths.len());
         std::thread::scope(|scope| {
             let handles: Vec<_> = (0..workers)
                 .map(|_| {
+                    let rows_tx = rows_tx.clone();
                     scope.spawn(|| {
+                        let rows_tx = rows_tx;
                         let mut out = Vec::new();
                         loop {
                             let i = next.fetch_add(1, Ordering::Relaxed);
-                            let Some((rel, language)) = paths.get(i) else {
+                            let Some((rel, language, size)) = paths.get(i) else {
                                 break;
                             };
-                            if let Some(l) = self.load_for_build(&root, rel, *language, &known) {
-                                out.push(l);
+                            let found = self.load_for_build(&root, rel, *language, &known);
+                            self.progress.file_done(*size);
+                            let Some((l, loaded)) = found else {
+                                continue;
+                            };
+                            let row = match loaded {
+                                Load::Reused => None,
+                                Load::Encoded(row) => Some(row),
+                                Load::Parsed(analysis) if self.db.is_some() => {
+                                    row_of(&l, &analysis)
+                                }
+                                Load::Parsed(_) => None,
+                            };
+                            if let Some(row) = row {
+                                // The writer is gone only if the build is unwinding.
+                                let _ = rows_tx.send(row);
                             }
+                            out.push(l);
                         }
                         out
                     })
                 })
                 .collect();
+            drop(rows_tx);
+            self.write_rows(rows_rx);
             for handle in handles {
                 match handle.join() {
                     Ok(part) => loaded.extend(part),
@@ -551,8 +723,20 @@ impl RepoIndex {
                 }
             }
         });
+        let present: std::collections::HashSet<&str> =
+            loaded.iter().map(|l| l.rel.as_str()).collect();
+        let removed: Vec<String> = known
+            .keys()
+            .filter(|rel| !present.contains(rel.as_str()))
+            .cloned()
+            .collect();
+        drop(present);
+        if let Some(db) = &self.db {
+            db.write(&[], &removed);
+        }
+        drop(known);
         let mut files = HashMap::with_capacity(loaded.len());
-        let mut analyses = Vec::with_capacity(loaded.len());
+        let mut nodes = Vec::with_capacity(loaded.len());
         for l in loaded {
             files.insert(
                 l.rel.clone(),
@@ -560,34 +744,185 @@ impl RepoIndex {
                     size: l.size,
                     mtime: l.mtime,
                     key: l.key,
+                    pinned: l.pinned,
                 },
             );
-            analyses.push((l.rel, l.analysis));
+            nodes.push((l.rel, l.node));
         }
-        let graph = Graph::build(analyses, go_modules);
+        let graph = Graph::build_prepared(nodes, go_modules);
         *self.write() = State { files, graph };
+        self.progress
+            .finish(self.parse_count(), self.resident_bytes());
     }
 
+    /// The build's writer: rows from the parsing threads, written in large transactions,
+    /// publishing progress meanwhile. Returns when every parsing thread is done.
+    fn write_rows(&self, rows: std::sync::mpsc::Receiver<Row>) {
+        let tick = Duration::from_millis(250);
+        let mut batch: Vec<Row> = Vec::new();
+        let mut batch_bytes = 0usize;
+        loop {
+            match rows.recv_timeout(tick) {
+                Ok(row) => {
+                    batch_bytes += row.analysis.len() + row.outline.len();
+                    batch.push(row);
+                    if batch.len() >= WRITE_BATCH || batch_bytes >= 4 * 1024 * 1024 {
+                        self.flush_rows(&mut batch);
+                        batch_bytes = 0;
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            self.progress.publish_if_due(self.parse_count());
+        }
+        self.flush_rows(&mut batch);
+    }
+
+    fn flush_rows(&self, batch: &mut Vec<Row>) {
+        if let Some(db) = &self.db {
+            db.write(batch, &[]);
+        }
+        batch.clear();
+    }
+
+    /// A file for the build: reused when its size and mtime are as known, else read and
+    /// parsed (by a worker, straight into a row, when there are both workers and an index
+    /// database); and how.
     fn load_for_build(
         &self,
         root: &Path,
         rel: &str,
         language: Language,
-        known: &HashMap<String, Loaded>,
-    ) -> Option<Loaded> {
+        known: &HashMap<String, Known>,
+    ) -> Option<(Loaded, Load)> {
         let real = root.join(rel);
         let meta = std::fs::symlink_metadata(&real).ok()?;
         if !meta.is_file() {
             return None;
         }
         let mtime = meta.modified().ok();
-        if let Some(known) = known.get(rel) {
-            if known.size == meta.len() && known.mtime == mtime {
-                return Some(known.clone());
+        if let Some(slot) = known.get(rel) {
+            let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+            if slot
+                .as_ref()
+                .is_some_and(|k| k.size == meta.len() && k.mtime == mtime)
+            {
+                return slot.take().map(|known| (known, Load::Reused));
             }
         }
-        self.load(rel, language, &real, &meta).ok()
+        if let Some(encoded) = self.load_encoded(rel, language, &real, &meta) {
+            return Some(encoded);
+        }
+        let (loaded, analysis) = self.load(rel, language, &real, &meta).ok()?;
+        Some((loaded, Load::Parsed(analysis)))
     }
+
+    /// A new or changed file parsed by a worker whose encoded answer becomes its row as it
+    /// came (the daemon decodes only the outline). `None` when there is no worker or no index
+    /// database, the content is in the parse cache, is not UTF-8 or too large, or no worker
+    /// can be started: then [`RepoIndex::load`] does it.
+    fn load_encoded(
+        &self,
+        rel: &str,
+        language: Language,
+        real: &Path,
+        meta: &Metadata,
+    ) -> Option<(Loaded, Load)> {
+        let pool = self.pool.as_ref().filter(|_| self.db.is_some())?;
+        if meta.len() > MAX_FILE_BYTES {
+            return None;
+        }
+        let text = String::from_utf8(std::fs::read(real).ok()?).ok()?;
+        let key = ContentKey::new(language, &text);
+        if self.cache.get(&key).is_some() {
+            return None;
+        }
+        let size = meta.len();
+        let mtime = meta.modified().ok();
+        let encoded = pool.analyze_encoded(language, &text, self.budget);
+        self.parses.fetch_add(1, Ordering::Relaxed);
+        let (outline_bytes, analysis_bytes, outline) = match encoded {
+            Ok(encoded) => {
+                let outline: FileAnalysis = serde_json::from_slice(&encoded.outline).ok()?;
+                (encoded.outline, encoded.analysis, outline)
+            }
+            Err(WorkerError::Spawn(error)) => {
+                self.parses.fetch_sub(1, Ordering::Relaxed);
+                tracing::warn!(%error, "no parse worker; parsing in the daemon");
+                return None;
+            }
+            Err(error @ WorkerError::Failed(_)) => {
+                tracing::warn!(%error, bytes = size, file = rel, "source not analysed");
+                let empty = FileAnalysis::empty(Some(language), &error.to_string());
+                let outline = outline(&empty);
+                (
+                    serde_json::to_vec(&outline).ok()?,
+                    serde_json::to_vec(&empty).ok()?,
+                    outline,
+                )
+            }
+        };
+        let row = Row {
+            path: rel.to_owned(),
+            size,
+            mtime,
+            language,
+            hash: Some(key.hash()),
+            outline: outline_bytes,
+            analysis: analysis_bytes,
+        };
+        let loaded = Loaded {
+            rel: rel.to_owned(),
+            size,
+            mtime,
+            key: Some(key),
+            node: Prepared::of(&outline),
+            pinned: None,
+        };
+        Some((loaded, Load::Encoded(row)))
+    }
+}
+
+/// How a build got a file.
+enum Load {
+    /// Size and mtime as known: nothing read.
+    Reused,
+    /// Parsed in the daemon (or by a one-shot child): the whole analysis at hand.
+    Parsed(Arc<FileAnalysis>),
+    /// Parsed by a worker: the outline at hand, the row encoded by the worker.
+    Encoded(Row),
+}
+
+/// The row of a (re)loaded file, with its outline and whole analysis; `None` for a file that
+/// was not parsed (it is looked at again on the next start: no parse either).
+fn row_of(loaded: &Loaded, analysis: &FileAnalysis) -> Option<Row> {
+    let key = loaded.key?;
+    Row::new(
+        &loaded.rel,
+        loaded.size,
+        loaded.mtime,
+        Some(key.hash()),
+        &outline(analysis),
+        analysis,
+    )
+}
+
+/// A file a build may reuse, taken out when it is.
+type Known = Mutex<Option<Loaded>>;
+
+/// A file from the index database as the build reuses it; `None` for a row without a hash.
+fn reused(stored: StoredFile) -> Option<Loaded> {
+    let hash = stored.hash?;
+    let len = usize::try_from(stored.size).ok()?;
+    Some(Loaded {
+        key: Some(ContentKey::from_parts(stored.language, len, hash)),
+        rel: stored.path,
+        size: stored.size,
+        mtime: stored.mtime,
+        node: Prepared::of(&stored.outline),
+        pinned: None,
+    })
 }
 
 /// The symbols `name` could mean in `rel_path`'s analysis, as references.
@@ -605,7 +940,11 @@ fn symbol_refs(rel_path: &str, analysis: &FileAnalysis, name: &str) -> Vec<Symbo
 /// Supported files under the root, relative and `/`-separated, honouring `.gitignore`,
 /// `.ignore` and `.git/info/exclude`, skipping hidden entries and symlinks; and the `go.mod`
 /// manifests among them.
-fn walk(root: &Path) -> (Vec<(String, Language)>, Vec<String>) {
+#[allow(
+    clippy::type_complexity,
+    reason = "a private pair read once by rebuild"
+)]
+fn walk(root: &Path) -> (Vec<(String, Language, u64)>, Vec<String>) {
     let mut builder = ignore::WalkBuilder::new(root);
     builder
         .hidden(true)
@@ -627,7 +966,8 @@ fn walk(root: &Path) -> (Vec<(String, Language)>, Vec<String>) {
         };
         let Some(rel) = rel.to_str() else { continue };
         if let Some(language) = Language::for_path(rel) {
-            out.push((rel.to_owned(), language));
+            let size = entry.metadata().map_or(0, |m| m.len());
+            out.push((rel.to_owned(), language, size));
         } else if entry.file_name() == GO_MOD {
             manifests.push(rel.to_owned());
         }
@@ -657,9 +997,10 @@ fn install(state: &mut State, loaded: Loaded) {
             size: loaded.size,
             mtime: loaded.mtime,
             key: loaded.key,
+            pinned: loaded.pinned,
         },
     );
-    state.graph.insert(&loaded.rel, loaded.analysis);
+    state.graph.insert_prepared(&loaded.rel, loaded.node);
 }
 
 /// Drops a file; the graph re-resolves the files that called into it.

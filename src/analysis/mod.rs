@@ -15,7 +15,11 @@
 //!   call graph as plain data (pure functions, unit-tested) and `resolve` the per-style
 //!   cross-file resolvers (ECMAScript, Python, Go, Rust, Java).
 //! - [`worker`]: large sources parsed in a child process, so the parse's memory goes back to
-//!   the OS and a parser crash cannot take the daemon down.
+//!   the OS and a parser crash cannot take the daemon down; [`pool`] keeps two such workers
+//!   alive (no process start per file).
+//! - `store`: the index on disk (`.wit/index.db`): per file its size, mtime, hash, outline
+//!   and whole analysis, so a start parses only what changed; [`progress`]: how far a build
+//!   is, published as `.wit/index.json`.
 
 mod cache;
 mod calls;
@@ -25,8 +29,13 @@ mod index;
 pub mod language;
 mod languages;
 mod model;
+mod outline;
+pub mod pool;
+pub mod progress;
 mod resolve;
 mod signature;
+mod store;
+mod symbols;
 pub mod worker;
 
 pub use extract::{analyze, analyze_with_budget, PARSE_BUDGET};
@@ -36,6 +45,7 @@ pub use model::{
     CallSite, CallTarget, Diagnostic, FileAnalysis, Import, ImportKind, Lookup, Symbol, SymbolKind,
 };
 pub use signature::signatures_equal;
+pub use store::{IndexDbError, EXTRACTOR_VERSION};
 
 /// Why a repository query failed. Broken source code is never an error.
 #[derive(Debug, thiserror::Error)]

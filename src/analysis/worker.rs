@@ -60,6 +60,11 @@ impl ParseWorker {
         }
     }
 
+    /// The executable the children run.
+    pub fn program(&self) -> &std::path::Path {
+        &self.program
+    }
+
     /// Whether `source` is large enough to be parsed in a child.
     pub fn takes(&self, source: &str) -> bool {
         source.len() >= self.threshold
@@ -117,14 +122,15 @@ impl ParseWorker {
 }
 
 /// Kills a child that outlives its deadline.
-struct Watchdog {
+pub(crate) struct Watchdog {
     done: Arc<AtomicBool>,
     fired: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Watchdog {
-    fn start(pid: u32, deadline: Duration) -> Watchdog {
+    /// Watches the process `pid`, killing it once `deadline` has passed.
+    pub(crate) fn start(pid: u32, deadline: Duration) -> Watchdog {
         let done = Arc::new(AtomicBool::new(false));
         let fired = Arc::new(AtomicBool::new(false));
         let thread = {
@@ -154,7 +160,7 @@ impl Watchdog {
     }
 
     /// Stops watching; whether the deadline had passed and the child was killed.
-    fn stop(mut self) -> bool {
+    pub(crate) fn stop(mut self) -> bool {
         self.done.store(true, Ordering::Release);
         if let Some(thread) = self.thread.take() {
             thread.thread().unpark();

@@ -54,13 +54,17 @@ pub fn run(ctx: &Context, command: DaemonCommand) -> Result<Report, CliError> {
             let started = launcher::ensure_running(paths, log_level.as_deref())
                 .await
                 .map_err(|error| CliError::Unreachable(error.to_string()))?;
-            let human = if started {
+            let mut human = if started {
                 format!("wit daemon started for {root}")
             } else {
                 format!("wit daemon already running for {root}")
             };
+            let index = super::index_progress::follow(paths);
+            if let Some(index) = &index {
+                human.push_str(&format!("\nindex: {}", index.describe()));
+            }
             Ok(Report::new(
-                json!({"root": root, "started": started}),
+                json!({"root": root, "started": started, "index": index}),
                 human,
             ))
         }),
@@ -84,11 +88,13 @@ pub fn run(ctx: &Context, command: DaemonCommand) -> Result<Report, CliError> {
             match (&status.record, status.answering) {
                 (Some(record), true) => {
                     let uptime_ms = (output::now_ms() as u64).saturating_sub(record.started_at_ms);
+                    let index = super::index_progress::current(paths);
                     let human = format!(
-                        "running\n  pid      {}\n  socket   {socket}\n  uptime   {}s\n  version  {}",
+                        "running\n  pid      {}\n  socket   {socket}\n  uptime   {}s\n  version  {}\n  index    {}",
                         record.pid,
                         uptime_ms / 1000,
-                        record.version
+                        record.version,
+                        super::index_progress::line(paths)
                     );
                     let value = json!({
                         "running": true,
@@ -96,6 +102,7 @@ pub fn run(ctx: &Context, command: DaemonCommand) -> Result<Report, CliError> {
                         "socket": socket,
                         "uptimeMs": uptime_ms,
                         "version": record.version,
+                        "index": index,
                     });
                     Ok(Report::new(value, human))
                 }

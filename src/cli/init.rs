@@ -101,6 +101,9 @@ pub fn run(ctx: &Context, args: &InitArgs) -> Result<Report, CliError> {
     } else {
         "  daemon       already running\n"
     });
+    if let Some(index) = super::index_progress::follow(paths) {
+        human.push_str(&format!("  index        {}\n", index.describe()));
+    }
 
     let hooks_value = if args.no_hooks {
         human.push_str("  hooks        skipped (--no-hooks)\n");

@@ -18,6 +18,7 @@ mod daemon_cmd;
 mod demo;
 mod duration;
 mod hooks;
+mod index_progress;
 mod init;
 mod intents;
 mod locks;
@@ -193,13 +194,29 @@ pub fn main() -> ExitCode {
     ExitCode::from(output::finish(outcome, json))
 }
 
-/// `wit __analyze LANGUAGE BUDGET_MS`: the daemon's parse worker (see
-/// [`crate::analysis::worker`]); not for people, so not in `--help`.
+/// `wit __analyze LANGUAGE BUDGET_MS` (one source) or `wit __analyze --serve` (framed
+/// requests until stdin closes): the daemon's parse workers (see [`crate::analysis::worker`]
+/// and [`crate::analysis::pool`]); not for people, so not in `--help`.
 fn analyze_worker(args: Vec<std::ffi::OsString>) -> ExitCode {
     let text: Vec<String> = args
         .iter()
         .map(|arg| arg.to_string_lossy().into_owned())
         .collect();
+    if let [flag] = text.as_slice() {
+        if flag == crate::analysis::pool::SERVE_FLAG {
+            let outcome = crate::analysis::pool::serve_frames(
+                &mut std::io::stdin().lock(),
+                &mut std::io::BufWriter::new(std::io::stdout().lock()),
+            );
+            return match outcome {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("wit {}: {error}", worker::SUBCOMMAND);
+                    ExitCode::FAILURE
+                }
+            };
+        }
+    }
     let [language, budget] = text.as_slice() else {
         eprintln!(
             "usage: wit {} LANGUAGE BUDGET_MS < source",

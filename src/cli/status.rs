@@ -89,10 +89,13 @@ fn render(ctx: &Context, snapshot: &Snapshot) -> Result<(Value, String), CliErro
         "intents": snapshot.intents,
         "locks": snapshot.locks,
         "contracts": snapshot.contracts,
+        "index": super::index_progress::current(&ctx.paths),
     });
     let human = format!(
-        "wit status for {}\n{session_line}\n\n{}\n{}\n{}",
+        "wit status for {}\n{session_line}\nindex: {}\n\n{}\n{}\n{}",
         ctx.paths.root.display(),
+        super::index_progress::current(&ctx.paths)
+            .map_or_else(|| "not published yet".to_owned(), |s| s.summary()),
         output::intents_section(&snapshot.intents),
         output::locks_section(&snapshot.locks),
         output::contracts_section(&snapshot.contracts),

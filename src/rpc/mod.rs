@@ -21,4 +21,4 @@ mod sessions;
 pub mod waiting;
 mod wit;
 
-pub use services::{App, OpenError, Services};
+pub use services::{App, OpenError, Services, INDEX_DB, INDEX_STATUS};

@@ -134,6 +134,12 @@ impl App {
     }
 }
 
+/// The index database under `.wit/` (rebuilt from the sources whenever it is missing).
+pub const INDEX_DB: &str = "index.db";
+
+/// The index's progress under `.wit/` ([`crate::analysis::progress::IndexStatus`]).
+pub const INDEX_STATUS: &str = "index.json";
+
 /// The opened state of a daemon and its background tasks.
 #[derive(Debug)]
 pub struct Services {
@@ -147,7 +153,9 @@ impl Services {
     /// With `parse_worker`, large sources are parsed in its child processes.
     pub fn open(paths: &WitPaths, parse_worker: Option<ParseWorker>) -> Result<Self, OpenError> {
         let store = Store::open(&paths.database)?;
-        let mut index = RepoIndex::new(paths.root.clone());
+        let mut index = RepoIndex::new(paths.root.clone())
+            .with_index_db(&paths.dir.join(INDEX_DB))
+            .with_status_file(paths.dir.join(INDEX_STATUS));
         if let Some(worker) = parse_worker {
             index = index.with_parse_worker(worker);
         }

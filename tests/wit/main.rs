@@ -7,6 +7,7 @@ mod contracts;
 mod gate;
 mod harness;
 mod hostile;
+mod index;
 mod intents;
 mod languages;
 mod load;

@@ -34,7 +34,7 @@ pub(super) fn import(repo: &dyn Repo, from: &str, module: &str, path: &[String])
         }
         found.consulted.push(file.to_owned());
         if repo
-            .analysis(file)
+            .exports(file)
             .is_some_and(|a| a.callable_symbol(&qualified))
         {
             found.targets.push((file.to_owned(), qualified.clone()));

@@ -37,7 +37,7 @@ pub(super) fn import(repo: &dyn Repo, _from: &str, module: &str, path: &[String]
         };
         found.consulted.push(file.to_owned());
         if let Some(qualified) = repo
-            .analysis(file)
+            .exports(file)
             .and_then(|a| defined(ModuleStyle::Java, a, &fqn[k - 1..]))
         {
             found.targets.push((file.to_owned(), qualified));

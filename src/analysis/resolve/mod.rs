@@ -13,12 +13,39 @@ use super::model::FileAnalysis;
 
 pub(crate) use paths::parent_dir;
 
+/// What a resolver asks about one file's symbols.
+pub(crate) trait Exports {
+    /// Whether a call can go to the symbol of this qualified name (see
+    /// [`FileAnalysis::callable_symbol`]).
+    fn callable_symbol(&self, qualified_name: &str) -> bool;
+    /// The qualified name an imported `path` names in this file (see
+    /// [`FileAnalysis::export_target`]).
+    fn export_target(&self, path: &[String]) -> Option<String>;
+}
+
+impl Exports for FileAnalysis {
+    fn callable_symbol(&self, qualified_name: &str) -> bool {
+        FileAnalysis::callable_symbol(self, qualified_name)
+    }
+
+    fn export_target(&self, path: &[String]) -> Option<String> {
+        FileAnalysis::export_target(self, path)
+    }
+}
+
 /// What a resolver may ask about the indexed repository.
 pub(crate) trait Repo {
     /// Whether the index knows the file.
     fn exists(&self, file: &str) -> bool;
-    /// The analysis of an indexed file.
-    fn analysis(&self, file: &str) -> Option<&FileAnalysis>;
+    /// The analysis of an indexed file (a view that keeps whole analyses; the call graph
+    /// keeps outlines and answers [`Repo::exports`] instead).
+    fn analysis(&self, _file: &str) -> Option<&FileAnalysis> {
+        None
+    }
+    /// What resolution needs of an indexed file's symbols.
+    fn exports(&self, file: &str) -> Option<&dyn Exports> {
+        self.analysis(file).map(|a| a as &dyn Exports)
+    }
     /// The indexed files directly in `dir` (`""` is the root), sorted.
     fn files_in_dir(&self, dir: &str) -> Vec<&str>;
     /// The indexed files whose name (last path segment) is `name`, sorted.
@@ -74,7 +101,7 @@ pub(crate) fn package(style: ModuleStyle, repo: &dyn Repo, from: &str, path: &[S
                 if file == from || !file.ends_with(&format!(".{ext}")) {
                     continue;
                 }
-                let Some(analysis) = repo.analysis(file) else {
+                let Some(analysis) = repo.exports(file) else {
                     continue;
                 };
                 found.consulted.push(file.to_owned());
@@ -103,7 +130,7 @@ fn constructor_fallback(style: ModuleStyle, path: &[String]) -> Option<String> {
 
 /// The qualified name `path` means in `analysis`, if it defines it (with the Java constructor
 /// fallback).
-fn defined(style: ModuleStyle, analysis: &FileAnalysis, path: &[String]) -> Option<String> {
+fn defined(style: ModuleStyle, analysis: &dyn Exports, path: &[String]) -> Option<String> {
     let qualified = path.join(".");
     if analysis.callable_symbol(&qualified) {
         return Some(qualified);
@@ -121,7 +148,7 @@ fn ecma_or_python(
     let exists = |p: &str| repo.exists(p);
     let mut found = Found::default();
     let target_in = |file: &str, path: &[String]| {
-        repo.analysis(file)
+        repo.exports(file)
             .and_then(|a| a.export_target(path))
             .map(|q| (file.to_owned(), q))
     };

@@ -53,7 +53,7 @@ pub(super) fn import(repo: &dyn Repo, from: &str, module: &str, path: &[String])
         found.consulted.push(file.clone());
         let qualified = segments[k..].join(".");
         if repo
-            .analysis(&file)
+            .exports(&file)
             .is_some_and(|a| a.callable_symbol(&qualified))
         {
             found.targets.push((file, qualified));

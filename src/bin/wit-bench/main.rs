@@ -16,17 +16,22 @@
 //! Modules: [`net`] (the connection), [`measure`] (workloads and the table), [`fixtures`]
 //! (generated sources, the daemon under test), [`floors`], [`sections`] (wave 1),
 //! [`pulse`] (sessions, waits and events), [`gate`] (the edit gate: `wit hook pre-edit` end
-//! to end and `edit.preflight`), [`cli_timings`], [`mcp_timings`] (`wit mcp` over stdio).
+//! to end and `edit.preflight`), [`cli_timings`], [`mcp_timings`] (`wit mcp` over stdio),
+//! [`index`] (the code index on a checkout: `--repo PATH`, or on a generated repository:
+//! `--synthetic MB [--synthetic-dir PATH]`, see [`synthetic`]; these run the index section
+//! alone, `--runs` cold/warm pairs).
 
 mod cli_timings;
 mod fixtures;
 mod floors;
 mod gate;
+mod index;
 mod mcp_timings;
 mod measure;
 mod net;
 mod pulse;
 mod sections;
+mod synthetic;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -72,6 +77,20 @@ struct Options {
     /// Run only these sections (comma-separated).
     #[arg(long, value_name = "SECTION,...", value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(SECTIONS))]
     only: Vec<String>,
+    /// Run only the index section, on this checkout (cold build, warm restart, RSS, first
+    /// caller-aware acquire, steady-state p50s).
+    #[arg(long, value_name = "PATH")]
+    repo: Option<PathBuf>,
+    /// Run only the index section, on a generated repository of about this many MB of
+    /// mixed-language source (kept in `--synthetic-dir`, else a scratch directory).
+    #[arg(long, value_name = "MB")]
+    synthetic: Option<u64>,
+    /// Where `--synthetic` writes (and reuses) the generated repository.
+    #[arg(long, value_name = "PATH")]
+    synthetic_dir: Option<PathBuf>,
+    /// Cold build / warm restart pairs of the index section (the table gives medians).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
 }
 
 impl Options {
@@ -126,6 +145,9 @@ async fn main() -> Result<()> {
             "{} not found: build it first (cargo build --release --bin wit) or pass --wit",
             wit.display()
         );
+    }
+    if options.repo.is_some() || options.synthetic.is_some() {
+        return index_section(&options, &wit).await;
     }
     let quick = options.quick;
     let scale = |full: usize, small: usize| if quick { small } else { full };
@@ -205,6 +227,30 @@ async fn main() -> Result<()> {
         cpu_time(daemon.pid())?.as_secs_f64()
     );
     Ok(())
+}
+
+/// The index section alone, on `--repo` or a generated `--synthetic` repository.
+async fn index_section(options: &Options, wit: &std::path::Path) -> Result<()> {
+    print_header(options.quick, wit);
+    if let Some(repo) = &options.repo {
+        return index::index(wit, repo, options.runs, options.quick).await;
+    }
+    let megabytes = options.synthetic.unwrap_or(280);
+    let work = WorkDir::new()?;
+    let root = options
+        .synthetic_dir
+        .clone()
+        .unwrap_or_else(|| work.path().join("synthetic"));
+    if !root.join(".git").exists() {
+        let started = Instant::now();
+        let (files, bytes) = synthetic::generate(&root, megabytes * 1_000_000)?;
+        println!(
+            "generated {files} files, {:.1} MB in {}",
+            bytes as f64 / 1e6,
+            fmt_duration(started.elapsed())
+        );
+    }
+    index::index(wit, &root, options.runs, options.quick).await
 }
 
 /// A git repository at `root` with the generated TypeScript files of each size.

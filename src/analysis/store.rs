@@ -1,0 +1,427 @@
+//! The index on disk: `.wit/index.db`, a SQLite file of its own (WAL, mode 0600), apart from
+//! the coordination state so it can be deleted at any time and is rebuilt from the sources.
+//!
+//! ```text
+//! meta(key TEXT PRIMARY KEY, value TEXT)           -- 'version': see `version_key`
+//! files(path     TEXT PRIMARY KEY,                 -- relative, '/'-separated
+//!       size     INTEGER NOT NULL,                 -- bytes on disk when indexed
+//!       mtime_ns INTEGER,                          -- mtime when indexed (NULL: unknown)
+//!       language TEXT NOT NULL,
+//!       hash     BLOB,                             -- XXH3-128 of the content (NULL: not parsed)
+//!       outline  BLOB NOT NULL,                    -- JSON: what the call graph needs
+//!       analysis BLOB NOT NULL)                    -- JSON: the whole FileAnalysis
+//! ```
+//!
+//! The *outline* is a file's analysis cut to what cross-file resolution reads: symbol names,
+//! qualified names and kinds, the default export and the distinct resolvable call targets per
+//! caller (`graph::outline`). A warm start reads only the outlines; a file's whole analysis
+//! (ranges, signatures, diagnostics) is read when a request asks about that file.
+//!
+//! There are no migrations: when the version key differs (schema, extractor, grammars,
+//! queries) the tables are emptied and the index is rebuilt. A file SQLite cannot read is
+//! deleted and created again, with one warning; no failure here ever fails a request.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::language::Language;
+use super::model::FileAnalysis;
+
+/// The layout of the tables above; bump on any change.
+const SCHEMA_VERSION: u32 = 1;
+
+/// The meaning of the stored analyses; bump whenever extraction changes what it stores for
+/// the same source and grammar (queries and grammars are in the key already).
+pub const EXTRACTOR_VERSION: u32 = 1;
+
+/// Why the index database could not be used (the index then runs in memory only).
+#[derive(Debug, thiserror::Error)]
+pub enum IndexDbError {
+    /// SQLite failed.
+    #[error("index database: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// The file could not be created or its mode set.
+    #[error("index database file: {0}")]
+    File(#[from] std::io::Error),
+}
+
+/// One file's row.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredFile {
+    /// Relative path.
+    pub path: String,
+    /// Size on disk when indexed.
+    pub size: u64,
+    /// Modification time when indexed.
+    pub mtime: Option<SystemTime>,
+    /// The language it was indexed as.
+    pub language: Language,
+    /// Content length and hash (`None`: not parsed, too large or not UTF-8).
+    pub hash: Option<u128>,
+    /// The outline, decoded.
+    pub outline: FileAnalysis,
+}
+
+/// A row to write: the file's facts, its outline and its whole analysis, encoded.
+pub(crate) struct Row {
+    pub path: String,
+    pub size: u64,
+    pub mtime: Option<SystemTime>,
+    pub language: Language,
+    pub hash: Option<u128>,
+    pub outline: Vec<u8>,
+    pub analysis: Vec<u8>,
+}
+
+impl Row {
+    /// Encodes a file's outline and analysis.
+    pub(crate) fn new(
+        path: &str,
+        size: u64,
+        mtime: Option<SystemTime>,
+        hash: Option<u128>,
+        outline: &FileAnalysis,
+        analysis: &FileAnalysis,
+    ) -> Option<Row> {
+        Some(Row {
+            path: path.to_owned(),
+            size,
+            mtime,
+            language: analysis.language.or(outline.language)?,
+            hash,
+            outline: serde_json::to_vec(outline).ok()?,
+            analysis: serde_json::to_vec(analysis).ok()?,
+        })
+    }
+}
+
+/// The open index database. Every method takes `&self`; one connection behind a mutex.
+pub(crate) struct IndexDb {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for IndexDb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IndexDb").field("path", &self.path).finish()
+    }
+}
+
+impl IndexDb {
+    /// Opens (or creates) the index at `path`. A file of another version is emptied; a file
+    /// SQLite cannot read is replaced, with a warning.
+    pub(crate) fn open(path: &Path) -> Result<IndexDb, IndexDbError> {
+        match Self::open_checked(path) {
+            Ok(db) => Ok(db),
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "index database unreadable; rebuilding it");
+                remove_files(path);
+                Self::open_checked(path)
+            }
+        }
+    }
+
+    fn open_checked(path: &Path) -> Result<IndexDb, IndexDbError> {
+        prepare_file(path)?;
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(Duration::from_secs(5))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             CREATE TABLE IF NOT EXISTS files (
+                 path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER,
+                 language TEXT NOT NULL, hash BLOB, outline BLOB NOT NULL,
+                 analysis BLOB NOT NULL) WITHOUT ROWID;",
+        )?;
+        let want = version_key();
+        let have: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key = 'version'", [], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        if have.as_deref() != Some(want.as_str()) {
+            if have.is_some() {
+                tracing::info!("index version changed; rebuilding the index");
+            }
+            conn.execute_batch("BEGIN; DELETE FROM files; DELETE FROM meta; COMMIT;")?;
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('version', ?1)",
+                params![want],
+            )?;
+        }
+        Ok(IndexDb {
+            conn: Mutex::new(conn),
+            path: path.to_owned(),
+        })
+    }
+
+    /// Hands every stored file with its outline to `each`, row by row (the outlines are
+    /// decoded, not reindexed). A read failure (a file corrupted since it was opened) empties
+    /// the index, with a warning: everything is parsed again (rows handed over before the
+    /// failure are still true files).
+    pub(crate) fn load(&self, mut each: impl FnMut(StoredFile)) {
+        if let Err(error) = self.try_load(&mut each) {
+            tracing::warn!(path = %self.path.display(), %error, "index database unreadable; rebuilding it");
+            self.reset();
+        }
+    }
+
+    fn try_load(&self, each: &mut impl FnMut(StoredFile)) -> rusqlite::Result<()> {
+        let conn = self.conn();
+        let mut statement =
+            conn.prepare("SELECT path, size, mtime_ns, language, hash, outline FROM files")?;
+        let rows = statement.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, Option<i64>>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, Option<Vec<u8>>>(4)?,
+                r.get::<_, Vec<u8>>(5)?,
+            ))
+        })?;
+        for row in rows {
+            let (path, size, mtime, language, hash, outline) = row?;
+            // A row that does not decode is dropped: its file is parsed again.
+            let Some(language) = Language::from_name(&language) else {
+                continue;
+            };
+            let Ok(outline) = serde_json::from_slice::<FileAnalysis>(&outline) else {
+                continue;
+            };
+            each(StoredFile {
+                path,
+                size: u64::try_from(size).unwrap_or(0),
+                mtime: mtime.and_then(from_nanos),
+                language,
+                hash: hash.as_deref().and_then(hash_from_bytes),
+                outline,
+            });
+        }
+        Ok(())
+    }
+
+    /// The whole stored analysis of `path` when its stored content hash is `hash`.
+    pub(crate) fn analysis(&self, path: &str, hash: u128) -> Option<FileAnalysis> {
+        let bytes: Option<Vec<u8>> = self
+            .conn()
+            .query_row(
+                "SELECT analysis FROM files WHERE path = ?1 AND hash = ?2",
+                params![path, hash.to_le_bytes().as_slice()],
+                |r| r.get(0),
+            )
+            .optional()
+            .unwrap_or_else(|error| {
+                tracing::debug!(path, %error, "index row not read");
+                None
+            });
+        let mut analysis: FileAnalysis = serde_json::from_slice(&bytes?).ok()?;
+        analysis.reindex();
+        Some(analysis)
+    }
+
+    /// Writes `rows` and deletes `removed` in one transaction. A failure is logged and the
+    /// index goes on in memory (the next start parses those files again).
+    pub(crate) fn write(&self, rows: &[Row], removed: &[String]) {
+        if rows.is_empty() && removed.is_empty() {
+            return;
+        }
+        if let Err(error) = self.try_write(rows, removed) {
+            tracing::warn!(path = %self.path.display(), %error, "index database not updated");
+        }
+    }
+
+    fn try_write(&self, rows: &[Row], removed: &[String]) -> rusqlite::Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT OR REPLACE INTO files (path, size, mtime_ns, language, hash, outline, analysis)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            for row in rows {
+                insert.execute(params![
+                    row.path,
+                    i64::try_from(row.size).unwrap_or(i64::MAX),
+                    row.mtime.and_then(to_nanos),
+                    row.language.name(),
+                    row.hash.map(|h| h.to_le_bytes().to_vec()),
+                    row.outline,
+                    row.analysis,
+                ])?;
+            }
+            let mut delete = tx.prepare_cached("DELETE FROM files WHERE path = ?1")?;
+            for path in removed {
+                delete.execute(params![path])?;
+            }
+        }
+        tx.commit()
+    }
+
+    /// Empties the index (after a read failure); a file that cannot even be emptied is
+    /// deleted and created again.
+    fn reset(&self) {
+        let mut conn = self.conn();
+        if conn.execute_batch("DELETE FROM files;").is_ok() {
+            return;
+        }
+        if let Ok(placeholder) = Connection::open_in_memory() {
+            // Closes the broken file before it is deleted.
+            drop(std::mem::replace(&mut *conn, placeholder));
+        }
+        remove_files(&self.path);
+        match Self::open_checked(&self.path) {
+            Ok(db) => *conn = db.conn.into_inner().unwrap_or_else(|e| e.into_inner()),
+            Err(error) => tracing::warn!(%error, "index database cannot be recreated"),
+        }
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The version key: a stored index is used only when it matches. It names the schema, the
+/// extractor, the crate, and per language its grammar's ABI and node-kind and field counts and
+/// a hash of its queries, so a grammar upgrade or a query edit rebuilds the index.
+pub(crate) fn version_key() -> String {
+    let mut key = format!(
+        "schema={SCHEMA_VERSION};extractor={EXTRACTOR_VERSION};wit={}",
+        env!("CARGO_PKG_VERSION")
+    );
+    for language in Language::ALL {
+        let spec = language.spec();
+        let grammar = (spec.grammar)();
+        let queries = format!(
+            "{}\0{}\0{}",
+            spec.symbols_query, spec.calls_query, spec.imports_query
+        );
+        key.push_str(&format!(
+            ";{}=abi{}/kinds{}/fields{}/q{:x}",
+            spec.name,
+            grammar.abi_version(),
+            grammar.node_kind_count(),
+            grammar.field_count(),
+            xxhash_rust::xxh3::xxh3_64(queries.as_bytes())
+        ));
+    }
+    key
+}
+
+fn to_nanos(time: SystemTime) -> Option<i64> {
+    let since = time.duration_since(UNIX_EPOCH).ok()?;
+    i64::try_from(since.as_nanos()).ok()
+}
+
+fn from_nanos(nanos: i64) -> Option<SystemTime> {
+    let nanos = u64::try_from(nanos).ok()?;
+    UNIX_EPOCH.checked_add(Duration::from_nanos(nanos))
+}
+
+fn hash_from_bytes(bytes: &[u8]) -> Option<u128> {
+    Some(u128::from_le_bytes(bytes.try_into().ok()?))
+}
+
+/// Creates the file with mode 0600 before SQLite opens it (SQLite gives `-wal` and `-shm`
+/// the same mode), and sets 0600 on an existing one.
+fn prepare_file(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+}
+
+/// Deletes the database and its WAL and shared-memory files.
+fn remove_files(path: &Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(name));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+    use super::*;
+    use crate::analysis::analyze;
+
+    fn row(path: &str, source: &str) -> Row {
+        let analysis = analyze(Language::Python, source);
+        let outline = crate::analysis::graph::outline(&analysis);
+        Row::new(
+            path,
+            source.len() as u64,
+            Some(SystemTime::now()),
+            Some(7),
+            &outline,
+            &analysis,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn rows_round_trip_and_a_version_change_empties_the_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.db");
+        let db = IndexDb::open(&path).unwrap();
+        db.write(
+            &[
+                row("a.py", "def f():\n    g()\n"),
+                row("b.py", "def g(): pass\n"),
+            ],
+            &[],
+        );
+        db.write(&[], &["b.py".to_owned()]);
+        let mut loaded = Vec::new();
+        db.load(|f| loaded.push(f));
+        assert_eq!(loaded.len(), 1);
+        assert_eq!(loaded[0].path, "a.py");
+        assert_eq!(loaded[0].hash, Some(7));
+        assert_eq!(loaded[0].outline.symbols.len(), 1);
+        let full = db.analysis("a.py", 7).unwrap();
+        assert_eq!(full.symbols[0].qualified_name, "f");
+        assert!(db.analysis("a.py", 8).is_none());
+        drop(db);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        // Another version's file: emptied on open.
+        let conn = Connection::open(&path).unwrap();
+        conn.execute(
+            "UPDATE meta SET value = 'schema=0' WHERE key = 'version'",
+            [],
+        )
+        .unwrap();
+        drop(conn);
+        let mut count = 0;
+        IndexDb::open(&path).unwrap().load(|_| count += 1);
+        assert_eq!(count, 0);
+    }
+
+    #[test]
+    fn a_garbage_file_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.db");
+        std::fs::write(&path, vec![0x5a; 10_000]).unwrap();
+        let db = IndexDb::open(&path).unwrap();
+        let mut count = 0;
+        db.load(|_| count += 1);
+        assert_eq!(count, 0);
+        db.write(&[row("a.py", "def f(): pass\n")], &[]);
+        db.load(|_| count += 1);
+        assert_eq!(count, 1);
+    }
+}

@@ -1,0 +1,266 @@
+//! The `index` section: the code index on a real checkout (`--repo PATH`) or on a generated
+//! synthetic repository (`--synthetic MB`). For each run it times a cold build (no
+//! `.wit/index.db`: start, then the first caller-aware `lock.acquire`, which waits for the
+//! whole index), a warm restart (the same with the index of the previous run on disk), the
+//! daemon's RSS once the index is complete, and the steady-state p50 of `lock.acquire`,
+//! `intent.declare` and `edit.preflight` on one of the repository's symbols.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+
+use crate::fixtures::{lock_cycle, Daemon};
+use crate::measure::{fmt_duration, measure, rss_kib, MakeOp};
+use crate::net::{request, Conn};
+
+/// One repository's measured figures, per run.
+#[derive(Default)]
+struct Runs {
+    cold: Vec<Duration>,
+    warm: Vec<Duration>,
+    warm_pong: Vec<Duration>,
+    rss_cold: Vec<u64>,
+    rss_warm: Vec<u64>,
+}
+
+/// Runs the index section on `repo` `runs` times (cold build then warm restart each time).
+pub(crate) async fn index(wit: &Path, repo: &Path, runs: usize, quick: bool) -> Result<()> {
+    let (files, bytes) = source_size(repo);
+    let (file, symbol) = pick_symbol(repo).context("no supported source file with a symbol")?;
+    let symbol_path = format!("{file}:{symbol}");
+    println!(
+        "## index: {} ({files} source files, {:.1} MB); probe symbol {symbol_path}",
+        repo.display(),
+        bytes as f64 / 1e6
+    );
+    println!();
+    // A `.wit` this run creates is removed at the end, so runs start alike (the intents the
+    // steady state declares would otherwise pile up in state.db from run to run).
+    let created = !repo.join(".wit").exists();
+    let mut figures = Runs::default();
+    for run in 0..runs.max(1) {
+        remove_index(repo);
+        let (cold, cold_rss, _) = first_acquire(wit, repo, &symbol_path).await?;
+        let (warm, warm_rss, warm_pong) = first_acquire(wit, repo, &symbol_path).await?;
+        println!(
+            "run {run}: cold build {} ({:.1} MB/s), RSS {} KiB | warm restart: first acquire {} (pong {}), RSS {} KiB",
+            fmt_duration(cold),
+            bytes as f64 / 1e6 / cold.as_secs_f64(),
+            cold_rss,
+            fmt_duration(warm),
+            fmt_duration(warm_pong),
+            warm_rss
+        );
+        figures.cold.push(cold);
+        figures.warm.push(warm);
+        figures.warm_pong.push(warm_pong);
+        figures.rss_cold.push(cold_rss);
+        figures.rss_warm.push(warm_rss);
+    }
+    let cold = median(&mut figures.cold);
+    println!();
+    println!(
+        "| {} | cold build {} ({:.1} MB/s) | warm restart to first caller-aware acquire {} (pong {}) | RSS after cold {} KiB, after warm {} KiB |",
+        repo.file_name().and_then(|n| n.to_str()).unwrap_or("repo"),
+        fmt_duration(cold),
+        bytes as f64 / 1e6 / cold.as_secs_f64(),
+        fmt_duration(median(&mut figures.warm)),
+        fmt_duration(median(&mut figures.warm_pong)),
+        median(&mut figures.rss_cold),
+        median(&mut figures.rss_warm),
+    );
+    let outcome = steady_state(wit, repo, &file, &symbol, quick).await;
+    if created {
+        let _ = std::fs::remove_dir_all(repo.join(".wit"));
+    }
+    outcome
+}
+
+/// Starts a daemon on `repo` and times its first caller-aware `lock.acquire` from the spawn;
+/// the daemon's RSS once answered (after a short settle) and the time to the first pong.
+async fn first_acquire(
+    wit: &Path,
+    repo: &Path,
+    symbol_path: &str,
+) -> Result<(Duration, u64, Duration)> {
+    let started = Instant::now();
+    let (daemon, pong) = Daemon::start(wit, repo).await?;
+    let mut conn = Conn::open(&daemon.socket).await?;
+    let answer = conn
+        .call(
+            "lock.acquire",
+            json!({"symbolPath": symbol_path, "sessionId": "bench-index", "ttlMs": 60_000}),
+        )
+        .await?;
+    let elapsed = started.elapsed();
+    if answer.get("error").is_some() {
+        bail!("lock.acquire failed: {answer}");
+    }
+    conn.call(
+        "lock.release",
+        json!({"symbolPath": symbol_path, "sessionId": "bench-index"}),
+    )
+    .await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let rss = rss_kib(daemon.pid()).unwrap_or(0);
+    stop(daemon).await;
+    Ok((elapsed, rss, pong))
+}
+
+/// Stops a daemon with SIGTERM (its index and state flushed), SIGKILL after 10 s.
+async fn stop(daemon: Daemon) {
+    let pid = daemon.pid();
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
+        // A zombie until the Daemon's drop reaps it: look at its state.
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if state.split_whitespace().nth(2) == Some("Z") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(daemon);
+}
+
+/// p50 of acquire+release, intent.declare and edit.preflight on a warm daemon.
+async fn steady_state(
+    wit: &Path,
+    repo: &Path,
+    file: &str,
+    symbol: &str,
+    quick: bool,
+) -> Result<()> {
+    let (daemon, _) = Daemon::start(wit, repo).await?;
+    let socket = daemon.socket.clone();
+    let pid = Some(daemon.pid());
+    let symbol_path = format!("{file}:{symbol}");
+    let mut conn = Conn::open(&socket).await?;
+    conn.call(
+        "lock.acquire",
+        json!({"symbolPath": symbol_path, "sessionId": "warm", "ttlMs": 1_000}),
+    )
+    .await?;
+    conn.call(
+        "lock.release",
+        json!({"symbolPath": symbol_path, "sessionId": "warm"}),
+    )
+    .await?;
+    let ops = if quick { 300 } else { 2_000 };
+    let make: MakeOp = {
+        let symbol_path = symbol_path.clone();
+        Arc::new(move |w, _| lock_cycle(&symbol_path, &format!("acq-{w}")))
+    };
+    let m = measure(&socket, pid, 1, ops, make).await?;
+    println!(
+        "steady state: lock.acquire+release p50 {} p99 {}",
+        fmt_duration(m.percentile(0.5)),
+        fmt_duration(m.percentile(0.99))
+    );
+    let make: MakeOp = {
+        let (file, symbol) = (file.to_owned(), symbol.to_owned());
+        Arc::new(move |w, i| {
+            vec![request(
+                "intent.declare",
+                &json!({"sessionId": format!("decl-{w}-{i}"), "description": "bench", "files": [file], "symbols": [symbol]}),
+            )]
+        })
+    };
+    let m = measure(&socket, pid, 1, ops / 4, make).await?;
+    println!(
+        "steady state: intent.declare p50 {} p99 {}",
+        fmt_duration(m.percentile(0.5)),
+        fmt_duration(m.percentile(0.99))
+    );
+    let make: MakeOp = {
+        let file = file.to_owned();
+        let symbol = symbol.to_owned();
+        Arc::new(move |w, _| {
+            vec![request(
+                "edit.preflight",
+                &json!({"sessionId": format!("pre-{w}"), "file": file, "edits": [{"oldText": symbol, "newText": format!("{symbol}_renamed")}]}),
+            )]
+        })
+    };
+    let m = measure(&socket, pid, 1, ops / 4, make).await?;
+    println!(
+        "steady state: edit.preflight p50 {} p99 {}",
+        fmt_duration(m.percentile(0.5)),
+        fmt_duration(m.percentile(0.99))
+    );
+    println!(
+        "daemon RSS at the end: {} KiB",
+        rss_kib(daemon.pid()).unwrap_or(0)
+    );
+    stop(daemon).await;
+    Ok(())
+}
+
+/// Deletes the index database of `repo` (a cold start next).
+fn remove_index(repo: &Path) {
+    for name in ["index.db", "index.db-wal", "index.db-shm", "index.json"] {
+        let _ = std::fs::remove_file(repo.join(".wit").join(name));
+    }
+}
+
+fn median<T: Copy + Ord + Default>(values: &mut [T]) -> T {
+    values.sort_unstable();
+    values.get(values.len() / 2).copied().unwrap_or_default()
+}
+
+/// Supported source files (as the index walks them) and their bytes.
+fn source_size(repo: &Path) -> (usize, u64) {
+    let mut files = 0;
+    let mut bytes = 0;
+    for (path, _) in sources(repo) {
+        if let Ok(meta) = std::fs::metadata(&path) {
+            files += 1;
+            bytes += meta.len();
+        }
+    }
+    (files, bytes)
+}
+
+fn sources(repo: &Path) -> Vec<(PathBuf, wit::analysis::Language)> {
+    let mut builder = ignore::WalkBuilder::new(repo);
+    builder.hidden(true).require_git(false).parents(false);
+    builder
+        .filter_entry(|e| e.file_name() != "node_modules")
+        .build()
+        .flatten()
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+        .filter_map(|e| {
+            let language = wit::analysis::Language::for_path(e.path().to_str()?)?;
+            Some((e.path().to_owned(), language))
+        })
+        .collect()
+}
+
+/// A function somewhere in the middle of the repository's larger files that others may call:
+/// (relative file, qualified name).
+fn pick_symbol(repo: &Path) -> Option<(String, String)> {
+    let mut candidates: Vec<(u64, PathBuf, wit::analysis::Language)> = sources(repo)
+        .into_iter()
+        .filter_map(|(p, l)| Some((std::fs::metadata(&p).ok()?.len(), p, l)))
+        .filter(|(len, _, _)| (8_000..200_000).contains(len))
+        .collect();
+    candidates.sort();
+    let mid = candidates.len() / 2;
+    for (_, path, language) in candidates.iter().skip(mid).chain(candidates.iter()) {
+        let text = std::fs::read_to_string(path).ok()?;
+        let analysis = wit::analysis::analyze(*language, &text);
+        let found = analysis.symbols.iter().find(|s| {
+            s.kind == wit::analysis::SymbolKind::Function && !s.qualified_name.contains('.')
+        });
+        if let Some(symbol) = found {
+            let rel = path.strip_prefix(repo).ok()?.to_str()?.to_owned();
+            return Some((rel, symbol.qualified_name.clone()));
+        }
+    }
+    None
+}
