@@ -8,12 +8,14 @@
 //! Write transactions are `IMMEDIATE`, so even a second process on the same file waits on
 //! `busy_timeout` instead of failing half-way.
 //!
-//! The closures see typed handles, [`Reader`] and [`Writer`], whose methods are the only SQL in
-//! the program (see `agents.rs`, `locks.rs`, `intents.rs`, `contracts.rs`); statements are
+//! The closures see typed handles, [`Reader`] and [`Writer`], whose methods are the only SQL of
+//! the coordination state (see `agents.rs`, `locks.rs`, `intents.rs`, `contracts.rs`,
+//! `sessions.rs`, `events.rs`; the code index has its own file, `analysis::store`); statements are
 //! prepared once and cached. The rows are returned as the plain records of [`records`], which
 //! the `coord` module uses as its domain types. Lookups that conflict detection needs on every
 //! request go through indexes (locks by symbol path, intent ranges by file, contracts by file and
-//! status), so their cost does not grow with the number of unrelated rows.
+//! status), so their cost does not grow with the number of unrelated rows. A transaction that
+//! appended events tells the [`CommitListener`] after it commits.
 
 mod agents;
 mod contracts;
