@@ -224,7 +224,9 @@ fn rpc_error_text(error: &ProtocolError) -> String {
                         ids.first().copied().unwrap_or_default()
                     )
                 })
-                .unwrap_or_else(|| "; add --wait 5m to wait for it (first come, first served)".into());
+                .unwrap_or_else(|| {
+                    "; add --wait 5m to wait for it (first come, first served)".into()
+                });
             format!("locked by {held_by}{until}{cycle}")
         }),
         Some(ErrorCode::LockNotHeld) => {
