@@ -9,12 +9,11 @@ use serde_json::{json, Value};
 use wit::client::WitClient;
 use wit::protocol::{
     ErrorCode, EventsPollParams, EventsPollParamsTypesItem, EventsPollResult, IntentDeclareParams,
-    LockAcquireParams, LockAcquireResult, LockReleaseParams, RegisterParams, SessionEndParams,
-    SessionHeartbeatParams,
+    LockAcquireParams, LockAcquireResult, RegisterParams, SessionEndParams, SessionHeartbeatParams,
 };
 
 use crate::harness::*;
-use crate::locks::{assert_domain, assert_invalid_fields, query, rpc_error};
+use crate::locks::{acquire, assert_domain, assert_invalid_fields, query, release, rpc_error};
 
 fn register(name: &str, session: &str, pid: Option<i64>, lease_ms: Option<i64>) -> RegisterParams {
     RegisterParams {
@@ -27,17 +26,8 @@ fn register(name: &str, session: &str, pid: Option<i64>, lease_ms: Option<i64>) 
 
 fn acquire_waiting(symbol: &str, session: &str, wait_ms: Option<i64>) -> LockAcquireParams {
     LockAcquireParams {
-        symbol_path: symbol.into(),
-        session_id: session.into(),
-        ttl_ms: None,
         wait_ms,
-    }
-}
-
-fn release(symbol: &str, session: &str) -> LockReleaseParams {
-    LockReleaseParams {
-        symbol_path: symbol.into(),
-        session_id: session.into(),
+        ..acquire(symbol, session, None)
     }
 }
 
