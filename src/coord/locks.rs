@@ -15,7 +15,7 @@ use std::collections::HashSet;
 use serde_json::json;
 
 use super::events::{self, EventKind};
-use super::waits::{WaitOutcome, WaitQueues, WaitReply, WaiterId};
+use super::waits::{WaitOutcome, WaitQueues, WaitReply, Waiter, WaiterId};
 use super::{parse_symbol_path, Coord, CoordError, Lock, Result};
 use crate::store::Writer;
 
@@ -354,7 +354,13 @@ impl Coord {
     /// Answers every waiting request with LOCK_CONFLICT (the daemon is stopping).
     pub fn refuse_all_waiters(&self) {
         let drained = self.waits().drain();
-        for (symbol, waiter) in drained {
+        self.refuse(drained);
+    }
+
+    /// Answers waiters taken out of their queues with LOCK_CONFLICT naming the holder of that
+    /// moment (called with the queue mutex released: it reads the database).
+    pub(crate) fn refuse(&self, waiters: Vec<(String, Waiter)>) {
+        for (symbol, waiter) in waiters {
             let (held_by, expires_at_ms) = self.holder(&symbol);
             waiter
                 .reply

@@ -11,7 +11,6 @@ use std::collections::{HashMap, HashSet};
 use serde_json::json;
 
 use super::events::{self, EventKind};
-use super::waits::WaitOutcome;
 use super::{check_session, Coord, CoordError, Result};
 use crate::store::{IntentFilter, IntentStatus, SessionRow, SessionSummary, Writer};
 
@@ -316,53 +315,45 @@ impl Coord {
         })?;
         self.deliver_all(&mut waits, handovers);
         drop(waits);
-        for (symbol, waiter) in refused {
-            let (held_by, expires_at_ms) = self.holder(&symbol);
-            waiter
-                .reply
-                .send(WaitOutcome::Refused(CoordError::LockConflict {
-                    held_by,
-                    expires_at_ms,
-                    cycle: None,
-                }));
-        }
+        self.refuse(refused);
         let mut sightings = self.sightings();
         sightings.open_rows.remove(session_id);
         Ok(ended)
     }
 
-    /// Whether a session with this stored pulse is dead now, and why.
-    fn death(&self, row: &SessionRow, now: i64, waiting: &HashSet<String>) -> Option<EndReason> {
+    /// Whether a session with this stored pulse is dead now, and why. `waiting`: it has a
+    /// request waiting for a lock, a sign of life for as long as it waits.
+    fn death(&self, row: &SessionRow, now: i64, waiting: bool) -> Option<EndReason> {
         if let (Some(pid), Some(start)) = (row.pid, row.pid_start) {
             if self.processes.start_time(pid) != Some(start) {
                 return Some(EndReason::ProcessExited);
             }
         }
         if let Some(lease) = row.lease_ms {
-            // A request that is waiting for a lock is a sign of life for as long as it waits.
             let last = self.last_seen(&row.session_id, row.last_seen_ms);
-            if now > last.saturating_add(lease) && !waiting.contains(&row.session_id) {
+            if now > last.saturating_add(lease) && !waiting {
                 return Some(EndReason::LeaseLapsed);
             }
         }
         None
     }
 
+    /// Whether the session of `row` is live now (PROTOCOL-NOTES 7.3), reaped or not yet.
+    fn row_is_live(&self, row: &SessionRow) -> bool {
+        if row.ended_at_ms.is_some() {
+            return false;
+        }
+        let waiting = self.waits().has_session(&row.session_id);
+        self.death(row, self.clock.now_ms(), waiting).is_none()
+    }
+
     /// Whether `session_id` is live in the sense of PROTOCOL-NOTES 7.3, whether or not the
     /// reaper has run yet: a session never seen with a pulse is live.
     pub(crate) fn session_live(&self, session_id: &str) -> Result<bool> {
-        let Some(row) = self.store.read(|r| r.session(session_id))? else {
-            return Ok(true);
-        };
-        if row.ended_at_ms.is_some() {
-            return Ok(false);
-        }
-        let waiting = if self.waits().has_session(session_id) {
-            HashSet::from([session_id.to_owned()])
-        } else {
-            HashSet::new()
-        };
-        Ok(self.death(&row, self.clock.now_ms(), &waiting).is_none())
+        Ok(self
+            .store
+            .read(|r| r.session(session_id))?
+            .is_none_or(|row| self.row_is_live(&row)))
     }
 
     /// Reaps every session whose process exited or whose lease lapsed (PROTOCOL-NOTES 7.3).
@@ -382,7 +373,7 @@ impl Coord {
         };
         let mut reaped = Vec::new();
         for row in rows {
-            if let Some(reason) = self.death(&row, now, &waiting) {
+            if let Some(reason) = self.death(&row, now, waiting.contains(&row.session_id)) {
                 let ended = self.finish_session(&row.session_id, reason)?;
                 reaped.push(ReapedSession {
                     session_id: row.session_id,
@@ -397,24 +388,15 @@ impl Coord {
     /// Whether the session is live in the sense of PROTOCOL-NOTES 7.3 (not ended, process
     /// running, lease not lapsed), whether or not the reaper has run yet.
     pub fn session_is_live(&self, summary: &SessionSummary) -> bool {
-        if summary.ended_at_ms.is_some() {
-            return false;
-        }
-        let row = SessionRow {
+        self.row_is_live(&SessionRow {
             session_id: summary.session_id.clone(),
             pid: summary.pid,
             pid_start: summary.pid_start,
             lease_ms: summary.lease_ms,
             first_seen_ms: summary.first_seen_ms,
             last_seen_ms: summary.last_seen_ms,
-            ended_at_ms: None,
-        };
-        let waiting = if self.waits().has_session(&summary.session_id) {
-            HashSet::from([summary.session_id.clone()])
-        } else {
-            HashSet::new()
-        };
-        self.death(&row, self.clock.now_ms(), &waiting).is_none()
+            ended_at_ms: summary.ended_at_ms,
+        })
     }
 
     /// `session.list`: every session registered or holding a live lock or a declared/active
