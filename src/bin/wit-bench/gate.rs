@@ -12,22 +12,12 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use crate::measure::fmt_duration;
+use crate::measure::{fmt_duration, p50_p99};
 use crate::net::Conn;
 use crate::Bench;
 
 /// How many locks and intents other sessions hold on the file.
 const HELD: usize = 100;
-
-/// p50 and p99 of `samples` (sorted in place).
-fn percentiles(samples: &mut [Duration]) -> (Duration, Duration) {
-    samples.sort_unstable();
-    let at = |p: f64| {
-        let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
-        samples.get(index).copied().unwrap_or_default()
-    };
-    (at(0.5), at(0.99))
-}
 
 /// A Claude Code PreToolUse payload editing the body of `fn_{n}` in `file`.
 fn payload(root: &std::path::Path, file: &str, n: usize, session: &str) -> Vec<u8> {
@@ -138,7 +128,7 @@ pub(crate) async fn gate(b: &mut Bench, wit: &std::path::Path) -> Result<()> {
             bail!("unexpected preflight: {result}");
         }
     }
-    let (p50, p99) = percentiles(&mut samples);
+    let (p50, p99) = p50_p99(&mut samples);
     println!(
         "| edit.preflight, 169 KB file, {HELD} locks + {HELD} intents of others, {ops} calls: p50 {} | p99 {} | | | | | | |",
         fmt_duration(p50),
@@ -161,8 +151,8 @@ pub(crate) async fn gate(b: &mut Bench, wit: &std::path::Path) -> Result<()> {
         Ok((allowed, denied))
     })
     .await??;
-    let (a50, a99) = percentiles(&mut allowed);
-    let (d50, d99) = percentiles(&mut denied);
+    let (a50, a99) = p50_p99(&mut allowed);
+    let (d50, d99) = p50_p99(&mut denied);
     println!(
         "| `wit hook pre-edit --agent claude` end to end, {runs} processes: clean edit p50 {} p99 {} | edit of a locked symbol (deny) p50 {} p99 {} | | | | | |",
         fmt_duration(a50),

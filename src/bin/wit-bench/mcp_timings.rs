@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 
-use crate::measure::fmt_duration;
+use crate::measure::{fmt_duration, percentile};
 
 /// The first MCP frame of a session.
 pub(crate) const MCP_INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"wit-bench","version":"1"}}}"#;
@@ -116,7 +116,7 @@ pub(crate) async fn mcp_timings(
         }
     }
     latencies.sort();
-    let at = |p: f64| latencies[((latencies.len() - 1) as f64 * p).round() as usize];
+    let at = |p: f64| percentile(&latencies, p);
     println!(
         "| wit mcp: lock_acquire + lock_release tool calls over stdio (warm, {pairs} pairs): p50 {} | p99 {} | | | | | | | |",
         fmt_duration(at(0.5)),

@@ -25,12 +25,20 @@ impl Measured {
         self.ops as f64 / self.elapsed.as_secs_f64()
     }
     pub(crate) fn percentile(&self, p: f64) -> Duration {
-        if self.latencies.is_empty() {
-            return Duration::ZERO;
-        }
-        let index = ((self.latencies.len() as f64 - 1.0) * p).round() as usize;
-        self.latencies[index]
+        percentile(&self.latencies, p)
     }
+}
+
+/// The `p` quantile (0..=1) of sorted samples (zero when there are none).
+pub(crate) fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted.get(index).copied().unwrap_or_default()
+}
+
+/// p50 and p99 of `samples` (sorted in place).
+pub(crate) fn p50_p99(samples: &mut [Duration]) -> (Duration, Duration) {
+    samples.sort_unstable();
+    (percentile(samples, 0.5), percentile(samples, 0.99))
 }
 
 /// Which request an operation sends: `(worker, i)` to a list of bodies sent in sequence (one

@@ -10,19 +10,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 
-use crate::measure::fmt_duration;
+use crate::measure::{fmt_duration, p50_p99};
 use crate::net::{request, Conn};
 use crate::Bench;
-
-/// p50 and p99 of `samples` (sorted in place).
-fn percentiles(samples: &mut [Duration]) -> (Duration, Duration) {
-    samples.sort_unstable();
-    let at = |p: f64| {
-        let index = ((samples.len() as f64 - 1.0) * p).round() as usize;
-        samples.get(index).copied().unwrap_or_default()
-    };
-    (at(0.5), at(0.99))
-}
 
 /// Threads of a process (`Threads:` of `/proc/<pid>/status`).
 fn threads(pid: u32) -> Option<u64> {
@@ -85,7 +75,7 @@ pub(crate) async fn waits(b: &mut Bench) -> Result<()> {
             )
             .await?;
     }
-    let (p50, p99) = percentiles(&mut samples);
+    let (p50, p99) = p50_p99(&mut samples);
     println!(
         "| hand-over: release answered → waiter's acquire answered ({rounds} rounds; 0 when the waiter's answer came first) | 1 | {rounds} | | {} | {} | | | |",
         fmt_duration(p50),
@@ -187,7 +177,7 @@ pub(crate) async fn events(b: &mut Bench) -> Result<()> {
         // The release is an event too: step over it so the next poll waits for the acquire.
         since += 1;
     }
-    let (p50, p99) = percentiles(&mut samples);
+    let (p50, p99) = p50_p99(&mut samples);
     println!(
         "| events.poll wake-up: change answered → waiting poll answered ({rounds} rounds; 0 when the poll's answer came first) | 1 | {rounds} | | {} | {} | | | |",
         fmt_duration(p50),
@@ -237,7 +227,7 @@ pub(crate) async fn reap(b: &mut Bench) -> Result<()> {
         samples.push(killed.elapsed());
     }
     let worst = samples.iter().copied().max().unwrap_or_default();
-    let (p50, _) = percentiles(&mut samples);
+    let (p50, _) = p50_p99(&mut samples);
     println!(
         "| a killed agent's lock is free after (kill → lock.query empty; {rounds} agents) | 1 | {rounds} | | {} | max {} | | | |",
         fmt_duration(p50),
