@@ -36,7 +36,9 @@ use clap::{CommandFactory, Parser, Subcommand};
 use crate::analysis::worker;
 
 pub use duration::parse_duration;
-pub use session::{resolve_session, SessionSource, CLAUDE_SESSION_ENV, SESSION_ENV};
+pub use session::{
+    resolve_session, session_from_flag_or_env, SessionSource, CLAUDE_SESSION_ENV, SESSION_ENV,
+};
 
 use context::Context;
 use output::{CliError, Report};

@@ -46,6 +46,19 @@ pub fn resolve_session(
     env: impl Fn(&str) -> Option<String>,
     file: &Path,
 ) -> Result<Option<(String, SessionSource)>, String> {
+    Ok(match session_from_flag_or_env(flag, env)? {
+        Some(found) => Some(found),
+        None => read_session_file(file).map(|id| (id, SessionSource::File)),
+    })
+}
+
+/// The first two steps of [`resolve_session`], shared with `wit mcp` (which never reads the
+/// file): `flag` (an empty one is an error), then `WIT_SESSION`, then `CLAUDE_SESSION_ID`,
+/// each only when non-empty.
+pub fn session_from_flag_or_env(
+    flag: Option<&str>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Option<(String, SessionSource)>, String> {
     if let Some(flag) = flag {
         let flag = flag.trim();
         if flag.is_empty() {
@@ -64,7 +77,7 @@ pub fn resolve_session(
             }
         }
     }
-    Ok(read_session_file(file).map(|id| (id, SessionSource::File)))
+    Ok(None)
 }
 
 /// The session id stored in `file`, if there is a non-empty one.

@@ -5,7 +5,7 @@
 //! back to `.wit/session.id`: each agent session runs its own server, and two agents sharing
 //! the repository's default id would share their locks.
 
-use crate::cli::{CLAUDE_SESSION_ENV, SESSION_ENV};
+use crate::cli::{session_from_flag_or_env, SessionSource};
 
 use super::ServeError;
 
@@ -14,26 +14,13 @@ const MAX_NAME_BYTES: usize = 256;
 /// The name registered when the MCP client gives none.
 const FALLBACK_NAME: &str = "mcp-client";
 
-/// Where the session id came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SessionSource {
-    /// The `--session` flag.
-    Flag,
-    /// `$WIT_SESSION`.
-    WitSession,
-    /// `$CLAUDE_SESSION_ID`.
-    ClaudeSession,
-    /// A fresh id for this server process.
-    Generated,
-}
-
 /// The session a server acts for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
     /// The `sessionId` every call carries.
     pub session_id: String,
-    /// Where it came from.
-    pub source: SessionSource,
+    /// Where it came from; `None`: a fresh id for this server process.
+    pub source: Option<SessionSource>,
 }
 
 /// Resolves the session: `flag`, then the environment (read through `env`), then a new id.
@@ -41,33 +28,16 @@ pub fn resolve(
     flag: Option<&str>,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Identity, ServeError> {
-    if let Some(flag) = flag {
-        let flag = flag.trim();
-        if flag.is_empty() {
-            return Err(ServeError::EmptySession);
-        }
-        return Ok(Identity {
-            session_id: flag.to_string(),
-            source: SessionSource::Flag,
-        });
-    }
-    for (name, source) in [
-        (SESSION_ENV, SessionSource::WitSession),
-        (CLAUDE_SESSION_ENV, SessionSource::ClaudeSession),
-    ] {
-        if let Some(value) = env(name) {
-            let value = value.trim();
-            if !value.is_empty() {
-                return Ok(Identity {
-                    session_id: value.to_string(),
-                    source,
-                });
-            }
-        }
-    }
-    Ok(Identity {
-        session_id: uuid::Uuid::new_v4().to_string(),
-        source: SessionSource::Generated,
+    let found = session_from_flag_or_env(flag, env).map_err(|_| ServeError::EmptySession)?;
+    Ok(match found {
+        Some((session_id, source)) => Identity {
+            session_id,
+            source: Some(source),
+        },
+        None => Identity {
+            session_id: uuid::Uuid::new_v4().to_string(),
+            source: None,
+        },
     })
 }
 
@@ -112,10 +82,10 @@ mod tests {
         let got = resolve(Some(" flag "), &all).unwrap();
         assert_eq!(
             (got.session_id.as_str(), got.source),
-            ("flag", SessionSource::Flag)
+            ("flag", Some(SessionSource::Flag))
         );
         let got = resolve(None, &all).unwrap();
-        assert_eq!(got.source, SessionSource::WitSession);
+        assert_eq!(got.source, Some(SessionSource::WitSession));
         let got = resolve(
             None,
             env_of(&[("WIT_SESSION", " "), ("CLAUDE_SESSION_ID", "c")]),
@@ -123,11 +93,11 @@ mod tests {
         .unwrap();
         assert_eq!(
             (got.session_id.as_str(), got.source),
-            ("c", SessionSource::ClaudeSession)
+            ("c", Some(SessionSource::ClaudeSession))
         );
         let first = resolve(None, env_of(&[])).unwrap();
         let second = resolve(None, env_of(&[])).unwrap();
-        assert_eq!(first.source, SessionSource::Generated);
+        assert_eq!(first.source, None, "generated");
         assert_ne!(
             first.session_id, second.session_id,
             "each server gets its own id"
