@@ -137,7 +137,7 @@ pub(crate) fn extract(
 /// `memo` remembers the answer for every ancestor walked through (the first definition at
 /// or above it): calls of one function share their ancestors, and `Node::parent` descends
 /// from the root each time, so without it a file's calls cost their depth squared.
-fn enclosing(
+pub(super) fn enclosing(
     node: Node<'_>,
     node_to_raw: &HashMap<usize, usize>,
     memo: &mut HashMap<usize, Option<usize>>,

@@ -212,23 +212,7 @@ impl Extractor<'_> {
         // and `Node::parent` descends from the root each time.
         let mut memo: HashMap<usize, Option<usize>> = HashMap::new();
         for i in 0..raws.len() {
-            let mut walked = Vec::new();
-            let mut up = raws[i].node.parent();
-            let found = loop {
-                let Some(n) = up else { break None };
-                if let Some(&p) = ids.get(&n.id()) {
-                    break Some(p);
-                }
-                if let Some(&known) = memo.get(&n.id()) {
-                    break known;
-                }
-                walked.push(n.id());
-                up = n.parent();
-            };
-            for id in walked {
-                memo.insert(id, found);
-            }
-            raws[i].parent = found;
+            raws[i].parent = calls::enclosing(raws[i].node, &ids, &mut memo);
             let parent = raws[i].parent.map(|p| (raws[p].kind, raws[p].is_scope));
             raws[i].kind = self.kind_of(&raws[i], parent);
             raws[i].qualified_name = match (&raws[i].qualifier, raws[i].parent) {
