@@ -222,23 +222,18 @@ impl Coord {
     /// Unknown: [`CoordError::SessionNotFound`].
     pub fn heartbeat(&self, session_id: &str) -> Result<Heartbeat> {
         check_session("sessionId", session_id)?;
-        let known = self.sightings().open_rows.contains(session_id)
-            || self.store.read(|r| {
-                Ok::<_, CoordError>(
-                    r.session(session_id)?.is_some() || r.agent(session_id)?.is_some(),
-                )
-            })?;
-        if !known {
+        // One read answers both questions: does the daemon know the session, and its lease.
+        let (row, registered) = self.store.read(|r| {
+            Ok::<_, CoordError>((r.session(session_id)?, r.agent(session_id)?.is_some()))
+        })?;
+        if row.is_none() && !registered {
             return Err(CoordError::SessionNotFound {
                 session_id: session_id.to_owned(),
             });
         }
         self.touch(session_id)?;
         let now = self.clock.now_ms();
-        let lease = self
-            .store
-            .read(|r| r.session(session_id))?
-            .and_then(|s| s.lease_ms);
+        let lease = row.and_then(|s| s.lease_ms);
         Ok(Heartbeat {
             lease_expires_at_ms: lease.map(|lease| now.saturating_add(lease)),
         })
