@@ -1,8 +1,8 @@
 //! The `events` table: the log of changes (PROTOCOL-NOTES 9). Every write that changes state
 //! appends its events through [`Writer::append_event`] inside its own transaction, so an
-//! acknowledged change always has its event. The store remembers the newest `seq` it
-//! committed and tells its [`CommitListener`] after the commit (the waking of
-//! `events.poll` and of nothing else: it is not a second source of truth).
+//! acknowledged change always has its event. After a commit that appended events the store
+//! tells its [`CommitListener`] the newest `seq` (what wakes `events.poll`; the table stays
+//! the only source of truth).
 
 use rusqlite::{params, OptionalExtension, Row};
 
@@ -80,12 +80,6 @@ impl Reader<'_> {
             newest_seq: newest.unwrap_or(0),
             oldest_seq: oldest,
         })
-    }
-
-    /// How many events are kept (for tests and status).
-    pub fn event_count(&self) -> Result<i64> {
-        let mut stmt = self.conn.prepare_cached("SELECT count(*) FROM events")?;
-        Ok(stmt.query_row([], |r| r.get(0))?)
     }
 }
 
