@@ -48,6 +48,20 @@ fn json_of(output: &Output) -> Value {
     })
 }
 
+/// Starts `command` and hands over its stdout line by line as it comes.
+fn spawn_lines(mut command: Command) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    let mut child = command.stdout(Stdio::piped()).spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines() {
+            let _ = tx.send(line.unwrap());
+        }
+    });
+    (child, rx)
+}
+
 fn code(output: &Output) -> i32 {
     output.status.code().unwrap_or(-1)
 }
@@ -725,20 +739,11 @@ fn demo_runs_end_to_end_and_cleans_up() {
 fn watch_prints_changes_and_exits_on_ctrl_c() {
     let repo = Repo::new();
     let _stop = StopDaemon(&repo);
-    let mut child = wit_cmd(repo.path(), &[])
+    let mut watch = wit_cmd(repo.path(), &[]);
+    watch
         .args(["--json", "watch", "--interval", "1m"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stdout).lines() {
-            let _ = tx.send(line.unwrap());
-        }
-    });
+        .stderr(Stdio::piped());
+    let (mut child, rx) = spawn_lines(watch);
     let first = rx.recv_timeout(Duration::from_secs(20)).unwrap();
     assert_eq!(
         serde_json::from_str::<Value>(&first).unwrap()["locks"],
@@ -841,19 +846,9 @@ fn lock_wait_sessions_session_end_and_log() {
     assert_eq!(code(&wit_as(&repo, "a", &["log", "--type", "nope"])), 2);
 
     // --follow prints what comes next, one JSON event per line.
-    let mut child = wit_cmd(repo.path(), &[("WIT_SESSION", "a")])
-        .args(["--json", "log", "-f", "--last", "1"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stdout).lines() {
-            let _ = tx.send(line.unwrap());
-        }
-    });
+    let mut follow = wit_cmd(repo.path(), &[("WIT_SESSION", "a")]);
+    follow.args(["--json", "log", "-f", "--last", "1"]);
+    let (mut child, rx) = spawn_lines(follow);
     let last = rx.recv_timeout(Duration::from_secs(20)).unwrap();
     assert_eq!(
         serde_json::from_str::<Value>(&last).unwrap()["type"],
