@@ -95,7 +95,7 @@ impl Context {
                         self.paths.socket.display()
                     )));
                 }
-                launcher::ensure_running(&self.paths, None)
+                launcher::ensure_running(&self.paths, &launcher::LaunchOptions::default())
                     .await
                     .map_err(|error| {
                         CliError::Unreachable(format!("cannot start the wit daemon: {error}"))

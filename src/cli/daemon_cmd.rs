@@ -12,6 +12,7 @@ use crate::analysis::worker::{self, ParseWorker};
 use crate::daemon::launcher;
 use crate::daemon::runner::{run as run_daemon, DaemonOptions};
 use crate::daemon::server::ServeConfig;
+use crate::daemon::store_choice;
 
 /// The daemon subcommands.
 #[derive(Debug, Subcommand)]
@@ -27,17 +28,34 @@ pub enum DaemonCommand {
         /// Most connections served at once.
         #[arg(long, value_name = "N", default_value_t = 1024)]
         max_connections: usize,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Start the daemon in the background; returns once it answers. Does nothing if it runs.
     Start {
         /// Log filter for the background daemon (written to .wit/daemon.log).
         #[arg(long, value_name = "FILTER")]
         log_level: Option<String>,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Stop the running daemon (SIGTERM) and wait until it is gone.
     Stop,
     /// Show pid, socket, uptime and version of the running daemon (exit 3 when none runs).
     Status,
+}
+
+/// Where the daemon keeps its state (PROTOCOL-NOTES 12.1).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct StoreArgs {
+    /// `sqlite` (default: .wit/state.db) or a `postgres://` URL shared by the daemons of
+    /// several machines; default $WIT_STORE, else `[store] url` in .wit/config.toml.
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
+    /// The project the shared state belongs to; default $WIT_PROJECT, else `[store] project`
+    /// in .wit/config.toml, else the id of the repository's first commit.
+    #[arg(long, value_name = "NAME")]
+    project: Option<String>,
 }
 
 /// Runs a daemon subcommand.
@@ -49,9 +67,15 @@ pub fn run(ctx: &Context, command: DaemonCommand) -> Result<Report, CliError> {
             log_level,
             max_body,
             max_connections,
-        } => run_foreground(ctx, log_level.as_deref(), max_body, max_connections),
-        DaemonCommand::Start { log_level } => block_on(async {
-            let started = launcher::ensure_running(paths, log_level.as_deref())
+            store,
+        } => run_foreground(ctx, log_level.as_deref(), max_body, max_connections, &store),
+        DaemonCommand::Start { log_level, store } => block_on(async {
+            let options = launcher::LaunchOptions {
+                log_level,
+                store: store.store,
+                project: store.project,
+            };
+            let started = launcher::ensure_running(paths, &options)
                 .await
                 .map_err(|error| CliError::Unreachable(error.to_string()))?;
             let mut human = if started {
@@ -121,10 +145,19 @@ fn run_foreground(
     log_level: Option<&str>,
     max_body: usize,
     max_connections: usize,
+    store: &StoreArgs,
 ) -> Result<Report, CliError> {
     bound_malloc_arenas();
     init_logging(log_level);
+    let store = store_choice::resolve(
+        &ctx.paths.root,
+        &ctx.paths.dir,
+        store.store.as_deref(),
+        store.project.as_deref(),
+    )
+    .map_err(|error| CliError::Usage(error.to_string()))?;
     let options = DaemonOptions {
+        store,
         root: ctx.paths.root.clone(),
         serve: ServeConfig {
             max_body_bytes: max_body,

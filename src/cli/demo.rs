@@ -225,7 +225,7 @@ async fn play(narrator: &mut Narrator, paths: &WitPaths) -> Result<(), CliError>
     set_up_repository(root)?;
     let exe = std::env::current_exe().map_err(|e| failed("finding the wit binary", e))?;
     super::hooks::install(root, &exe)?;
-    launcher::ensure_running(paths, None)
+    launcher::ensure_running(paths, &launcher::LaunchOptions::default())
         .await
         .map_err(|error| {
             CliError::Unreachable(format!("demo: cannot start the daemon: {error}"))

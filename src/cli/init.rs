@@ -92,7 +92,7 @@ pub fn run(ctx: &Context, args: &InitArgs) -> Result<Report, CliError> {
     });
 
     let started = block_on(async {
-        launcher::ensure_running(paths, None)
+        launcher::ensure_running(paths, &launcher::LaunchOptions::default())
             .await
             .map_err(|error| CliError::Unreachable(format!("cannot start the daemon: {error}")))
     })?;

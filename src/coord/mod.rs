@@ -14,6 +14,7 @@
 mod agents;
 mod contracts;
 pub mod events;
+pub mod hosts;
 mod index;
 mod intents;
 mod locks;
@@ -152,12 +153,19 @@ pub struct Coord {
     waits: Mutex<waits::WaitQueues>,
     /// Signs of life not yet flushed; never held while waiting for `waits`.
     sightings: Mutex<sessions::Sightings>,
+    /// The host this daemon runs on (PROTOCOL-NOTES 12.3).
+    host_id: String,
+    /// Hosts with a live daemon, as of the last beat.
+    live_hosts: Mutex<hosts::LiveHosts>,
+    /// When this coordination core was made (its daemon's start).
+    started_at_ms: i64,
 }
 
 impl Coord {
     /// A service over `store`, reading time from `clock` and source facts from `index`,
     /// with UUID v4 ids.
     pub fn new(store: Store, clock: Arc<dyn Clock>, index: Arc<dyn CodeIndex>) -> Self {
+        let started_at_ms = clock.now_ms();
         Coord {
             store,
             clock,
@@ -166,7 +174,16 @@ impl Coord {
             processes: Arc::new(ProcFs),
             waits: Mutex::default(),
             sightings: Mutex::default(),
+            host_id: process::host_id(),
+            live_hosts: Mutex::default(),
+            started_at_ms,
         }
+    }
+
+    /// Replaces the host id (tests play several hosts).
+    pub fn with_host_id(mut self, host_id: impl Into<String>) -> Self {
+        self.host_id = host_id.into();
+        self
     }
 
     /// Replaces the process table (tests fake which pids are alive).

@@ -38,6 +38,41 @@ pub fn parse_start_time(stat: &str) -> Option<i64> {
     fields.nth(22 - 4)?.parse().ok()
 }
 
+/// The identity of the host a pid means something on (PROTOCOL-NOTES 12.3): the host name
+/// with a digest of the kernel's boot id and this process's pid namespace, so two containers
+/// of one machine, or one machine before and after a reboot, are different hosts (their pids
+/// are different processes). `WIT_HOST_ID` overrides it (tests run "two hosts" on one machine).
+pub fn host_id() -> String {
+    if let Ok(id) = std::env::var("WIT_HOST_ID") {
+        let id = id.trim();
+        if !id.is_empty() {
+            return id.to_owned();
+        }
+    }
+    let read = |path: &str| std::fs::read_to_string(path).map(|s| s.trim().to_owned());
+    let name = read("/proc/sys/kernel/hostname").unwrap_or_else(|_| "localhost".to_owned());
+    let boot = read("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let namespace = std::fs::read_link("/proc/self/ns/pid")
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    format!(
+        "{name}-{:08x}",
+        fnv1a(&[boot.as_bytes(), namespace.as_bytes()])
+    )
+}
+
+/// 32-bit FNV-1a over the parts (with a separator byte between them).
+fn fnv1a(parts: &[&[u8]]) -> u32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for part in parts {
+        for &byte in part.iter().chain(std::iter::once(&0u8)) {
+            hash ^= u32::from(byte);
+            hash = hash.wrapping_mul(0x0100_0193);
+        }
+    }
+    hash
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
@@ -50,6 +85,18 @@ mod tests {
         let first = ProcFs.start_time(me).unwrap();
         assert_eq!(ProcFs.start_time(me), Some(first));
         assert!(first > 0);
+    }
+
+    #[test]
+    fn host_id_is_stable_and_names_the_host() {
+        if std::env::var_os("WIT_HOST_ID").is_some() {
+            return;
+        }
+        let id = host_id();
+        assert_eq!(host_id(), id);
+        let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+        assert!(id.starts_with(name.trim()), "{id}");
+        assert_ne!(fnv1a(&[b"a", b"b"]), fnv1a(&[b"ab"]));
     }
 
     #[test]

@@ -49,6 +49,8 @@ pub enum EndReason {
     ProcessExited,
     /// It made no call for longer than its lease.
     LeaseLapsed,
+    /// Its pid lives on a host whose daemons all went silent (PROTOCOL-NOTES 12.3).
+    HostSilent,
 }
 
 impl EndReason {
@@ -65,6 +67,7 @@ impl EndReason {
             EndReason::Ended => "ended",
             EndReason::ProcessExited => "process exited",
             EndReason::LeaseLapsed => "lease lapsed",
+            EndReason::HostSilent => "host silent",
         }
     }
 }
@@ -320,8 +323,18 @@ impl Coord {
     /// request waiting for a lock, a sign of life for as long as it waits.
     fn death(&self, row: &SessionRow, now: i64, waiting: bool) -> Option<EndReason> {
         if let (Some(pid), Some(start)) = (row.pid, row.pid_start) {
-            if self.processes.start_time(pid) != Some(start) {
-                return Some(EndReason::ProcessExited);
+            match row.host_id.as_deref() {
+                // Rows from before hosts were recorded are this host's.
+                Some(host) if host != self.host_id => {
+                    if !self.host_is_live(host) {
+                        return Some(EndReason::HostSilent);
+                    }
+                }
+                _ => {
+                    if self.processes.start_time(pid) != Some(start) {
+                        return Some(EndReason::ProcessExited);
+                    }
+                }
             }
         }
         if let Some(lease) = row.lease_ms {
@@ -391,6 +404,7 @@ impl Coord {
             first_seen_ms: summary.first_seen_ms,
             last_seen_ms: summary.last_seen_ms,
             ended_at_ms: summary.ended_at_ms,
+            host_id: summary.host_id.clone(),
         })
     }
 
@@ -421,7 +435,12 @@ impl Coord {
     ) -> Result<()> {
         let session_id = registration.session_id;
         w.touch_session(session_id, now)?;
-        w.set_session_pulse(session_id, registration.pid, registration.lease_ms)?;
+        w.set_session_pulse(
+            session_id,
+            registration.pid,
+            &self.host_id,
+            registration.lease_ms,
+        )?;
         events::append(
             w,
             now,

@@ -77,11 +77,22 @@ pub async fn is_answering(client: &WitClient) -> bool {
     client.ping().await.is_ok()
 }
 
+/// How a daemon started in the background is set up (unset: its defaults and environment).
+#[derive(Debug, Clone, Default)]
+pub struct LaunchOptions {
+    /// Its log filter.
+    pub log_level: Option<String>,
+    /// Its store (`WIT_STORE` of the child: a URL's password never shows in `ps`).
+    pub store: Option<String>,
+    /// Its project (`WIT_PROJECT` of the child).
+    pub project: Option<String>,
+}
+
 /// Makes sure a daemon serves `paths.root`, starting one in the background when none answers.
 /// Returns whether this call started it.
 pub async fn ensure_running(
     paths: &WitPaths,
-    log_level: Option<&str>,
+    options: &LaunchOptions,
 ) -> Result<bool, LaunchError> {
     let client = WitClient::new(&paths.socket);
     if is_answering(&client).await {
@@ -103,7 +114,7 @@ pub async fn ensure_running(
     let started = if is_answering(&client).await {
         false
     } else {
-        spawn_daemon(paths, log_level)?;
+        spawn_daemon(paths, options)?;
         wait_until_answering(&client, paths).await?;
         true
     };
@@ -124,7 +135,7 @@ fn open_launch_lock(paths: &WitPaths) -> Result<File, LaunchError> {
         })
 }
 
-fn spawn_daemon(paths: &WitPaths, log_level: Option<&str>) -> Result<(), LaunchError> {
+fn spawn_daemon(paths: &WitPaths, options: &LaunchOptions) -> Result<(), LaunchError> {
     let program = std::env::current_exe().map_err(|source| LaunchError::Io {
         context: "finding the wit executable".into(),
         source,
@@ -152,8 +163,14 @@ fn spawn_daemon(paths: &WitPaths, log_level: Option<&str>) -> Result<(), LaunchE
         .stdout(log)
         .stderr(log_err)
         .process_group(0);
-    if let Some(level) = log_level {
+    if let Some(level) = &options.log_level {
         command.arg("--log-level").arg(level);
+    }
+    if let Some(store) = &options.store {
+        command.env(super::store_choice::STORE_ENV, store);
+    }
+    if let Some(project) = &options.project {
+        command.env(super::store_choice::PROJECT_ENV, project);
     }
     // The child is deliberately not waited for: it outlives this process.
     command

@@ -6,6 +6,7 @@
 //! - [`lifecycle`]: the exclusive lock, stale sockets, the pid file and signals.
 //! - [`runner`]: `wit daemon run`, tying the above to the RPC services.
 //! - [`launcher`]: start, stop and status from the CLI side, race-free auto-start.
+//! - [`store_choice`]: which store (`sqlite` or PostgreSQL) and project a daemon opens.
 
 pub mod envelope;
 pub mod launcher;
@@ -13,6 +14,7 @@ pub mod lifecycle;
 pub mod paths;
 pub mod runner;
 pub mod server;
+pub mod store_choice;
 
 #[cfg(test)]
 mod envelope_tests;

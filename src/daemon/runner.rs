@@ -6,6 +6,7 @@ use std::time::Instant;
 use super::lifecycle::{take_residence, termination_signal, DaemonError};
 use super::paths::WitPaths;
 use super::server::{serve, ServeConfig};
+use super::store_choice::StoreChoice;
 use crate::analysis::worker::ParseWorker;
 use crate::rpc::Services;
 
@@ -18,6 +19,8 @@ pub struct DaemonOptions {
     pub serve: ServeConfig,
     /// Where large sources are parsed (`None`: in the daemon's own process).
     pub parse_worker: Option<ParseWorker>,
+    /// The store and project.
+    pub store: StoreChoice,
 }
 
 /// Runs the daemon in the foreground until SIGTERM, SIGINT or SIGHUP.
@@ -25,24 +28,27 @@ pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
     let started = Instant::now();
     let paths = WitPaths::for_root(&options.root);
     let (residence, listener) = take_residence(&paths)?;
-    let opened = Services::open(&paths, options.parse_worker.clone()).and_then(|services| {
-        let methods = services.methods()?;
-        Ok((services, methods))
-    });
+    let opened =
+        Services::open(&paths, options.parse_worker.clone(), &options.store).and_then(|services| {
+            let methods = services.methods()?;
+            Ok((services, methods))
+        });
     let (services, methods) = match opened {
         Ok(opened) => opened,
         Err(error) => {
             residence.release();
-            return Err(DaemonError::State(format!(
-                "{}: {error}",
-                paths.database.display()
-            )));
+            let store = match &options.store.url {
+                crate::store::StoreUrl::Sqlite => paths.database.display().to_string(),
+                shared => shared.to_string(),
+            };
+            return Err(DaemonError::State(format!("{store}: {error}")));
         }
     };
     tracing::info!(
         root = %paths.root.display(),
         socket = %paths.socket.display(),
         pid = std::process::id(),
+        store = %services.app().store_description(),
         ready_in_us = started.elapsed().as_micros() as u64,
         "wit daemon serving"
     );

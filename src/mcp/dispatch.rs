@@ -78,7 +78,7 @@ impl Daemon {
                         delivered: false,
                     });
                 }
-                launcher::ensure_running(&self.paths, None)
+                launcher::ensure_running(&self.paths, &launcher::LaunchOptions::default())
                     .await
                     .map_err(|error| CallError::Unavailable {
                         detail: format!("cannot start the wit daemon: {error}"),

@@ -14,6 +14,7 @@ use crate::analysis::worker::ParseWorker;
 use crate::analysis::RepoIndex;
 use crate::coord::{Coord, CoordError, SystemClock};
 use crate::daemon::paths::WitPaths;
+use crate::daemon::store_choice::StoreChoice;
 use crate::protocol::server::{
     register_contract_methods, register_discover, register_edit_methods, register_events_methods,
     register_intent_methods, register_lock_methods, register_session_methods, register_wit_methods,
@@ -34,6 +35,9 @@ pub enum OpenError {
     /// The database could not be opened or migrated.
     #[error("database: {0}")]
     Store(#[from] StoreError),
+    /// This daemon could not record itself in the store.
+    #[error("{0}")]
+    Join(#[from] CoordError),
     /// The method table could not be built (a duplicate method name).
     #[error("method table: {0}")]
     Methods(#[from] jsonrpsee::core::RegisterMethodError),
@@ -68,6 +72,11 @@ impl App {
             accepting_waits: Arc::new(AtomicBool::new(true)),
             pulse: Arc::new(tokio::sync::Notify::new()),
         }
+    }
+
+    /// The store for people (`sqlite`, or the URL without its password and the project).
+    pub fn store_description(&self) -> String {
+        self.coord.store().describe()
     }
 
     /// The coordination core.
@@ -151,8 +160,12 @@ impl Services {
     /// Opens the database and the code index of `paths.root`; starts the index build and the
     /// lock sweep in the background (the daemon answers before the index is complete).
     /// With `parse_worker`, large sources are parsed in its child processes.
-    pub fn open(paths: &WitPaths, parse_worker: Option<ParseWorker>) -> Result<Self, OpenError> {
-        let store = Store::open(&paths.database)?;
+    pub fn open(
+        paths: &WitPaths,
+        parse_worker: Option<ParseWorker>,
+        choice: &StoreChoice,
+    ) -> Result<Self, OpenError> {
+        let store = Store::open_url(&choice.url, &paths.database, &choice.project)?;
         let mut index = RepoIndex::new(paths.root.clone())
             .with_index_db(&paths.dir.join(INDEX_DB))
             .with_status_file(paths.dir.join(INDEX_STATUS));
@@ -166,6 +179,7 @@ impl Services {
             Arc::new(SystemClock),
             Arc::new(AnalysisIndex::new(index)),
         );
+        coord.join()?;
         let app = App::new(coord);
         let pulse = tokio::spawn(pulse(app.clone()));
         Ok(Self { app, pulse })
@@ -186,6 +200,9 @@ impl Services {
         self.pulse.abort();
         if let Err(error) = self.app.coord.flush_sightings() {
             tracing::warn!(%error, "could not flush the last session sightings");
+        }
+        if let Err(error) = self.app.coord.leave() {
+            tracing::warn!(%error, "could not take this daemon's waiters out of the store");
         }
     }
 }
@@ -228,6 +245,9 @@ async fn pulse(app: App) {
         }
         let outcome = app
             .blocking(move |coord| {
+                for daemon in coord.beat_daemon()? {
+                    tracing::info!(%daemon, "dropped a daemon silent for 30 s, and its waiters");
+                }
                 coord.hand_over_expired()?;
                 let reaped = coord.reap_dead_sessions()?;
                 coord.flush_sightings()?;

@@ -230,6 +230,9 @@ pub struct SessionRow {
     pub last_seen_ms: i64,
     /// When it ended or was reaped; `None` while it is a session.
     pub ended_at_ms: Option<i64>,
+    /// The host the pid lives on (`None` for rows written before hosts were recorded: the
+    /// daemon's own host).
+    pub host_id: Option<String>,
 }
 
 /// One session as `session.list` needs it: its row (if any), registration and counts.
@@ -257,6 +260,8 @@ pub struct SessionSummary {
     pub intents: i64,
     /// First appearance (the order of the list).
     pub first_seen_ms: i64,
+    /// The host its pid lives on.
+    pub host_id: Option<String>,
 }
 
 /// A stored event (PROTOCOL-NOTES 9).
@@ -287,4 +292,98 @@ pub struct NewEvent<'a> {
     pub subject: &'a str,
     /// The rest of the change (a JSON object).
     pub data: serde_json::Value,
+}
+
+/// Filters of [`StoreRead::intents`](super::StoreRead::intents); each given one is applied literally.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IntentFilter<'a> {
+    /// Only intents of this session.
+    pub session_id: Option<&'a str>,
+    /// Only intents whose file list contains exactly this (normalised) file.
+    pub file: Option<&'a str>,
+    /// Only this status; `None` means declared and active.
+    pub status: Option<IntentStatus>,
+}
+
+/// A live range of another session's intent in one file, as overlap detection needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeHit {
+    /// Creation order of the intent (the tie-breaker of `declared_at_ms`).
+    pub intent_seq: i64,
+    /// The intent's UUID.
+    pub intent_id: String,
+    /// Its session.
+    pub session_id: String,
+    /// Its description.
+    pub description: String,
+    /// Its declaration time.
+    pub declared_at_ms: i64,
+    /// The range, `None` when the intent is file-level in this file.
+    pub range: Option<(i64, i64)>,
+}
+
+/// What [`StoreRead::events_after`](super::StoreRead::events_after) found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventPage {
+    /// The events, oldest first.
+    pub events: Vec<Event>,
+    /// The newest `seq` in the table when the page was read (0 when it is empty).
+    pub newest_seq: i64,
+    /// The oldest `seq` still kept, if any.
+    pub oldest_seq: Option<i64>,
+}
+
+/// A queued `lock.acquire` that waits (PROTOCOL-NOTES 8), as the store keeps it: the queue
+/// order is shared by every daemon on the store; the reply channel stays with the daemon that
+/// took the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaiterRow {
+    /// Its id; ids grow with arrival, so they are the queue order.
+    pub id: i64,
+    /// The normalised symbol path it waits for.
+    pub symbol_path: String,
+    /// The waiting session.
+    pub session_id: String,
+    /// The lifetime of the lock it asks for.
+    pub ttl_ms: i64,
+    /// The daemon holding the request's connection.
+    pub daemon_id: String,
+    /// Callers of the symbol (for the caller warnings of the grant), as a JSON array.
+    pub callers: String,
+    /// When it was queued.
+    pub queued_at_ms: i64,
+    /// The grant, once another daemon handed the lock over (serialised for its daemon).
+    pub granted: Option<String>,
+}
+
+/// A lock request to queue ([`super::StoreWrite::insert_waiter`]).
+#[derive(Debug, Clone, Copy)]
+pub struct NewWaiter<'a> {
+    /// The normalised symbol path.
+    pub symbol_path: &'a str,
+    /// The waiting session.
+    pub session_id: &'a str,
+    /// The lifetime of the lock it asks for.
+    pub ttl_ms: i64,
+    /// The daemon that holds the request.
+    pub daemon_id: &'a str,
+    /// Callers of the symbol, as a JSON array.
+    pub callers: &'a str,
+    /// Now.
+    pub queued_at_ms: i64,
+}
+
+/// A daemon's heartbeat (PROTOCOL-NOTES 12.3).
+#[derive(Debug, Clone, Copy)]
+pub struct DaemonBeat<'a> {
+    /// The daemon's id (random per run).
+    pub daemon_id: &'a str,
+    /// The host it runs on.
+    pub host_id: &'a str,
+    /// Its process id.
+    pub pid: i64,
+    /// When it started.
+    pub started_at_ms: i64,
+    /// Now.
+    pub now_ms: i64,
 }

@@ -384,7 +384,7 @@ async fn check(
         let result = match client.edit_preflight(params.clone()).await {
             Err(ClientError::Unreachable(source)) if autostart && !started => {
                 started = true;
-                launcher::ensure_running(paths, None)
+                launcher::ensure_running(paths, &launcher::LaunchOptions::default())
                     .await
                     .map_err(|error| {
                         CliError::Unreachable(format!(

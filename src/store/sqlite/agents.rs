@@ -2,12 +2,12 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::{Reader, Result, Writer};
+use super::{Result, Tx};
 
-impl Writer<'_> {
+impl Tx<'_> {
     /// Registers `session_id` under `name`, or renames the existing registration; returns the
     /// agent id, which stays the same for a session.
-    pub fn upsert_agent(&self, session_id: &str, name: &str, now_ms: i64) -> Result<i64> {
+    pub(super) fn upsert_agent(&self, session_id: &str, name: &str, now_ms: i64) -> Result<i64> {
         let mut stmt = self.conn.prepare_cached(
             "INSERT INTO agents (session_id, name, registered_at, updated_at) VALUES (?1, ?2, ?3, ?3)
              ON CONFLICT (session_id) DO UPDATE SET name = excluded.name, updated_at = excluded.updated_at
@@ -17,9 +17,9 @@ impl Writer<'_> {
     }
 }
 
-impl Reader<'_> {
+impl Tx<'_> {
     /// The agent id and name registered for `session_id`.
-    pub fn agent(&self, session_id: &str) -> Result<Option<(i64, String)>> {
+    pub(super) fn agent(&self, session_id: &str) -> Result<Option<(i64, String)>> {
         let mut stmt = self
             .conn
             .prepare_cached("SELECT id, name FROM agents WHERE session_id = ?1")?;

@@ -2,7 +2,7 @@
 
 use rusqlite::{params, OptionalExtension, Row, ToSql};
 
-use super::{Intent, IntentRange, IntentStatus, Reader, Result, Writer};
+use super::{Intent, IntentFilter, IntentRange, IntentStatus, RangeHit, Result, Tx};
 
 const INTENT_COLUMNS: &str = "i.id, i.session_id, i.description, i.files, i.symbols, \
      i.start_byte, i.end_byte, i.status, i.declared_at, i.updated_at";
@@ -22,34 +22,6 @@ fn intent_from_row(row: &Row<'_>) -> rusqlite::Result<Intent> {
     })
 }
 
-/// Filters of [`Reader::intents`]; each given one is applied literally.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct IntentFilter<'a> {
-    /// Only intents of this session.
-    pub session_id: Option<&'a str>,
-    /// Only intents whose file list contains exactly this (normalised) file.
-    pub file: Option<&'a str>,
-    /// Only this status; `None` means declared and active.
-    pub status: Option<IntentStatus>,
-}
-
-/// A live range of another session's intent in one file, as overlap detection needs it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RangeHit {
-    /// Creation order of the intent (the tie-breaker of `declared_at_ms`).
-    pub intent_seq: i64,
-    /// The intent's UUID.
-    pub intent_id: String,
-    /// Its session.
-    pub session_id: String,
-    /// Its description.
-    pub description: String,
-    /// Its declaration time.
-    pub declared_at_ms: i64,
-    /// The range, `None` when the intent is file-level in this file.
-    pub range: Option<(i64, i64)>,
-}
-
 fn range_hit_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RangeHit> {
     let start: Option<i64> = row.get(5)?;
     let end: Option<i64> = row.get(6)?;
@@ -63,9 +35,9 @@ fn range_hit_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RangeHit> {
     })
 }
 
-impl Reader<'_> {
+impl Tx<'_> {
     /// The intent with UUID `id`.
-    pub fn intent(&self, id: &str) -> Result<Option<Intent>> {
+    pub(super) fn intent(&self, id: &str) -> Result<Option<Intent>> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {INTENT_COLUMNS} FROM intents i WHERE i.id = ?1"
         ))?;
@@ -75,7 +47,7 @@ impl Reader<'_> {
     /// The ranges in `file` of declared or active intents of sessions other than
     /// `other_than_session` (through the `(file, live)` index: the cost depends on the live
     /// intents of that file only).
-    pub fn live_ranges_in_file(
+    pub(super) fn live_ranges_in_file(
         &self,
         file: &str,
         other_than_session: &str,
@@ -90,7 +62,11 @@ impl Reader<'_> {
     }
 
     /// The ranges in `file` of `session_id`'s own declared or active intents.
-    pub fn own_live_ranges_in_file(&self, file: &str, session_id: &str) -> Result<Vec<RangeHit>> {
+    pub(super) fn own_live_ranges_in_file(
+        &self,
+        file: &str,
+        session_id: &str,
+    ) -> Result<Vec<RangeHit>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT i.seq, i.id, i.session_id, i.description, i.declared_at, r.start_byte, r.end_byte
              FROM intent_ranges r JOIN intents i ON i.seq = r.intent_seq
@@ -101,7 +77,7 @@ impl Reader<'_> {
     }
 
     /// Intents matching `filter`, ordered by declaration time, then creation order.
-    pub fn intents(&self, filter: &IntentFilter<'_>) -> Result<Vec<Intent>> {
+    pub(super) fn intents(&self, filter: &IntentFilter<'_>) -> Result<Vec<Intent>> {
         let (sql, args) = intents_query(filter);
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let rows = stmt.query_map(args.as_slice(), intent_from_row)?;
@@ -139,10 +115,10 @@ pub(super) fn intents_query<'f>(filter: &'f IntentFilter<'_>) -> (String, Vec<&'
     (sql, args)
 }
 
-impl Writer<'_> {
+impl Tx<'_> {
     /// Stores a new intent and its ranges (every listed file has at least one row: its ranges,
     /// or one file-level row).
-    pub fn insert_intent(&self, intent: &Intent, ranges: &[IntentRange]) -> Result<()> {
+    pub(super) fn insert_intent(&self, intent: &Intent, ranges: &[IntentRange]) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(
             "INSERT INTO intents (id, session_id, description, files, symbols, start_byte, end_byte,
                                   status, declared_at, updated_at)
@@ -175,7 +151,12 @@ impl Writer<'_> {
 
     /// Sets the status of intent `id` and its update time, and whether its ranges take part
     /// in overlap detection; whether the intent exists.
-    pub fn set_intent_status(&self, id: &str, status: IntentStatus, now_ms: i64) -> Result<bool> {
+    pub(super) fn set_intent_status(
+        &self,
+        id: &str,
+        status: IntentStatus,
+        now_ms: i64,
+    ) -> Result<bool> {
         let mut stmt = self.conn.prepare_cached(
             "UPDATE intents SET status = ?2, updated_at = ?3 WHERE id = ?1 RETURNING seq",
         )?;

@@ -3,7 +3,7 @@
 
 use rusqlite::{params, OptionalExtension, Row};
 
-use super::{Lock, Reader, Result, Writer};
+use super::{Lock, Result, Tx};
 
 fn lock_from_row(row: &Row<'_>) -> rusqlite::Result<Lock> {
     Ok(Lock {
@@ -15,9 +15,9 @@ fn lock_from_row(row: &Row<'_>) -> rusqlite::Result<Lock> {
     })
 }
 
-impl Reader<'_> {
+impl Tx<'_> {
     /// The lock row on `symbol_path`, live or expired (primary-key lookup).
-    pub fn lock(&self, symbol_path: &str) -> Result<Option<Lock>> {
+    pub(super) fn lock(&self, symbol_path: &str) -> Result<Option<Lock>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT symbol_path, session_id, acquired_at_ms, expires_at_ms, token
              FROM locks WHERE symbol_path = ?1",
@@ -27,7 +27,7 @@ impl Reader<'_> {
 
     /// Locks live at `now_ms`, optionally only those of `session_id` (compared literally),
     /// ordered by acquisition time, then symbol path.
-    pub fn live_locks(&self, now_ms: i64, session_id: Option<&str>) -> Result<Vec<Lock>> {
+    pub(super) fn live_locks(&self, now_ms: i64, session_id: Option<&str>) -> Result<Vec<Lock>> {
         let rows = match session_id {
             Some(session) => {
                 let mut stmt = self.conn.prepare_cached(
@@ -52,10 +52,10 @@ impl Reader<'_> {
     }
 }
 
-impl Reader<'_> {
+impl Tx<'_> {
     /// Locks expired at `now_ms` whose rows are still there (a scan; see
     /// [`Writer::delete_expired_locks`]).
-    pub fn expired_locks(&self, now_ms: i64) -> Result<Vec<Lock>> {
+    pub(super) fn expired_locks(&self, now_ms: i64) -> Result<Vec<Lock>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT symbol_path, session_id, acquired_at_ms, expires_at_ms, token FROM locks
              WHERE expires_at_ms <= ?1",
@@ -65,9 +65,9 @@ impl Reader<'_> {
     }
 }
 
-impl Writer<'_> {
+impl Tx<'_> {
     /// Inserts or replaces the lock on `lock.symbol_path`.
-    pub fn put_lock(&self, lock: &Lock) -> Result<()> {
+    pub(super) fn put_lock(&self, lock: &Lock) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(
             "INSERT INTO locks (symbol_path, session_id, acquired_at_ms, expires_at_ms, token)
              VALUES (?1, ?2, ?3, ?4, ?5)
@@ -86,7 +86,7 @@ impl Writer<'_> {
     }
 
     /// Deletes the lock row on `symbol_path`; whether there was one.
-    pub fn delete_lock(&self, symbol_path: &str) -> Result<bool> {
+    pub(super) fn delete_lock(&self, symbol_path: &str) -> Result<bool> {
         let mut stmt = self
             .conn
             .prepare_cached("DELETE FROM locks WHERE symbol_path = ?1")?;
@@ -95,7 +95,7 @@ impl Writer<'_> {
 
     /// Deletes every lock expired at `now_ms` (a scan: an expiry index cost every lock write
     /// more than it saves this once-a-minute sweep); how many.
-    pub fn delete_expired_locks(&self, now_ms: i64) -> Result<usize> {
+    pub(super) fn delete_expired_locks(&self, now_ms: i64) -> Result<usize> {
         let mut stmt = self
             .conn
             .prepare_cached("DELETE FROM locks WHERE expires_at_ms <= ?1")?;

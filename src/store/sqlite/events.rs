@@ -6,7 +6,7 @@
 
 use rusqlite::{params, OptionalExtension, Row};
 
-use super::{Event, NewEvent, Reader, Result, Writer};
+use super::{Event, EventPage, NewEvent, Result, Tx};
 
 fn event_from_row(row: &Row<'_>) -> rusqlite::Result<Event> {
     Ok(Event {
@@ -19,20 +19,9 @@ fn event_from_row(row: &Row<'_>) -> rusqlite::Result<Event> {
     })
 }
 
-/// What [`Reader::events_after`] found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EventPage {
-    /// The events, oldest first.
-    pub events: Vec<Event>,
-    /// The newest `seq` in the table when the page was read (0 when it is empty).
-    pub newest_seq: i64,
-    /// The oldest `seq` still kept, if any.
-    pub oldest_seq: Option<i64>,
-}
-
-impl Reader<'_> {
+impl Tx<'_> {
     /// The newest event `seq` (0 when no event was ever written and none is kept).
-    pub fn newest_event_seq(&self) -> Result<i64> {
+    pub(super) fn newest_event_seq(&self) -> Result<i64> {
         let mut stmt = self
             .conn
             .prepare_cached("SELECT coalesce(max(seq), 0) FROM events")?;
@@ -41,13 +30,13 @@ impl Reader<'_> {
 
     /// Up to `limit` events with `seq > since`, oldest first, of the given `kinds` (all when
     /// `None`), with the table's newest and oldest `seq` from the same snapshot.
-    pub fn events_after(
+    pub(super) fn events_after(
         &self,
         since: i64,
         limit: usize,
         kinds: Option<&[&str]>,
     ) -> Result<EventPage> {
-        let limit = super::to_i64(limit);
+        let limit = crate::store::to_i64(limit);
         let events = match kinds {
             None => {
                 let mut stmt = self.conn.prepare_cached(
@@ -83,17 +72,17 @@ impl Reader<'_> {
     }
 }
 
-impl Writer<'_> {
+impl Tx<'_> {
     /// The `seq` the next appended event will get (inside a write transaction nobody else
     /// can append first): a lock's fencing token is the `seq` of its `lock.acquired` event,
     /// which records the token too. (The largest `seq` is never pruned, see the migration.)
-    pub fn next_event_seq(&self) -> Result<i64> {
+    pub(super) fn next_event_seq(&self) -> Result<i64> {
         Ok(self.newest_event_seq()? + 1)
     }
 
     /// Appends one event at `at_ms`; its `seq`. The store tells its commit listener about
     /// the newest `seq` once the transaction commits.
-    pub fn append_event(&self, at_ms: i64, event: &NewEvent<'_>) -> Result<i64> {
+    pub(super) fn append_event(&self, at_ms: i64, event: &NewEvent<'_>) -> Result<i64> {
         let mut stmt = self.conn.prepare_cached(
             "INSERT INTO events (at_ms, type, session_id, subject, data)
              VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -107,13 +96,13 @@ impl Writer<'_> {
         ])?;
         let seq = self.conn.last_insert_rowid();
         debug_assert!(seq > 0);
-        self.appended_seq.set(Some(seq));
+        self.notes.appended(seq);
         Ok(seq)
     }
 
     /// Deletes events that are both older than `older_than_ms` and not among the newest
     /// `keep_newest`; how many.
-    pub fn prune_events(&self, older_than_ms: i64, keep_newest: i64) -> Result<usize> {
+    pub(super) fn prune_events(&self, older_than_ms: i64, keep_newest: i64) -> Result<usize> {
         let mut stmt = self
             .conn
             .prepare_cached("SELECT seq FROM events ORDER BY seq DESC LIMIT 1 OFFSET ?1")?;

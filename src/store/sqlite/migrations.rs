@@ -6,7 +6,7 @@
 
 use rusqlite::{Connection, TransactionBehavior};
 
-use super::{Result, StoreError};
+use crate::store::{Result, StoreError};
 
 /// Version 1: agents, locks, intents with their per-file ranges, contracts.
 const V1: &str = r#"
@@ -122,8 +122,40 @@ CREATE TABLE events (
 );
 "#;
 
+/// Version 4: the queue of waiting lock requests and the daemons (PROTOCOL-NOTES 8, 12).
+///
+/// - `lock_waiters`: one row per waiting `lock.acquire`; the id is the arrival order. The
+///   daemon holding the request's connection answers it; `granted` is set when the lock was
+///   handed over by another daemon (only with a shared store).
+/// - `daemons`: the daemons serving this state, with the host they run on and their last
+///   heartbeat; `sessions.host_id` is the host a session's pid lives on.
+const V4: &str = r#"
+ALTER TABLE sessions ADD COLUMN host_id TEXT;
+
+CREATE TABLE lock_waiters (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    symbol_path  TEXT NOT NULL,
+    session_id   TEXT NOT NULL,
+    ttl_ms       INTEGER NOT NULL,
+    daemon_id    TEXT NOT NULL,
+    callers      TEXT NOT NULL,
+    queued_at_ms INTEGER NOT NULL,
+    granted      TEXT
+);
+CREATE INDEX lock_waiters_symbol ON lock_waiters (symbol_path, id);
+CREATE INDEX lock_waiters_daemon ON lock_waiters (daemon_id);
+
+CREATE TABLE daemons (
+    daemon_id     TEXT PRIMARY KEY,
+    host_id       TEXT NOT NULL,
+    pid           INTEGER NOT NULL,
+    started_at_ms INTEGER NOT NULL,
+    last_beat_ms  INTEGER NOT NULL
+) WITHOUT ROWID;
+"#;
+
 /// The migrations, oldest first. Append only.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this build creates and understands.
 pub const LATEST_VERSION: usize = MIGRATIONS.len();
@@ -148,7 +180,7 @@ fn migrate_to(conn: &mut Connection, target: usize) -> Result<()> {
         let step = |conn: &mut Connection| -> rusqlite::Result<()> {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             tx.execute_batch(sql)?;
-            tx.pragma_update(None, "user_version", super::to_i64(version))?;
+            tx.pragma_update(None, "user_version", crate::store::to_i64(version))?;
             tx.commit()
         };
         step(conn).map_err(|source| StoreError::Migration { version, source })?;
@@ -169,7 +201,30 @@ mod tests {
         (SEED_V1, CHECK_V1),
         (SEED_V1, CHECK_V1),
         (SEED_V3, CHECK_V3),
+        (SEED_V4, CHECK_V4),
     ];
+
+    /// Rows in the tables of version 4.
+    const SEED_V4: &str = r#"
+        INSERT INTO sessions (session_id, pid, pid_start, lease_ms, first_seen_ms, last_seen_ms,
+                              host_id)
+            VALUES ('s1', 42, 1234, NULL, 1, 1, 'h1');
+        INSERT INTO lock_waiters (symbol_path, session_id, ttl_ms, daemon_id, callers,
+                                  queued_at_ms)
+            VALUES ('src/a.ts:f', 's1', 1000, 'd1', '[]', 1);
+        INSERT INTO daemons VALUES ('d1', 'h1', 7, 1, 2);
+        INSERT INTO agents (session_id, name, registered_at, updated_at) VALUES ('s1', 'a', 1, 1);
+        INSERT INTO locks VALUES ('src/a.ts:f', 's1', 1, 9999999999999, 7);
+        "#;
+
+    /// Counts the rows of [`SEED_V4`] that survived: 5 when all did.
+    const CHECK_V4: &str = r#"
+        SELECT (SELECT count(*) FROM sessions WHERE host_id = 'h1')
+             + (SELECT count(*) FROM agents WHERE session_id = 's1')
+             + (SELECT count(*) FROM locks WHERE token = 7)
+             + (SELECT count(*) FROM lock_waiters WHERE daemon_id = 'd1')
+             + (SELECT count(*) FROM daemons WHERE host_id = 'h1')
+        "#;
 
     /// Rows in every table of version 1 (version 2 only dropped an index).
     const SEED_V1: &str = r#"

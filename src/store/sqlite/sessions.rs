@@ -3,10 +3,10 @@
 
 use rusqlite::{params, OptionalExtension, Row};
 
-use super::{Reader, Result, SessionRow, SessionSummary, Writer};
+use super::{Result, SessionRow, SessionSummary, Tx};
 
 const SESSION_COLUMNS: &str =
-    "session_id, pid, pid_start, lease_ms, first_seen_ms, last_seen_ms, ended_at_ms";
+    "session_id, pid, pid_start, lease_ms, first_seen_ms, last_seen_ms, ended_at_ms, host_id";
 
 fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
     Ok(SessionRow {
@@ -17,12 +17,13 @@ fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
         first_seen_ms: row.get(4)?,
         last_seen_ms: row.get(5)?,
         ended_at_ms: row.get(6)?,
+        host_id: row.get(7)?,
     })
 }
 
-impl Reader<'_> {
+impl Tx<'_> {
     /// The session's row, if it was ever seen.
-    pub fn session(&self, session_id: &str) -> Result<Option<SessionRow>> {
+    pub(super) fn session(&self, session_id: &str) -> Result<Option<SessionRow>> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = ?1"
         ))?;
@@ -31,7 +32,7 @@ impl Reader<'_> {
 
     /// Sessions that have a pulse (a pid or a lease) and have not ended: the ones the reaper
     /// watches.
-    pub fn sessions_with_pulse(&self) -> Result<Vec<SessionRow>> {
+    pub(super) fn sessions_with_pulse(&self) -> Result<Vec<SessionRow>> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {SESSION_COLUMNS} FROM sessions
              WHERE ended_at_ms IS NULL AND (pid IS NOT NULL OR lease_ms IS NOT NULL)"
@@ -43,7 +44,7 @@ impl Reader<'_> {
     /// Every session that is registered, or holds a lock live at `now_ms` or a declared/active
     /// intent (PROTOCOL-NOTES 7.6), with its counts, in order of first appearance (then
     /// session id).
-    pub fn session_summaries(&self, now_ms: i64) -> Result<Vec<SessionSummary>> {
+    pub(super) fn session_summaries(&self, now_ms: i64) -> Result<Vec<SessionSummary>> {
         let mut stmt = self.conn.prepare_cached(
             "WITH held AS (
                  SELECT session_id, count(*) AS n, min(acquired_at_ms) AS first
@@ -63,7 +64,7 @@ impl Reader<'_> {
                     coalesce(held.n, 0), coalesce(open.n, 0),
                     coalesce(s.first_seen_ms, a.registered_at, held.first, open.first, 0)
                         AS first_seen,
-                    coalesce(a.updated_at, 0)
+                    coalesce(a.updated_at, 0), s.host_id
              FROM ids
              LEFT JOIN sessions s ON s.session_id = ids.session_id
              LEFT JOIN agents a ON a.session_id = ids.session_id
@@ -87,17 +88,18 @@ impl Reader<'_> {
                 locks: row.get(8)?,
                 intents: row.get(9)?,
                 first_seen_ms,
+                host_id: row.get(12)?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 }
 
-impl Writer<'_> {
+impl Tx<'_> {
     /// Forgets sessions last seen before `cutoff_ms` that are not registered and hold no lock
     /// and no declared/active intent (what a stream of one-off session ids leaves behind);
     /// how many.
-    pub fn prune_sessions(&self, cutoff_ms: i64) -> Result<usize> {
+    pub(super) fn prune_sessions(&self, cutoff_ms: i64) -> Result<usize> {
         let mut stmt = self.conn.prepare_cached(
             "DELETE FROM sessions WHERE last_seen_ms < ?1
                AND session_id NOT IN (SELECT session_id FROM agents)
@@ -111,7 +113,7 @@ impl Writer<'_> {
     /// Records that `session_id` was seen at `now_ms`: creates its row (first appearance) or
     /// moves its last sighting forward, and makes an ended session a session again (it keeps
     /// no pulse: what a reap cleared stays cleared).
-    pub fn touch_session(&self, session_id: &str, now_ms: i64) -> Result<()> {
+    pub(super) fn touch_session(&self, session_id: &str, now_ms: i64) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(
             "INSERT INTO sessions (session_id, first_seen_ms, last_seen_ms) VALUES (?1, ?2, ?2)
              ON CONFLICT (session_id) DO UPDATE
@@ -123,7 +125,7 @@ impl Writer<'_> {
 
     /// Moves the last sighting of an existing session forward (flushing the in-memory
     /// sightings); never creates a row, never revives an ended session.
-    pub fn record_last_seen(&self, session_id: &str, seen_ms: i64) -> Result<()> {
+    pub(super) fn record_last_seen(&self, session_id: &str, seen_ms: i64) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(
             "UPDATE sessions SET last_seen_ms = max(last_seen_ms, ?2) WHERE session_id = ?1",
         )?;
@@ -133,27 +135,30 @@ impl Writer<'_> {
 
     /// Replaces the session's pulse (register): its pid with the process start time, and its
     /// lease. The row must exist ([`Writer::touch_session`] first).
-    pub fn set_session_pulse(
+    pub(super) fn set_session_pulse(
         &self,
         session_id: &str,
         pid: Option<(i64, i64)>,
+        host_id: &str,
         lease_ms: Option<i64>,
     ) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(
-            "UPDATE sessions SET pid = ?2, pid_start = ?3, lease_ms = ?4 WHERE session_id = ?1",
+            "UPDATE sessions SET pid = ?2, pid_start = ?3, lease_ms = ?4, host_id = ?5
+             WHERE session_id = ?1",
         )?;
         stmt.execute(params![
             session_id,
             pid.map(|p| p.0),
             pid.map(|p| p.1),
-            lease_ms
+            lease_ms,
+            pid.map(|_| host_id)
         ])?;
         Ok(())
     }
 
     /// Marks the session ended at `now_ms` and clears its pulse; whether it was live before
     /// (a row that had not ended).
-    pub fn end_session(&self, session_id: &str, now_ms: i64) -> Result<bool> {
+    pub(super) fn end_session(&self, session_id: &str, now_ms: i64) -> Result<bool> {
         let mut stmt = self.conn.prepare_cached(
             "UPDATE sessions SET ended_at_ms = ?2, pid = NULL, pid_start = NULL, lease_ms = NULL
              WHERE session_id = ?1 AND ended_at_ms IS NULL",

@@ -2,7 +2,7 @@
 
 use rusqlite::{params, OptionalExtension, Row, ToSql};
 
-use super::{Contract, ContractStatus, Reader, Result, Writer};
+use super::{Contract, ContractStatus, Result, Tx};
 
 const CONTRACT_COLUMNS: &str = "id, proposer, symbol_path, file, name, signature, status, \
      responder, proposed_at, responded_at";
@@ -22,9 +22,9 @@ fn contract_from_row(row: &Row<'_>) -> rusqlite::Result<Contract> {
     })
 }
 
-impl Reader<'_> {
+impl Tx<'_> {
     /// The contract with UUID `id`.
-    pub fn contract(&self, id: &str) -> Result<Option<Contract>> {
+    pub(super) fn contract(&self, id: &str) -> Result<Option<Contract>> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {CONTRACT_COLUMNS} FROM contracts WHERE id = ?1"
         ))?;
@@ -33,7 +33,7 @@ impl Reader<'_> {
 
     /// Contracts with exactly this symbol path and/or status (each filter optional), ordered by
     /// proposal time, then creation order.
-    pub fn contracts(
+    pub(super) fn contracts(
         &self,
         symbol_path: Option<&str>,
         status: Option<ContractStatus>,
@@ -56,7 +56,7 @@ impl Reader<'_> {
 
     /// The accepted contracts on symbols of `file` (through the `(file, status)` index),
     /// ordered by proposal.
-    pub fn accepted_contracts_in_file(&self, file: &str) -> Result<Vec<Contract>> {
+    pub(super) fn accepted_contracts_in_file(&self, file: &str) -> Result<Vec<Contract>> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {CONTRACT_COLUMNS} FROM contracts WHERE file = ?1 AND status = 'accepted'
              ORDER BY proposed_at, seq"
@@ -66,9 +66,9 @@ impl Reader<'_> {
     }
 }
 
-impl Writer<'_> {
+impl Tx<'_> {
     /// Stores a new contract.
-    pub fn insert_contract(&self, contract: &Contract) -> Result<()> {
+    pub(super) fn insert_contract(&self, contract: &Contract) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "INSERT INTO contracts ({CONTRACT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
         ))?;
@@ -88,7 +88,7 @@ impl Writer<'_> {
     }
 
     /// Records the answer to contract `id`; whether it exists.
-    pub fn set_contract_response(
+    pub(super) fn set_contract_response(
         &self,
         id: &str,
         status: ContractStatus,

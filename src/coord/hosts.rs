@@ -1,0 +1,102 @@
+//! The daemons serving one state and the hosts they run on (PROTOCOL-NOTES 12.3).
+//!
+//! Every daemon records itself with its host and beats once a second (from the pulse). A
+//! session registered with a pid belongs to the host of the daemon that registered it: only a
+//! daemon of that host can look the pid up. A host none of whose daemons has beaten for
+//! [`HOST_SILENCE_MS`] counts as dead for those sessions, and the other daemons reap them. A
+//! daemon silent that long is also dropped from the table together with its waiting lock
+//! requests (their connections went with it).
+
+use std::collections::HashSet;
+use std::sync::{MutexGuard, PoisonError};
+
+use super::{Coord, Result};
+use crate::store::DaemonBeat;
+
+/// How long a host's daemons may stay silent before its pid-based sessions count as dead.
+pub const HOST_SILENCE_MS: i64 = 30_000;
+
+/// The hosts with a daemon that beat within [`HOST_SILENCE_MS`], as of the last beat.
+#[derive(Debug, Default)]
+pub(crate) struct LiveHosts {
+    hosts: HashSet<String>,
+}
+
+impl Coord {
+    fn live_hosts(&self) -> MutexGuard<'_, LiveHosts> {
+        self.live_hosts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The host this daemon runs on.
+    pub fn host_id(&self) -> &str {
+        &self.host_id
+    }
+
+    /// Records this daemon at start. With the embedded store only one daemon ever serves the
+    /// state, so every other daemon row (and its waiting requests) is a leftover of an
+    /// earlier run and goes at once.
+    pub fn join(&self) -> Result<()> {
+        let shared = self.store.is_shared();
+        let live = self.store.write(|w| {
+            let now = self.clock.now_ms();
+            let cutoff = if shared {
+                now - HOST_SILENCE_MS
+            } else {
+                i64::MAX
+            };
+            w.beat_daemon(&self.beat(now))?;
+            for gone in w.delete_stale_daemons(cutoff)? {
+                if gone != self.store.daemon_id() {
+                    w.delete_daemon_waiters(&gone)?;
+                }
+            }
+            w.beat_daemon(&self.beat(now))?;
+            Ok::<_, super::CoordError>(w.live_hosts(now - HOST_SILENCE_MS)?)
+        })?;
+        self.live_hosts().hosts = live.into_iter().collect();
+        Ok(())
+    }
+
+    /// The daemon's heartbeat (once a second): moves its own beat forward, drops daemons
+    /// silent for [`HOST_SILENCE_MS`] with their waiting requests, and refreshes which hosts
+    /// are live. The ids of the dropped daemons.
+    pub fn beat_daemon(&self) -> Result<Vec<String>> {
+        let (gone, live) = self.store.write(|w| {
+            let now = self.clock.now_ms();
+            w.beat_daemon(&self.beat(now))?;
+            let gone = w.delete_stale_daemons(now - HOST_SILENCE_MS)?;
+            for daemon in &gone {
+                w.delete_daemon_waiters(daemon)?;
+            }
+            Ok::<_, super::CoordError>((gone, w.live_hosts(now - HOST_SILENCE_MS)?))
+        })?;
+        self.live_hosts().hosts = live.into_iter().collect();
+        Ok(gone)
+    }
+
+    /// The daemon stops: its waiting requests leave the shared queue (they were answered).
+    /// Its row stays and ages out, so that the pid-based sessions of its host are not
+    /// reaped before [`HOST_SILENCE_MS`] (a restart is not a death).
+    pub fn leave(&self) -> Result<()> {
+        self.store
+            .write(|w| w.delete_daemon_waiters(self.store.daemon_id()))?;
+        Ok(())
+    }
+
+    /// Whether `host` has a live daemon (this daemon's own host always has).
+    pub(crate) fn host_is_live(&self, host: &str) -> bool {
+        host == self.host_id || self.live_hosts().hosts.contains(host)
+    }
+
+    fn beat(&self, now: i64) -> DaemonBeat<'_> {
+        DaemonBeat {
+            daemon_id: self.store.daemon_id(),
+            host_id: &self.host_id,
+            pid: i64::from(std::process::id()),
+            started_at_ms: self.started_at_ms,
+            now_ms: now,
+        }
+    }
+}

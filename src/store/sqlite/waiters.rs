@@ -1,0 +1,98 @@
+//! The `lock_waiters` table: the shared queue of waiting lock requests (PROTOCOL-NOTES 8).
+
+use rusqlite::{params, OptionalExtension, Row};
+
+use super::{NewWaiter, Result, Tx, WaiterRow};
+
+const WAITER_COLUMNS: &str =
+    "id, symbol_path, session_id, ttl_ms, daemon_id, callers, queued_at_ms, granted";
+
+fn waiter_from_row(row: &Row<'_>) -> rusqlite::Result<WaiterRow> {
+    Ok(WaiterRow {
+        id: row.get(0)?,
+        symbol_path: row.get(1)?,
+        session_id: row.get(2)?,
+        ttl_ms: row.get(3)?,
+        daemon_id: row.get(4)?,
+        callers: row.get(5)?,
+        queued_at_ms: row.get(6)?,
+        granted: row.get(7)?,
+    })
+}
+
+impl Tx<'_> {
+    pub(super) fn waiters(&self) -> Result<Vec<WaiterRow>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {WAITER_COLUMNS} FROM lock_waiters WHERE granted IS NULL
+             ORDER BY symbol_path, id"
+        ))?;
+        let rows = stmt.query_map([], waiter_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    pub(super) fn first_waiter(&self, symbol_path: &str) -> Result<Option<WaiterRow>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {WAITER_COLUMNS} FROM lock_waiters
+             WHERE symbol_path = ?1 AND granted IS NULL ORDER BY id LIMIT 1"
+        ))?;
+        Ok(stmt.query_row([symbol_path], waiter_from_row).optional()?)
+    }
+
+    pub(super) fn waiter(&self, id: i64) -> Result<Option<WaiterRow>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {WAITER_COLUMNS} FROM lock_waiters WHERE id = ?1"
+        ))?;
+        Ok(stmt.query_row([id], waiter_from_row).optional()?)
+    }
+
+    pub(super) fn granted_waiters(&self, daemon_id: &str) -> Result<Vec<WaiterRow>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {WAITER_COLUMNS} FROM lock_waiters
+             WHERE daemon_id = ?1 AND granted IS NOT NULL ORDER BY id"
+        ))?;
+        let rows = stmt.query_map([daemon_id], waiter_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    pub(super) fn insert_waiter(&self, waiter: &NewWaiter<'_>) -> Result<i64> {
+        let mut stmt = self.conn.prepare_cached(
+            "INSERT INTO lock_waiters
+                 (symbol_path, session_id, ttl_ms, daemon_id, callers, queued_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?;
+        stmt.execute(params![
+            waiter.symbol_path,
+            waiter.session_id,
+            waiter.ttl_ms,
+            waiter.daemon_id,
+            waiter.callers,
+            waiter.queued_at_ms
+        ])?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    pub(super) fn grant_waiter(&self, id: i64, daemon_id: &str, answer: &str) -> Result<bool> {
+        let mut stmt = self.conn.prepare_cached(
+            "UPDATE lock_waiters SET granted = ?2 WHERE id = ?1 AND granted IS NULL",
+        )?;
+        let granted = stmt.execute(params![id, answer])? > 0;
+        if granted {
+            self.notes.granted(daemon_id);
+        }
+        Ok(granted)
+    }
+
+    pub(super) fn delete_waiter(&self, id: i64) -> Result<bool> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("DELETE FROM lock_waiters WHERE id = ?1")?;
+        Ok(stmt.execute([id])? > 0)
+    }
+
+    pub(super) fn delete_daemon_waiters(&self, daemon_id: &str) -> Result<usize> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("DELETE FROM lock_waiters WHERE daemon_id = ?1")?;
+        Ok(stmt.execute([daemon_id])?)
+    }
+}
