@@ -10,6 +10,7 @@
 use std::collections::HashSet;
 use std::sync::{MutexGuard, PoisonError};
 
+use super::waits::Grant;
 use super::{Coord, Result};
 use crate::store::DaemonBeat;
 
@@ -63,15 +64,27 @@ impl Coord {
     /// silent for [`HOST_SILENCE_MS`] with their waiting requests, and refreshes which hosts
     /// are live. The ids of the dropped daemons.
     pub fn beat_daemon(&self) -> Result<Vec<String>> {
+        let mut waits = self.waits();
+        let mut handovers = Vec::new();
         let (gone, live) = self.store.write(|w| {
             let now = self.clock.now_ms();
             w.beat_daemon(&self.beat(now))?;
             let gone = w.delete_stale_daemons(now - HOST_SILENCE_MS)?;
             for daemon in &gone {
+                // Locks granted to its requests never reached them: they go to the next.
+                for row in w.granted_waiters(daemon)? {
+                    if let Some(granted) = row.granted.as_deref().and_then(Grant::decode) {
+                        if let Some(h) = self.give_back_in(w, &mut waits, &granted.lock, now)? {
+                            handovers.push(h);
+                        }
+                    }
+                }
                 w.delete_daemon_waiters(daemon)?;
             }
             Ok::<_, super::CoordError>((gone, w.live_hosts(now - HOST_SILENCE_MS)?))
         })?;
+        self.deliver_all(&mut waits, handovers);
+        drop(waits);
         self.live_hosts().hosts = live.into_iter().collect();
         Ok(gone)
     }

@@ -15,9 +15,9 @@ use std::collections::HashSet;
 use serde_json::json;
 
 use super::events::{self, EventKind};
-use super::waits::{WaitOutcome, WaitQueues, WaitReply, Waiter, WaiterId};
+use super::waits::{Grant, LocalWaiters, QueueView, WaitOutcome, WaitReply, Waiter, WaiterId};
 use super::{parse_symbol_path, Coord, CoordError, Lock, Result};
-use crate::store::Writer;
+use crate::store::{NewWaiter, Writer};
 
 /// Default lock lifetime: 30 minutes.
 pub const DEFAULT_TTL_MS: i64 = 1_800_000;
@@ -72,11 +72,25 @@ pub struct LiveLock {
     pub ttl_remaining_ms: i64,
 }
 
-/// A lock handed to a waiter inside a transaction, to answer once it commits.
+/// A lock handed to a waiter of this daemon inside a transaction, to answer once it commits.
 pub(crate) struct Handover {
-    symbol: String,
     waiter: WaiterId,
     granted: AcquiredLock,
+}
+
+/// What an acquire's transaction decided.
+enum Step {
+    /// The lock is the caller's.
+    Acquired(AcquiredLock),
+    /// Another session holds it; with the cycle a wait would have closed.
+    Conflict(Lock, Option<Vec<String>>),
+    /// The request is queued as `id`.
+    Queued {
+        /// Its id in the queue.
+        id: WaiterId,
+        /// When the holder's lock expires.
+        holder_expiry: i64,
+    },
 }
 
 /// What [`Coord::cancel_wait`] found.
@@ -146,18 +160,21 @@ impl Coord {
         }
         // Ask the index before taking the database: it may have to parse files.
         let callers = self.index.callers(&file, &name);
+        let wants_wait = wait.is_some();
 
         let mut waits = self.waits();
-        if waits.has_waiters(&path) {
-            // An expired lock with waiters belongs to the first of them, not to this request.
-            self.hand_over_if_free(&mut waits, &path)?;
-        }
-        let conflict = self.store.write(|w| {
+        let (step, handover) = self.store.write(|w| {
             let now = self.clock.now_ms();
-            let held = w.lock(&path)?;
-            let lock = match held {
+            // A free or expired lock with waiters belongs to the first of them, not to this
+            // request.
+            let handover = self.free_for_waiters(w, &mut waits, &path, now)?;
+            let step = match w.lock(&path)? {
                 Some(held) if held.is_live(now) && held.session_id != session_id => {
-                    return Ok::<_, CoordError>(Err(held));
+                    if wants_wait {
+                        self.queue_or_refuse(w, held, &path, session_id, ttl, &callers, now)?
+                    } else {
+                        Step::Conflict(held, None)
+                    }
                 }
                 Some(held) if held.is_live(now) => {
                     let lock = Lock {
@@ -173,72 +190,118 @@ impl Coord {
                         &path,
                         events::lock_data(&lock, json!({})),
                     )?;
-                    lock
+                    let warnings = caller_warnings(w, &path, session_id, &callers, now)?;
+                    Step::Acquired(AcquiredLock { lock, warnings })
                 }
                 expired => {
                     if let Some(old) = expired {
                         append_expired(w, now, &old)?;
                     }
-                    new_acquisition(w, &path, session_id, ttl, now)?
+                    let lock = new_acquisition(w, &path, session_id, ttl, now)?;
+                    let warnings = caller_warnings(w, &path, session_id, &callers, now)?;
+                    Step::Acquired(AcquiredLock { lock, warnings })
                 }
             };
-            let warnings = caller_warnings(w, &path, session_id, &callers, now)?;
-            Ok(Ok(AcquiredLock { lock, warnings }))
+            Ok::<_, CoordError>((step, handover))
         })?;
-        let held = match conflict {
-            Ok(acquired) => return Ok(Acquire::Acquired(acquired)),
-            Err(held) => held,
-        };
-        let Some(reply) = wait else {
-            return Err(CoordError::LockConflict {
+        self.deliver(&mut waits, handover);
+        match step {
+            Step::Acquired(acquired) => Ok(Acquire::Acquired(acquired)),
+            Step::Conflict(held, cycle) => Err(CoordError::LockConflict {
                 held_by: held.session_id,
                 expires_at_ms: held.expires_at_ms,
-                cycle: None,
-            });
-        };
-        let cycle = self.store.read(|r| {
-            let now = self.clock.now_ms();
-            let mut lookup_failed = None;
-            let cycle = waits.find_cycle(session_id, &path, |symbol| match r.lock(symbol) {
-                Ok(lock) => lock.filter(|l| l.is_live(now)).map(|l| l.session_id),
-                Err(e) => {
-                    lookup_failed = Some(e);
-                    None
-                }
-            });
-            match lookup_failed {
-                Some(e) => Err(e),
-                None => Ok(cycle),
+                cycle,
+            }),
+            Step::Queued { id, holder_expiry } => {
+                let Some(reply) = wait else {
+                    // Never reached: a request is queued only when it asked to wait.
+                    return Err(CoordError::invalid("waitMs", "no wait was asked for"));
+                };
+                let waiter = Waiter {
+                    id,
+                    symbol: path.clone(),
+                    session_id: session_id.to_owned(),
+                    reply,
+                };
+                waits.insert(waiter, holder_expiry);
+                Ok(Acquire::Queued {
+                    id,
+                    symbol_path: path,
+                })
             }
-        })?;
-        if let Some(cycle) = cycle {
-            return Err(CoordError::LockConflict {
-                held_by: held.session_id,
-                expires_at_ms: held.expires_at_ms,
-                cycle: Some(cycle),
-            });
         }
-        let id = waits.push(&path, session_id, ttl, callers, reply, held.expires_at_ms);
-        Ok(Acquire::Queued {
-            id,
+    }
+
+    /// Inside the acquire's transaction, with `held` another session's live lock: queues the
+    /// request behind the symbol's waiters, unless waiting would close a cycle.
+    #[allow(clippy::too_many_arguments, reason = "one call site, all of it the request")]
+    fn queue_or_refuse(
+        &self,
+        w: &Writer<'_>,
+        held: Lock,
+        path: &str,
+        session_id: &str,
+        ttl: i64,
+        callers: &[String],
+        now: i64,
+    ) -> Result<Step> {
+        let queues = QueueView::from_rows(&w.waiters()?);
+        let mut lookup_failed = None;
+        let cycle = queues.find_cycle(session_id, path, |symbol| match w.lock(symbol) {
+            Ok(lock) => lock.filter(|l| l.is_live(now)).map(|l| l.session_id),
+            Err(e) => {
+                lookup_failed = Some(e);
+                None
+            }
+        });
+        if let Some(e) = lookup_failed {
+            return Err(e.into());
+        }
+        if cycle.is_some() {
+            return Ok(Step::Conflict(held, cycle));
+        }
+        let callers = serde_json::to_string(callers).unwrap_or_else(|_| "[]".to_owned());
+        let id = w.insert_waiter(&NewWaiter {
             symbol_path: path,
+            session_id,
+            ttl_ms: ttl,
+            daemon_id: self.store.daemon_id(),
+            callers: &callers,
+            queued_at_ms: now,
+        })?;
+        Ok(Step::Queued {
+            id,
+            holder_expiry: held.expires_at_ms,
         })
     }
 
-    /// Takes a waiter out of its queue (it gave up: its time ran out or its connection
-    /// closed).
+    /// Takes waiting request `id` out of the queue (its wait ran out or its connection
+    /// closed). A grant another daemon wrote for it meanwhile is given back.
     pub fn cancel_wait(&self, id: WaiterId) -> Cancelled {
         let mut waits = self.waits();
-        match waits.remove(id) {
-            Some((symbol, _)) => {
-                drop(waits);
-                let (held_by, expires_at_ms) = self.holder(&symbol);
-                Cancelled::Removed {
-                    held_by,
-                    expires_at_ms,
+        let Some(waiter) = waits.remove(id) else {
+            return Cancelled::AlreadyAnswered;
+        };
+        let left = self.store.write(|w| {
+            let row = w.waiter(id)?;
+            w.delete_waiter(id)?;
+            Ok::<_, CoordError>(row)
+        });
+        drop(waits);
+        match left {
+            Ok(row) => {
+                if let Some(granted) = row.and_then(|r| r.granted).as_deref().and_then(Grant::decode)
+                {
+                    self.give_back(&granted.lock);
                 }
             }
-            None => Cancelled::AlreadyAnswered,
+            // The row stays behind: whoever reaches it finds no request and skips it.
+            Err(error) => tracing::warn!(%error, "could not take a waiter out of the queue"),
+        }
+        let (held_by, expires_at_ms) = self.holder(&waiter.symbol);
+        Cancelled::Removed {
+            held_by,
+            expires_at_ms,
         }
     }
 
@@ -291,6 +354,16 @@ impl Coord {
         Ok(())
     }
 
+    /// Gives back a lock handed to a request that is gone (exactly that acquisition, by its
+    /// token); logged, never failing the caller.
+    fn give_back(&self, lock: &Lock) {
+        match self.release_lock_if(&lock.symbol_path, &lock.session_id, Some(lock.token)) {
+            Ok(()) | Err(CoordError::LockNotFound | CoordError::LockNotHeld { .. }) => {}
+            Err(error) => tracing::warn!(%error, symbol = %lock.symbol_path,
+                "could not give back a lock handed to a waiter that left"),
+        }
+    }
+
     /// Live locks, optionally of one session (the filter is applied literally: an empty
     /// string matches nothing), ordered by acquisition time, then symbol path.
     pub fn query_locks(&self, session_id: Option<&str>) -> Result<Vec<LiveLock>> {
@@ -310,8 +383,8 @@ impl Coord {
         })
     }
 
-    /// Deletes expired locks, appending a `lock.expired` for each and handing those with
-    /// waiters to their first waiter; how many expired. Run about once a second.
+    /// Deletes expired lock rows, appending a `lock.expired` event for each, and hands each
+    /// to its first waiter; how many expired. Liveness never depends on it having run.
     pub fn sweep_expired_locks(&self) -> Result<usize> {
         let mut waits = self.waits();
         let mut handovers = Vec::new();
@@ -331,37 +404,46 @@ impl Coord {
         Ok(expired)
     }
 
-    /// Hands every waited-for lock that has expired to its first waiter (run when the
-    /// earliest holder expiry among waited-for symbols comes; see [`Coord::next_wait_wakeup`]).
+    /// Hands every waited-for lock that is free or has expired to its first waiter (run by
+    /// the pulse, and when the earliest holder expiry among waited-for symbols comes; see
+    /// [`Coord::next_wait_wakeup`]). With a shared store that covers every daemon's waiters.
     pub fn hand_over_expired(&self) -> Result<()> {
         let mut waits = self.waits();
-        for symbol in waits.symbols() {
+        let symbols: Vec<String> = if self.store.is_shared() {
+            let rows = self.store.read(|r| r.waiters())?;
+            let mut symbols: Vec<String> = rows.into_iter().map(|r| r.symbol_path).collect();
+            symbols.dedup();
+            symbols
+        } else {
+            waits.symbols()
+        };
+        for symbol in symbols {
             self.hand_over_if_free(&mut waits, &symbol)?;
         }
         Ok(())
     }
 
-    /// When the earliest holder of a waited-for lock expires (unix ms), if anybody waits.
+    /// When the earliest holder of a lock this daemon's requests wait for expires (unix ms),
+    /// if any waits.
     pub fn next_wait_wakeup(&self) -> Option<i64> {
         self.waits().next_expiry_hint()
     }
 
-    /// How many requests wait for a lock.
+    /// How many requests wait for a lock on this daemon.
     pub fn waiting_requests(&self) -> usize {
         self.waits().len()
     }
 
-    /// Answers every waiting request with LOCK_CONFLICT (the daemon is stopping).
+    /// Answers every waiting request of this daemon with LOCK_CONFLICT (the daemon stops).
     pub fn refuse_all_waiters(&self) {
         let drained = self.waits().drain();
         self.refuse(drained);
     }
 
-    /// Answers waiters taken out of their queues with LOCK_CONFLICT naming the holder of that
-    /// moment (called with the queue mutex released: it reads the database).
-    pub(crate) fn refuse(&self, waiters: Vec<(String, Waiter)>) {
-        for (symbol, waiter) in waiters {
-            let (held_by, expires_at_ms) = self.holder(&symbol);
+    /// Answers `waiters` with LOCK_CONFLICT naming the current holder.
+    pub(crate) fn refuse(&self, waiters: Vec<Waiter>) {
+        for waiter in waiters {
+            let (held_by, expires_at_ms) = self.holder(&waiter.symbol);
             waiter
                 .reply
                 .send(WaitOutcome::Refused(CoordError::LockConflict {
@@ -372,72 +454,171 @@ impl Coord {
         }
     }
 
-    /// In its own transaction: if the lock on `symbol` is not live, removes its expired row
-    /// (with its `lock.expired` event) and hands it to the first waiter; else notes when the
-    /// holder expires.
-    fn hand_over_if_free(&self, waits: &mut WaitQueues, symbol: &str) -> Result<()> {
+    /// Answers this daemon's requests that another daemon granted (told through the store's
+    /// listener). A request that is gone meanwhile gives its lock back. How many.
+    pub fn deliver_granted(&self) -> Result<usize> {
+        let mut waits = self.waits();
+        let rows = self.store.write(|w| {
+            let rows = w.granted_waiters(self.store.daemon_id())?;
+            for row in &rows {
+                w.delete_waiter(row.id)?;
+            }
+            Ok::<_, CoordError>(rows)
+        })?;
+        let mut give_back = Vec::new();
+        let delivered = rows.len();
+        for row in rows {
+            let Some(granted) = row.granted.as_deref().and_then(Grant::decode) else {
+                continue;
+            };
+            match waits.remove(row.id) {
+                Some(waiter) if !waiter.reply.is_closed() => {
+                    waits.set_holder_expiry(&waiter.symbol, granted.lock.expires_at_ms);
+                    waiter.reply.send(WaitOutcome::Granted(granted));
+                    self.saw(&row.session_id);
+                }
+                _ => give_back.push(granted.lock),
+            }
+        }
+        drop(waits);
+        for lock in &give_back {
+            self.give_back(lock);
+        }
+        Ok(delivered)
+    }
+
+    /// Whether a request may wait for `symbol`: always possible with a shared store (another
+    /// daemon's), else only when one of this daemon's does (a lookup saved on every acquire).
+    fn may_have_waiters(&self, waits: &LocalWaiters, symbol: &str) -> bool {
+        self.store.is_shared() || waits.waits_for(symbol)
+    }
+
+    /// In its own transaction, hands `symbol` to its first waiter if the lock is free or has
+    /// expired, then answers the waiter.
+    fn hand_over_if_free(&self, waits: &mut LocalWaiters, symbol: &str) -> Result<()> {
         let handover = self.store.write(|w| {
             let now = self.clock.now_ms();
-            match w.lock(symbol)? {
-                Some(held) if held.is_live(now) => {
-                    waits.set_holder_expiry(symbol, held.expires_at_ms);
-                    Ok(None)
-                }
-                Some(expired) => {
-                    w.delete_lock(symbol)?;
-                    append_expired(w, now, &expired)?;
-                    self.hand_over(w, waits, symbol, now)
-                }
-                None => self.hand_over(w, waits, symbol, now),
-            }
+            self.free_for_waiters(w, waits, symbol, now)
         })?;
         self.deliver(waits, handover);
         Ok(())
     }
 
-    /// Inside the transaction that freed `symbol`: gives it to the first open waiter (new
-    /// acquisition, `lock.acquired` event). The waiter stays queued until
-    /// [`Coord::deliver`] runs after the commit, so a rolled-back transaction loses nobody.
-    pub(crate) fn hand_over(
+    /// Inside a transaction: if `symbol` is free or its lock expired (appending
+    /// `lock.expired`), hands it to its first waiter; else notes the holder's expiry.
+    fn free_for_waiters(
         &self,
         w: &Writer<'_>,
-        waits: &mut WaitQueues,
+        waits: &mut LocalWaiters,
         symbol: &str,
         now: i64,
     ) -> Result<Option<Handover>> {
-        let Some(waiter) = waits.first_open(symbol) else {
+        if !self.may_have_waiters(waits, symbol) {
             return Ok(None);
-        };
-        let lock = new_acquisition(w, symbol, &waiter.session_id, waiter.ttl_ms, now)?;
-        let warnings = caller_warnings(w, symbol, &waiter.session_id, &waiter.callers, now)?;
-        Ok(Some(Handover {
-            symbol: symbol.to_owned(),
-            waiter: waiter.id,
-            granted: AcquiredLock { lock, warnings },
-        }))
+        }
+        match w.lock(symbol)? {
+            Some(held) if held.is_live(now) => {
+                waits.set_holder_expiry(symbol, held.expires_at_ms);
+                Ok(None)
+            }
+            Some(expired) => {
+                w.delete_lock(symbol)?;
+                append_expired(w, now, &expired)?;
+                self.hand_over(w, waits, symbol, now)
+            }
+            None => self.hand_over(w, waits, symbol, now),
+        }
     }
 
-    /// After the commit: answers the waiter of a hand-over and takes it out of its queue.
-    pub(crate) fn deliver(&self, waits: &mut WaitQueues, handover: Option<Handover>) {
+    /// Inside the transaction that freed `symbol`: makes its first open waiter the holder (a
+    /// new acquisition with its own `lock.acquired` event). A waiter of this daemon is
+    /// answered once the transaction commits ([`Coord::deliver`]); one of another daemon gets
+    /// the grant written to its row, and its daemon is told after the commit. Requests of
+    /// this daemon that are gone (their connection closed) or unknown leave the queue.
+    pub(crate) fn hand_over(
+        &self,
+        w: &Writer<'_>,
+        waits: &mut LocalWaiters,
+        symbol: &str,
+        now: i64,
+    ) -> Result<Option<Handover>> {
+        if !self.may_have_waiters(waits, symbol) {
+            return Ok(None);
+        }
+        while let Some(row) = w.first_waiter(symbol)? {
+            let mine = row.daemon_id == self.store.daemon_id();
+            if mine && waits.get(row.id).is_none_or(|waiter| waiter.reply.is_closed()) {
+                w.delete_waiter(row.id)?;
+                waits.remove(row.id);
+                continue;
+            }
+            let callers: Vec<String> = serde_json::from_str(&row.callers).unwrap_or_default();
+            let lock = new_acquisition(w, symbol, &row.session_id, row.ttl_ms, now)?;
+            let warnings = caller_warnings(w, symbol, &row.session_id, &callers, now)?;
+            let granted = AcquiredLock { lock, warnings };
+            if mine {
+                w.delete_waiter(row.id)?;
+                return Ok(Some(Handover {
+                    waiter: row.id,
+                    granted,
+                }));
+            }
+            w.grant_waiter(row.id, &row.daemon_id, &Grant::encode(&granted))?;
+            return Ok(None);
+        }
+        Ok(None)
+    }
+
+    /// Inside a transaction: releases `lock` if exactly that acquisition still holds (a lock
+    /// granted to a request whose daemon died), handing it to the next waiter.
+    pub(crate) fn give_back_in(
+        &self,
+        w: &Writer<'_>,
+        waits: &mut LocalWaiters,
+        lock: &Lock,
+        now: i64,
+    ) -> Result<Option<Handover>> {
+        match w.lock(&lock.symbol_path)? {
+            Some(held)
+                if held.is_live(now)
+                    && held.token == lock.token
+                    && held.session_id == lock.session_id =>
+            {
+                w.delete_lock(&held.symbol_path)?;
+                events::append(
+                    w,
+                    now,
+                    EventKind::LockReleased,
+                    Some(&held.session_id),
+                    &held.symbol_path,
+                    events::lock_data(&held, json!({"reason": "waiter gone"})),
+                )?;
+                self.hand_over(w, waits, &lock.symbol_path, now)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Answers the waiter of a committed hand-over.
+    pub(crate) fn deliver(&self, waits: &mut LocalWaiters, handover: Option<Handover>) {
         let Some(handover) = handover else { return };
-        let Some(waiter) = waits.pop_front(&handover.symbol) else {
+        let Some(waiter) = waits.remove(handover.waiter) else {
             return;
         };
-        debug_assert_eq!(waiter.id, handover.waiter);
-        waits.set_holder_expiry(&handover.symbol, handover.granted.lock.expires_at_ms);
+        waits.set_holder_expiry(&waiter.symbol, handover.granted.lock.expires_at_ms);
         let session = waiter.session_id.clone();
         waiter.reply.send(WaitOutcome::Granted(handover.granted));
         self.saw(&session);
     }
 
-    /// [`Coord::deliver`] for several hand-overs.
-    pub(crate) fn deliver_all(&self, waits: &mut WaitQueues, handovers: Vec<Handover>) {
+    /// Answers the waiters of several committed hand-overs.
+    pub(crate) fn deliver_all(&self, waits: &mut LocalWaiters, handovers: Vec<Handover>) {
         for handover in handovers {
             self.deliver(waits, Some(handover));
         }
     }
 
-    /// Who holds `symbol` now and until when (`("", 0)` when nobody does).
+    /// Who holds `symbol` now and until when (`("", 0)` when nobody does or the store fails).
     pub(crate) fn holder(&self, symbol: &str) -> (String, i64) {
         let now = self.clock.now_ms();
         match self.store.read(|r| r.lock(symbol)) {

@@ -150,7 +150,7 @@ pub struct Coord {
     ids: Arc<dyn IdSource>,
     processes: Arc<dyn Processes>,
     /// Lock waiters; taken before the database, never the other way round.
-    waits: Mutex<waits::WaitQueues>,
+    waits: Mutex<waits::LocalWaiters>,
     /// Signs of life not yet flushed; never held while waiting for `waits`.
     sightings: Mutex<sessions::Sightings>,
     /// The host this daemon runs on (PROTOCOL-NOTES 12.3).
@@ -192,7 +192,7 @@ impl Coord {
         self
     }
 
-    fn waits(&self) -> MutexGuard<'_, waits::WaitQueues> {
+    fn waits(&self) -> MutexGuard<'_, waits::LocalWaiters> {
         self.waits.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

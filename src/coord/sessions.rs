@@ -255,10 +255,27 @@ impl Coord {
     fn finish_session(&self, session_id: &str, reason: EndReason) -> Result<EndedSession> {
         let mut waits = self.waits();
         // The session's own waiting requests leave first: none of its locks may be handed to it.
-        let refused = waits.remove_session(session_id);
+        let refused: Vec<_> = waits
+            .ids_of_session(session_id)
+            .into_iter()
+            .filter_map(|id| waits.remove(id))
+            .collect();
         let mut handovers = Vec::new();
         let ended = self.store.write(|w| {
             let now = self.clock.now_ms();
+            if self.store.is_shared() {
+                // Its requests on other daemons leave the shared queue too (those daemons'
+                // waits then run out as LOCK_CONFLICT).
+                for row in w.waiters()? {
+                    if row.session_id == session_id {
+                        w.delete_waiter(row.id)?;
+                    }
+                }
+            } else {
+                for waiter in &refused {
+                    w.delete_waiter(waiter.id)?;
+                }
+            }
             let locks = w.live_locks(now, Some(session_id))?;
             let intents = w.intents(&IntentFilter {
                 session_id: Some(session_id),
@@ -367,18 +384,30 @@ impl Coord {
     /// Reaps every session whose process exited or whose lease lapsed (PROTOCOL-NOTES 7.3).
     /// The daemon runs it about once a second.
     pub fn reap_dead_sessions(&self) -> Result<Vec<ReapedSession>> {
-        let rows = self.store.read(|r| r.sessions_with_pulse())?;
+        let shared = self.store.is_shared();
+        let (rows, queued) = self.store.read(|r| {
+            let rows = r.sessions_with_pulse()?;
+            // With a shared store a session may wait through another daemon.
+            let queued = if shared && !rows.is_empty() {
+                r.waiters()?
+            } else {
+                Vec::new()
+            };
+            Ok::<_, CoordError>((rows, queued))
+        })?;
         if rows.is_empty() {
             return Ok(Vec::new());
         }
         let now = self.clock.now_ms();
-        let waiting: HashSet<String> = {
+        let mut waiting: HashSet<String> = queued.into_iter().map(|q| q.session_id).collect();
+        {
             let waits = self.waits();
-            rows.iter()
-                .filter(|r| waits.has_session(&r.session_id))
-                .map(|r| r.session_id.clone())
-                .collect()
-        };
+            waiting.extend(
+                rows.iter()
+                    .filter(|r| waits.has_session(&r.session_id))
+                    .map(|r| r.session_id.clone()),
+            );
+        }
         let mut reaped = Vec::new();
         for row in rows {
             if let Some(reason) = self.death(&row, now, waiting.contains(&row.session_id)) {

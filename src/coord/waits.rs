@@ -1,15 +1,22 @@
-//! Lock waits as plain data (PROTOCOL-NOTES 8): one FIFO queue of waiters per symbol, and the
+//! Lock waits as plain data (PROTOCOL-NOTES 8): the FIFO queues of waiting requests and the
 //! check that refuses a wait which would close a cycle of waiting sessions.
 //!
-//! Nothing here blocks or knows about async: a waiter is its session, the TTL it asked for,
-//! the callers of its symbol (for the warnings of its eventual acquire) and a [`WaitReply`]
-//! through which it is answered. [`super::Coord`] keeps the queues behind one mutex, taken
-//! before the database, and hands a released, expired or reaped lock to the first waiter in
-//! the same transaction that frees it.
+//! The queue order lives in the store (`lock_waiters`), shared by every daemon on it: a
+//! request's id is its place. What stays in memory is this daemon's side of each of its
+//! requests, [`LocalWaiters`]: the session, the TTL it asked for, the callers of its symbol
+//! and the [`WaitReply`] through which it is answered. [`super::Coord`] keeps them behind one
+//! mutex, taken before the database, and hands a released, expired or reaped lock to the
+//! first waiter in the same transaction that frees it. A grant to a request of another daemon
+//! is written to the request's row ([`Grant`]) and that daemon answers it when told.
+//!
+//! Nothing here blocks or knows about async.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 
-use super::{AcquiredLock, CoordError};
+use serde::{Deserialize, Serialize};
+
+use super::{AcquiredLock, CallerWarning, CoordError, Lock};
+use crate::store::WaiterRow;
 
 /// How a waiting request is finally answered.
 #[derive(Debug)]
@@ -29,20 +36,18 @@ pub trait WaitReply: Send {
     fn send(self: Box<Self>, outcome: WaitOutcome);
 }
 
-/// Identifies one queued waiter.
-pub type WaiterId = u64;
+/// A waiting request's id: its row in the store's queue (ids grow with arrival).
+pub type WaiterId = i64;
 
-/// One queued request.
+/// One of this daemon's waiting requests.
 pub struct Waiter {
-    /// Its id.
+    /// Its id in the shared queue.
     pub id: WaiterId,
+    /// The normalised symbol path it waits for.
+    pub symbol: String,
     /// The waiting session.
     pub session_id: String,
-    /// The TTL of the lock it asked for.
-    pub ttl_ms: i64,
-    /// Callers of the symbol, for the caller warnings once it holds the lock.
-    pub callers: Vec<String>,
-    /// Where its answer goes.
+    /// Where the answer goes.
     pub reply: Box<dyn WaitReply>,
 }
 
@@ -50,151 +55,120 @@ impl std::fmt::Debug for Waiter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Waiter")
             .field("id", &self.id)
+            .field("symbol", &self.symbol)
             .field("session_id", &self.session_id)
             .finish_non_exhaustive()
     }
 }
 
-/// The waiters of every symbol, each queue in arrival order.
+/// This daemon's waiting requests, and for each symbol they wait for when its holder's lock
+/// expires (so the pulse wakes in time to hand it over).
 #[derive(Debug, Default)]
-pub struct WaitQueues {
-    queues: HashMap<String, VecDeque<Waiter>>,
-    symbol_of: HashMap<WaiterId, String>,
-    /// When the holder of each waited-for symbol was last seen to expire (a wake-up hint).
+pub struct LocalWaiters {
+    waiters: HashMap<WaiterId, Waiter>,
+    /// How many local requests wait for each symbol.
+    per_symbol: HashMap<String, usize>,
     holder_expiry: HashMap<String, i64>,
-    next_id: WaiterId,
 }
 
-impl WaitQueues {
-    /// How many requests wait, over all symbols.
+impl LocalWaiters {
+    /// How many requests wait.
     pub fn len(&self) -> usize {
-        self.symbol_of.len()
+        self.waiters.len()
     }
 
-    /// Whether nobody waits.
+    /// Whether none waits.
     pub fn is_empty(&self) -> bool {
-        self.symbol_of.is_empty()
+        self.waiters.is_empty()
     }
 
-    /// Whether anybody waits for `symbol`.
-    pub fn has_waiters(&self, symbol: &str) -> bool {
-        self.queues.get(symbol).is_some_and(|q| !q.is_empty())
+    /// Whether a local request waits for `symbol`.
+    pub fn waits_for(&self, symbol: &str) -> bool {
+        self.per_symbol.contains_key(symbol)
     }
 
-    /// Whether `session_id` has a queued request.
+    /// Whether a local request of `session_id` waits.
     pub fn has_session(&self, session_id: &str) -> bool {
-        self.queues
+        self.waiters.values().any(|w| w.session_id == session_id)
+    }
+
+    /// The ids of the local requests of `session_id`.
+    pub fn ids_of_session(&self, session_id: &str) -> Vec<WaiterId> {
+        self.waiters
             .values()
-            .any(|q| q.iter().any(|w| w.session_id == session_id))
+            .filter(|w| w.session_id == session_id)
+            .map(|w| w.id)
+            .collect()
     }
 
-    /// The symbols somebody waits for.
+    /// The symbols local requests wait for.
     pub fn symbols(&self) -> Vec<String> {
-        self.queues.keys().cloned().collect()
+        self.per_symbol.keys().cloned().collect()
     }
 
-    /// The earliest holder expiry among waited-for symbols: when to look again.
+    /// The request `id`, if it is this daemon's and still waits.
+    pub fn get(&self, id: WaiterId) -> Option<&Waiter> {
+        self.waiters.get(&id)
+    }
+
+    /// The earliest expiry among the locks local requests wait for.
     pub fn next_expiry_hint(&self) -> Option<i64> {
         self.holder_expiry.values().copied().min()
     }
 
-    /// Records when the holder of `symbol` expires (as last seen).
+    /// Notes when the current holder of `symbol` expires (only while somebody waits for it).
     pub fn set_holder_expiry(&mut self, symbol: &str, expires_at_ms: i64) {
-        if self.has_waiters(symbol) {
+        if self.waits_for(symbol) {
             self.holder_expiry.insert(symbol.to_owned(), expires_at_ms);
         }
     }
 
-    /// Appends a waiter to the queue of `symbol`; its id.
-    pub fn push(
-        &mut self,
-        symbol: &str,
-        session_id: &str,
-        ttl_ms: i64,
-        callers: Vec<String>,
-        reply: Box<dyn WaitReply>,
-        holder_expires_at_ms: i64,
-    ) -> WaiterId {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.queues
-            .entry(symbol.to_owned())
-            .or_default()
-            .push_back(Waiter {
-                id,
-                session_id: session_id.to_owned(),
-                ttl_ms,
-                callers,
-                reply,
-            });
-        self.symbol_of.insert(id, symbol.to_owned());
+    /// Adds a request queued in the store as `waiter.id`.
+    pub fn insert(&mut self, waiter: Waiter, holder_expires_at_ms: i64) {
+        *self.per_symbol.entry(waiter.symbol.clone()).or_default() += 1;
         self.holder_expiry
-            .insert(symbol.to_owned(), holder_expires_at_ms);
-        id
+            .insert(waiter.symbol.clone(), holder_expires_at_ms);
+        self.waiters.insert(waiter.id, waiter);
     }
 
-    /// Drops the waiters of `symbol` whose request is gone, from the front, and returns the
-    /// first open one (still queued).
-    pub fn first_open(&mut self, symbol: &str) -> Option<&Waiter> {
-        loop {
-            let closed = match self.queues.get(symbol)?.front() {
-                None => break,
-                Some(w) => w.reply.is_closed(),
-            };
-            if !closed {
-                break;
+    /// Takes request `id` out (answered, cancelled or gone).
+    pub fn remove(&mut self, id: WaiterId) -> Option<Waiter> {
+        let waiter = self.waiters.remove(&id)?;
+        if let Some(count) = self.per_symbol.get_mut(&waiter.symbol) {
+            *count -= 1;
+            if *count == 0 {
+                self.per_symbol.remove(&waiter.symbol);
+                self.holder_expiry.remove(&waiter.symbol);
             }
-            self.pop_front(symbol);
         }
-        self.queues.get(symbol).and_then(VecDeque::front)
+        Some(waiter)
     }
 
-    /// Removes and returns the first waiter of `symbol`.
-    pub fn pop_front(&mut self, symbol: &str) -> Option<Waiter> {
-        let queue = self.queues.get_mut(symbol)?;
-        let waiter = queue.pop_front();
-        if queue.is_empty() {
-            self.queues.remove(symbol);
-            self.holder_expiry.remove(symbol);
-        }
-        if let Some(w) = &waiter {
-            self.symbol_of.remove(&w.id);
-        }
-        waiter
-    }
-
-    /// Removes the waiter `id` wherever it is; `None` when it is no longer queued.
-    pub fn remove(&mut self, id: WaiterId) -> Option<(String, Waiter)> {
-        let symbol = self.symbol_of.remove(&id)?;
-        let queue = self.queues.get_mut(&symbol)?;
-        let position = queue.iter().position(|w| w.id == id)?;
-        let waiter = queue.remove(position)?;
-        if queue.is_empty() {
-            self.queues.remove(&symbol);
-            self.holder_expiry.remove(&symbol);
-        }
-        Some((symbol, waiter))
-    }
-
-    /// Removes every waiter of `session_id`, with their symbols.
-    pub fn remove_session(&mut self, session_id: &str) -> Vec<(String, Waiter)> {
-        let ids: Vec<WaiterId> = self
-            .queues
-            .values()
-            .flat_map(|q| q.iter().filter(|w| w.session_id == session_id))
-            .map(|w| w.id)
-            .collect();
-        ids.into_iter().filter_map(|id| self.remove(id)).collect()
-    }
-
-    /// Removes every waiter, with their symbols.
-    pub fn drain(&mut self) -> Vec<(String, Waiter)> {
-        self.symbol_of.clear();
+    /// Takes every request out (the daemon stops).
+    pub fn drain(&mut self) -> Vec<Waiter> {
+        self.per_symbol.clear();
         self.holder_expiry.clear();
-        self.queues
-            .drain()
-            .flat_map(|(symbol, queue)| queue.into_iter().map(move |w| (symbol.clone(), w)))
-            .collect()
+        self.waiters.drain().map(|(_, w)| w).collect()
+    }
+}
+
+/// The shared queues as the store holds them: per symbol, the waiting sessions in order.
+#[derive(Debug, Default)]
+pub struct QueueView {
+    queues: HashMap<String, Vec<String>>,
+}
+
+impl QueueView {
+    /// The queues of `rows` (ordered by symbol, then arrival, as the store returns them).
+    pub fn from_rows(rows: &[WaiterRow]) -> Self {
+        let mut queues: HashMap<String, Vec<String>> = HashMap::new();
+        for row in rows {
+            queues
+                .entry(row.symbol_path.clone())
+                .or_default()
+                .push(row.session_id.clone());
+        }
+        Self { queues }
     }
 
     /// The cycle that `caller` would close by waiting for `symbol`, as the session ids
@@ -216,16 +190,16 @@ impl WaitQueues {
             for (position, waiter) in queue.iter().enumerate() {
                 let target = match position {
                     0 => Target::Holder(sym.as_str()),
-                    _ => Target::Session(queue[position - 1].session_id.as_str()),
+                    _ => Target::Session(queue[position - 1].as_str()),
                 };
                 waits_for
-                    .entry(waiter.session_id.as_str())
+                    .entry(waiter.as_str())
                     .or_default()
                     .push(target);
             }
         }
-        let first = match self.queues.get(symbol).and_then(VecDeque::back) {
-            Some(last) => last.session_id.clone(),
+        let first = match self.queues.get(symbol).and_then(|q| q.last()) {
+            Some(last) => last.clone(),
             None => holder_of(symbol)?,
         };
         if first == caller {
@@ -272,7 +246,8 @@ impl WaitQueues {
     }
 }
 
-/// What a waiter waits for directly.
+/// What a waiter waits for directly.}
+
 enum Target<'a> {
     /// The holder of this symbol.
     Holder(&'a str),
@@ -280,82 +255,141 @@ enum Target<'a> {
     Session(&'a str),
 }
 
+
+/// A lock handed to another daemon's request, as written to the request's row.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Grant {
+    symbol_path: String,
+    session_id: String,
+    acquired_at_ms: i64,
+    expires_at_ms: i64,
+    token: i64,
+    warnings: Vec<GrantWarning>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct GrantWarning {
+    locked_symbol: String,
+    held_by: String,
+    chain: [String; 2],
+}
+
+impl Grant {
+    /// The serialised grant of `acquired`.
+    pub fn encode(acquired: &AcquiredLock) -> String {
+        let grant = Grant {
+            symbol_path: acquired.lock.symbol_path.clone(),
+            session_id: acquired.lock.session_id.clone(),
+            acquired_at_ms: acquired.lock.acquired_at_ms,
+            expires_at_ms: acquired.lock.expires_at_ms,
+            token: acquired.lock.token,
+            warnings: acquired
+                .warnings
+                .iter()
+                .map(|w| GrantWarning {
+                    locked_symbol: w.locked_symbol.clone(),
+                    held_by: w.held_by.clone(),
+                    chain: w.chain.clone(),
+                })
+                .collect(),
+        };
+        serde_json::to_string(&grant).unwrap_or_default()
+    }
+
+    /// The acquired lock a serialised grant stands for (`None` when it is not one).
+    pub fn decode(text: &str) -> Option<AcquiredLock> {
+        let grant: Grant = serde_json::from_str(text).ok()?;
+        Some(AcquiredLock {
+            lock: Lock {
+                symbol_path: grant.symbol_path,
+                session_id: grant.session_id,
+                acquired_at_ms: grant.acquired_at_ms,
+                expires_at_ms: grant.expires_at_ms,
+                token: grant.token,
+            },
+            warnings: grant
+                .warnings
+                .into_iter()
+                .map(|w| CallerWarning {
+                    locked_symbol: w.locked_symbol,
+                    held_by: w.held_by,
+                    chain: w.chain,
+                })
+                .collect(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
-
     use super::*;
 
-    struct Reply(Arc<AtomicBool>);
+    struct Reply;
     impl WaitReply for Reply {
         fn is_closed(&self) -> bool {
-            self.0.load(Ordering::SeqCst)
+            false
         }
         fn send(self: Box<Self>, _: WaitOutcome) {}
     }
 
-    fn open() -> Box<dyn WaitReply> {
-        Box::new(Reply(Arc::new(AtomicBool::new(false))))
+    fn waiter(id: WaiterId, symbol: &str, session: &str) -> Waiter {
+        Waiter {
+            id,
+            symbol: symbol.into(),
+            session_id: session.into(),
+            reply: Box::new(Reply),
+        }
     }
 
-    fn push(q: &mut WaitQueues, symbol: &str, session: &str) -> WaiterId {
-        q.push(symbol, session, 1000, Vec::new(), open(), 0)
-    }
-
-    #[test]
-    fn queues_are_fifo_per_symbol() {
-        let mut q = WaitQueues::default();
-        push(&mut q, "x", "a");
-        push(&mut q, "y", "z");
-        push(&mut q, "x", "b");
-        push(&mut q, "x", "c");
-        assert_eq!(q.len(), 4);
-        let order: Vec<String> = std::iter::from_fn(|| q.pop_front("x"))
-            .map(|w| w.session_id)
-            .collect();
-        assert_eq!(order, ["a", "b", "c"]);
-        assert!(!q.has_waiters("x"));
-        assert!(q.has_waiters("y"));
-    }
-
-    #[test]
-    fn closed_waiters_are_skipped() {
-        let mut q = WaitQueues::default();
-        let gone = Arc::new(AtomicBool::new(false));
-        q.push("x", "a", 1, Vec::new(), Box::new(Reply(gone.clone())), 0);
-        push(&mut q, "x", "b");
-        gone.store(true, Ordering::SeqCst);
-        assert_eq!(q.first_open("x").unwrap().session_id, "b");
-        assert_eq!(q.len(), 1);
+    fn row(id: i64, symbol: &str, session: &str) -> WaiterRow {
+        WaiterRow {
+            id,
+            symbol_path: symbol.into(),
+            session_id: session.into(),
+            ttl_ms: 1000,
+            daemon_id: "d".into(),
+            callers: "[]".into(),
+            queued_at_ms: 0,
+            granted: None,
+        }
     }
 
     #[test]
-    fn remove_and_remove_session() {
-        let mut q = WaitQueues::default();
-        let a = push(&mut q, "x", "a");
-        push(&mut q, "y", "b");
-        push(&mut q, "z", "b");
-        assert_eq!(q.remove(a).unwrap().0, "x");
-        assert!(q.remove(a).is_none());
-        assert!(q.has_session("b"));
-        assert_eq!(q.remove_session("b").len(), 2);
-        assert!(q.is_empty());
-        assert_eq!(q.next_expiry_hint(), None);
+    fn local_waiters_count_per_symbol_and_session() {
+        let mut local = LocalWaiters::default();
+        local.insert(waiter(1, "x", "a"), 50);
+        local.insert(waiter(2, "x", "b"), 50);
+        local.insert(waiter(3, "y", "b"), 20);
+        assert_eq!(local.len(), 3);
+        assert!(local.waits_for("x") && local.has_session("b"));
+        assert_eq!(local.next_expiry_hint(), Some(20));
+        let mut ids = local.ids_of_session("b");
+        ids.sort_unstable();
+        assert_eq!(ids, [2, 3]);
+        assert_eq!(local.remove(3).unwrap().symbol, "y");
+        assert!(!local.waits_for("y"));
+        assert_eq!(local.next_expiry_hint(), Some(50));
+        assert!(local.remove(3).is_none());
+        local.remove(1);
+        assert!(local.waits_for("x"));
+        local.remove(2);
+        assert!(local.is_empty() && !local.waits_for("x"));
+        assert_eq!(local.next_expiry_hint(), None);
     }
 
     #[test]
     fn two_session_cycle_starts_with_caller() {
         // a holds x, b holds y; b waits for x; a asking for y closes the cycle.
-        let mut q = WaitQueues::default();
         let holders = |s: &str| match s {
             "x" => Some("a".to_string()),
             "y" => Some("b".to_string()),
             _ => None,
         };
-        push(&mut q, "x", "b");
+        let q = QueueView::from_rows(&[row(1, "x", "b")]);
         assert_eq!(
             q.find_cycle("a", "y", holders),
             Some(vec!["a".into(), "b".into()])
@@ -367,32 +401,48 @@ mod tests {
     #[test]
     fn longer_cycles_and_queue_order_count() {
         // a holds x, b holds y, c holds z; b waits x, c waits y; a asking for z closes a→c→b→a.
-        let mut q = WaitQueues::default();
         let holders = |s: &str| match s {
             "x" => Some("a".to_string()),
             "y" => Some("b".to_string()),
             "z" => Some("c".to_string()),
             _ => None,
         };
-        push(&mut q, "x", "b");
-        push(&mut q, "y", "c");
+        let q = QueueView::from_rows(&[row(1, "x", "b"), row(2, "y", "c")]);
         assert_eq!(
             q.find_cycle("a", "z", holders),
             Some(vec!["a".into(), "c".into(), "b".into()])
         );
         // Waiting behind another waiter is waiting for it: h holds w; d waits w first, then
         // e; d waiting for something e holds would deadlock.
-        let mut q = WaitQueues::default();
         let holders = |s: &str| match s {
             "w" => Some("h".to_string()),
             "v" => Some("e".to_string()),
             _ => None,
         };
-        push(&mut q, "w", "d");
-        push(&mut q, "w", "e");
+        let q = QueueView::from_rows(&[row(1, "w", "d"), row(2, "w", "e")]);
         assert_eq!(
             q.find_cycle("d", "v", holders),
             Some(vec!["d".into(), "e".into()])
         );
+    }
+
+    #[test]
+    fn grants_round_trip() {
+        let acquired = AcquiredLock {
+            lock: Lock {
+                symbol_path: "a.ts:f".into(),
+                session_id: "s".into(),
+                acquired_at_ms: 1,
+                expires_at_ms: 2,
+                token: 3,
+            },
+            warnings: vec![CallerWarning {
+                locked_symbol: "a.ts:g".into(),
+                held_by: "t".into(),
+                chain: ["a.ts:g".into(), "a.ts:f".into()],
+            }],
+        };
+        assert_eq!(Grant::decode(&Grant::encode(&acquired)), Some(acquired));
+        assert_eq!(Grant::decode("nope"), None);
     }
 }

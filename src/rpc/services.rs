@@ -65,9 +65,12 @@ impl App {
     /// An app over an opened coordination core; its store rings the app's event bell.
     pub fn new(coord: Coord) -> Self {
         let bell = EventBell::new();
-        coord.store().set_commit_listener(bell.listener());
+        let coord = Arc::new(coord);
+        coord
+            .store()
+            .set_commit_listener(bell.listener(Arc::downgrade(&coord)));
         Self {
-            coord: Arc::new(coord),
+            coord,
             bell,
             accepting_waits: Arc::new(AtomicBool::new(true)),
             pulse: Arc::new(tokio::sync::Notify::new()),

@@ -10,7 +10,7 @@
 //!
 //! A waiting request holds a task, never a thread or a database transaction.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use tokio::sync::{oneshot, watch};
@@ -172,9 +172,34 @@ impl EventBell {
         self.tx.send_modify(|state| state.closing = true);
     }
 
-    /// The store's listener that rings this bell.
-    pub fn listener(&self) -> Box<dyn CommitListener> {
-        Box::new(self.clone())
+    /// The store's listener: rings this bell on events, and has `coord` answer its waiters
+    /// when another daemon granted them a lock.
+    pub fn listener(&self, coord: Weak<Coord>) -> Box<dyn CommitListener> {
+        Box::new(StoreListener {
+            bell: self.clone(),
+            coord,
+        })
+    }
+}
+
+/// What the store tells after commits (its own and, with PostgreSQL, other daemons').
+struct StoreListener {
+    bell: EventBell,
+    coord: Weak<Coord>,
+}
+
+impl CommitListener for StoreListener {
+    fn events_committed(&self, newest_seq: i64) {
+        self.bell.events_committed(newest_seq);
+    }
+
+    fn waiters_granted(&self) {
+        let Some(coord) = self.coord.upgrade() else {
+            return;
+        };
+        if let Err(error) = coord.deliver_granted() {
+            tracing::warn!(%error, "could not answer waiters granted by another daemon");
+        }
     }
 }
 
