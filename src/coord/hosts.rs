@@ -56,7 +56,7 @@ impl Coord {
             w.beat_daemon(&self.beat(now))?;
             Ok::<_, super::CoordError>(w.live_hosts(now - HOST_SILENCE_MS)?)
         })?;
-        self.live_hosts().hosts = live.into_iter().collect();
+        self.set_live_hosts(live);
         Ok(())
     }
 
@@ -85,7 +85,7 @@ impl Coord {
         })?;
         self.deliver_all(&mut waits, handovers);
         drop(waits);
-        self.live_hosts().hosts = live.into_iter().collect();
+        self.set_live_hosts(live);
         Ok(gone)
     }
 
@@ -96,6 +96,11 @@ impl Coord {
         self.store
             .write(|w| w.delete_daemon_waiters(self.store.daemon_id()))?;
         Ok(())
+    }
+
+    /// Replaces the set of hosts with a live daemon.
+    pub(crate) fn set_live_hosts(&self, hosts: Vec<String>) {
+        self.live_hosts().hosts = hosts.into_iter().collect();
     }
 
     /// Whether `host` has a live daemon (this daemon's own host always has).

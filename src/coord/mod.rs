@@ -24,6 +24,8 @@ pub mod process;
 pub mod sessions;
 #[cfg(test)]
 pub(crate) mod testing;
+#[cfg(test)]
+mod shared_tests;
 pub mod time;
 pub mod waits;
 

@@ -387,8 +387,11 @@ impl Coord {
         let shared = self.store.is_shared();
         let (rows, queued) = self.store.read(|r| {
             let rows = r.sessions_with_pulse()?;
-            // With a shared store a session may wait through another daemon.
+            // With a shared store a session may wait through another daemon, and the hosts
+            // are read fresh: a daemon that started since the last beat counts.
             let queued = if shared && !rows.is_empty() {
+                let since = self.clock.now_ms() - super::hosts::HOST_SILENCE_MS;
+                self.set_live_hosts(r.live_hosts(since)?);
                 r.waiters()?
             } else {
                 Vec::new()

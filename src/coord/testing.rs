@@ -358,6 +358,48 @@ impl Harness {
     }
 }
 
+/// Two coordination cores ("daemons" on hosts `host-a` and `host-b`) over one SQLite file
+/// treated as shared, with one manual clock, one fake index and one process table: what
+/// several daemons on one PostgreSQL database do, without a server.
+pub(crate) struct SharedPair {
+    pub a: std::sync::Arc<super::Coord>,
+    pub b: std::sync::Arc<super::Coord>,
+    pub clock: super::ManualClock,
+    pub processes: std::sync::Arc<FakeProcesses>,
+    _dir: tempfile::TempDir,
+}
+
+impl SharedPair {
+    pub fn new() -> Self {
+        #![allow(clippy::expect_used, reason = "test helper")]
+        use std::sync::Arc;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("state.db");
+        let clock = super::ManualClock::new(1_768_473_000_000);
+        let index = Arc::new(FakeIndex::default());
+        let processes = Arc::new(FakeProcesses::default());
+        let open = |host: &str| {
+            let store = crate::store::Store::open(&path)
+                .expect("store")
+                .shared_for_tests();
+            let coord = super::Coord::new(store, Arc::new(clock.clone()), index.clone())
+                .with_processes(processes.clone())
+                .with_host_id(host);
+            coord.join().expect("join");
+            Arc::new(coord)
+        };
+        let a = open("host-a");
+        let b = open("host-b");
+        SharedPair {
+            a,
+            b,
+            clock,
+            processes,
+            _dir: dir,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]

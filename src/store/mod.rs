@@ -147,6 +147,8 @@ pub struct Store {
     backend: Backend,
     listener: ListenerSlot,
     daemon_id: String,
+    /// Whether other daemons may share the state (PostgreSQL; tests also share SQLite files).
+    shared: bool,
 }
 
 enum Backend {
@@ -188,6 +190,7 @@ impl Store {
                     backend: Backend::Postgres(pg),
                     listener,
                     daemon_id,
+                    shared: true,
                 })
             }
         }
@@ -198,7 +201,16 @@ impl Store {
             backend,
             listener: ListenerSlot::default(),
             daemon_id: uuid::Uuid::new_v4().to_string(),
+            shared: false,
         }
+    }
+
+    /// Treats this SQLite file as shared with other handles on it, as PostgreSQL is shared
+    /// by daemons (tests play several daemons in one process this way).
+    #[cfg(test)]
+    pub(crate) fn shared_for_tests(mut self) -> Store {
+        self.shared = true;
+        self
     }
 
     /// This daemon's id in the store (random per opening): the owner of its lock waiters.
@@ -208,7 +220,7 @@ impl Store {
 
     /// Whether other daemons may share this store (PostgreSQL).
     pub fn is_shared(&self) -> bool {
-        matches!(self.backend, Backend::Postgres(_))
+        self.shared
     }
 
     /// Whether a call may run on an async worker thread: the embedded store only (the
