@@ -114,10 +114,11 @@ pub fn run(ctx: &Context, command: DaemonCommand) -> Result<Report, CliError> {
                     let uptime_ms = (output::now_ms() as u64).saturating_sub(record.started_at_ms);
                     let index = super::index_progress::current(paths);
                     let human = format!(
-                        "running\n  pid      {}\n  socket   {socket}\n  uptime   {}s\n  version  {}\n  index    {}",
+                        "running\n  pid      {}\n  socket   {socket}\n  uptime   {}s\n  version  {}\n  store    {}\n  index    {}",
                         record.pid,
                         uptime_ms / 1000,
                         record.version,
+                        record.store,
                         super::index_progress::line(paths)
                     );
                     let value = json!({
@@ -126,6 +127,7 @@ pub fn run(ctx: &Context, command: DaemonCommand) -> Result<Report, CliError> {
                         "socket": socket,
                         "uptimeMs": uptime_ms,
                         "version": record.version,
+                        "store": record.store,
                         "index": index,
                     });
                     Ok(Report::new(value, human))

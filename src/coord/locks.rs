@@ -234,7 +234,10 @@ impl Coord {
 
     /// Inside the acquire's transaction, with `held` another session's live lock: queues the
     /// request behind the symbol's waiters, unless waiting would close a cycle.
-    #[allow(clippy::too_many_arguments, reason = "one call site, all of it the request")]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one call site, all of it the request"
+    )]
     fn queue_or_refuse(
         &self,
         w: &Writer<'_>,
@@ -290,7 +293,10 @@ impl Coord {
         drop(waits);
         match left {
             Ok(row) => {
-                if let Some(granted) = row.and_then(|r| r.granted).as_deref().and_then(Grant::decode)
+                if let Some(granted) = row
+                    .and_then(|r| r.granted)
+                    .as_deref()
+                    .and_then(Grant::decode)
                 {
                     self.give_back(&granted.lock);
                 }
@@ -547,7 +553,11 @@ impl Coord {
         }
         while let Some(row) = w.first_waiter(symbol)? {
             let mine = row.daemon_id == self.store.daemon_id();
-            if mine && waits.get(row.id).is_none_or(|waiter| waiter.reply.is_closed()) {
+            if mine
+                && waits
+                    .get(row.id)
+                    .is_none_or(|waiter| waiter.reply.is_closed())
+            {
                 w.delete_waiter(row.id)?;
                 waits.remove(row.id);
                 continue;

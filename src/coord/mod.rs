@@ -23,9 +23,9 @@ pub mod preflight;
 pub mod process;
 pub mod sessions;
 #[cfg(test)]
-pub(crate) mod testing;
-#[cfg(test)]
 mod shared_tests;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod time;
 pub mod waits;
 

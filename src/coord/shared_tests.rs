@@ -25,7 +25,12 @@ impl WaitReply for ChannelReply {
 fn wait(coord: &super::Coord, path: &str, session: &str) -> mpsc::Receiver<WaitOutcome> {
     let (tx, rx) = mpsc::channel();
     let queued = coord
-        .acquire_or_wait(path, session, Some(60_000), Some(Box::new(ChannelReply(tx))))
+        .acquire_or_wait(
+            path,
+            session,
+            Some(60_000),
+            Some(Box::new(ChannelReply(tx))),
+        )
         .unwrap();
     assert!(matches!(queued, Acquire::Queued { .. }), "{queued:?}");
     rx
@@ -161,7 +166,9 @@ fn pid_sessions_are_checked_on_their_own_host_and_reaped_by_others_when_it_is_si
     let pair = SharedPair::new();
     // s1 registers through b (host-b) with a pid that only host-b can look up.
     pair.processes.start(4242, 77);
-    pair.b.register_with_pulse("agent", "s1", Some(4242), None).unwrap();
+    pair.b
+        .register_with_pulse("agent", "s1", Some(4242), None)
+        .unwrap();
     pair.a.acquire_lock("a.ts:f", "s1", None).unwrap();
     // a cannot see host-b's processes: it never judges the pid itself.
     pair.processes.kill(4242);
@@ -173,7 +180,9 @@ fn pid_sessions_are_checked_on_their_own_host_and_reaped_by_others_when_it_is_si
 
     // s2 on host-b, alive; then host-b goes silent for 30 s: a reaps it.
     pair.processes.start(4343, 88);
-    pair.b.register_with_pulse("agent", "s2", Some(4343), None).unwrap();
+    pair.b
+        .register_with_pulse("agent", "s2", Some(4343), None)
+        .unwrap();
     pair.b.beat_daemon().unwrap();
     pair.a.beat_daemon().unwrap();
     pair.clock.advance(29_000);

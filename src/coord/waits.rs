@@ -192,10 +192,7 @@ impl QueueView {
                     0 => Target::Holder(sym.as_str()),
                     _ => Target::Session(queue[position - 1].as_str()),
                 };
-                waits_for
-                    .entry(waiter.as_str())
-                    .or_default()
-                    .push(target);
+                waits_for.entry(waiter.as_str()).or_default().push(target);
             }
         }
         let first = match self.queues.get(symbol).and_then(|q| q.last()) {
@@ -254,7 +251,6 @@ enum Target<'a> {
     /// This session (the waiter just ahead).
     Session(&'a str),
 }
-
 
 /// A lock handed to another daemon's request, as written to the request's row.
 #[derive(Debug, Serialize, Deserialize)]

@@ -62,6 +62,9 @@ pub struct PidRecord {
     pub version: String,
     /// The socket it serves.
     pub socket: PathBuf,
+    /// Its store: `sqlite`, or the PostgreSQL URL without its password and the project.
+    #[serde(default)]
+    pub store: String,
 }
 
 impl PidRecord {
@@ -124,7 +127,10 @@ pub fn ensure_state_dir(paths: &WitPaths) -> Result<(), DaemonError> {
 
 /// Takes the daemon lock, clears a stale socket and binds a fresh one (0600), writes the pid
 /// file. A second daemon on the same root fails here without touching the live socket.
-pub fn take_residence(paths: &WitPaths) -> Result<(Residence, UnixListener), DaemonError> {
+pub fn take_residence(
+    paths: &WitPaths,
+    store: &str,
+) -> Result<(Residence, UnixListener), DaemonError> {
     ensure_state_dir(paths)?;
     if paths.socket.as_os_str().len() > 107 {
         return Err(DaemonError::SocketPathTooLong(paths.socket.clone()));
@@ -171,7 +177,7 @@ pub fn take_residence(paths: &WitPaths) -> Result<(Residence, UnixListener), Dae
     fs::set_permissions(&paths.socket, fs::Permissions::from_mode(0o600)).map_err(io_error(
         format!("setting the mode of {}", paths.socket.display()),
     ))?;
-    write_pid_file(paths)?;
+    write_pid_file(paths, store)?;
     Ok((
         Residence {
             paths: paths.clone(),
@@ -181,7 +187,7 @@ pub fn take_residence(paths: &WitPaths) -> Result<(Residence, UnixListener), Dae
     ))
 }
 
-fn write_pid_file(paths: &WitPaths) -> Result<(), DaemonError> {
+fn write_pid_file(paths: &WitPaths, store: &str) -> Result<(), DaemonError> {
     let record = PidRecord {
         pid: std::process::id(),
         started_at_ms: SystemTime::now()
@@ -190,6 +196,7 @@ fn write_pid_file(paths: &WitPaths) -> Result<(), DaemonError> {
             .unwrap_or(0),
         version: env!("CARGO_PKG_VERSION").to_owned(),
         socket: paths.socket.clone(),
+        store: store.to_owned(),
     };
     let text = serde_json::to_string(&record).map_err(|e| DaemonError::State(e.to_string()))?;
     // The metadata first: whoever sees the pid file finds the rest already there.
@@ -238,8 +245,8 @@ mod tests {
     async fn second_residence_on_one_root_is_refused_and_leaves_the_socket() {
         let temp = tempfile::tempdir().unwrap();
         let paths = WitPaths::for_root(temp.path());
-        let (first, _listener) = take_residence(&paths).unwrap();
-        let error = take_residence(&paths).unwrap_err();
+        let (first, _listener) = take_residence(&paths, "sqlite").unwrap();
+        let error = take_residence(&paths, "sqlite").unwrap_err();
         assert!(
             matches!(error, DaemonError::AlreadyRunning { .. }),
             "{error}"
@@ -273,7 +280,7 @@ mod tests {
         let paths = WitPaths::for_root(temp.path());
         ensure_state_dir(&paths).unwrap();
         fs::write(&paths.socket, "stale").unwrap();
-        let (residence, _listener) = take_residence(&paths).unwrap();
+        let (residence, _listener) = take_residence(&paths, "sqlite").unwrap();
         residence.release();
     }
 }

@@ -27,7 +27,7 @@ pub struct DaemonOptions {
 pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
     let started = Instant::now();
     let paths = WitPaths::for_root(&options.root);
-    let (residence, listener) = take_residence(&paths)?;
+    let (residence, listener) = take_residence(&paths, &options.store.describe())?;
     let opened =
         Services::open(&paths, options.parse_worker.clone(), &options.store).and_then(|services| {
             let methods = services.methods()?;

@@ -29,6 +29,16 @@ pub struct StoreChoice {
     pub project: String,
 }
 
+impl StoreChoice {
+    /// The store for people: `sqlite`, or the URL without its password and the project.
+    pub fn describe(&self) -> String {
+        match &self.url {
+            StoreUrl::Sqlite => "sqlite".to_owned(),
+            shared => format!("{shared} (project {})", self.project),
+        }
+    }
+}
+
 /// Why the store settings cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreChoiceError {

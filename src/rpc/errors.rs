@@ -4,6 +4,7 @@ use serde_json::json;
 
 use crate::coord::{iso_millis, CoordError};
 use crate::protocol::{ErrorCode, ParamErrors, ProtocolError};
+use crate::store::StoreError;
 
 /// The protocol error for a domain error.
 pub fn to_protocol(error: CoordError) -> ProtocolError {
@@ -55,11 +56,28 @@ pub fn to_protocol(error: CoordError) -> ProtocolError {
         CoordError::InvalidInput { field, message } => {
             ProtocolError::invalid_params(ParamErrors::field(field, message))
         }
-        CoordError::Storage(error) => {
-            tracing::error!(%error, "storage failure; the request was rolled back");
-            ProtocolError::internal(format!("storage failure: {error}"))
-        }
+        CoordError::Storage(error) => storage_failure(&error),
     }
+}
+
+/// `-32603` for a store that failed: nothing was changed. `data.reason` names the store and
+/// what went wrong (never its credentials: store errors carry the URL without its password).
+fn storage_failure(error: &StoreError) -> ProtocolError {
+    let reason = match error {
+        StoreError::Unavailable { .. } => {
+            tracing::warn!(%error, "the store is unavailable; the request was not carried out");
+            format!("store unavailable: {error}")
+        }
+        _ => {
+            tracing::error!(%error, "storage failure; the request was rolled back");
+            format!("store failure: {error}")
+        }
+    };
+    let mut protocol = ProtocolError::internal(format!("storage failure: {error}"));
+    if let Some(data) = protocol.data.as_mut() {
+        data["reason"] = serde_json::Value::String(reason);
+    }
+    protocol
 }
 
 /// The protocol error for a blocking task that did not complete (it panicked or was cancelled).

@@ -16,6 +16,7 @@ fn wit_cmd(repo: &Path, env: &[(&str, &str)]) -> Command {
     let mut command = Command::new(wit_bin());
     command
         .current_dir(repo)
+        .envs(store_env(repo))
         .env_remove("WIT_SESSION")
         .env_remove("CLAUDE_SESSION_ID")
         .env_remove("WIT_REPO_ROOT")

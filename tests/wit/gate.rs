@@ -19,6 +19,7 @@ fn wit_cmd(repo: &Path) -> Command {
     let mut command = Command::new(wit_bin());
     command
         .current_dir(repo)
+        .envs(store_env(repo))
         .env_remove("WIT_SESSION")
         .env_remove("CLAUDE_SESSION_ID")
         .env_remove("WIT_REPO_ROOT")

@@ -14,6 +14,28 @@ pub fn wit_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_wit"))
 }
 
+/// The environment that points a daemon serving `repo` at the store under test: nothing
+/// (SQLite) unless `WIT_TEST_STORE` names a shared store; then that store, and a project of
+/// this test run and repository, so that tests running at once never share state.
+pub fn store_env(repo: &Path) -> Vec<(&'static str, String)> {
+    static RUN: std::sync::OnceLock<u128> = std::sync::OnceLock::new();
+    let Some(url) = std::env::var("WIT_TEST_STORE")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        return Vec::new();
+    };
+    let run = RUN.get_or_init(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+            ^ u128::from(std::process::id())
+    });
+    let project = format!("test-{run:x}-{}", repo.display());
+    vec![("WIT_STORE", url), ("WIT_PROJECT", project)]
+}
+
 /// A temporary git repository (short path: Unix socket paths must stay under 108 bytes).
 pub struct Repo {
     dir: tempfile::TempDir,
@@ -72,9 +94,15 @@ impl Daemon {
 
     /// Spawns without waiting.
     pub fn spawn(repo: &Repo) -> Self {
+        Self::spawn_with_env(repo, &store_env(repo.path()))
+    }
+
+    /// Spawns with `env` added to its environment, without waiting.
+    pub fn spawn_with_env(repo: &Repo, env: &[(&str, String)]) -> Self {
         let mut child = Command::new(wit_bin())
             .args(["daemon", "run", "--log-level", "warn", "--repo"])
             .arg(repo.path())
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

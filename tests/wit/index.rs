@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::harness::{block_on, wit_bin, Daemon, Repo};
+use crate::harness::{block_on, store_env, wit_bin, Daemon, Repo};
 use crate::locks::acquire;
 
 /// `b.ts:b` called from `a.ts:a` and `c.ts:c`.
@@ -192,6 +192,7 @@ fn daemon_status_shows_the_index() {
     let output = Command::new(wit_bin())
         .args(["daemon", "status", "--repo"])
         .arg(repo.path())
+        .envs(store_env(repo.path()))
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&output.stdout);
@@ -202,6 +203,7 @@ fn daemon_status_shows_the_index() {
     let output = Command::new(wit_bin())
         .args(["--json", "daemon", "status", "--repo"])
         .arg(repo.path())
+        .envs(store_env(repo.path()))
         .output()
         .unwrap();
     let value: Value = serde_json::from_slice(&output.stdout).unwrap();

@@ -14,4 +14,5 @@ mod load;
 mod locks;
 mod mcp;
 mod sessions;
+mod shared;
 mod spine;

@@ -33,6 +33,7 @@ async fn connect(repo: &Repo, env: &[(&str, &str)]) -> Client {
     command
         .arg("mcp")
         .current_dir(repo.path())
+        .envs(store_env(repo.path()))
         .env_remove("WIT_SESSION")
         .env_remove("CLAUDE_SESSION_ID")
         .env_remove("WIT_REPO_ROOT")
@@ -526,6 +527,7 @@ fn raw_session(repo: &Repo, frames: &[&str]) -> (Vec<String>, std::process::Exit
     let mut child = Command::new(wit_bin())
         .arg("mcp")
         .current_dir(repo.path())
+        .envs(store_env(repo.path()))
         .env("WIT_SESSION", "raw")
         .env_remove("CLAUDE_SESSION_ID")
         .env_remove("WIT_REPO_ROOT")
