@@ -53,10 +53,20 @@ pub(crate) struct Daemon {
 
 impl Daemon {
     pub(crate) async fn start(wit: &Path, root: &Path) -> Result<(Self, Duration)> {
+        Self::start_with_env(wit, root, &[]).await
+    }
+
+    /// Starts like [`Daemon::start`] with `env` added to the daemon's environment.
+    pub(crate) async fn start_with_env(
+        wit: &Path,
+        root: &Path,
+        env: &[(&str, &str)],
+    ) -> Result<(Self, Duration)> {
         let started = Instant::now();
         let child = Command::new(wit)
             .args(["daemon", "run", "--log-level", "warn", "--repo"])
             .arg(root)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

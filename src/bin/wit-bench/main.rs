@@ -19,7 +19,8 @@
 //! to end and `edit.preflight`), [`cli_timings`], [`mcp_timings`] (`wit mcp` over stdio),
 //! [`index`] (the code index on a checkout: `--repo PATH`, or on a generated repository:
 //! `--synthetic MB [--synthetic-dir PATH]`, see [`synthetic`]; these run the index section
-//! alone, `--runs` cold/warm pairs).
+//! alone, `--runs` cold/warm pairs), [`store`] (daemons on one PostgreSQL database:
+//! `--store URL`, run alone).
 
 mod cli_timings;
 mod fixtures;
@@ -31,6 +32,7 @@ mod measure;
 mod net;
 mod pulse;
 mod sections;
+mod store;
 mod synthetic;
 
 use std::path::PathBuf;
@@ -91,6 +93,10 @@ struct Options {
     /// Cold build / warm restart pairs of the index section (the table gives medians).
     #[arg(long, default_value_t = 3)]
     runs: usize,
+    /// Run only the shared-store section, against this PostgreSQL URL (two daemons on one
+    /// fresh project, and an embedded daemon beside them for the ratio).
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
 }
 
 impl Options {
@@ -148,6 +154,9 @@ async fn main() -> Result<()> {
     }
     if options.repo.is_some() || options.synthetic.is_some() {
         return index_section(&options, &wit).await;
+    }
+    if let Some(url) = &options.store {
+        return store::store_section(&wit, url, options.quick).await;
     }
     let quick = options.quick;
     let scale = |full: usize, small: usize| if quick { small } else { full };
