@@ -557,7 +557,9 @@ impl Repo for Graph {
     }
 
     fn exports(&self, file: &str) -> Option<&dyn Exports> {
-        self.files.get(file).map(|n| &n.prepared.outline as &dyn Exports)
+        self.files
+            .get(file)
+            .map(|n| &n.prepared.outline as &dyn Exports)
     }
 
     fn files_in_dir(&self, dir: &str) -> Vec<&str> {

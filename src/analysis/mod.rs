@@ -28,6 +28,7 @@ mod graph;
 mod index;
 pub mod language;
 mod languages;
+mod links;
 mod model;
 mod outline;
 pub mod pool;
