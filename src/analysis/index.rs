@@ -8,11 +8,13 @@
 //! re-resolved, is `graph`; this module owns the disk: walking, reading, freshness, the parse
 //! cache and the parse worker.
 //!
-//! Memory: the graph keeps outlines (`graph::outline`), not whole analyses. With an index
-//! database (`store`, [`RepoIndex::with_index_db`]) a file's whole analysis is read from disk
-//! when asked for (and kept in the byte-bounded parse cache); a start reads the stored
-//! outlines and parses only the files whose size or mtime changed. Without one (tests, tools)
-//! whole analyses stay pinned in memory, as before.
+//! Memory: with an index database (`store`, [`RepoIndex::with_index_db`]) the call graph is
+//! its `links`/`deps`/`waiting` tables (`links`): callers and callees are indexed lookups,
+//! re-resolution reads outlines back on demand, and memory holds per file only its facts; a
+//! file's whole analysis is read from disk when asked for (and kept in the byte-bounded parse
+//! cache); a start reads the stored facts and parses only the files whose size or mtime
+//! changed. Without one (tests, tools) the graph (`graph`, outlines) and whole analyses stay
+//! in memory, as before.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs::Metadata;

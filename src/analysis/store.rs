@@ -25,8 +25,9 @@
 //!
 //! The *outline* is a file's analysis cut to what cross-file resolution reads: symbol names,
 //! qualified names and kinds, the default export and the distinct resolvable call targets per
-//! caller (`graph::outline`). A warm start reads only the outlines; a file's whole analysis
-//! (ranges, signatures, diagnostics) is read when a request asks about that file.
+//! caller (`graph::outline`), read back when a file's calls are resolved again. A warm start
+//! reads only the files' facts; a file's whole analysis (ranges, signatures, diagnostics) is
+//! read when a request asks about that file.
 //!
 //! There are no migrations: when the version key differs (schema, extractor, grammars,
 //! queries) the tables are emptied and the index is rebuilt. A file SQLite cannot read is
