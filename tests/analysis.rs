@@ -928,3 +928,78 @@ fn the_index_holds_outlines_not_analyses() {
         refs(&[("src/g3.ts", "g3_4")])
     );
 }
+
+/// Callers and callees are read from the index database's graph tables, not rebuilt in
+/// memory: a row deleted behind the index's back is missing from the answer of a start that
+/// parses nothing, and comes back once the graph is marked incomplete (everything resolved
+/// again).
+#[test]
+fn callers_come_from_the_index_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("r");
+    let db = dir.path().join("index.db");
+    write_call_triangle(&root);
+    drop(indexed(&root, &db));
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let deleted = conn
+        .execute("DELETE FROM links WHERE caller_file = 'c.ts'", [])
+        .unwrap();
+    assert_eq!(deleted, 1);
+    let index = indexed(&root, &db);
+    assert_eq!(index.parse_count(), 0);
+    assert_eq!(index.callers("b.ts", "b"), refs(&[("a.ts", "a")]));
+    drop(index);
+    conn.execute("DELETE FROM meta WHERE key = 'graph'", [])
+        .unwrap();
+    let index = indexed(&root, &db);
+    assert_eq!(
+        index.parse_count(),
+        0,
+        "resolved again from the stored outlines"
+    );
+    assert_eq!(
+        index.callers("b.ts", "b"),
+        refs(&[("a.ts", "a"), ("c.ts", "c")])
+    );
+    assert_eq!(index.callees("c.ts", "c"), refs(&[("b.ts", "b")]));
+}
+
+/// The memory bound, as a size: with the index on disk what the daemon holds does not grow
+/// with the symbols and call edges. Two repositories with the same files, one with 20 times
+/// the functions and calls, hold the same bytes (the per-file facts; the cache keeps nothing).
+#[test]
+fn memory_does_not_grow_with_symbols_and_edges() {
+    let dir = tempfile::tempdir().unwrap();
+    let held = |functions: usize| {
+        let root = dir.path().join(format!("r{functions}"));
+        for i in 0..30 {
+            let text: String = (0..functions)
+                .map(|n| {
+                    format!(
+                        "import {{ f{j}_0 }} from './f{j}';\nexport function f{i}_{n}(a: number) {{ return f{i}_{m}(a) + f{j}_0(a); }}\n",
+                        j = (i + 1) % 30,
+                        m = (n + 1) % functions
+                    )
+                })
+                .collect();
+            write(&root, &format!("f{i}.ts"), &text);
+        }
+        let index = RepoIndex::new(root.clone())
+            .with_index_db(&dir.path().join(format!("index{functions}.db")))
+            .with_cache_bytes(0);
+        index.build_now();
+        assert_eq!(
+            index.callers("f3.ts", "f3_0").len(),
+            functions + 1,
+            "every function of f2 and f3_{} call f3_0",
+            functions - 1
+        );
+        index.resident_bytes()
+    };
+    let small = held(10);
+    let large = held(200);
+    assert_eq!(
+        small, large,
+        "{small} bytes for 10 functions a file, {large} for 200"
+    );
+}

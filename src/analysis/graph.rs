@@ -31,15 +31,8 @@ impl SymbolRef {
 }
 
 struct Node {
-    /// The file's symbols: names and kinds, the default export.
-    outline: Outline,
-    /// The distinct resolvable calls: (caller, target) as indexes into the outline's symbols
-    /// (or `extra_callers` past their end) and `targets`.
-    calls: Box<[(u32, u32)]>,
-    /// The distinct resolvable call targets.
-    targets: Box<[CallTarget]>,
-    /// Callers that are not among the symbols (should not happen; kept for exactness).
-    extra_callers: Box<[String]>,
+    /// The file's outline and distinct resolvable calls.
+    prepared: Prepared,
     /// Resolved outgoing edges: caller -> callees (interned ids, sorted).
     callees: HashMap<SymbolId, Box<[SymbolId]>>,
     /// Files this file's calls resolved through (their changes re-resolve this file).
@@ -58,6 +51,40 @@ pub(crate) struct Prepared {
 }
 
 impl Prepared {
+    /// About how many bytes it holds.
+    pub(crate) fn approx_heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.outline.approx_heap_bytes()
+            + self.calls.len() * size_of::<(u32, u32)>()
+            + self
+                .targets
+                .iter()
+                .map(|t| size_of::<CallTarget>() + target_bytes(t))
+                .sum::<usize>()
+            + self
+                .extra_callers
+                .iter()
+                .map(|c| size_of::<String>() + c.len())
+                .sum::<usize>()
+    }
+
+    /// The outline: symbol names and kinds.
+    pub(crate) fn outline(&self) -> &Outline {
+        &self.outline
+    }
+
+    /// The qualified name of a caller index of `calls`.
+    fn caller_name(&self, caller: u32) -> Option<&str> {
+        let at = caller as usize;
+        if at < self.outline.len() {
+            Some(self.outline.qualified(caller))
+        } else {
+            self.extra_callers
+                .get(at - self.outline.len())
+                .map(String::as_str)
+        }
+    }
+
     /// The graph's part of an analysis (whole, or an outline as [`outline`] cuts it).
     pub(crate) fn of(analysis: &FileAnalysis) -> Prepared {
         let outline = Outline::of(analysis);
@@ -130,7 +157,8 @@ impl Graph {
     pub(crate) fn matching(&self, rel: &str, name: &str) -> Option<Vec<SymbolRef>> {
         let node = self.files.get(rel)?;
         Some(
-            node.outline
+            node.prepared
+                .outline
                 .matching(name)
                 .into_iter()
                 .map(|qualified| SymbolRef {
@@ -143,13 +171,7 @@ impl Graph {
 
     /// A copy of what the graph keeps of a file (to build again).
     pub(crate) fn prepared_of(&self, rel: &str) -> Option<Prepared> {
-        let node = self.files.get(rel)?;
-        Some(Prepared {
-            outline: node.outline.clone(),
-            calls: node.calls.clone(),
-            targets: node.targets.clone(),
-            extra_callers: node.extra_callers.clone(),
-        })
+        Some(self.files.get(rel)?.prepared.clone())
     }
 
     /// About how many bytes the graph holds: the outlines, the edges both ways and the
@@ -165,13 +187,7 @@ impl Graph {
             .map(|(rel, node)| {
                 size_of::<Node>()
                     + rel.len()
-                    + node.outline.approx_heap_bytes()
-                    + node.calls.len() * size_of::<(u32, u32)>()
-                    + node
-                        .targets
-                        .iter()
-                        .map(|t| size_of::<CallTarget>() + target_bytes(t))
-                        .sum::<usize>()
+                    + node.prepared.approx_heap_bytes()
                     + node
                         .callees
                         .values()
@@ -277,12 +293,6 @@ impl Graph {
     }
 
     fn add_node(&mut self, rel: String, prepared: Prepared) {
-        let Prepared {
-            outline,
-            calls,
-            targets,
-            extra_callers,
-        } = prepared;
         self.dirs
             .entry(parent_dir(&rel).to_owned())
             .or_default()
@@ -294,10 +304,7 @@ impl Graph {
         self.files.insert(
             rel,
             Node {
-                outline,
-                calls,
-                targets,
-                extra_callers,
+                prepared,
                 callees: HashMap::new(),
                 imported_files: BTreeSet::new(),
             },
@@ -371,8 +378,7 @@ impl Graph {
         }
     }
 
-    /// The edges of `rel`'s calls: callees per caller, the files consulted, and whether some
-    /// target could appear with a new file.
+    /// The edges of `rel`'s calls (see [`resolve_calls`]).
     #[allow(
         clippy::type_complexity,
         reason = "a private triple read once by resolve_file"
@@ -382,78 +388,91 @@ impl Graph {
         rel: &str,
     ) -> Option<(HashMap<String, BTreeSet<SymbolRef>>, BTreeSet<String>, bool)> {
         let node = self.files.get(rel)?;
-        let style = node.outline.language?.spec().module_style;
-        let mut callees: HashMap<String, BTreeSet<SymbolRef>> = HashMap::new();
-        let mut imported_files = BTreeSet::new();
-        let mut unresolved = false;
-        let mut memo: HashMap<u32, Found> = HashMap::new();
-        for (caller, t) in node.calls.iter() {
-            let Some(caller) = node.caller_name(*caller) else {
-                continue;
-            };
-            if t & LOCAL != 0 {
-                // A call to a symbol of the same file, by its position.
+        let resolved = resolve_calls(self, rel, &node.prepared)?;
+        Some((
+            resolved.callees,
+            resolved.imported_files,
+            resolved.unresolved,
+        ))
+    }
+}
+
+/// The resolved edges of one file's calls.
+#[derive(Debug, Default)]
+pub(crate) struct Resolved {
+    /// Callees per caller (qualified name in the file).
+    pub callees: HashMap<String, BTreeSet<SymbolRef>>,
+    /// The other files the resolution consulted (their changes re-resolve this file).
+    pub imported_files: BTreeSet<String>,
+    /// Whether some target could appear with a new file.
+    pub unresolved: bool,
+}
+
+/// The edges of `rel`'s calls (`node`) against the files of `repo`: callees per caller, the
+/// files consulted, and whether some target could appear with a new file. `None` for a file
+/// without a language.
+pub(crate) fn resolve_calls(repo: &dyn Repo, rel: &str, node: &Prepared) -> Option<Resolved> {
+    let style = node.outline.language?.spec().module_style;
+    let mut callees: HashMap<String, BTreeSet<SymbolRef>> = HashMap::new();
+    let mut imported_files = BTreeSet::new();
+    let mut unresolved = false;
+    let mut memo: HashMap<u32, Found> = HashMap::new();
+    for (caller, t) in node.calls.iter() {
+        let Some(caller) = node.caller_name(*caller) else {
+            continue;
+        };
+        if t & LOCAL != 0 {
+            // A call to a symbol of the same file, by its position.
+            callees
+                .entry(caller.to_owned())
+                .or_default()
+                .insert(SymbolRef {
+                    file: rel.to_owned(),
+                    qualified_name: node.outline.qualified(t & !LOCAL).to_owned(),
+                });
+            continue;
+        }
+        let Some(target) = node.targets.get(*t as usize) else {
+            continue;
+        };
+        let found = match target {
+            CallTarget::Local(name) => {
                 callees
                     .entry(caller.to_owned())
                     .or_default()
                     .insert(SymbolRef {
                         file: rel.to_owned(),
-                        qualified_name: node.outline.qualified(t & !LOCAL).to_owned(),
+                        qualified_name: name.clone(),
                     });
                 continue;
             }
-            let Some(target) = node.targets.get(*t as usize) else {
-                continue;
-            };
-            let found = match target {
-                CallTarget::Local(name) => {
-                    callees
-                        .entry(caller.to_owned())
-                        .or_default()
-                        .insert(SymbolRef {
-                            file: rel.to_owned(),
-                            qualified_name: name.clone(),
-                        });
-                    continue;
-                }
-                CallTarget::Unresolved => continue,
-                CallTarget::Import { module, path } => memo
-                    .entry(*t)
-                    .or_insert_with(|| resolve::import(style, self, rel, module, path)),
-                CallTarget::Package(path) => memo
-                    .entry(*t)
-                    .or_insert_with(|| resolve::package(style, self, rel, path)),
-            };
-            imported_files.extend(found.consulted.iter().filter(|f| *f != rel).cloned());
-            if found.targets.is_empty() {
-                unresolved |= found.may_appear;
-            }
-            for (file, qualified_name) in &found.targets {
-                callees
-                    .entry(caller.to_owned())
-                    .or_default()
-                    .insert(SymbolRef {
-                        file: file.clone(),
-                        qualified_name: qualified_name.clone(),
-                    });
-            }
+            CallTarget::Unresolved => continue,
+            CallTarget::Import { module, path } => memo
+                .entry(*t)
+                .or_insert_with(|| resolve::import(style, repo, rel, module, path)),
+            CallTarget::Package(path) => memo
+                .entry(*t)
+                .or_insert_with(|| resolve::package(style, repo, rel, path)),
+        };
+        imported_files.extend(found.consulted.iter().filter(|f| *f != rel).cloned());
+        if found.targets.is_empty() {
+            unresolved |= found.may_appear;
         }
-        Some((callees, imported_files, unresolved))
-    }
-}
-
-impl Node {
-    /// The qualified name of a caller index of `calls`.
-    fn caller_name(&self, caller: u32) -> Option<&str> {
-        let at = caller as usize;
-        if at < self.outline.len() {
-            Some(self.outline.qualified(caller))
-        } else {
-            self.extra_callers
-                .get(at - self.outline.len())
-                .map(String::as_str)
+        for (file, qualified_name) in &found.targets {
+            callees
+                .entry(caller.to_owned())
+                .or_default()
+                .insert(SymbolRef {
+                    file: file.clone(),
+                    qualified_name: qualified_name.clone(),
+                });
         }
     }
+    Some(Resolved {
+        callees,
+        imported_files,
+        unresolved,
+    })
 }
 
 /// Bytes a call target's strings take.
@@ -538,7 +557,9 @@ impl Repo for Graph {
     }
 
     fn exports(&self, file: &str) -> Option<&dyn Exports> {
-        self.files.get(file).map(|n| &n.outline as &dyn Exports)
+        self.files
+            .get(file)
+            .map(|n| &n.prepared.outline as &dyn Exports)
     }
 
     fn files_in_dir(&self, dir: &str) -> Vec<&str> {

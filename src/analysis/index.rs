@@ -8,11 +8,13 @@
 //! re-resolved, is `graph`; this module owns the disk: walking, reading, freshness, the parse
 //! cache and the parse worker.
 //!
-//! Memory: the graph keeps outlines (`graph::outline`), not whole analyses. With an index
-//! database (`store`, [`RepoIndex::with_index_db`]) a file's whole analysis is read from disk
-//! when asked for (and kept in the byte-bounded parse cache); a start reads the stored
-//! outlines and parses only the files whose size or mtime changed. Without one (tests, tools)
-//! whole analyses stay pinned in memory, as before.
+//! Memory: with an index database (`store`, [`RepoIndex::with_index_db`]) the call graph is
+//! its `links`/`deps`/`waiting` tables (`links`): callers and callees are indexed lookups,
+//! re-resolution reads outlines back on demand, and memory holds per file only its facts; a
+//! file's whole analysis is read from disk when asked for (and kept in the byte-bounded parse
+//! cache); a start reads the stored facts and parses only the files whose size or mtime
+//! changed. Without one (tests, tools) the graph (`graph`, outlines) and whole analyses stay
+//! in memory, as before.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs::Metadata;
@@ -26,6 +28,7 @@ use super::extract::{analyze_with_budget, PARSE_BUDGET};
 use super::graph::{go_module_path, Graph};
 use super::graph::{outline, Prepared};
 use super::language::Language;
+use super::links::{FileLinks, Paths, View};
 use super::model::FileAnalysis;
 use super::pool::ParsePool;
 use super::progress::Progress;
@@ -55,6 +58,9 @@ const POOL_WORKERS: usize = 2;
 /// Rows written to the index database per transaction during a build.
 const WRITE_BATCH: usize = 512;
 
+/// Outlines a full resolution on disk keeps read at a time (about, in bytes).
+const VIEW_BYTES: usize = 8 * 1024 * 1024;
+
 /// The name of the manifest that declares a Go module.
 const GO_MOD: &str = "go.mod";
 
@@ -72,7 +78,10 @@ struct Entry {
 #[derive(Default)]
 struct State {
     files: HashMap<String, Entry>,
+    /// The call graph in memory; empty when the index database holds it (`links`).
     graph: Graph,
+    /// The Go modules of the last walk (resolution on disk reads them here).
+    go_modules: Vec<(String, String)>,
 }
 
 /// A freshly read file, not yet installed.
@@ -81,8 +90,9 @@ struct Loaded {
     size: u64,
     mtime: Option<SystemTime>,
     key: Option<ContentKey>,
-    /// What the graph keeps of it.
-    node: Prepared,
+    /// What the graph keeps of it: `None` once written to the index database, which then
+    /// holds the graph.
+    node: Option<Prepared>,
     /// What the entry pins (see [`Entry::pinned`]).
     pinned: Option<Arc<FileAnalysis>>,
 }
@@ -267,10 +277,28 @@ impl RepoIndex {
                 return Ok(Some(analysis));
             }
         }
-        let (loaded, analysis) = self.load(rel_path, language, &real, &meta)?;
-        self.store_row(&loaded, &analysis);
-        let mut state = self.write();
-        install(&mut state, loaded);
+        let (mut loaded, analysis) = self.load(rel_path, language, &real, &meta)?;
+        if self.db.is_some() {
+            let rows: Vec<Row> = row_of(&loaded, &analysis).into_iter().collect();
+            let node = loaded.node.take();
+            let mut state = self.write();
+            let is_new = !state.files.contains_key(rel_path);
+            install(&mut state, loaded);
+            if self.is_built() {
+                self.update_links(
+                    &state,
+                    vec![(rel_path.to_owned(), node, is_new)],
+                    &rows,
+                    &[],
+                );
+            } else if let Some(db) = &self.db {
+                // The build resolves every file it installs.
+                db.write(&rows, &[]);
+            }
+        } else {
+            let mut state = self.write();
+            install(&mut state, loaded);
+        }
         Ok(Some(analysis))
     }
 
@@ -285,11 +313,68 @@ impl RepoIndex {
         Some(analysis)
     }
 
-    /// Writes a (re)loaded file to the index database, if any.
-    fn store_row(&self, loaded: &Loaded, analysis: &FileAnalysis) {
+    /// Writes `rows` and deletes `removed` in the index database, with the call graph rows
+    /// they change: those of each of `changed` (files just (re)parsed, with their outline
+    /// when at hand; `true`: new), of the files that resolved through one of them or through
+    /// a removed file, and, when a file is new, of the files waiting for one; all resolved
+    /// against `state`'s files, in one transaction.
+    fn update_links(
+        &self,
+        state: &State,
+        changed: Vec<(String, Option<Prepared>, bool)>,
+        rows: &[Row],
+        removed: &[String],
+    ) {
         let Some(db) = &self.db else { return };
-        let rows: Vec<Row> = row_of(loaded, analysis).into_iter().collect();
-        db.write(&rows, &[]);
+        let mut redo: BTreeSet<String> = BTreeSet::new();
+        let mut any_new = false;
+        for (rel, _, is_new) in &changed {
+            redo.extend(db.importers(rel));
+            redo.insert(rel.clone());
+            any_new |= *is_new;
+        }
+        if any_new {
+            redo.extend(db.waiting());
+        }
+        for rel in removed {
+            redo.extend(db.importers(rel));
+        }
+        let paths = Paths::new(state.files.keys().map(String::as_str), &state.go_modules);
+        let mut view = View::new(&paths);
+        for (rel, node, _) in changed {
+            if let Some(node) = node {
+                view.put(&rel, Some(node));
+            }
+        }
+        let load = |file: &str| outline_of(db, &state.files, file);
+        let links: Vec<FileLinks> = redo
+            .iter()
+            .filter(|file| state.files.contains_key(*file))
+            .map(|file| view.resolve(file, &load).unwrap_or_else(|| no_links(file)))
+            .collect();
+        db.write_with_graph(rows, removed, &links, None);
+    }
+
+    /// Resolves every file of `files` again into the index database's graph tables (a cold
+    /// build, or one that found the tables incomplete), reading the outlines back from it a
+    /// bounded window at a time, and marks the graph complete.
+    fn resolve_all(db: &IndexDb, files: &HashMap<String, Entry>, go_modules: &[(String, String)]) {
+        db.clear_graph();
+        let mut sorted: Vec<&str> = files.keys().map(String::as_str).collect();
+        sorted.sort_unstable();
+        let paths = Paths::new(sorted.iter().copied(), go_modules);
+        let mut view = View::new(&paths);
+        let load = |file: &str| outline_of(db, files, file);
+        let mut batch = Vec::with_capacity(WRITE_BATCH);
+        for file in sorted {
+            view.trim(VIEW_BYTES);
+            batch.push(view.resolve(file, &load).unwrap_or_else(|| no_links(file)));
+            if batch.len() >= WRITE_BATCH {
+                db.write_with_graph(&[], &[], &batch, None);
+                batch.clear();
+            }
+        }
+        db.write_with_graph(&[], &[], &batch, Some(true));
     }
 
     /// The text of a file inside the root, with the same confinement as [`RepoIndex::file`]:
@@ -342,9 +427,13 @@ impl RepoIndex {
         if !self.indexed_as_on_disk(rel_path) {
             return false;
         }
-        let Some(targets) = self.read().graph.matching(rel_path, name) else {
+        let Some(targets) = self.matching(rel_path, name) else {
             // Not indexed and absent (not stale): no symbols, so no callers.
             return true;
+        };
+        let Some(targets) = targets else {
+            // Indexed, but its analysis is not at hand: let the caller read it.
+            return false;
         };
         let callers = self.collect_callers(&targets);
         let files: BTreeSet<String> = callers.into_iter().map(|r| r.file).collect();
@@ -370,7 +459,29 @@ impl RepoIndex {
 
     /// The files the indexed `rel_path` imports from (empty when it is not indexed).
     fn imported_files(&self, rel_path: &str) -> Vec<String> {
-        self.read().graph.imported_files(rel_path)
+        match &self.db {
+            Some(db) => db.imported_files(rel_path),
+            None => self.read().graph.imported_files(rel_path),
+        }
+    }
+
+    /// The symbols `name` could mean in the indexed `rel_path`: `None` when it is not
+    /// indexed, `Some(None)` when its analysis is not at hand without a parse.
+    #[allow(
+        clippy::option_option,
+        reason = "three outcomes read once by callers_are_fresh"
+    )]
+    fn matching(&self, rel_path: &str, name: &str) -> Option<Option<Vec<SymbolRef>>> {
+        if self.db.is_none() {
+            return self.read().graph.matching(rel_path, name).map(Some);
+        }
+        let (key, pinned) = {
+            let state = self.read();
+            let entry = state.files.get(rel_path)?;
+            (entry.key, entry.pinned.clone())
+        };
+        let analysis = pinned.or_else(|| self.stored_analysis(rel_path, key?));
+        Some(analysis.map(|analysis| symbol_refs(rel_path, &analysis, name)))
     }
 
     /// The symbols that `name` in `rel_path` calls (resolved calls only), sorted.
@@ -381,8 +492,14 @@ impl RepoIndex {
         // restored a callee (re-reading one re-resolves its importers, this file included).
         let imported = self.imported_files(rel_path);
         self.refresh_stale(imported.iter().map(String::as_str));
-        let state = self.read();
         let mut out = BTreeSet::new();
+        if let Some(db) = &self.db {
+            for target in &targets {
+                out.extend(db.callees(rel_path, &target.qualified_name));
+            }
+            return out.into_iter().collect();
+        }
+        let state = self.read();
         for target in &targets {
             out.extend(
                 state
@@ -489,8 +606,14 @@ impl RepoIndex {
     }
 
     fn collect_callers(&self, targets: &[SymbolRef]) -> Vec<SymbolRef> {
-        let state = self.read();
         let mut out = BTreeSet::new();
+        if let Some(db) = &self.db {
+            for target in targets {
+                out.extend(db.callers(&target.file, &target.qualified_name));
+            }
+            return out.into_iter().collect();
+        }
+        let state = self.read();
         for target in targets {
             out.extend(state.graph.callers_of(target).cloned());
         }
@@ -611,7 +734,7 @@ impl RepoIndex {
             size,
             mtime,
             key,
-            node: Prepared::of(&analysis),
+            node: Some(Prepared::of(&analysis)),
             pinned,
         };
         Ok((loaded, analysis))
@@ -622,11 +745,13 @@ impl RepoIndex {
         if !self.read().files.contains_key(rel_path) {
             return;
         }
-        if let Some(db) = &self.db {
-            db.write(&[], &[rel_path.to_owned()]);
-        }
         let mut state = self.write();
         remove(&mut state, rel_path);
+        if self.is_built() {
+            self.update_links(&state, Vec::new(), &[], &[rel_path.to_owned()]);
+        } else if let Some(db) = &self.db {
+            db.write(&[], &[rel_path.to_owned()]);
+        }
     }
 
     /// What a build may reuse without parsing: the files in memory, or on a fresh start the
@@ -650,12 +775,16 @@ impl RepoIndex {
             .files
             .iter()
             .filter_map(|(rel, e)| {
+                let node = match &self.db {
+                    Some(_) => None,
+                    None => Some(state.graph.prepared_of(rel)?),
+                };
                 let known = Loaded {
                     rel: rel.clone(),
                     size: e.size,
                     mtime: e.mtime,
                     key: e.key,
-                    node: state.graph.prepared_of(rel)?,
+                    node,
                     pinned: e.pinned.clone(),
                 };
                 Some((rel.clone(), Mutex::new(Some(known))))
@@ -671,6 +800,15 @@ impl RepoIndex {
         let (paths, manifests) = walk(&root);
         let go_modules = read_go_modules(&root, &manifests);
         let known = self.known_files();
+        // The graph tables are complete until this build changes a row: cleared first, so a
+        // build cut short resolves everything next time.
+        let graph_was_complete = self.db.as_ref().is_some_and(|db| {
+            let complete = db.graph_complete();
+            if complete {
+                db.write_with_graph(&[], &[], &[], Some(false));
+            }
+            complete
+        });
         let total_bytes = paths.iter().map(|(_, _, size)| *size).sum();
         self.progress.start(paths.len(), total_bytes);
         let next = AtomicUsize::new(0);
@@ -679,6 +817,7 @@ impl RepoIndex {
             .clamp(1, 8);
         let (rows_tx, rows_rx) = std::sync::mpsc::sync_channel::<Row>(64);
         let mut loaded: Vec<Loaded> = Vec::with_capacity(paths.len());
+        let mut changed: Vec<String> = Vec::new();
         std::thread::scope(|scope| {
             let handles: Vec<_> = (0..workers)
                 .map(|_| {
@@ -686,6 +825,7 @@ impl RepoIndex {
                     scope.spawn(|| {
                         let rows_tx = rows_tx;
                         let mut out = Vec::new();
+                        let mut changed = Vec::new();
                         loop {
                             let i = next.fetch_add(1, Ordering::Relaxed);
                             let Some((rel, language, size)) = paths.get(i) else {
@@ -693,9 +833,12 @@ impl RepoIndex {
                             };
                             let found = self.load_for_build(&root, rel, *language, &known);
                             self.progress.file_done(*size);
-                            let Some((l, loaded)) = found else {
+                            let Some((mut l, loaded)) = found else {
                                 continue;
                             };
+                            if !matches!(loaded, Load::Reused) {
+                                changed.push(l.rel.clone());
+                            }
                             let row = match loaded {
                                 Load::Reused => None,
                                 Load::Encoded(row) => Some(row),
@@ -708,9 +851,13 @@ impl RepoIndex {
                                 // The writer is gone only if the build is unwinding.
                                 let _ = rows_tx.send(row);
                             }
+                            if self.db.is_some() {
+                                // The graph reads it back from the index database.
+                                l.node = None;
+                            }
                             out.push(l);
                         }
-                        out
+                        (out, changed)
                     })
                 })
                 .collect();
@@ -718,7 +865,10 @@ impl RepoIndex {
             self.write_rows(rows_rx);
             for handle in handles {
                 match handle.join() {
-                    Ok(part) => loaded.extend(part),
+                    Ok((part, part_changed)) => {
+                        loaded.extend(part);
+                        changed.extend(part_changed);
+                    }
                     Err(_) => tracing::warn!("an index worker panicked; its files are missing"),
                 }
             }
@@ -731,9 +881,13 @@ impl RepoIndex {
             .cloned()
             .collect();
         drop(present);
-        if let Some(db) = &self.db {
-            db.write(&[], &removed);
-        }
+        let changed: Vec<(String, Option<Prepared>, bool)> = changed
+            .into_iter()
+            .map(|rel| {
+                let is_new = !known.contains_key(&rel);
+                (rel, None, is_new)
+            })
+            .collect();
         drop(known);
         let mut files = HashMap::with_capacity(loaded.len());
         let mut nodes = Vec::with_capacity(loaded.len());
@@ -747,10 +901,39 @@ impl RepoIndex {
                     pinned: l.pinned,
                 },
             );
-            nodes.push((l.rel, l.node));
+            if let Some(node) = l.node {
+                nodes.push((l.rel, node));
+            }
         }
-        let graph = Graph::build_prepared(nodes, go_modules);
-        *self.write() = State { files, graph };
+        let state = match &self.db {
+            Some(db) => {
+                let state = State {
+                    files,
+                    graph: Graph::default(),
+                    go_modules,
+                };
+                // Few changes: re-resolve what they touch; many (or no complete graph on
+                // disk): resolve everything again.
+                let touched = changed.len() + removed.len();
+                if graph_was_complete && touched * 4 <= state.files.len() {
+                    self.update_links(&state, changed, &[], &removed);
+                    db.write_with_graph(&[], &[], &[], Some(true));
+                } else {
+                    db.write(&[], &removed);
+                    Self::resolve_all(db, &state.files, &state.go_modules);
+                }
+                state
+            }
+            None => {
+                let graph = Graph::build_prepared(nodes, go_modules.clone());
+                State {
+                    files,
+                    graph,
+                    go_modules,
+                }
+            }
+        };
+        *self.write() = state;
         self.progress
             .finish(self.parse_count(), self.resident_bytes());
     }
@@ -842,11 +1025,8 @@ impl RepoIndex {
         let mtime = meta.modified().ok();
         let encoded = pool.analyze_encoded(language, &text, self.budget);
         self.parses.fetch_add(1, Ordering::Relaxed);
-        let (outline_bytes, analysis_bytes, outline) = match encoded {
-            Ok(encoded) => {
-                let outline: FileAnalysis = serde_json::from_slice(&encoded.outline).ok()?;
-                (encoded.outline, encoded.analysis, outline)
-            }
+        let (outline_bytes, analysis_bytes) = match encoded {
+            Ok(encoded) => (encoded.outline, encoded.analysis),
             Err(WorkerError::Spawn(error)) => {
                 self.parses.fetch_sub(1, Ordering::Relaxed);
                 tracing::warn!(%error, "no parse worker; parsing in the daemon");
@@ -855,11 +1035,9 @@ impl RepoIndex {
             Err(error @ WorkerError::Failed(_)) => {
                 tracing::warn!(%error, bytes = size, file = rel, "source not analysed");
                 let empty = FileAnalysis::empty(Some(language), &error.to_string());
-                let outline = outline(&empty);
                 (
-                    serde_json::to_vec(&outline).ok()?,
+                    serde_json::to_vec(&outline(&empty)).ok()?,
                     serde_json::to_vec(&empty).ok()?,
-                    outline,
                 )
             }
         };
@@ -877,7 +1055,7 @@ impl RepoIndex {
             size,
             mtime,
             key: Some(key),
-            node: Prepared::of(&outline),
+            node: None,
             pinned: None,
         };
         Some((loaded, Load::Encoded(row)))
@@ -920,7 +1098,7 @@ fn reused(stored: StoredFile) -> Option<Loaded> {
         rel: stored.path,
         size: stored.size,
         mtime: stored.mtime,
-        node: Prepared::of(&stored.outline),
+        node: None,
         pinned: None,
     })
 }
@@ -989,7 +1167,26 @@ fn read_go_modules(root: &Path, manifests: &[String]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Installs a (re)loaded file; the graph re-resolves the edges that may depend on it.
+/// The outline of an indexed file for resolution on disk: from its pinned analysis (a file
+/// that was not parsed), else read from the index database.
+fn outline_of(db: &IndexDb, files: &HashMap<String, Entry>, file: &str) -> Option<Prepared> {
+    let entry = files.get(file)?;
+    match &entry.pinned {
+        Some(analysis) => Some(Prepared::of(analysis)),
+        None => db.outline(file).map(|outline| Prepared::of(&outline)),
+    }
+}
+
+/// The graph rows of a file whose calls resolve to nothing (they replace its old ones).
+fn no_links(file: &str) -> FileLinks {
+    FileLinks {
+        file: file.to_owned(),
+        ..FileLinks::default()
+    }
+}
+
+/// Installs a (re)loaded file; the graph in memory, if it holds the file's outline,
+/// re-resolves the edges that may depend on it.
 fn install(state: &mut State, loaded: Loaded) {
     state.files.insert(
         loaded.rel.clone(),
@@ -1000,7 +1197,9 @@ fn install(state: &mut State, loaded: Loaded) {
             pinned: loaded.pinned,
         },
     );
-    state.graph.insert_prepared(&loaded.rel, loaded.node);
+    if let Some(node) = loaded.node {
+        state.graph.insert_prepared(&loaded.rel, node);
+    }
 }
 
 /// Drops a file; the graph re-resolves the files that called into it.

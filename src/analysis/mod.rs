@@ -13,7 +13,8 @@
 //! - [`signatures_equal`]: token comparison of signatures (PROTOCOL-NOTES 2.5).
 //! - [`RepoIndex`] (`index`): the whole repository on disk, kept fresh; `graph` holds the
 //!   call graph as plain data (pure functions, unit-tested) and `resolve` the per-style
-//!   cross-file resolvers (ECMAScript, Python, Go, Rust, Java).
+//!   cross-file resolvers (ECMAScript, Python, Go, Rust, Java); `links` keeps the graph in the
+//!   index database instead (callers and callees as indexed rows).
 //! - [`worker`]: large sources parsed in a child process, so the parse's memory goes back to
 //!   the OS and a parser crash cannot take the daemon down; [`pool`] keeps two such workers
 //!   alive (no process start per file).
@@ -28,6 +29,7 @@ mod graph;
 mod index;
 pub mod language;
 mod languages;
+mod links;
 mod model;
 mod outline;
 pub mod pool;

@@ -10,12 +10,24 @@
 //!       hash     BLOB,                             -- XXH3-128 of the content (NULL: not parsed)
 //!       outline  BLOB NOT NULL,                    -- JSON: what the call graph needs
 //!       analysis BLOB NOT NULL)                    -- JSON: the whole FileAnalysis
+//! links(callee_file TEXT, caller_file TEXT,         -- the call graph: one row per pair of
+//!       pairs BLOB NOT NULL,                       -- files, the (caller, callee) names
+//!       PRIMARY KEY (callee_file, caller_file))    -- (`links::encode_pairs`); indexed
+//!                                                  -- both ways (callers, callees)
+//! deps(imported TEXT, file TEXT,                   -- `file`'s calls resolved through
+//!      PRIMARY KEY (imported, file))               -- `imported` (indexed both ways)
+//! waiting(file TEXT PRIMARY KEY)                   -- files with a call a new file could
+//!                                                  -- resolve
 //! ```
+//!
+//! `meta` also holds `graph = complete` once `links`, `deps` and `waiting` describe every file
+//! of `files`; a build that finds it missing resolves every file again (`links`).
 //!
 //! The *outline* is a file's analysis cut to what cross-file resolution reads: symbol names,
 //! qualified names and kinds, the default export and the distinct resolvable call targets per
-//! caller (`graph::outline`). A warm start reads only the outlines; a file's whole analysis
-//! (ranges, signatures, diagnostics) is read when a request asks about that file.
+//! caller (`graph::outline`), read back when a file's calls are resolved again. A warm start
+//! reads only the files' facts; a file's whole analysis (ranges, signatures, diagnostics) is
+//! read when a request asks about that file.
 //!
 //! There are no migrations: when the version key differs (schema, extractor, grammars,
 //! queries) the tables are emptied and the index is rebuilt. A file SQLite cannot read is
@@ -27,11 +39,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::graph::SymbolRef;
 use super::language::Language;
+use super::links::{decode_pairs, FileLinks};
 use super::model::FileAnalysis;
 
 /// The layout of the tables above; bump on any change.
-const SCHEMA_VERSION: u32 = 1;
+const SCHEMA_VERSION: u32 = 2;
 
 /// The meaning of the stored analyses; bump whenever extraction changes what it stores for
 /// the same source and grammar (queries and grammars are in the key already).
@@ -61,8 +75,6 @@ pub(crate) struct StoredFile {
     pub language: Language,
     /// Content length and hash (`None`: not parsed, too large or not UTF-8).
     pub hash: Option<u128>,
-    /// The outline, decoded.
-    pub outline: FileAnalysis,
 }
 
 /// A row to write: the file's facts, its outline and its whole analysis, encoded.
@@ -135,7 +147,16 @@ impl IndexDb {
              CREATE TABLE IF NOT EXISTS files (
                  path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER,
                  language TEXT NOT NULL, hash BLOB, outline BLOB NOT NULL,
-                 analysis BLOB NOT NULL) WITHOUT ROWID;",
+                 analysis BLOB NOT NULL) WITHOUT ROWID;
+             CREATE TABLE IF NOT EXISTS links (
+                 callee_file TEXT NOT NULL, caller_file TEXT NOT NULL, pairs BLOB NOT NULL,
+                 PRIMARY KEY (callee_file, caller_file)) WITHOUT ROWID;
+             CREATE INDEX IF NOT EXISTS links_by_caller ON links (caller_file);
+             CREATE TABLE IF NOT EXISTS deps (
+                 imported TEXT NOT NULL, file TEXT NOT NULL,
+                 PRIMARY KEY (imported, file)) WITHOUT ROWID;
+             CREATE INDEX IF NOT EXISTS deps_by_file ON deps (file);
+             CREATE TABLE IF NOT EXISTS waiting (file TEXT PRIMARY KEY) WITHOUT ROWID;",
         )?;
         let want = version_key();
         let have: Option<String> = conn
@@ -147,7 +168,10 @@ impl IndexDb {
             if have.is_some() {
                 tracing::info!("index version changed; rebuilding the index");
             }
-            conn.execute_batch("BEGIN; DELETE FROM files; DELETE FROM meta; COMMIT;")?;
+            conn.execute_batch(
+                "BEGIN; DELETE FROM files; DELETE FROM meta; DELETE FROM links;
+                 DELETE FROM deps; DELETE FROM waiting; COMMIT;",
+            )?;
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('version', ?1)",
                 params![want],
@@ -159,8 +183,7 @@ impl IndexDb {
         })
     }
 
-    /// Hands every stored file with its outline to `each`, row by row (the outlines are
-    /// decoded, not reindexed). A read failure (a file corrupted since it was opened) empties
+    /// Hands every stored file's facts to `each`, row by row. A read failure (a file corrupted since it was opened) empties
     /// the index, with a warning: everything is parsed again (rows handed over before the
     /// failure are still true files).
     pub(crate) fn load(&self, mut each: impl FnMut(StoredFile)) {
@@ -173,7 +196,7 @@ impl IndexDb {
     fn try_load(&self, each: &mut impl FnMut(StoredFile)) -> rusqlite::Result<()> {
         let conn = self.conn();
         let mut statement =
-            conn.prepare("SELECT path, size, mtime_ns, language, hash, outline FROM files")?;
+            conn.prepare("SELECT path, size, mtime_ns, language, hash FROM files")?;
         let rows = statement.query_map([], |r| {
             Ok((
                 r.get::<_, String>(0)?,
@@ -181,16 +204,12 @@ impl IndexDb {
                 r.get::<_, Option<i64>>(2)?,
                 r.get::<_, String>(3)?,
                 r.get::<_, Option<Vec<u8>>>(4)?,
-                r.get::<_, Vec<u8>>(5)?,
             ))
         })?;
         for row in rows {
-            let (path, size, mtime, language, hash, outline) = row?;
+            let (path, size, mtime, language, hash) = row?;
             // A row that does not decode is dropped: its file is parsed again.
             let Some(language) = Language::from_name(&language) else {
-                continue;
-            };
-            let Ok(outline) = serde_json::from_slice::<FileAnalysis>(&outline) else {
                 continue;
             };
             each(StoredFile {
@@ -199,7 +218,6 @@ impl IndexDb {
                 mtime: mtime.and_then(from_nanos),
                 language,
                 hash: hash.as_deref().and_then(hash_from_bytes),
-                outline,
             });
         }
         Ok(())
@@ -224,18 +242,160 @@ impl IndexDb {
         Some(analysis)
     }
 
+    /// The stored outline of `path` (what resolution reads), decoded.
+    pub(crate) fn outline(&self, path: &str) -> Option<FileAnalysis> {
+        let bytes: Option<Vec<u8>> = self
+            .conn()
+            .query_row(
+                "SELECT outline FROM files WHERE path = ?1",
+                params![path],
+                |r| r.get(0),
+            )
+            .optional()
+            .unwrap_or_else(|error| {
+                tracing::debug!(path, %error, "index row not read");
+                None
+            });
+        serde_json::from_slice(&bytes?).ok()
+    }
+
+    /// Whether the call graph tables describe every stored file (see the module docs).
+    pub(crate) fn graph_complete(&self) -> bool {
+        self.conn()
+            .query_row("SELECT 1 FROM meta WHERE key = 'graph'", [], |_| Ok(()))
+            .optional()
+            .ok()
+            .flatten()
+            .is_some()
+    }
+
+    /// The callers of `name` in `file`, from `links` (unsorted, possibly repeated).
+    pub(crate) fn callers(&self, file: &str, name: &str) -> Vec<SymbolRef> {
+        self.linked(
+            "SELECT caller_file, pairs FROM links WHERE callee_file = ?1",
+            file,
+            name,
+            Side::Callers,
+        )
+    }
+
+    /// What `name` in `file` calls, from `links` (unsorted, possibly repeated).
+    pub(crate) fn callees(&self, file: &str, name: &str) -> Vec<SymbolRef> {
+        self.linked(
+            "SELECT callee_file, pairs FROM links WHERE caller_file = ?1",
+            file,
+            name,
+            Side::Callees,
+        )
+    }
+
+    /// The symbols on the `side` of `name` in the rows `sql` selects for `file` ((other
+    /// file, pairs)). A read failure answers nothing (logged).
+    fn linked(&self, sql: &str, file: &str, name: &str, side: Side) -> Vec<SymbolRef> {
+        let read = || -> rusqlite::Result<Vec<(String, Vec<u8>)>> {
+            let conn = self.conn();
+            let mut statement = conn.prepare_cached(sql)?;
+            let rows = statement.query_map(params![file], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect()
+        };
+        let rows = read().unwrap_or_else(|error| {
+            tracing::warn!(file, %error, "call graph not read");
+            Vec::new()
+        });
+        let mut out = Vec::new();
+        for (other, pairs) in &rows {
+            for (caller, callee) in decode_pairs(pairs) {
+                let found = match side {
+                    Side::Callers => (callee == name).then_some(caller),
+                    Side::Callees => (caller == name).then_some(callee),
+                };
+                if let Some(found) = found {
+                    out.push(SymbolRef {
+                        file: other.clone(),
+                        qualified_name: found.to_owned(),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// The files `file`'s calls resolved through, sorted.
+    pub(crate) fn imported_files(&self, file: &str) -> Vec<String> {
+        self.strings(
+            "SELECT imported FROM deps WHERE file = ?1 ORDER BY imported",
+            file,
+        )
+    }
+
+    /// The files whose calls resolved through `file`, sorted.
+    pub(crate) fn importers(&self, file: &str) -> Vec<String> {
+        self.strings(
+            "SELECT file FROM deps WHERE imported = ?1 ORDER BY file",
+            file,
+        )
+    }
+
+    /// The files with a call a new file could resolve, sorted.
+    pub(crate) fn waiting(&self) -> Vec<String> {
+        self.strings("SELECT file FROM waiting WHERE ?1 = ?1 ORDER BY file", "")
+    }
+
+    fn strings(&self, sql: &str, arg: &str) -> Vec<String> {
+        let read = || -> rusqlite::Result<Vec<String>> {
+            let conn = self.conn();
+            let mut statement = conn.prepare_cached(sql)?;
+            let rows = statement.query_map(params![arg], |r| r.get(0))?;
+            rows.collect()
+        };
+        read().unwrap_or_else(|error| {
+            tracing::warn!(%error, "call graph not read");
+            Vec::new()
+        })
+    }
+
     /// Writes `rows` and deletes `removed` in one transaction. A failure is logged and the
     /// index goes on in memory (the next start parses those files again).
     pub(crate) fn write(&self, rows: &[Row], removed: &[String]) {
-        if rows.is_empty() && removed.is_empty() {
+        self.write_with_graph(rows, removed, &[], None);
+    }
+
+    /// As [`IndexDb::write`], in the same transaction replacing the call graph rows of each
+    /// of `links`' files (a removed file's go too), and setting (`Some(true)`) or clearing
+    /// (`Some(false)`) the `graph = complete` mark.
+    pub(crate) fn write_with_graph(
+        &self,
+        rows: &[Row],
+        removed: &[String],
+        links: &[FileLinks],
+        complete: Option<bool>,
+    ) {
+        if rows.is_empty() && removed.is_empty() && links.is_empty() && complete.is_none() {
             return;
         }
-        if let Err(error) = self.try_write(rows, removed) {
+        if let Err(error) = self.try_write(rows, removed, links, complete) {
             tracing::warn!(path = %self.path.display(), %error, "index database not updated");
         }
     }
 
-    fn try_write(&self, rows: &[Row], removed: &[String]) -> rusqlite::Result<()> {
+    /// Empties the call graph tables and clears the mark (a full resolution follows).
+    pub(crate) fn clear_graph(&self) {
+        let cleared = self.conn().execute_batch(
+            "BEGIN; DELETE FROM links; DELETE FROM deps; DELETE FROM waiting;
+             DELETE FROM meta WHERE key = 'graph'; COMMIT;",
+        );
+        if let Err(error) = cleared {
+            tracing::warn!(path = %self.path.display(), %error, "call graph not cleared");
+        }
+    }
+
+    fn try_write(
+        &self,
+        rows: &[Row],
+        removed: &[String],
+        links: &[FileLinks],
+        complete: Option<bool>,
+    ) -> rusqlite::Result<()> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         {
@@ -258,6 +418,45 @@ impl IndexDb {
             for path in removed {
                 delete.execute(params![path])?;
             }
+            let mut clear = [
+                tx.prepare_cached("DELETE FROM links WHERE caller_file = ?1")?,
+                tx.prepare_cached("DELETE FROM deps WHERE file = ?1")?,
+                tx.prepare_cached("DELETE FROM waiting WHERE file = ?1")?,
+            ];
+            for file in removed.iter().chain(links.iter().map(|l| &l.file)) {
+                for statement in &mut clear {
+                    statement.execute(params![file])?;
+                }
+            }
+            let mut link = tx.prepare_cached(
+                "INSERT OR REPLACE INTO links (callee_file, caller_file, pairs) VALUES (?1, ?2, ?3)",
+            )?;
+            let mut dep =
+                tx.prepare_cached("INSERT OR IGNORE INTO deps (imported, file) VALUES (?1, ?2)")?;
+            let mut wait = tx.prepare_cached("INSERT OR IGNORE INTO waiting (file) VALUES (?1)")?;
+            for file in links {
+                for (callee_file, pairs) in &file.links {
+                    link.execute(params![callee_file, file.file, pairs])?;
+                }
+                for imported in &file.imported {
+                    dep.execute(params![imported, file.file])?;
+                }
+                if file.waiting {
+                    wait.execute(params![file.file])?;
+                }
+            }
+        }
+        match complete {
+            Some(true) => {
+                tx.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('graph', 'complete')",
+                    [],
+                )?;
+            }
+            Some(false) => {
+                tx.execute("DELETE FROM meta WHERE key = 'graph'", [])?;
+            }
+            None => {}
         }
         tx.commit()
     }
@@ -266,7 +465,11 @@ impl IndexDb {
     /// deleted and created again.
     fn reset(&self) {
         let mut conn = self.conn();
-        if conn.execute_batch("DELETE FROM files;").is_ok() {
+        let emptied = conn.execute_batch(
+            "DELETE FROM files; DELETE FROM links; DELETE FROM deps; DELETE FROM waiting;
+             DELETE FROM meta WHERE key = 'graph';",
+        );
+        if emptied.is_ok() {
             return;
         }
         if let Ok(placeholder) = Connection::open_in_memory() {
@@ -283,6 +486,13 @@ impl IndexDb {
     fn conn(&self) -> MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// Which end of a link a query wants.
+#[derive(Clone, Copy)]
+enum Side {
+    Callers,
+    Callees,
 }
 
 /// The version key: a stored index is used only when it matches. It names the schema, the
@@ -390,7 +600,7 @@ mod tests {
         assert_eq!(loaded.len(), 1);
         assert_eq!(loaded[0].path, "a.py");
         assert_eq!(loaded[0].hash, Some(7));
-        assert_eq!(loaded[0].outline.symbols.len(), 1);
+        assert_eq!(db.outline("a.py").unwrap().symbols.len(), 1);
         let full = db.analysis("a.py", 7).unwrap();
         assert_eq!(full.symbols[0].qualified_name, "f");
         assert!(db.analysis("a.py", 8).is_none());
