@@ -78,6 +78,16 @@ pub(crate) struct Handover {
     granted: AcquiredLock,
 }
 
+/// To whom a freed lock went.
+enum Handed {
+    /// Nobody waits for it.
+    Nobody,
+    /// A waiter of this daemon, answered after the commit.
+    Here(Handover),
+    /// A waiter of another daemon (the lock as granted).
+    Elsewhere(Lock),
+}
+
 /// What an acquire's transaction decided.
 enum Step {
     /// The lock is the caller's.
@@ -165,10 +175,26 @@ impl Coord {
         let mut waits = self.waits();
         let (step, handover) = self.store.write(|w| {
             let now = self.clock.now_ms();
-            // A free or expired lock with waiters belongs to the first of them, not to this
-            // request.
-            let handover = self.free_for_waiters(w, &mut waits, &path, now)?;
-            let step = match w.lock(&path)? {
+            let mut held = w.lock(&path)?;
+            let mut handover = None;
+            if held.as_ref().is_none_or(|l| !l.is_live(now)) && self.may_have_waiters(&waits, &path)
+            {
+                // A free or expired lock with waiters belongs to the first of them, not to
+                // this request.
+                if let Some(expired) = held.take() {
+                    w.delete_lock(&path)?;
+                    append_expired(w, now, &expired)?;
+                }
+                match self.hand_over_to_first(w, &mut waits, &path, now)? {
+                    Handed::Nobody => {}
+                    Handed::Here(local) => {
+                        held = Some(local.granted.lock.clone());
+                        handover = Some(local);
+                    }
+                    Handed::Elsewhere(lock) => held = Some(lock),
+                }
+            }
+            let step = match held {
                 Some(held) if held.is_live(now) && held.session_id != session_id => {
                     if wants_wait {
                         self.queue_or_refuse(w, held, &path, session_id, ttl, &callers, now)?
@@ -548,8 +574,22 @@ impl Coord {
         symbol: &str,
         now: i64,
     ) -> Result<Option<Handover>> {
+        Ok(match self.hand_over_to_first(w, waits, symbol, now)? {
+            Handed::Here(handover) => Some(handover),
+            Handed::Nobody | Handed::Elsewhere(_) => None,
+        })
+    }
+
+    /// [`Coord::hand_over`], saying to whom the lock went.
+    fn hand_over_to_first(
+        &self,
+        w: &Writer<'_>,
+        waits: &mut LocalWaiters,
+        symbol: &str,
+        now: i64,
+    ) -> Result<Handed> {
         if !self.may_have_waiters(waits, symbol) {
-            return Ok(None);
+            return Ok(Handed::Nobody);
         }
         while let Some(row) = w.first_waiter(symbol)? {
             let mine = row.daemon_id == self.store.daemon_id();
@@ -568,15 +608,15 @@ impl Coord {
             let granted = AcquiredLock { lock, warnings };
             if mine {
                 w.delete_waiter(row.id)?;
-                return Ok(Some(Handover {
+                return Ok(Handed::Here(Handover {
                     waiter: row.id,
                     granted,
                 }));
             }
             w.grant_waiter(row.id, &row.daemon_id, &Grant::encode(&granted))?;
-            return Ok(None);
+            return Ok(Handed::Elsewhere(granted.lock));
         }
-        Ok(None)
+        Ok(Handed::Nobody)
     }
 
     /// Inside a transaction: releases `lock` if exactly that acquisition still holds (a lock
