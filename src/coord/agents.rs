@@ -24,7 +24,9 @@ impl Coord {
             return Err(CoordError::invalid("name", "must not be empty"));
         }
         check_len("name", name, MAX_SESSION_ID_BYTES)?;
+        self.check_storable("name", name)?;
         check_session("sessionId", session_id)?;
+        self.check_storable("sessionId", session_id)?;
         Self::check_lease(lease_ms)?;
         let pid = self.register_pid(pid)?;
         let mut now = 0;

@@ -112,6 +112,7 @@ impl Coord {
             return Err(CoordError::invalid("description", "must not be empty"));
         }
         check_len("description", description, MAX_DESCRIPTION_BYTES)?;
+        self.check_storable("description", description)?;
         if files.is_empty() {
             return Err(CoordError::invalid("files", "must list at least one file"));
         }
@@ -373,6 +374,7 @@ impl Coord {
             .transpose()?;
         if let Some(session) = session_id {
             check_len("sessionId", session, super::MAX_SESSION_ID_BYTES)?;
+            self.check_storable("sessionId", session)?;
         }
         let file = match file {
             Some("") => return Ok(Vec::new()),

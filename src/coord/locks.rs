@@ -401,6 +401,7 @@ impl Coord {
     pub fn query_locks(&self, session_id: Option<&str>) -> Result<Vec<LiveLock>> {
         if let Some(session) = session_id {
             super::check_len("sessionId", session, super::MAX_SESSION_ID_BYTES)?;
+            self.check_storable("sessionId", session)?;
         }
         self.store.read(|r| {
             let now = self.clock.now_ms();

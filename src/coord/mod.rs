@@ -215,6 +215,21 @@ impl Coord {
     }
 }
 
+impl Coord {
+    /// Refuses text the store cannot keep: PostgreSQL's `text` holds no NUL character, so with
+    /// a shared store a `sessionId`, `name` or `description` containing one is INVALID_REQUEST
+    /// (the embedded store keeps it, as it always did).
+    pub(crate) fn check_storable(&self, field: &'static str, value: &str) -> Result<()> {
+        if self.store.is_shared() && value.contains('\0') {
+            return Err(CoordError::invalid(
+                field,
+                "must not contain NUL characters (the shared store cannot keep them)",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Checks a required session id: non-empty, at most [`MAX_SESSION_ID_BYTES`].
 fn check_session(field: &'static str, session_id: &str) -> Result<()> {
     if session_id.is_empty() {

@@ -127,6 +127,7 @@ impl Coord {
     /// Validates the acting session of a request and counts the request as a sign of life.
     pub(crate) fn acting_session(&self, session_id: &str) -> Result<()> {
         check_session("sessionId", session_id)?;
+        self.check_storable("sessionId", session_id)?;
         self.touch(session_id)
     }
 
@@ -225,6 +226,7 @@ impl Coord {
     /// Unknown: [`CoordError::SessionNotFound`].
     pub fn heartbeat(&self, session_id: &str) -> Result<Heartbeat> {
         check_session("sessionId", session_id)?;
+        self.check_storable("sessionId", session_id)?;
         // One read answers both questions: does the daemon know the session, and its lease.
         let (row, registered) = self.store.read(|r| {
             Ok::<_, CoordError>((r.session(session_id)?, r.agent(session_id)?.is_some()))
@@ -246,6 +248,7 @@ impl Coord {
     /// as a reap does. Idempotent: an unknown or ended session gives zeros.
     pub fn end_session(&self, session_id: &str) -> Result<EndedSession> {
         check_session("sessionId", session_id)?;
+        self.check_storable("sessionId", session_id)?;
         self.finish_session(session_id, EndReason::Ended)
     }
 

@@ -195,3 +195,18 @@ fn pid_sessions_are_checked_on_their_own_host_and_reaped_by_others_when_it_is_si
     assert_eq!(reaped[0].session_id, "s2");
     assert_eq!(reaped[0].reason, EndReason::HostSilent);
 }
+
+#[test]
+fn a_shared_store_refuses_nul_characters_it_cannot_keep() {
+    let pair = SharedPair::new();
+    let err = pair.a.acquire_lock("a.ts:f", "s\0", None).unwrap_err();
+    assert!(
+        matches!(err, CoordError::InvalidInput { field: "sessionId", .. }),
+        "{err:?}"
+    );
+    let err = pair.a.register("a\0", "s1").unwrap_err();
+    assert!(matches!(err, CoordError::InvalidInput { field: "name", .. }), "{err:?}");
+    // The embedded store keeps them, as it always did.
+    let h = super::testing::Harness::new();
+    h.coord.acquire_lock("a.ts:f", "s\0", None).unwrap();
+}

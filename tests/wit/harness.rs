@@ -36,6 +36,16 @@ pub fn store_env(repo: &Path) -> Vec<(&'static str, String)> {
     vec![("WIT_STORE", url), ("WIT_PROJECT", project)]
 }
 
+/// Whether the suite runs against a shared store; then a test of the embedded store's own
+/// file (`.wit/state.db`) says so and does not run (it ran in the SQLite pass of the suite).
+pub fn shared_store_skips(what: &str) -> bool {
+    let shared = std::env::var("WIT_TEST_STORE").is_ok_and(|u| !u.is_empty());
+    if shared {
+        eprintln!("not run against WIT_TEST_STORE: {what} is about the embedded SQLite file");
+    }
+    shared
+}
+
 /// A temporary git repository (short path: Unix socket paths must stay under 108 bytes).
 pub struct Repo {
     dir: tempfile::TempDir,
