@@ -383,6 +383,7 @@ fn secrets(url: &str) -> Vec<String> {
         if let Some((user_info, _)) = authority.rsplit_once('@') {
             if let Some((_, password)) = user_info.split_once(':') {
                 found.push(password.to_owned());
+                found.push(percent_decode(password));
             }
         }
     }
@@ -392,6 +393,30 @@ fn secrets(url: &str) -> Vec<String> {
     }
     found.retain(|s| !s.is_empty());
     found
+}
+
+/// `text` with its `%XX` escapes decoded (invalid ones kept as written).
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Runs `f` where the blocking client may block: on a worker thread of a multi-thread
