@@ -238,6 +238,10 @@ impl PgStore {
                     .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                     .map(|()| None)
             };
+            let closed = conn.client.is_closed();
+            if begun.is_ok() {
+                lease.set_in_transaction(true);
+            }
             match begun {
                 Ok(None) => return Ok((lease, None)),
                 Ok(Some(Some(seq))) => return Ok((lease, Some(seq))),
@@ -249,7 +253,6 @@ impl PgStore {
                     )));
                 }
                 Err(e) => {
-                    let closed = conn.client.is_closed();
                     if closed || errors::is_unavailable(&e) {
                         lease.discard();
                     } else {
@@ -297,7 +300,10 @@ impl PgStore {
         sql.push_str("COMMIT");
         let conn = lease.conn()?;
         match conn.client.batch_execute(&sql) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                lease.set_in_transaction(false);
+                Ok(())
+            }
             Err(e) => {
                 if conn.client.is_closed() || errors::is_unavailable(&e) {
                     lease.discard();
@@ -348,7 +354,9 @@ fn rollback(lease: &mut Lease<'_>) {
         Ok(conn) => conn.client.batch_execute("ROLLBACK").is_ok(),
         Err(_) => false,
     };
-    if !ok {
+    if ok {
+        lease.set_in_transaction(false);
+    } else {
         lease.discard();
     }
 }

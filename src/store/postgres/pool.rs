@@ -174,6 +174,7 @@ impl Pool {
             pool: self,
             conn: Some(conn),
             broken: false,
+            in_transaction: false,
         }
     }
 
@@ -198,6 +199,7 @@ pub(super) struct Lease<'p> {
     pool: &'p Pool,
     conn: Option<Conn>,
     broken: bool,
+    in_transaction: bool,
 }
 
 impl Lease<'_> {
@@ -213,6 +215,13 @@ impl Lease<'_> {
     pub(super) fn discard(&mut self) {
         self.broken = true;
     }
+
+    /// Records whether a transaction is open on the connection. One still open when the
+    /// lease ends (the closure panicked) closes the connection, which rolls it back, rather
+    /// than handing a half-done transaction to the next caller.
+    pub(super) fn set_in_transaction(&mut self, open: bool) {
+        self.in_transaction = open;
+    }
 }
 
 impl Drop for Lease<'_> {
@@ -220,7 +229,7 @@ impl Drop for Lease<'_> {
         let Some(conn) = self.conn.take() else {
             return;
         };
-        if self.broken || conn.client.is_closed() {
+        if self.broken || self.in_transaction || conn.client.is_closed() {
             drop(conn);
             self.pool.release_slot();
             return;

@@ -1033,8 +1033,11 @@ async fn works_on_a_multi_thread_runtime_worker() {
 fn pg_lock_cycle_throughput() {
     let url = pg_or_skip!();
     let store = open(&url, &project());
-    let threads = 16;
-    let cycles = 300;
+    let threads: usize = std::env::var("WIT_BENCH_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(16);
+    let cycles = 4800 / threads;
     let start = Instant::now();
     std::thread::scope(|scope| {
         for t in 0..threads {
@@ -1074,4 +1077,23 @@ fn pg_lock_cycle_throughput() {
         "{total} acquire+release cycles in {elapsed:?}: {:.0} cycles/s",
         f64::from(u32::try_from(total).unwrap()) / elapsed.as_secs_f64()
     );
+}
+
+/// A closure that panics leaves no open transaction behind in the pool.
+#[test]
+fn a_panicking_closure_commits_nothing_and_poisons_no_connection() {
+    let url = pg_or_skip!();
+    let store = open(&url, &project());
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = write(&store, |w| {
+            w.put_lock(&lock("a:f", "s", i64::MAX, 1))?;
+            panic!("in the closure");
+            #[allow(unreachable_code)]
+            Ok(())
+        });
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(store.read(|r| r.lock("a:f")).unwrap(), None);
+    write(&store, |w| w.append_event(1, &event("b"))).unwrap();
+    assert_eq!(store.read(|r| r.newest_event_seq()).unwrap(), 1);
 }
