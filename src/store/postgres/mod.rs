@@ -63,7 +63,8 @@ const BEGIN_ATTEMPTS: usize = POOL_SIZE + 1;
 
 /// The PostgreSQL store of one project.
 pub struct PgStore {
-    pool: Pool,
+    /// Boxed: the connection settings are large, and `Store` holds this next to SQLite.
+    pool: Box<Pool>,
     project: String,
     /// `BEGIN` and the project row lock, one simple query.
     begin_write: String,
@@ -126,7 +127,7 @@ impl PgStore {
             .map_err(|e| name.refused(&format!("cannot start the listener thread: {e}")))?;
         let project_literal = quote(project);
         Ok(PgStore {
-            pool: Pool::new(connector, POOL_SIZE),
+            pool: Box::new(Pool::new(connector, POOL_SIZE)),
             project: project.to_owned(),
             begin_write: format!(
                 "BEGIN; SELECT next_seq FROM wit_projects WHERE project = {project_literal} \
