@@ -1,60 +1,443 @@
 //! The shared backend: one PostgreSQL database for the daemons of many machines
-//! (PROTOCOL-NOTES 12). Placeholder until the backend lands.
+//! (PROTOCOL-NOTES 12), each project (repository) in its own rows.
+//!
+//! - **Client**: the synchronous `postgres` crate. The store is synchronous and runs on
+//!   blocking threads, so the blocking client fits it directly; it also gives `LISTEN`
+//!   notifications without a runtime of our own. On an async worker thread every call steps
+//!   out of the runtime first ([`outside_runtime`]).
+//! - **Serialisation**: every write transaction (READ COMMITTED) begins by locking its
+//!   project's row, `SELECT next_seq FROM wit_projects WHERE project = $1 FOR UPDATE`, in the
+//!   same round trip as `BEGIN`. So the check-and-write of acquire, respond, update and
+//!   declare, made by any number of daemons, run one after the other exactly like SQLite's
+//!   single writer (no serialization failures or deadlocks to retry: nothing else is locked
+//!   first), while different projects stay independent (their rows are different). The lock
+//!   also numbers events: `next_seq` is read under it and written back with the commit, so
+//!   `seq` (and the fencing `token`, the `seq` of a `lock.acquired`) is contiguous per
+//!   project and commit order is `seq` order, which `events.poll` relies on.
+//! - **Reads**: `REPEATABLE READ, READ ONLY`, so a closure that reads several times sees one
+//!   snapshot.
+//! - **After-commit notes**: the commit sends `pg_notify` on the project's channel (`e:<seq>`
+//!   for events, `g:<daemon id>` for a granted waiter) in the same round trip as `COMMIT`;
+//!   PostgreSQL delivers them only if the transaction commits. The LISTEN thread (`listen`)
+//!   of every daemon passes them on to its listener.
+//! - **Outages**: connections come from a small pool (`pool`) with a 2 s connect timeout,
+//!   TCP keepalives and 5 s statement and lock timeouts; a broken one is dropped and replaced
+//!   on the next call, and a pooled connection found dead when a transaction begins is
+//!   replaced transparently (before the closure ran, so nothing can be done twice). Failures
+//!   are [`StoreError::Unavailable`] naming the store by its redacted URL (`errors`).
 
+mod agents;
+mod contracts;
+mod daemons;
+mod errors;
+mod events;
+mod intents;
+mod listen;
+mod locks;
+mod migrations;
+mod pool;
+mod sessions;
+#[cfg(test)]
+mod tests;
+mod tx;
+mod waiters;
+
+use std::fmt::Write as _;
+
+use postgres::SimpleQueryMessage;
+
+pub use migrations::LATEST_VERSION;
+
+use self::errors::{is_retryable_at_begin, StoreName};
+use self::listen::{ListenSpec, ListenThread};
+use self::pool::{Connector, Lease, Pool};
+use self::tx::{quote, Tx};
 use super::{CommitNotes, ListenerSlot, Reader, Result, StoreError, StoreUrl, Writer};
+
+/// How many connections one store keeps at most.
+const POOL_SIZE: usize = 8;
+
+/// How many dead pooled connections a call replaces before it gives up (each attempt after
+/// the first opens a fresh connection, so this is only reached while the server is down).
+const BEGIN_ATTEMPTS: usize = POOL_SIZE + 1;
 
 /// The PostgreSQL store of one project.
 pub struct PgStore {
-    shown: String,
+    /// Boxed: the connection settings are large, and `Store` holds this next to SQLite.
+    pool: Box<Pool>,
+    project: String,
+    /// `BEGIN` and the project row lock, one simple query.
+    begin_write: String,
+    /// The project as an SQL literal.
+    project_literal: String,
+    /// The project's notification channel.
+    channel: String,
+    _listen: ListenThread,
 }
 
 impl PgStore {
-    /// Connects, migrates and starts listening for the other daemons' commits.
+    /// Connects, migrates (under an advisory lock, so daemons starting together do not race),
+    /// adds the project's row if it is missing and starts listening for the other daemons'
+    /// commits.
     pub fn open(
         url: &StoreUrl,
         project: &str,
-        _daemon_id: &str,
-        _listener: ListenerSlot,
+        daemon_id: &str,
+        listener: ListenerSlot,
     ) -> Result<PgStore> {
-        Err(StoreError::Unavailable {
-            store: format!("{url} (project {project})"),
-            reason: "the PostgreSQL backend is not built yet".into(),
+        let StoreUrl::Postgres { url: full } = url else {
+            return Err(StoreError::Postgres {
+                store: url.to_string(),
+                message: "not a PostgreSQL URL".into(),
+            });
+        };
+        let name = StoreName::new(format!("{url} (project {project})"), secrets(full));
+        outside_runtime(|| Self::connect(full, name, project, daemon_id, listener))
+    }
+
+    fn connect(
+        full: &str,
+        name: StoreName,
+        project: &str,
+        daemon_id: &str,
+        listener: ListenerSlot,
+    ) -> Result<PgStore> {
+        let connector = Connector::new(full, name.clone())?;
+        let mut first = connector.connect()?;
+        migrations::migrate(&mut first, &name)?;
+        let channel = channel(project);
+        first
+            .execute(
+                "INSERT INTO wit_projects (project) VALUES ($1) ON CONFLICT DO NOTHING",
+                &[&project],
+            )
+            .map_err(|e| name.error(&e))?;
+        // Listening before `open` returns: no commit made after it can go unheard.
+        first
+            .batch_execute(&format!("LISTEN {channel}"))
+            .map_err(|e| name.error(&e))?;
+        let spec = ListenSpec {
+            connector: Connector::new(full, name.clone())?,
+            channel: channel.clone(),
+            project: project.to_owned(),
+            daemon_id: daemon_id.to_owned(),
+            listener,
+        };
+        let listen = ListenThread::start(spec, first)
+            .map_err(|e| name.refused(&format!("cannot start the listener thread: {e}")))?;
+        let project_literal = quote(project);
+        Ok(PgStore {
+            pool: Box::new(Pool::new(connector, POOL_SIZE)),
+            project: project.to_owned(),
+            begin_write: format!(
+                "BEGIN; SELECT next_seq FROM wit_projects WHERE project = {project_literal} \
+                 FOR UPDATE"
+            ),
+            project_literal,
+            channel,
+            _listen: listen,
         })
     }
 
-    /// The store for people.
+    /// The store for people: the URL without its password, and the project.
     pub fn describe(&self) -> String {
-        self.shown.clone()
+        self.pool.name().shown.clone()
     }
 
-    /// One serialised write transaction.
+    /// Runs `f` in one write transaction serialised with every other write of the project
+    /// (the project row lock) and commits when it returns `Ok`; an `Err` rolls everything
+    /// back. Returns what the transaction noted (already sent to the other daemons with the
+    /// commit).
     pub fn write<T, E>(
         &self,
-        _f: impl FnOnce(&Writer<'_>) -> Result<T, E>,
+        f: impl FnOnce(&Writer<'_>) -> Result<T, E>,
     ) -> Result<(T, CommitNotes), E>
     where
         E: From<StoreError>,
     {
-        Err(self.unavailable().into())
+        outside_runtime(|| {
+            let (mut lease, first_seq) = self.begin(true)?;
+            let notes = CommitNotes::default();
+            let outcome = {
+                let conn = lease.conn()?;
+                let tx = Tx::new(conn, &self.project, &notes, first_seq, self.pool.name());
+                let out = f(&tx);
+                (out, tx.failed(), tx.next_seq.get())
+            };
+            match outcome {
+                (Err(e), _, _) => {
+                    rollback(&mut lease);
+                    Err(e)
+                }
+                (Ok(_), true, _) => {
+                    rollback(&mut lease);
+                    Err(self.incomplete().into())
+                }
+                (Ok(out), false, next_seq) => {
+                    self.commit(&mut lease, first_seq, next_seq, &notes)?;
+                    Ok((out, notes))
+                }
+            }
+        })
     }
 
-    /// One read transaction.
-    pub fn read<T, E>(&self, _f: impl FnOnce(&Reader<'_>) -> Result<T, E>) -> Result<T, E>
+    /// Runs `f` in one read transaction (`REPEATABLE READ, READ ONLY`): one snapshot.
+    pub fn read<T, E>(&self, f: impl FnOnce(&Reader<'_>) -> Result<T, E>) -> Result<T, E>
     where
         E: From<StoreError>,
     {
-        Err(self.unavailable().into())
+        outside_runtime(|| {
+            let (mut lease, _) = self.begin(false)?;
+            let notes = CommitNotes::default();
+            let outcome = {
+                let conn = lease.conn()?;
+                let tx = Tx::new(conn, &self.project, &notes, None, self.pool.name());
+                let out = f(&tx);
+                (out, tx.failed())
+            };
+            // Nothing to keep: end the snapshot either way.
+            rollback(&mut lease);
+            match outcome {
+                (Err(e), _) => Err(e),
+                (Ok(_), true) => Err(self.incomplete().into()),
+                (Ok(out), false) => Ok(out),
+            }
+        })
     }
 
-    /// The schema version.
+    /// The schema version of the database (`wit_schema`).
     pub fn schema_version(&self) -> Result<i64> {
-        Err(self.unavailable())
+        outside_runtime(|| {
+            let mut lease = self.pool.get()?;
+            let conn = lease.conn()?;
+            let version = migrations::version(&mut conn.client);
+            version.map_err(|e| {
+                if errors::is_unavailable(&e) {
+                    lease.discard();
+                }
+                self.pool.name().error(&e)
+            })
+        })
     }
 
-    fn unavailable(&self) -> StoreError {
-        StoreError::Unavailable {
-            store: self.shown.clone(),
-            reason: "the PostgreSQL backend is not built yet".into(),
+    /// Takes a connection and begins a transaction on it: for a write, with the project row
+    /// locked, returning its `next_seq`. A pooled connection that turns out dead is replaced
+    /// (nothing has run on it yet, so this is safe).
+    fn begin(&self, write: bool) -> Result<(Lease<'_>, Option<i64>)> {
+        let name = self.pool.name();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut lease = self.pool.get()?;
+            let conn = lease.conn()?;
+            let begun = if write {
+                conn.client
+                    .simple_query(&self.begin_write)
+                    .map(|messages| Some(first_value(&messages)))
+            } else {
+                conn.client
+                    .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    .map(|()| None)
+            };
+            let closed = conn.client.is_closed();
+            if begun.is_ok() {
+                lease.set_in_transaction(true);
+            }
+            match begun {
+                Ok(None) => return Ok((lease, None)),
+                Ok(Some(Some(seq))) => return Ok((lease, Some(seq))),
+                Ok(Some(None)) => {
+                    rollback(&mut lease);
+                    return Err(name.refused(&format!(
+                        "project {:?} has no row in wit_projects",
+                        self.project
+                    )));
+                }
+                Err(e) => {
+                    if closed || errors::is_unavailable(&e) {
+                        lease.discard();
+                    } else {
+                        rollback(&mut lease);
+                    }
+                    if is_retryable_at_begin(&e, closed) && attempt < BEGIN_ATTEMPTS {
+                        continue;
+                    }
+                    return Err(name.error(&e));
+                }
+            }
         }
+    }
+
+    /// Writes the event counter back, sends the notifications and commits, in one round
+    /// trip. A failure leaves nothing behind (the server rolls the transaction back; a
+    /// connection lost during `COMMIT` is reported as unavailable, and the caller does not
+    /// take the write as acknowledged).
+    fn commit(
+        &self,
+        lease: &mut Lease<'_>,
+        first_seq: Option<i64>,
+        next_seq: i64,
+        notes: &CommitNotes,
+    ) -> Result<()> {
+        let mut sql = String::new();
+        if first_seq.is_some_and(|first| first != next_seq) {
+            let _ = write!(
+                sql,
+                "UPDATE wit_projects SET next_seq = {next_seq} WHERE project = {}; ",
+                self.project_literal
+            );
+        }
+        if let Some(seq) = notes.newest_seq() {
+            let _ = write!(sql, "SELECT pg_notify('{}', 'e:{seq}'); ", self.channel);
+        }
+        for daemon in notes.granted_daemons() {
+            let _ = write!(
+                sql,
+                "SELECT pg_notify('{}', {}); ",
+                self.channel,
+                quote(&format!("g:{daemon}"))
+            );
+        }
+        sql.push_str("COMMIT");
+        let conn = lease.conn()?;
+        match conn.client.batch_execute(&sql) {
+            Ok(()) => {
+                lease.set_in_transaction(false);
+                Ok(())
+            }
+            Err(e) => {
+                if conn.client.is_closed() || errors::is_unavailable(&e) {
+                    lease.discard();
+                } else {
+                    rollback(lease);
+                }
+                Err(self.pool.name().error(&e))
+            }
+        }
+    }
+
+    fn incomplete(&self) -> StoreError {
+        self.pool
+            .name()
+            .refused("a statement of the transaction failed, so nothing was committed")
+    }
+
+    /// The backend pids of the idle pooled connections (for tests that kill them).
+    #[cfg(test)]
+    fn idle_backend_pids(&self) -> Vec<i32> {
+        let mut leases = Vec::new();
+        let mut pids = Vec::new();
+        while pids.len() < self.pool.open_count() {
+            let Ok(mut lease) = self.pool.get() else {
+                break;
+            };
+            if let Ok(conn) = lease.conn() {
+                if let Ok(row) = conn.client.query_one("SELECT pg_backend_pid()", &[]) {
+                    pids.push(row.get(0));
+                }
+            }
+            leases.push(lease);
+        }
+        pids
+    }
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        // Closing a client runs the driver's own runtime: step out of an async worker first.
+        outside_runtime(|| self.pool.close_idle());
+    }
+}
+
+/// Ends the transaction on `lease` with `ROLLBACK`; a connection that cannot is dropped.
+fn rollback(lease: &mut Lease<'_>) {
+    let ok = match lease.conn() {
+        Ok(conn) => conn.client.batch_execute("ROLLBACK").is_ok(),
+        Err(_) => false,
+    };
+    if ok {
+        lease.set_in_transaction(false);
+    } else {
+        lease.discard();
+    }
+}
+
+/// The first column of the first row of a simple query's answer, as an integer.
+fn first_value(messages: &[SimpleQueryMessage]) -> Option<i64> {
+    messages.iter().find_map(|m| match m {
+        SimpleQueryMessage::Row(row) => row.get(0).and_then(|v| v.parse().ok()),
+        _ => None,
+    })
+}
+
+/// The project's notification channel: `wit_` and a 128-bit hash of the name in hex (a
+/// valid identifier of 36 bytes whatever the name, well under PostgreSQL's 63).
+fn channel(project: &str) -> String {
+    format!(
+        "wit_{:032x}",
+        xxhash_rust::xxh3::xxh3_128(project.as_bytes())
+    )
+}
+
+/// The password of `url` as written and decoded, to scrub from every message.
+fn secrets(url: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    if let Ok(config) = url.parse::<postgres::Config>() {
+        if let Some(password) = config.get_password() {
+            found.push(String::from_utf8_lossy(password).into_owned());
+        }
+    }
+    if let Some((_, rest)) = url.split_once("://") {
+        let authority = &rest[..rest.find(['/', '?']).unwrap_or(rest.len())];
+        if let Some((user_info, _)) = authority.rsplit_once('@') {
+            if let Some((_, password)) = user_info.split_once(':') {
+                found.push(password.to_owned());
+                found.push(percent_decode(password));
+            }
+        }
+    }
+    if let Some(at) = url.find("password=") {
+        let value = &url[at + "password=".len()..];
+        found.push(value[..value.find('&').unwrap_or(value.len())].to_owned());
+    }
+    found.retain(|s| !s.is_empty());
+    found
+}
+
+/// `text` with its `%XX` escapes decoded (invalid ones kept as written).
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Runs `f` where the blocking client may block: on a worker thread of a multi-thread
+/// runtime through `block_in_place` (which leaves the runtime's context, so the driver's own
+/// runtime can run); elsewhere (plain and blocking threads) directly. The daemon runs a
+/// multi-thread runtime; on a current-thread runtime's own thread the store must not be
+/// called (use `spawn_blocking`).
+fn outside_runtime<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
     }
 }

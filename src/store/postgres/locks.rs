@@ -1,0 +1,97 @@
+//! Queries on `wit_locks`. Liveness (`expires_at_ms > now`) is the caller's business except
+//! where a query takes `now` explicitly.
+
+use postgres::Row;
+
+use super::tx::Tx;
+use crate::store::{Lock, Result};
+
+fn lock_from_row(row: &Row) -> Result<Lock, postgres::Error> {
+    Ok(Lock {
+        symbol_path: row.try_get(0)?,
+        session_id: row.try_get(1)?,
+        acquired_at_ms: row.try_get(2)?,
+        expires_at_ms: row.try_get(3)?,
+        token: row.try_get(4)?,
+    })
+}
+
+impl Tx<'_> {
+    /// The lock row on `symbol_path`, live or expired (primary-key lookup).
+    pub(super) fn lock(&self, symbol_path: &str) -> Result<Option<Lock>> {
+        self.row(
+            "SELECT symbol_path, session_id, acquired_at_ms, expires_at_ms, token
+             FROM wit_locks WHERE project = $1 AND symbol_path = $2",
+            &[&self.project, &symbol_path],
+            lock_from_row,
+        )
+    }
+
+    /// Locks live at `now_ms`, optionally only those of `session_id` (compared literally),
+    /// ordered by acquisition time, then symbol path.
+    pub(super) fn live_locks(&self, now_ms: i64, session_id: Option<&str>) -> Result<Vec<Lock>> {
+        match session_id {
+            Some(session) => self.rows(
+                "SELECT symbol_path, session_id, acquired_at_ms, expires_at_ms, token
+                 FROM wit_locks WHERE project = $1 AND session_id = $2 AND expires_at_ms > $3
+                 ORDER BY acquired_at_ms, symbol_path",
+                &[&self.project, &session, &now_ms],
+                lock_from_row,
+            ),
+            None => self.rows(
+                "SELECT symbol_path, session_id, acquired_at_ms, expires_at_ms, token
+                 FROM wit_locks WHERE project = $1 AND expires_at_ms > $2
+                 ORDER BY acquired_at_ms, symbol_path",
+                &[&self.project, &now_ms],
+                lock_from_row,
+            ),
+        }
+    }
+
+    /// Locks expired at `now_ms` whose rows are still there.
+    pub(super) fn expired_locks(&self, now_ms: i64) -> Result<Vec<Lock>> {
+        self.rows(
+            "SELECT symbol_path, session_id, acquired_at_ms, expires_at_ms, token
+             FROM wit_locks WHERE project = $1 AND expires_at_ms <= $2",
+            &[&self.project, &now_ms],
+            lock_from_row,
+        )
+    }
+
+    /// Inserts or replaces the lock on `lock.symbol_path`.
+    pub(super) fn put_lock(&self, lock: &Lock) -> Result<()> {
+        self.execute(
+            "INSERT INTO wit_locks
+                 (project, symbol_path, session_id, acquired_at_ms, expires_at_ms, token)
+             VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (project, symbol_path) DO UPDATE SET session_id = excluded.session_id,
+                 acquired_at_ms = excluded.acquired_at_ms, expires_at_ms = excluded.expires_at_ms,
+                 token = excluded.token",
+            &[
+                &self.project,
+                &lock.symbol_path,
+                &lock.session_id,
+                &lock.acquired_at_ms,
+                &lock.expires_at_ms,
+                &lock.token,
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Deletes the lock row on `symbol_path`; whether there was one.
+    pub(super) fn delete_lock(&self, symbol_path: &str) -> Result<bool> {
+        Ok(self.execute(
+            "DELETE FROM wit_locks WHERE project = $1 AND symbol_path = $2",
+            &[&self.project, &symbol_path],
+        )? > 0)
+    }
+
+    /// Deletes every lock expired at `now_ms`; how many.
+    pub(super) fn delete_expired_locks(&self, now_ms: i64) -> Result<usize> {
+        self.execute(
+            "DELETE FROM wit_locks WHERE project = $1 AND expires_at_ms <= $2",
+            &[&self.project, &now_ms],
+        )
+    }
+}

@@ -1,0 +1,230 @@
+//! One open transaction on a pooled connection, and the statement helpers the per-table
+//! files use. Statements are prepared once per connection and reused; every failure is
+//! turned into a [`StoreError`] naming the store, and remembered, so a transaction in which
+//! any statement failed is never reported as committed.
+
+use std::cell::{Cell, RefCell};
+use std::str::FromStr;
+
+use postgres::types::{FromSql, ToSql, Type};
+use postgres::Row;
+
+use super::errors::StoreName;
+use super::pool::Conn;
+use crate::store::{
+    CommitNotes, Contract, ContractStatus, DaemonBeat, EventPage, Intent, IntentFilter,
+    IntentRange, IntentStatus, Lock, NewEvent, NewWaiter, RangeHit, Result, SessionRow,
+    SessionSummary, StoreError, StoreRead, StoreWrite, WaiterRow,
+};
+
+/// Statement parameters.
+pub(super) type Params<'p> = [&'p (dyn ToSql + Sync)];
+
+/// An open transaction: the SQL of every table, as methods (see the per-table files).
+pub(super) struct Tx<'a> {
+    conn: RefCell<&'a mut Conn>,
+    /// The project every statement is scoped to.
+    pub(super) project: &'a str,
+    /// What the commit tells the other daemons.
+    pub(super) notes: &'a CommitNotes,
+    /// The `seq` the next event gets (write transactions: read under the project row lock).
+    pub(super) next_seq: Cell<i64>,
+    writer: bool,
+    failed: Cell<bool>,
+    name: &'a StoreName,
+}
+
+impl<'a> Tx<'a> {
+    /// A transaction already begun on `conn`: a write transaction when the project row is
+    /// locked and `next_seq` read, else a read transaction.
+    pub(super) fn new(
+        conn: &'a mut Conn,
+        project: &'a str,
+        notes: &'a CommitNotes,
+        next_seq: Option<i64>,
+        name: &'a StoreName,
+    ) -> Tx<'a> {
+        Tx {
+            conn: RefCell::new(conn),
+            project,
+            notes,
+            next_seq: Cell::new(next_seq.unwrap_or(0)),
+            writer: next_seq.is_some(),
+            failed: Cell::new(false),
+            name,
+        }
+    }
+
+    /// Whether this is a write transaction (holding the project row lock).
+    pub(super) fn is_writer(&self) -> bool {
+        self.writer
+    }
+
+    /// Whether a statement of this transaction failed (the server has aborted it).
+    pub(super) fn failed(&self) -> bool {
+        self.failed.get()
+    }
+
+    fn fail(&self, err: &postgres::Error) -> StoreError {
+        self.failed.set(true);
+        self.name.error(err)
+    }
+
+    /// A value the server sent that did not convert.
+    pub(super) fn refused(&self, err: &postgres::Error) -> StoreError {
+        self.name.refused(&err.to_string())
+    }
+
+    /// The project's row is gone (someone deleted it behind the daemon's back).
+    pub(super) fn missing_project(&self) -> StoreError {
+        self.name.refused(&format!(
+            "project {:?} has no row in wit_projects",
+            self.project
+        ))
+    }
+
+    /// Runs `sql` (prepared once per connection); its rows.
+    pub(super) fn query(&self, sql: &str, params: &Params<'_>) -> Result<Vec<Row>> {
+        let mut conn = self.conn.borrow_mut();
+        let stmt = conn.statement(sql).map_err(|e| self.fail(&e))?;
+        conn.client.query(&stmt, params).map_err(|e| self.fail(&e))
+    }
+
+    /// Runs `sql`; its first row, if any.
+    pub(super) fn query_opt(&self, sql: &str, params: &Params<'_>) -> Result<Option<Row>> {
+        Ok(self.query(sql, params)?.into_iter().next())
+    }
+
+    /// Runs `sql`; how many rows it changed.
+    pub(super) fn execute(&self, sql: &str, params: &Params<'_>) -> Result<usize> {
+        let mut conn = self.conn.borrow_mut();
+        let stmt = conn.statement(sql).map_err(|e| self.fail(&e))?;
+        let n = conn
+            .client
+            .execute(&stmt, params)
+            .map_err(|e| self.fail(&e))?;
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    /// Runs `sql` and converts every row with `convert`.
+    pub(super) fn rows<T>(
+        &self,
+        sql: &str,
+        params: &Params<'_>,
+        convert: fn(&Row) -> Result<T, postgres::Error>,
+    ) -> Result<Vec<T>> {
+        self.query(sql, params)?
+            .iter()
+            .map(|row| convert(row).map_err(|e| self.name.refused(&e.to_string())))
+            .collect()
+    }
+
+    /// Runs `sql` and converts its first row, if any, with `convert`.
+    pub(super) fn row<T>(
+        &self,
+        sql: &str,
+        params: &Params<'_>,
+        convert: fn(&Row) -> Result<T, postgres::Error>,
+    ) -> Result<Option<T>> {
+        self.query_opt(sql, params)?
+            .map(|row| convert(&row).map_err(|e| self.name.refused(&e.to_string())))
+            .transpose()
+    }
+}
+
+/// A text column parsed with [`FromStr`] (the statuses).
+pub(super) struct Parsed<T>(pub(super) T);
+
+impl<'r, T> FromSql<'r> for Parsed<T>
+where
+    T: FromStr,
+    T::Err: std::error::Error + Sync + Send + 'static,
+{
+    fn from_sql(
+        ty: &Type,
+        raw: &'r [u8],
+    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        let text = <&str as FromSql>::from_sql(ty, raw)?;
+        Ok(Parsed(text.parse()?))
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        <&str as FromSql>::accepts(ty)
+    }
+}
+
+/// `text` as an SQL string literal (for the few statements sent as simple queries; the
+/// connection runs with `standard_conforming_strings=on`, so doubling quotes is enough).
+pub(super) fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// Implements a trait's methods by calling the [`Tx`] method of the same name.
+macro_rules! forward {
+    ($( fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty; )*) => {
+        $( fn $name(&self $(, $arg: $ty)*) -> $ret { Tx::$name(self $(, $arg)*) } )*
+    };
+}
+
+impl StoreRead for Tx<'_> {
+    forward! {
+        fn agent(&self, session_id: &str) -> Result<Option<(i64, String)>>;
+        fn lock(&self, symbol_path: &str) -> Result<Option<Lock>>;
+        fn live_locks(&self, now_ms: i64, session_id: Option<&str>) -> Result<Vec<Lock>>;
+        fn expired_locks(&self, now_ms: i64) -> Result<Vec<Lock>>;
+        fn intent(&self, id: &str) -> Result<Option<Intent>>;
+        fn live_ranges_in_file(&self, file: &str, other_than_session: &str)
+            -> Result<Vec<RangeHit>>;
+        fn own_live_ranges_in_file(&self, file: &str, session_id: &str) -> Result<Vec<RangeHit>>;
+        fn intents(&self, filter: &IntentFilter<'_>) -> Result<Vec<Intent>>;
+        fn contract(&self, id: &str) -> Result<Option<Contract>>;
+        fn contracts(&self, symbol_path: Option<&str>, status: Option<ContractStatus>)
+            -> Result<Vec<Contract>>;
+        fn accepted_contracts_in_file(&self, file: &str) -> Result<Vec<Contract>>;
+        fn newest_event_seq(&self) -> Result<i64>;
+        fn events_after(&self, since: i64, limit: usize, kinds: Option<&[&str]>)
+            -> Result<EventPage>;
+        fn session(&self, session_id: &str) -> Result<Option<SessionRow>>;
+        fn sessions_with_pulse(&self) -> Result<Vec<SessionRow>>;
+        fn session_summaries(&self, now_ms: i64) -> Result<Vec<SessionSummary>>;
+        fn waiters(&self) -> Result<Vec<WaiterRow>>;
+        fn first_waiter(&self, symbol_path: &str) -> Result<Option<WaiterRow>>;
+        fn waiter(&self, id: i64) -> Result<Option<WaiterRow>>;
+        fn granted_waiters(&self, daemon_id: &str) -> Result<Vec<WaiterRow>>;
+        fn live_hosts(&self, since_ms: i64) -> Result<Vec<String>>;
+    }
+}
+
+impl StoreWrite for Tx<'_> {
+    fn notes(&self) -> &CommitNotes {
+        self.notes
+    }
+
+    forward! {
+        fn upsert_agent(&self, session_id: &str, name: &str, now_ms: i64) -> Result<i64>;
+        fn put_lock(&self, lock: &Lock) -> Result<()>;
+        fn delete_lock(&self, symbol_path: &str) -> Result<bool>;
+        fn delete_expired_locks(&self, now_ms: i64) -> Result<usize>;
+        fn insert_intent(&self, intent: &Intent, ranges: &[IntentRange]) -> Result<()>;
+        fn set_intent_status(&self, id: &str, status: IntentStatus, now_ms: i64) -> Result<bool>;
+        fn insert_contract(&self, contract: &Contract) -> Result<()>;
+        fn set_contract_response(&self, id: &str, status: ContractStatus, responder: &str,
+            now_ms: i64) -> Result<bool>;
+        fn next_event_seq(&self) -> Result<i64>;
+        fn append_event(&self, at_ms: i64, event: &NewEvent<'_>) -> Result<i64>;
+        fn prune_events(&self, older_than_ms: i64, keep_newest: i64) -> Result<usize>;
+        fn prune_sessions(&self, cutoff_ms: i64) -> Result<usize>;
+        fn touch_session(&self, session_id: &str, now_ms: i64) -> Result<()>;
+        fn record_last_seen(&self, session_id: &str, seen_ms: i64) -> Result<()>;
+        fn set_session_pulse(&self, session_id: &str, pid: Option<(i64, i64)>, host_id: &str,
+            lease_ms: Option<i64>) -> Result<()>;
+        fn end_session(&self, session_id: &str, now_ms: i64) -> Result<bool>;
+        fn insert_waiter(&self, waiter: &NewWaiter<'_>) -> Result<i64>;
+        fn grant_waiter(&self, id: i64, daemon_id: &str, answer: &str) -> Result<bool>;
+        fn delete_waiter(&self, id: i64) -> Result<bool>;
+        fn delete_daemon_waiters(&self, daemon_id: &str) -> Result<usize>;
+        fn beat_daemon(&self, beat: &DaemonBeat<'_>) -> Result<()>;
+        fn delete_daemon(&self, daemon_id: &str) -> Result<bool>;
+        fn delete_stale_daemons(&self, before_ms: i64) -> Result<Vec<String>>;
+    }
+}
