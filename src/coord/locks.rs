@@ -203,6 +203,9 @@ impl Coord {
                     }
                 }
                 Some(held) if held.is_live(now) => {
+                    // Warnings first: they read other symbols' locks, and the writes after
+                    // them can then travel with the commit.
+                    let warnings = caller_warnings(w, &path, session_id, &callers, now)?;
                     let lock = Lock {
                         expires_at_ms: now.saturating_add(ttl),
                         ..held
@@ -216,15 +219,14 @@ impl Coord {
                         &path,
                         events::lock_data(&lock, json!({})),
                     )?;
-                    let warnings = caller_warnings(w, &path, session_id, &callers, now)?;
                     Step::Acquired(AcquiredLock { lock, warnings })
                 }
                 expired => {
+                    let warnings = caller_warnings(w, &path, session_id, &callers, now)?;
                     if let Some(old) = expired {
                         append_expired(w, now, &old)?;
                     }
                     let lock = new_acquisition(w, &path, session_id, ttl, now)?;
-                    let warnings = caller_warnings(w, &path, session_id, &callers, now)?;
                     Step::Acquired(AcquiredLock { lock, warnings })
                 }
             };
@@ -604,8 +606,8 @@ impl Coord {
                 continue;
             }
             let callers: Vec<String> = serde_json::from_str(&row.callers).unwrap_or_default();
-            let lock = new_acquisition(w, symbol, &row.session_id, row.ttl_ms, now)?;
             let warnings = caller_warnings(w, symbol, &row.session_id, &callers, now)?;
+            let lock = new_acquisition(w, symbol, &row.session_id, row.ttl_ms, now)?;
             let granted = AcquiredLock { lock, warnings };
             if mine {
                 w.delete_waiter(row.id)?;

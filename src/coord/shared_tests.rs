@@ -201,11 +201,20 @@ fn a_shared_store_refuses_nul_characters_it_cannot_keep() {
     let pair = SharedPair::new();
     let err = pair.a.acquire_lock("a.ts:f", "s\0", None).unwrap_err();
     assert!(
-        matches!(err, CoordError::InvalidInput { field: "sessionId", .. }),
+        matches!(
+            err,
+            CoordError::InvalidInput {
+                field: "sessionId",
+                ..
+            }
+        ),
         "{err:?}"
     );
     let err = pair.a.register("a\0", "s1").unwrap_err();
-    assert!(matches!(err, CoordError::InvalidInput { field: "name", .. }), "{err:?}");
+    assert!(
+        matches!(err, CoordError::InvalidInput { field: "name", .. }),
+        "{err:?}"
+    );
     // The embedded store keeps them, as it always did.
     let h = super::testing::Harness::new();
     h.coord.acquire_lock("a.ts:f", "s\0", None).unwrap();

@@ -83,8 +83,9 @@ pub trait StoreWrite: StoreRead {
 
     /// Inserts or replaces the lock on `lock.symbol_path`.
     fn put_lock(&self, lock: &Lock) -> Result<()>;
-    /// Deletes the lock row on `symbol_path`; whether there was one.
-    fn delete_lock(&self, symbol_path: &str) -> Result<bool>;
+    /// Deletes the lock row on `symbol_path` (callers delete a row they have read in the same
+    /// transaction, so a backend may send the delete with the commit).
+    fn delete_lock(&self, symbol_path: &str) -> Result<()>;
     /// Deletes every lock expired at `now_ms`; how many.
     fn delete_expired_locks(&self, now_ms: i64) -> Result<usize>;
 

@@ -8,7 +8,7 @@
 
 use postgres::Row;
 
-use super::tx::Tx;
+use super::tx::{quote, quote_opt, Tx};
 use crate::store::{Event, EventPage, NewEvent, Result};
 
 /// A page row: the table's newest and oldest `seq`, then the event's columns (NULL when the
@@ -101,19 +101,16 @@ impl Tx<'_> {
     /// the commit.
     pub(super) fn append_event(&self, at_ms: i64, event: &NewEvent<'_>) -> Result<i64> {
         let seq = self.next_seq.get();
-        self.execute(
+        // Deferred: the seq is known here, and readers of events see them after the commit.
+        self.defer(&format!(
             "INSERT INTO wit_events (project, seq, at_ms, type, session_id, subject, data)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            &[
-                &self.project,
-                &seq,
-                &at_ms,
-                &event.kind,
-                &event.session_id,
-                &event.subject,
-                &event.data.to_string(),
-            ],
-        )?;
+             VALUES ({}, {seq}, {at_ms}, {}, {}, {}, {})",
+            quote(self.project),
+            quote(event.kind),
+            quote_opt(event.session_id),
+            quote(event.subject),
+            quote(&event.data.to_string()),
+        ));
         self.next_seq.set(seq + 1);
         self.notes.appended(seq);
         Ok(seq)

@@ -3,7 +3,7 @@
 
 use postgres::Row;
 
-use super::tx::Tx;
+use super::tx::{quote, Tx};
 use crate::store::{Lock, Result};
 
 fn lock_from_row(row: &Row) -> Result<Lock, postgres::Error> {
@@ -60,34 +60,36 @@ impl Tx<'_> {
 
     /// Inserts or replaces the lock on `lock.symbol_path`.
     pub(super) fn put_lock(&self, lock: &Lock) -> Result<()> {
-        self.execute(
+        // Deferred: nothing in a transaction reads a lock back after writing it before the
+        // next statement, which sends it first.
+        self.defer(&format!(
             "INSERT INTO wit_locks
                  (project, symbol_path, session_id, acquired_at_ms, expires_at_ms, token)
-             VALUES ($1, $2, $3, $4, $5, $6)
+             VALUES ({}, {}, {}, {}, {}, {})
              ON CONFLICT (project, symbol_path) DO UPDATE SET session_id = excluded.session_id,
                  acquired_at_ms = excluded.acquired_at_ms, expires_at_ms = excluded.expires_at_ms,
                  token = excluded.token",
-            &[
-                &self.project,
-                &lock.symbol_path,
-                &lock.session_id,
-                &lock.acquired_at_ms,
-                &lock.expires_at_ms,
-                &lock.token,
-            ],
-        )?;
+            quote(self.project),
+            quote(&lock.symbol_path),
+            quote(&lock.session_id),
+            lock.acquired_at_ms,
+            lock.expires_at_ms,
+            lock.token,
+        ));
         Ok(())
     }
 
-    /// Deletes the lock row on `symbol_path`; whether there was one.
-    pub(super) fn delete_lock(&self, symbol_path: &str) -> Result<bool> {
-        Ok(self.execute(
-            "DELETE FROM wit_locks WHERE project = $1 AND symbol_path = $2",
-            &[&self.project, &symbol_path],
-        )? > 0)
+    pub(super) fn delete_lock(&self, symbol_path: &str) -> Result<()> {
+        // Deferred like `put_lock`; callers delete only a row they have just read, so it is
+        // there (the project row lock keeps it so until the commit).
+        self.defer(&format!(
+            "DELETE FROM wit_locks WHERE project = {} AND symbol_path = {}",
+            quote(self.project),
+            quote(symbol_path),
+        ));
+        Ok(())
     }
 
-    /// Deletes every lock expired at `now_ms`; how many.
     pub(super) fn delete_expired_locks(&self, now_ms: i64) -> Result<usize> {
         self.execute(
             "DELETE FROM wit_locks WHERE project = $1 AND expires_at_ms <= $2",

@@ -32,6 +32,13 @@ pub(super) struct Tx<'a> {
     writer: bool,
     failed: Cell<bool>,
     name: &'a StoreName,
+    /// Whether the project's queue of lock waiters is empty (read with the project row lock,
+    /// so it stays true until this transaction queues a waiter itself).
+    queue_empty: Cell<bool>,
+    /// Writes whose outcome nothing in the transaction reads back (a lock put or deleted, an
+    /// event appended), as SQL literals: sent before the next statement, or with the commit,
+    /// in one round trip instead of one each.
+    deferred: RefCell<String>,
 }
 
 impl<'a> Tx<'a> {
@@ -52,7 +59,43 @@ impl<'a> Tx<'a> {
             writer: next_seq.is_some(),
             failed: Cell::new(false),
             name,
+            queue_empty: Cell::new(false),
+            deferred: RefCell::new(String::new()),
         }
+    }
+
+    /// Records whether the project's waiter queue was empty at `BEGIN`.
+    pub(super) fn set_queue_empty(&self, empty: bool) {
+        self.queue_empty.set(empty);
+    }
+
+    /// Whether the project's waiter queue is known to be empty.
+    pub(super) fn queue_is_empty(&self) -> bool {
+        self.queue_empty.get()
+    }
+
+    /// Adds `sql` (a complete statement of literals) to the writes sent later.
+    pub(super) fn defer(&self, sql: &str) {
+        let mut deferred = self.deferred.borrow_mut();
+        deferred.push_str(sql);
+        deferred.push_str("; ");
+    }
+
+    /// The deferred writes not yet sent (for the commit's round trip).
+    pub(super) fn take_deferred(&self) -> String {
+        std::mem::take(&mut *self.deferred.borrow_mut())
+    }
+
+    /// Sends the deferred writes before a statement that may read what they wrote.
+    fn flush(&self) -> Result<()> {
+        let deferred = self.take_deferred();
+        if deferred.is_empty() {
+            return Ok(());
+        }
+        let mut conn = self.conn.borrow_mut();
+        conn.client
+            .batch_execute(&deferred)
+            .map_err(|e| self.fail(&e))
     }
 
     /// Whether this is a write transaction (holding the project row lock).
@@ -85,6 +128,7 @@ impl<'a> Tx<'a> {
 
     /// Runs `sql` (prepared once per connection); its rows.
     pub(super) fn query(&self, sql: &str, params: &Params<'_>) -> Result<Vec<Row>> {
+        self.flush()?;
         let mut conn = self.conn.borrow_mut();
         let stmt = conn.statement(sql).map_err(|e| self.fail(&e))?;
         conn.client.query(&stmt, params).map_err(|e| self.fail(&e))
@@ -97,6 +141,7 @@ impl<'a> Tx<'a> {
 
     /// Runs `sql`; how many rows it changed.
     pub(super) fn execute(&self, sql: &str, params: &Params<'_>) -> Result<usize> {
+        self.flush()?;
         let mut conn = self.conn.borrow_mut();
         let stmt = conn.statement(sql).map_err(|e| self.fail(&e))?;
         let n = conn
@@ -159,6 +204,11 @@ pub(super) fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
 }
 
+/// An optional text as an SQL literal (`NULL` when absent).
+pub(super) fn quote_opt(text: Option<&str>) -> String {
+    text.map_or_else(|| "NULL".to_owned(), quote)
+}
+
 /// Implements a trait's methods by calling the [`Tx`] method of the same name.
 macro_rules! forward {
     ($( fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty; )*) => {
@@ -203,7 +253,7 @@ impl StoreWrite for Tx<'_> {
     forward! {
         fn upsert_agent(&self, session_id: &str, name: &str, now_ms: i64) -> Result<i64>;
         fn put_lock(&self, lock: &Lock) -> Result<()>;
-        fn delete_lock(&self, symbol_path: &str) -> Result<bool>;
+        fn delete_lock(&self, symbol_path: &str) -> Result<()>;
         fn delete_expired_locks(&self, now_ms: i64) -> Result<usize>;
         fn insert_intent(&self, intent: &Intent, ranges: &[IntentRange]) -> Result<()>;
         fn set_intent_status(&self, id: &str, status: IntentStatus, now_ms: i64) -> Result<bool>;

@@ -33,6 +33,9 @@ impl Tx<'_> {
 
     /// The first queued, not yet granted request for `symbol_path`.
     pub(super) fn first_waiter(&self, symbol_path: &str) -> Result<Option<WaiterRow>> {
+        if self.queue_is_empty() {
+            return Ok(None);
+        }
         self.row(
             "SELECT id, symbol_path, session_id, ttl_ms, daemon_id, callers, queued_at_ms, granted
              FROM wit_lock_waiters
@@ -66,6 +69,7 @@ impl Tx<'_> {
     /// Queues a lock request; its id (an identity: writers of a project are serialised, so
     /// ids grow with arrival).
     pub(super) fn insert_waiter(&self, waiter: &NewWaiter<'_>) -> Result<i64> {
+        self.set_queue_empty(false);
         let row = self
             .query_opt(
                 "INSERT INTO wit_lock_waiters

@@ -85,12 +85,13 @@ impl Tx<'_> {
         Ok(())
     }
 
-    /// Deletes the lock row on `symbol_path`; whether there was one.
-    pub(super) fn delete_lock(&self, symbol_path: &str) -> Result<bool> {
+    /// Deletes the lock row on `symbol_path`.
+    pub(super) fn delete_lock(&self, symbol_path: &str) -> Result<()> {
         let mut stmt = self
             .conn
             .prepare_cached("DELETE FROM locks WHERE symbol_path = ?1")?;
-        Ok(stmt.execute([symbol_path])? > 0)
+        stmt.execute([symbol_path])?;
+        Ok(())
     }
 
     /// Deletes every lock expired at `now_ms` (a scan: an expiry index cost every lock write

@@ -200,7 +200,7 @@ impl StoreWrite for Tx<'_> {
     forward! {
         fn upsert_agent(&self, session_id: &str, name: &str, now_ms: i64) -> Result<i64>;
         fn put_lock(&self, lock: &Lock) -> Result<()>;
-        fn delete_lock(&self, symbol_path: &str) -> Result<bool>;
+        fn delete_lock(&self, symbol_path: &str) -> Result<()>;
         fn delete_expired_locks(&self, now_ms: i64) -> Result<usize>;
         fn insert_intent(&self, intent: &Intent, ranges: &[IntentRange]) -> Result<()>;
         fn set_intent_status(&self, id: &str, status: IntentStatus, now_ms: i64) -> Result<bool>;
