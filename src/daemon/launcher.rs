@@ -42,6 +42,14 @@ pub enum LaunchError {
         /// The daemon's log file.
         log: String,
     },
+    /// The daemon exited before it answered (its last log line says why).
+    #[error("the daemon exited at start ({status}): {last_line}")]
+    Exited {
+        /// How it exited.
+        status: String,
+        /// The last line of its log.
+        last_line: String,
+    },
     /// Signalling the daemon failed.
     #[error("could not signal the daemon (pid {pid}): {reason}")]
     Signal {
@@ -114,8 +122,8 @@ pub async fn ensure_running(
     let started = if is_answering(&client).await {
         false
     } else {
-        spawn_daemon(paths, options)?;
-        wait_until_answering(&client, paths).await?;
+        let mut child = spawn_daemon(paths, options)?;
+        wait_until_answering(&client, paths, &mut child).await?;
         true
     };
     drop(locked);
@@ -135,7 +143,10 @@ fn open_launch_lock(paths: &WitPaths) -> Result<File, LaunchError> {
         })
 }
 
-fn spawn_daemon(paths: &WitPaths, options: &LaunchOptions) -> Result<(), LaunchError> {
+fn spawn_daemon(
+    paths: &WitPaths,
+    options: &LaunchOptions,
+) -> Result<std::process::Child, LaunchError> {
     let program = std::env::current_exe().map_err(|source| LaunchError::Io {
         context: "finding the wit executable".into(),
         source,
@@ -172,19 +183,37 @@ fn spawn_daemon(paths: &WitPaths, options: &LaunchOptions) -> Result<(), LaunchE
     if let Some(project) = &options.project {
         command.env(super::store_choice::PROJECT_ENV, project);
     }
-    // The child is deliberately not waited for: it outlives this process.
+    // The child outlives this process: it is only watched until it answers (dropping a
+    // `Child` neither kills nor waits for it).
     command
         .spawn()
-        .map(drop)
         .map_err(|source| LaunchError::Spawn { program, source })
 }
 
-async fn wait_until_answering(client: &WitClient, paths: &WitPaths) -> Result<(), LaunchError> {
+async fn wait_until_answering(
+    client: &WitClient,
+    paths: &WitPaths,
+    child: &mut std::process::Child,
+) -> Result<(), LaunchError> {
     let deadline = Instant::now() + START_TIMEOUT;
     let mut pause = Duration::from_micros(500);
     while Instant::now() < deadline {
         if is_answering(client).await {
             return Ok(());
+        }
+        // A daemon that could not open its state exits at once: say why, without waiting.
+        if let Ok(Some(status)) = child.try_wait() {
+            let log = std::fs::read_to_string(&paths.log).unwrap_or_default();
+            let last_line = log
+                .lines()
+                .rev()
+                .find(|line| !line.trim().is_empty())
+                .unwrap_or("no log line")
+                .to_owned();
+            return Err(LaunchError::Exited {
+                status: status.to_string(),
+                last_line,
+            });
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_millis(50));
