@@ -422,7 +422,7 @@ fn through_proxy(url: &str) -> Option<(String, String)> {
 }
 
 #[test]
-fn an_outage_gives_clear_errors_ping_still_answers_and_the_daemon_recovers() {
+fn an_outage_under_load_gives_clear_errors_ping_still_answers_and_nothing_acknowledged_is_lost() {
     let Some(url) = server() else { return };
     let Some((template, target)) = through_proxy(&url) else {
         eprintln!("skipped: WIT_TEST_STORE is not a TCP URL, the outage test needs one");
@@ -442,6 +442,38 @@ fn an_outage_gives_clear_errors_ping_still_answers_and_the_daemon_recovers() {
         )
     };
     acquire("src/a.ts:before").unwrap();
+    // Load through the outage: every acquire that was acknowledged must be there after it.
+    let acknowledged = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let loaders: Vec<_> = (0..2)
+        .map(|t| {
+            let (socket, acknowledged, stop) = (
+                daemon.socket.clone(),
+                Arc::clone(&acknowledged),
+                Arc::clone(&stop),
+            );
+            std::thread::spawn(move || {
+                let mut errors = 0usize;
+                for i in 0.. {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let symbol = format!("src/a.ts:load{t}_{i}");
+                    let params = json!({"symbolPath": symbol, "sessionId": format!("load{t}")});
+                    match call(&socket, "lock.acquire", params) {
+                        Ok(_) => acknowledged.lock().unwrap().push(symbol),
+                        Err(error) => {
+                            assert_eq!(error["code"], -32603, "{error}");
+                            errors += 1;
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
+                    }
+                }
+                errors
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
     proxy.cut();
     let started = Instant::now();
     let error = acquire("src/a.ts:during").unwrap_err();
@@ -472,7 +504,23 @@ fn an_outage_gives_clear_errors_ping_still_answers_and_the_daemon_recovers() {
             }
         }
     }
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    let errors: usize = loaders.into_iter().map(|l| l.join().unwrap()).sum();
+    assert!(errors > 0, "the load met the outage");
     let locks = call(&daemon.socket, "lock.query", json!({})).unwrap();
+    let present: std::collections::HashSet<&str> = locks
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l["symbolPath"].as_str())
+        .collect();
+    for symbol in acknowledged.lock().unwrap().iter() {
+        assert!(
+            present.contains(symbol.as_str()),
+            "{symbol} was acknowledged"
+        );
+    }
     let symbols: Vec<&str> = locks
         .as_array()
         .unwrap()
