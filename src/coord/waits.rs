@@ -243,8 +243,7 @@ impl QueueView {
     }
 }
 
-/// What a waiter waits for directly.}
-
+/// What a waiter waits for directly.
 enum Target<'a> {
     /// The holder of this symbol.
     Holder(&'a str),
