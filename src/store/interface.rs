@@ -150,3 +150,80 @@ pub trait StoreWrite: StoreRead {
     /// Removes daemons whose last heartbeat is before `before_ms`; their ids.
     fn delete_stale_daemons(&self, before_ms: i64) -> Result<Vec<String>>;
 }
+
+/// Implements [`StoreRead`] and [`StoreWrite`] for a backend's transaction type `$tx` by
+/// calling its inherent methods of the same names (each backend writes its SQL as inherent
+/// methods, one file per table). `$tx` must have a field `notes: &CommitNotes`.
+macro_rules! impl_store_interface {
+    ($tx:ident) => {
+        $crate::store::interface::impl_store_interface!(@forward $tx, StoreRead {
+                fn agent(&self, session_id: &str) -> Result<Option<(i64, String)>>;
+                fn lock(&self, symbol_path: &str) -> Result<Option<Lock>>;
+                fn live_locks(&self, now_ms: i64, session_id: Option<&str>) -> Result<Vec<Lock>>;
+                fn expired_locks(&self, now_ms: i64) -> Result<Vec<Lock>>;
+                fn intent(&self, id: &str) -> Result<Option<Intent>>;
+                fn live_ranges_in_file(&self, file: &str, other_than_session: &str)
+                    -> Result<Vec<RangeHit>>;
+                fn own_live_ranges_in_file(&self, file: &str, session_id: &str) -> Result<Vec<RangeHit>>;
+                fn intents(&self, filter: &IntentFilter<'_>) -> Result<Vec<Intent>>;
+                fn contract(&self, id: &str) -> Result<Option<Contract>>;
+                fn contracts(&self, symbol_path: Option<&str>, status: Option<ContractStatus>)
+                    -> Result<Vec<Contract>>;
+                fn accepted_contracts_in_file(&self, file: &str) -> Result<Vec<Contract>>;
+                fn newest_event_seq(&self) -> Result<i64>;
+                fn events_after(&self, since: i64, limit: usize, kinds: Option<&[&str]>)
+                    -> Result<EventPage>;
+                fn session(&self, session_id: &str) -> Result<Option<SessionRow>>;
+                fn sessions_with_pulse(&self) -> Result<Vec<SessionRow>>;
+                fn session_summaries(&self, now_ms: i64) -> Result<Vec<SessionSummary>>;
+                fn waiters(&self) -> Result<Vec<WaiterRow>>;
+                fn first_waiter(&self, symbol_path: &str) -> Result<Option<WaiterRow>>;
+                fn waiter(&self, id: i64) -> Result<Option<WaiterRow>>;
+                fn granted_waiters(&self, daemon_id: &str) -> Result<Vec<WaiterRow>>;
+                fn live_hosts(&self, since_ms: i64) -> Result<Vec<String>>;
+        });
+        impl $crate::store::StoreWrite for $tx<'_> {
+            fn notes(&self) -> &$crate::store::CommitNotes {
+                self.notes
+            }
+            $crate::store::interface::impl_store_interface!(@methods $tx {
+                    fn upsert_agent(&self, session_id: &str, name: &str, now_ms: i64) -> Result<i64>;
+                    fn put_lock(&self, lock: &Lock) -> Result<()>;
+                    fn delete_lock(&self, symbol_path: &str) -> Result<()>;
+                    fn delete_expired_locks(&self, now_ms: i64) -> Result<usize>;
+                    fn insert_intent(&self, intent: &Intent, ranges: &[IntentRange]) -> Result<()>;
+                    fn set_intent_status(&self, id: &str, status: IntentStatus, now_ms: i64) -> Result<bool>;
+                    fn insert_contract(&self, contract: &Contract) -> Result<()>;
+                    fn set_contract_response(&self, id: &str, status: ContractStatus, responder: &str,
+                        now_ms: i64) -> Result<bool>;
+                    fn next_event_seq(&self) -> Result<i64>;
+                    fn append_event(&self, at_ms: i64, event: &NewEvent<'_>) -> Result<i64>;
+                    fn prune_events(&self, older_than_ms: i64, keep_newest: i64) -> Result<usize>;
+                    fn prune_sessions(&self, cutoff_ms: i64) -> Result<usize>;
+                    fn touch_session(&self, session_id: &str, now_ms: i64) -> Result<()>;
+                    fn record_last_seen(&self, session_id: &str, seen_ms: i64) -> Result<()>;
+                    fn set_session_pulse(&self, session_id: &str, pid: Option<(i64, i64)>, host_id: &str,
+                        lease_ms: Option<i64>) -> Result<()>;
+                    fn end_session(&self, session_id: &str, now_ms: i64) -> Result<bool>;
+                    fn insert_waiter(&self, waiter: &NewWaiter<'_>) -> Result<i64>;
+                    fn grant_waiter(&self, id: i64, daemon_id: &str, answer: &str) -> Result<bool>;
+                    fn delete_waiter(&self, id: i64) -> Result<bool>;
+                    fn delete_daemon_waiters(&self, daemon_id: &str) -> Result<usize>;
+                    fn beat_daemon(&self, beat: &DaemonBeat<'_>) -> Result<()>;
+                    fn delete_daemon(&self, daemon_id: &str) -> Result<bool>;
+                    fn delete_stale_daemons(&self, before_ms: i64) -> Result<Vec<String>>;
+            });
+        }
+    };
+    (@forward $tx:ident, $trait:ident { $($body:tt)* }) => {
+        impl $crate::store::$trait for $tx<'_> {
+            $crate::store::interface::impl_store_interface!(@methods $tx { $($body)* });
+        }
+    };
+    (@methods $tx:ident {
+        $( fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty; )*
+    }) => {
+        $( fn $name(&self $(, $arg: $ty)*) -> $ret { $tx::$name(self $(, $arg)*) } )*
+    };
+}
+pub(crate) use impl_store_interface;
