@@ -57,6 +57,17 @@ fn call(socket: &Path, method: &str, params: Value) -> Result<Value, Value> {
     }
 }
 
+/// The symbol paths of every live lock, as `lock.query` through `socket` lists them.
+fn locked_symbols(socket: &Path) -> std::collections::HashSet<String> {
+    let locks = call(socket, "lock.query", json!({})).unwrap();
+    locks
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l["symbolPath"].as_str().map(str::to_owned))
+        .collect()
+}
+
 /// Two clones of one repository with a daemon each on one project.
 struct Pair {
     a: Daemon,
@@ -277,13 +288,7 @@ fn a_killed_daemon_loses_no_acknowledged_write_and_its_host_sessions_are_reaped_
     }
     let acknowledged = acknowledged.lock().unwrap().clone();
     assert!(!acknowledged.is_empty());
-    let locks = call(&pair.b.socket, "lock.query", json!({})).unwrap();
-    let present: std::collections::HashSet<&str> = locks
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|l| l["symbolPath"].as_str())
-        .collect();
+    let present = locked_symbols(&pair.b.socket);
     for symbol in &acknowledged {
         assert!(
             present.contains(symbol.as_str()),
@@ -508,26 +513,14 @@ fn an_outage_under_load_gives_clear_errors_ping_still_answers_and_nothing_acknow
     stop.store(true, Ordering::Relaxed);
     let errors: usize = loaders.into_iter().map(|l| l.join().unwrap()).sum();
     assert!(errors > 0, "the load met the outage");
-    let locks = call(&daemon.socket, "lock.query", json!({})).unwrap();
-    let present: std::collections::HashSet<&str> = locks
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|l| l["symbolPath"].as_str())
-        .collect();
+    let present = locked_symbols(&daemon.socket);
     for symbol in acknowledged.lock().unwrap().iter() {
         assert!(
             present.contains(symbol.as_str()),
             "{symbol} was acknowledged"
         );
     }
-    let symbols: Vec<&str> = locks
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|l| l["symbolPath"].as_str())
-        .collect();
-    assert!(symbols.contains(&"src/a.ts:before"), "{locks}");
-    assert!(symbols.contains(&"src/a.ts:after"), "{locks}");
-    assert!(!symbols.contains(&"src/a.ts:during"), "{locks}");
+    assert!(present.contains("src/a.ts:before"), "{present:?}");
+    assert!(present.contains("src/a.ts:after"), "{present:?}");
+    assert!(!present.contains("src/a.ts:during"), "{present:?}");
 }
