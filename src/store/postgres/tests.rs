@@ -142,6 +142,37 @@ fn opens_migrated_and_describes_without_password() {
 }
 
 #[test]
+fn deferred_writes_are_seen_by_later_statements_of_their_transaction() {
+    let url = pg_or_skip!();
+    let store = open(&url, &project());
+    let a = lock("src/a.ts:f", "s1", 100, 1);
+    write(&store, |w| {
+        w.put_lock(&a)?;
+        assert_eq!(w.lock("src/a.ts:f")?, Some(a.clone()));
+        w.delete_lock("src/a.ts:f")?;
+        assert_eq!(w.lock("src/a.ts:f")?, None);
+        w.put_lock(&a)?;
+        let seq = w.append_event(5, &event("src/a.ts:f"))?;
+        assert_eq!(w.newest_event_seq()?, seq);
+        Ok::<_, StoreError>(())
+    })
+    .unwrap();
+    // The last deferred writes went with the commit.
+    assert_eq!(store.read(|r| r.lock("src/a.ts:f")).unwrap(), Some(a));
+    // A failed transaction sends none of its deferred writes.
+    let b = lock("src/b.ts:g", "s2", 50, 2);
+    let failed: Result<(), StoreError> = write(&store, |w| {
+        w.put_lock(&b)?;
+        Err(StoreError::Postgres {
+            store: "test".into(),
+            message: "the closure failed".into(),
+        })
+    });
+    assert!(failed.is_err());
+    assert_eq!(store.read(|r| r.lock("src/b.ts:g")).unwrap(), None);
+}
+
+#[test]
 fn locks_round_trip() {
     let url = pg_or_skip!();
     let store = open(&url, &project());
