@@ -8,7 +8,8 @@ use super::paths::WitPaths;
 use super::server::{serve, ServeConfig};
 use super::store_choice::StoreChoice;
 use crate::analysis::worker::ParseWorker;
-use crate::rpc::Services;
+use crate::rpc::{OpenError, Services};
+use crate::store::{Store, StoreUrl};
 
 /// Options of a foreground daemon.
 #[derive(Debug, Clone)]
@@ -28,8 +29,18 @@ pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
     let started = Instant::now();
     let paths = WitPaths::for_root(&options.root);
     let (residence, listener) = take_residence(&paths, &options.store.describe())?;
-    let opened =
-        Services::open(&paths, options.parse_worker.clone(), &options.store).and_then(|services| {
+    let choice = &options.store;
+    let opened = Store::open_url(&choice.url, &paths.database, &choice.project)
+        .map_err(OpenError::from)
+        .and_then(|store| {
+            Services::open(
+                store,
+                &paths.root,
+                &paths.dir,
+                options.parse_worker.clone(),
+            )
+        })
+        .and_then(|services| {
             let methods = services.methods()?;
             Ok((services, methods))
         });
@@ -37,8 +48,8 @@ pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
         Ok(opened) => opened,
         Err(error) => {
             residence.release();
-            let store = match &options.store.url {
-                crate::store::StoreUrl::Sqlite => paths.database.display().to_string(),
+            let store = match &choice.url {
+                StoreUrl::Sqlite => paths.database.display().to_string(),
                 shared => shared.to_string(),
             };
             return Err(DaemonError::State(format!("{store}: {error}")));

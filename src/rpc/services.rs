@@ -1,5 +1,6 @@
 //! Opening the daemon's state and building its method table.
 
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,8 +14,6 @@ use super::waiting::EventBell;
 use crate::analysis::worker::ParseWorker;
 use crate::analysis::RepoIndex;
 use crate::coord::{Coord, CoordError, SystemClock};
-use crate::daemon::paths::WitPaths;
-use crate::daemon::store_choice::StoreChoice;
 use crate::protocol::server::{
     register_contract_methods, register_discover, register_edit_methods, register_events_methods,
     register_intent_methods, register_lock_methods, register_session_methods, register_wit_methods,
@@ -160,18 +159,19 @@ pub struct Services {
 }
 
 impl Services {
-    /// Opens the database and the code index of `paths.root`; starts the index build and the
-    /// lock sweep in the background (the daemon answers before the index is complete).
-    /// With `parse_worker`, large sources are parsed in its child processes.
+    /// Serves the opened `store` and the code index of `root` (kept under `state_dir`);
+    /// records this daemon in the store and starts the index build and the pulse in the
+    /// background (the daemon answers before the index is complete). With `parse_worker`,
+    /// large sources are parsed in its child processes.
     pub fn open(
-        paths: &WitPaths,
+        store: Store,
+        root: &Path,
+        state_dir: &Path,
         parse_worker: Option<ParseWorker>,
-        choice: &StoreChoice,
     ) -> Result<Self, OpenError> {
-        let store = Store::open_url(&choice.url, &paths.database, &choice.project)?;
-        let mut index = RepoIndex::new(paths.root.clone())
-            .with_index_db(&paths.dir.join(INDEX_DB))
-            .with_status_file(paths.dir.join(INDEX_STATUS));
+        let mut index = RepoIndex::new(root.to_path_buf())
+            .with_index_db(&state_dir.join(INDEX_DB))
+            .with_status_file(state_dir.join(INDEX_STATUS));
         if let Some(worker) = parse_worker {
             index = index.with_parse_worker(worker);
         }
