@@ -797,9 +797,11 @@ impl RepoIndex {
             *self.write() = State::default();
             return;
         };
+        let started = std::time::Instant::now();
         let (paths, manifests) = walk(&root);
         let go_modules = read_go_modules(&root, &manifests);
         let known = self.known_files();
+        let walked = started.elapsed();
         // The graph tables are complete until this build changes a row: cleared first, so a
         // build cut short resolves everything next time.
         let graph_was_complete = self.db.as_ref().is_some_and(|db| {
@@ -881,6 +883,7 @@ impl RepoIndex {
             .cloned()
             .collect();
         drop(present);
+        let parsed = started.elapsed();
         let changed: Vec<(String, Option<Prepared>, bool)> = changed
             .into_iter()
             .map(|rel| {
@@ -934,6 +937,14 @@ impl RepoIndex {
             }
         };
         *self.write() = state;
+        tracing::info!(
+            files = paths.len(),
+            parses = self.parse_count(),
+            walk_ms = walked.as_millis(),
+            parse_ms = (parsed - walked).as_millis(),
+            resolve_ms = (started.elapsed() - parsed).as_millis(),
+            "index built"
+        );
         self.progress
             .finish(self.parse_count(), self.resident_bytes());
     }
