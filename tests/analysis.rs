@@ -1070,3 +1070,43 @@ fn a_resolution_split_over_threads_equals_the_graph_in_memory() {
     }
     assert!(edges > files, "{edges} edges");
 }
+
+/// Caller answers are kept between asks (a steady-state acquire asks twice), yet every
+/// change that reaches the graph is seen on the next ask: an edit removing a call, an edit
+/// restoring it, a deleted caller, a caller replaced by a symlink out of the root.
+#[test]
+fn kept_caller_answers_follow_edits_deletes_and_symlinks() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("r");
+    write_call_triangle(&root);
+    let index = indexed(&root, &dir.path().join("index.db"));
+    let both = refs(&[("a.ts", "a"), ("c.ts", "c")]);
+    for _ in 0..3 {
+        assert!(index.callers_are_fresh("b.ts", "b"));
+        assert_eq!(index.callers("b.ts", "b"), both);
+    }
+    settle();
+    write(&root, "c.ts", "export function c() { return 3; }\n");
+    assert!(!index.callers_are_fresh("b.ts", "b"));
+    assert_eq!(index.callers("b.ts", "b"), refs(&[("a.ts", "a")]));
+    settle();
+    write(
+        &root,
+        "c.ts",
+        "import { b } from './b';\nexport function c() { return b(2); }\n",
+    );
+    // A call added in a file that is not a known caller is seen once that file is read.
+    assert!(index.file("c.ts").unwrap().is_some());
+    assert_eq!(index.callers("b.ts", "b"), both);
+    fs::remove_file(root.join("a.ts")).unwrap();
+    assert_eq!(index.callers("b.ts", "b"), refs(&[("c.ts", "c")]));
+    let outside = dir.path().join("outside.ts");
+    fs::write(
+        &outside,
+        "import { b } from './r/b';\nexport function c() { return b(); }\n",
+    )
+    .unwrap();
+    fs::remove_file(root.join("c.ts")).unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("c.ts")).unwrap();
+    assert!(index.callers("b.ts", "b").is_empty());
+}

@@ -22,6 +22,7 @@
 //!   and whole analysis, so a start parses only what changed; [`progress`]: how far a build
 //!   is, published as `.wit/index.json`.
 
+mod answers;
 mod cache;
 mod calls;
 mod extract;

@@ -34,11 +34,13 @@
 //! deleted and created again, with one warning; no failure here ever fails a request.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::answers::CallerAnswers;
 use super::graph::SymbolRef;
 use super::language::Language;
 use super::links::{decode_pairs, FileLinks};
@@ -114,6 +116,10 @@ impl Row {
 pub(crate) struct IndexDb {
     conn: Mutex<Connection>,
     path: PathBuf,
+    /// Bumped after every write (see `answers`).
+    generation: AtomicU64,
+    /// Caller answers of the current generation.
+    answers: Mutex<CallerAnswers>,
 }
 
 impl std::fmt::Debug for IndexDb {
@@ -180,6 +186,8 @@ impl IndexDb {
         Ok(IndexDb {
             conn: Mutex::new(conn),
             path: path.to_owned(),
+            generation: AtomicU64::new(0),
+            answers: Mutex::new(CallerAnswers::default()),
         })
     }
 
@@ -276,14 +284,32 @@ impl IndexDb {
             .is_some()
     }
 
-    /// The callers of `name` in `file`, from `links` (unsorted, possibly repeated).
+    /// The callers of `name` in `file`, from `links` (unsorted, possibly repeated), or as
+    /// answered since the last write (`answers`).
     pub(crate) fn callers(&self, file: &str, name: &str) -> Vec<SymbolRef> {
-        self.linked(
+        // Read before the query: a write meanwhile makes the answer stale on arrival.
+        let generation = self.generation.load(Ordering::Acquire);
+        if let Some(kept) = self.answers().get(generation, file, name) {
+            return kept;
+        }
+        let callers = self.linked(
             "SELECT caller_file, pairs FROM links WHERE callee_file = ?1",
             file,
             name,
             Side::Callers,
-        )
+        );
+        self.answers().put(generation, file, name, &callers);
+        callers
+    }
+
+    /// Starts a new generation: answers read before are no longer served. Called after
+    /// every write, whether or not it succeeded.
+    fn changed(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn answers(&self) -> MutexGuard<'_, CallerAnswers> {
+        self.answers.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// What `name` in `file` calls, from `links` (unsorted, possibly repeated).
@@ -380,7 +406,9 @@ impl IndexDb {
         if rows.is_empty() && removed.is_empty() && links.is_empty() && complete.is_none() {
             return;
         }
-        if let Err(error) = self.try_write_graph(rows, removed, links, complete, true) {
+        let written = self.try_write_graph(rows, removed, links, complete, true);
+        self.changed();
+        if let Err(error) = written {
             tracing::warn!(path = %self.path.display(), %error, "index database not updated");
         }
     }
@@ -392,7 +420,9 @@ impl IndexDb {
         if links.is_empty() {
             return;
         }
-        if let Err(error) = self.try_write_graph(&[], &[], links, None, false) {
+        let written = self.try_write_graph(&[], &[], links, None, false);
+        self.changed();
+        if let Err(error) = written {
             tracing::warn!(path = %self.path.display(), %error, "index database not updated");
         }
     }
@@ -403,6 +433,7 @@ impl IndexDb {
             "BEGIN; DELETE FROM links; DELETE FROM deps; DELETE FROM waiting;
              DELETE FROM meta WHERE key = 'graph'; COMMIT;",
         );
+        self.changed();
         if let Err(error) = cleared {
             tracing::warn!(path = %self.path.display(), %error, "call graph not cleared");
         }
@@ -488,6 +519,7 @@ impl IndexDb {
     /// deleted and created again.
     fn reset(&self) {
         let mut conn = self.conn();
+        self.changed();
         let emptied = conn.execute_batch(
             "DELETE FROM files; DELETE FROM links; DELETE FROM deps; DELETE FROM waiting;
              DELETE FROM meta WHERE key = 'graph';",
