@@ -1005,8 +1005,8 @@ impl RepoIndex {
     }
 
     /// A file for the build: reused when its size and mtime are as known, else read and
-    /// parsed (by a worker, straight into a row, when there are both workers and an index
-    /// database); and how.
+    /// parsed (straight into a row when there is an index database: see
+    /// [`RepoIndex::load_encoded`]); and how.
     fn load_for_build(
         &self,
         root: &Path,
@@ -1133,7 +1133,7 @@ enum Load {
     Reused,
     /// Parsed in the daemon (or by a one-shot child): the whole analysis at hand.
     Parsed(Arc<FileAnalysis>),
-    /// Parsed by a worker: the outline at hand, the row encoded by the worker.
+    /// Parsed straight into its row (by a worker, or on the build thread): nothing decoded.
     Encoded(Row),
 }
 
