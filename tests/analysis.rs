@@ -1003,3 +1003,110 @@ fn memory_does_not_grow_with_symbols_and_edges() {
         "{small} bytes for 10 functions a file, {large} for 200"
     );
 }
+
+/// During a build with an index database, sources under the worker threshold are parsed on
+/// the build threads and only larger ones go to the parse workers: with a worker program that
+/// answers nothing (`true` exits at once), the small file has its symbols and callers while
+/// the large one is reported as not analysed.
+#[test]
+fn small_files_are_parsed_in_the_build_large_ones_by_a_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("r");
+    write_call_triangle(&root);
+    let large: String = (0..200)
+        .map(|n| format!("export function big{n}() {{ return {n}; }}\n"))
+        .collect();
+    write(&root, "large.ts", &large);
+    let worker = wit::analysis::worker::ParseWorker::new(PathBuf::from("true"), 4 * 1024);
+    let index = RepoIndex::new(root.clone())
+        .with_index_db(&dir.path().join("index.db"))
+        .with_parse_worker(worker);
+    index.build_now();
+    assert_eq!(
+        index.callers("b.ts", "b"),
+        refs(&[("a.ts", "a"), ("c.ts", "c")])
+    );
+    let large = index.file("large.ts").unwrap().unwrap();
+    assert!(large.symbols.is_empty());
+    assert!(
+        !large.diagnostics.is_empty(),
+        "the worker's failure is reported"
+    );
+}
+
+/// The full resolution of a cold build, split over threads and read back from the index
+/// database, gives the call graph the index in memory gives.
+#[test]
+fn a_resolution_split_over_threads_equals_the_graph_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("r");
+    let files = 41;
+    for i in 0..files {
+        let (j, k) = ((i + 1) % files, (i * 7 + 3) % files);
+        write(
+            &root,
+            &format!("d{}/f{i}.ts", i % 5),
+            &format!(
+                "import {{ f{j} }} from '../d{}/f{j}';\nimport {{ f{k} }} from '../d{}/f{k}';\nexport function f{i}() {{ return f{j}() + f{k}(); }}\n",
+                j % 5,
+                k % 5
+            ),
+        );
+    }
+    let on_disk = indexed(&root, &dir.path().join("index.db"));
+    let in_memory = RepoIndex::new(root.clone());
+    in_memory.build_now();
+    let mut edges = 0;
+    for i in 0..files {
+        let file = format!("d{}/f{i}.ts", i % 5);
+        let name = format!("f{i}");
+        let callers = on_disk.callers(&file, &name);
+        assert_eq!(callers, in_memory.callers(&file, &name), "{file}");
+        assert_eq!(
+            on_disk.callees(&file, &name),
+            in_memory.callees(&file, &name)
+        );
+        edges += callers.len();
+    }
+    assert!(edges > files, "{edges} edges");
+}
+
+/// Caller answers are kept between asks (a steady-state acquire asks twice), yet every
+/// change that reaches the graph is seen on the next ask: an edit removing a call, an edit
+/// restoring it, a deleted caller, a caller replaced by a symlink out of the root.
+#[test]
+fn kept_caller_answers_follow_edits_deletes_and_symlinks() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("r");
+    write_call_triangle(&root);
+    let index = indexed(&root, &dir.path().join("index.db"));
+    let both = refs(&[("a.ts", "a"), ("c.ts", "c")]);
+    for _ in 0..3 {
+        assert!(index.callers_are_fresh("b.ts", "b"));
+        assert_eq!(index.callers("b.ts", "b"), both);
+    }
+    settle();
+    write(&root, "c.ts", "export function c() { return 3; }\n");
+    assert!(!index.callers_are_fresh("b.ts", "b"));
+    assert_eq!(index.callers("b.ts", "b"), refs(&[("a.ts", "a")]));
+    settle();
+    write(
+        &root,
+        "c.ts",
+        "import { b } from './b';\nexport function c() { return b(2); }\n",
+    );
+    // A call added in a file that is not a known caller is seen once that file is read.
+    assert!(index.file("c.ts").unwrap().is_some());
+    assert_eq!(index.callers("b.ts", "b"), both);
+    fs::remove_file(root.join("a.ts")).unwrap();
+    assert_eq!(index.callers("b.ts", "b"), refs(&[("c.ts", "c")]));
+    let outside = dir.path().join("outside.ts");
+    fs::write(
+        &outside,
+        "import { b } from './r/b';\nexport function c() { return b(); }\n",
+    )
+    .unwrap();
+    fs::remove_file(root.join("c.ts")).unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("c.ts")).unwrap();
+    assert!(index.callers("b.ts", "b").is_empty());
+}

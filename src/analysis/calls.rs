@@ -9,11 +9,11 @@
 
 use std::collections::HashMap;
 
-use tree_sitter::{Node, Query, QueryCursor, StreamingIterator};
-
 use super::extract::{text, Raw};
 use super::language::Syntax;
+use super::matches::MatchList;
 use super::model::{CallSite, CallTarget, FileAnalysis, Import, ImportKind};
+use super::nesting::Enclosing;
 
 /// What the call extraction reads besides the tree.
 pub(crate) struct Context<'a> {
@@ -21,8 +21,8 @@ pub(crate) struct Context<'a> {
     pub syntax: &'static Syntax,
     /// The source text.
     pub source: &'a str,
-    /// The compiled calls query.
-    pub query: &'a Query,
+    /// The matches of the calls query.
+    pub matches: &'a MatchList<'a>,
 }
 
 /// What a callee is called on.
@@ -46,41 +46,33 @@ struct Call<'a> {
 /// `analysis.symbols`.
 pub(crate) fn extract(
     cx: &Context<'_>,
-    root: Node<'_>,
     raws: &[Raw<'_>],
     raw_to_symbol: &[usize],
     analysis: &FileAnalysis,
 ) -> Vec<CallSite> {
-    let mut node_to_raw: HashMap<usize, usize> = HashMap::new();
-    for (i, raw) in raws.iter().enumerate() {
-        node_to_raw.insert(raw.node.id(), i);
-        if let Some(body) = raw.body_node {
-            node_to_raw.insert(body.id(), i);
-        }
-    }
-    let names = cx.query.capture_names();
+    // The definition (or function value) most tightly around each call.
+    let mut enclosing = Enclosing::new(raws.iter().enumerate().flat_map(|(i, raw)| {
+        std::iter::once((raw.node, i)).chain(raw.body_node.map(|body| (body, i)))
+    }));
     let imports: HashMap<&str, &Import> = analysis
         .imports
         .iter()
         .map(|i| (i.local.as_str(), i))
         .collect();
-    let mut cursor = QueryCursor::new();
-    let mut matches = cursor.matches(cx.query, root, cx.source.as_bytes());
     let mut out = Vec::new();
-    let mut enclosing_memo = HashMap::new();
-    while let Some(m) = matches.next() {
+    for captures in cx.matches.iter() {
         let (mut call, mut callee, mut receiver) = (None, None, None);
         let mut is_new = false;
-        for cap in m.captures {
-            match names.get(cap.index as usize).copied() {
-                Some("call") => call = Some(cap.node),
-                Some("callee") => callee = Some(cap.node),
-                Some("callee.new") => {
-                    callee = Some(cap.node);
+        for &(name, node) in captures {
+            match name {
+                "call" => call = Some(node),
+                "callee" => callee = Some(node),
+                "callee.new" => {
+                    callee = Some(node);
                     is_new = true;
                 }
-                Some("receiver") => receiver = Some((cap.node, false)),
-                Some("receiver.path") => receiver = Some((cap.node, true)),
+                "receiver" => receiver = Some((node, false)),
+                "receiver.path" => receiver = Some((node, true)),
                 _ => {}
             }
         }
@@ -97,7 +89,7 @@ pub(crate) fn extract(
             },
             is_path,
         });
-        let caller = enclosing(call, &node_to_raw, &mut enclosing_memo).and_then(|i| {
+        let caller = enclosing.of(call).and_then(|i| {
             let symbol = analysis.symbols.get(*raw_to_symbol.get(i)?)?;
             symbol
                 .kind
@@ -130,36 +122,6 @@ pub(crate) fn extract(
     }
     out.sort_by_key(|c| c.start_byte);
     out
-}
-
-/// The raw definition whose node (or function value) most tightly contains `node`.
-///
-/// `memo` remembers the answer for every ancestor walked through (the first definition at
-/// or above it): calls of one function share their ancestors, and `Node::parent` descends
-/// from the root each time, so without it a file's calls cost their depth squared.
-pub(super) fn enclosing(
-    node: Node<'_>,
-    node_to_raw: &HashMap<usize, usize>,
-    memo: &mut HashMap<usize, Option<usize>>,
-) -> Option<usize> {
-    let mut walked = Vec::new();
-    let mut up = node.parent();
-    let found = loop {
-        let Some(n) = up else { break None };
-        if let Some(&i) = node_to_raw.get(&n.id()) {
-            // A call in a class field initialiser or decorator is class-body level.
-            break Some(i);
-        }
-        if let Some(&known) = memo.get(&n.id()) {
-            break known;
-        }
-        walked.push(n.id());
-        up = n.parent();
-    };
-    for id in walked {
-        memo.insert(id, found);
-    }
-    found
 }
 
 /// The enclosing qualified names of `name`, innermost first (`A.b.c` -> `A.b`, `A`).

@@ -15,11 +15,13 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use tree_sitter::{Node, ParseOptions, ParseState, Parser, QueryCursor, StreamingIterator, Tree};
+use tree_sitter::{Node, ParseOptions, ParseState, Parser, Tree};
 
 use super::calls;
 use super::language::{Bound, Language, LanguageSpec, Queries, Syntax};
+use super::matches::{self, MatchList};
 use super::model::{Diagnostic, FileAnalysis, Import, ImportKind, Symbol, SymbolKind};
+use super::nesting::Enclosing;
 use super::signature::normalized_text;
 
 /// How long one parse may take before it is abandoned (PROTOCOL-NOTES 2.6).
@@ -114,13 +116,14 @@ pub(crate) fn text<'s>(node: Node<'_>, source: &'s str) -> &'s str {
 impl Extractor<'_> {
     fn run(&self, tree: &Tree, language: Language) -> FileAnalysis {
         let root = tree.root_node();
-        let (raws, default_export) = self.definitions(root);
+        let found = matches::collect(self.queries, root, self.source);
+        let (raws, default_export) = self.definitions(&found.symbols);
         let (symbols, raw_to_symbol) = merge_overloads(&raws);
         let mut analysis = FileAnalysis {
             language: Some(language),
             symbols,
             calls: Vec::new(),
-            imports: self.imports(root),
+            imports: self.imports(&found.imports),
             default_export,
             diagnostics: syntax_diagnostics(root),
             by_qualified: HashMap::new(),
@@ -130,9 +133,8 @@ impl Extractor<'_> {
             &calls::Context {
                 syntax: self.syntax,
                 source: self.source,
-                query: &self.queries.calls,
+                matches: &found.calls,
             },
-            root,
             &raws,
             &raw_to_symbol,
             &analysis,
@@ -140,32 +142,27 @@ impl Extractor<'_> {
         analysis
     }
 
-    fn definitions<'t>(&self, root: Node<'t>) -> (Vec<Raw<'t>>, Option<String>) {
-        let query = &self.queries.symbols;
-        let names = query.capture_names();
-        let mut cursor = QueryCursor::new();
-        let mut matches = cursor.matches(query, root, self.source.as_bytes());
+    fn definitions<'t>(&self, matches: &MatchList<'t>) -> (Vec<Raw<'t>>, Option<String>) {
         let mut raws: Vec<Raw<'t>> = Vec::new();
         let mut seen: HashSet<usize> = HashSet::new();
         let mut default_export = None;
-        while let Some(m) = matches.next() {
+        for captures in matches.iter() {
             let mut def: Option<(Node<'t>, &str)> = None;
             let mut name: Option<Node<'t>> = None;
             let mut qualifier: Option<Node<'t>> = None;
             let mut is_scope = false;
-            for cap in m.captures {
-                let cap_name = names.get(cap.index as usize).copied().unwrap_or("");
+            for &(cap_name, node) in captures {
                 if let Some(tag) = cap_name.strip_prefix("definition.") {
-                    def = Some((cap.node, tag));
+                    def = Some((node, tag));
                 } else if cap_name == "scope" {
-                    def = Some((cap.node, "scope"));
+                    def = Some((node, "scope"));
                     is_scope = true;
                 } else if cap_name == "name" || cap_name == "scope.name" {
-                    name = Some(cap.node);
+                    name = Some(node);
                 } else if cap_name == "qualifier" {
-                    qualifier = Some(cap.node);
+                    qualifier = Some(node);
                 } else if cap_name == "export.default" {
-                    default_export = Some(text(cap.node, self.source).to_owned());
+                    default_export = Some(text(node, self.source).to_owned());
                 }
             }
             let Some((node, tag)) = def else { continue };
@@ -203,16 +200,10 @@ impl Extractor<'_> {
             });
         }
         raws.sort_by_key(|r| (r.node.start_byte(), std::cmp::Reverse(r.node.end_byte())));
-        let ids: HashMap<usize, usize> = raws
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (r.node.id(), i))
-            .collect();
-        // The nearest definition above each node walked through: siblings share ancestors,
-        // and `Node::parent` descends from the root each time.
-        let mut memo: HashMap<usize, Option<usize>> = HashMap::new();
+        // The nearest definition above each one, by ranges (`nesting`).
+        let mut enclosing = Enclosing::new(raws.iter().enumerate().map(|(i, r)| (r.node, i)));
         for i in 0..raws.len() {
-            raws[i].parent = calls::enclosing(raws[i].node, &ids, &mut memo);
+            raws[i].parent = enclosing.of(raws[i].node);
             let parent = raws[i].parent.map(|p| (raws[p].kind, raws[p].is_scope));
             raws[i].kind = self.kind_of(&raws[i], parent);
             raws[i].qualified_name = match (&raws[i].qualifier, raws[i].parent) {
@@ -346,18 +337,12 @@ impl Extractor<'_> {
         ))
     }
 
-    fn imports(&self, root: Node<'_>) -> Vec<Import> {
-        let query = &self.queries.imports;
-        let names = query.capture_names();
-        let mut cursor = QueryCursor::new();
-        let mut matches = cursor.matches(query, root, self.source.as_bytes());
+    fn imports(&self, matches: &MatchList<'_>) -> Vec<Import> {
         let mut out = Vec::new();
-        while let Some(m) = matches.next() {
+        for captures in matches.iter() {
             let mut get: HashMap<&str, Node<'_>> = HashMap::new();
-            for cap in m.captures {
-                if let Some(n) = names.get(cap.index as usize) {
-                    get.insert(n, cap.node);
-                }
+            for &(name, node) in captures {
+                get.insert(name, node);
             }
             let t = |n: Node<'_>| text(n, self.source).to_owned();
             let Some(module) = get

@@ -32,7 +32,7 @@ use super::links::{FileLinks, Paths, View};
 use super::model::FileAnalysis;
 use super::pool::ParsePool;
 use super::progress::Progress;
-use super::store::{IndexDb, Row, StoredFile};
+use super::store::{IndexDb, OutlineReader, Row, StoredFile};
 use super::worker::{ParseWorker, WorkerError};
 use super::{AnalysisError, Result};
 
@@ -346,7 +346,7 @@ impl RepoIndex {
                 view.put(&rel, Some(node));
             }
         }
-        let load = |file: &str| outline_of(db, &state.files, file);
+        let load = |file: &str| outline_of(db, None, &state.files, file);
         let links: Vec<FileLinks> = redo
             .iter()
             .filter(|file| state.files.contains_key(*file))
@@ -357,24 +357,46 @@ impl RepoIndex {
 
     /// Resolves every file of `files` again into the index database's graph tables (a cold
     /// build, or one that found the tables incomplete), reading the outlines back from it a
-    /// bounded window at a time, and marks the graph complete.
+    /// bounded window at a time, and marks the graph complete. The sorted files are split in
+    /// one contiguous run per core, each resolved on its own thread with its own window
+    /// (neighbours in the sorted list consult the same outlines).
     fn resolve_all(db: &IndexDb, files: &HashMap<String, Entry>, go_modules: &[(String, String)]) {
         db.clear_graph();
         let mut sorted: Vec<&str> = files.keys().map(String::as_str).collect();
         sorted.sort_unstable();
         let paths = Paths::new(sorted.iter().copied(), go_modules);
-        let mut view = View::new(&paths);
-        let load = |file: &str| outline_of(db, files, file);
-        let mut batch = Vec::with_capacity(WRITE_BATCH);
-        for file in sorted {
-            view.trim(VIEW_BYTES);
-            batch.push(view.resolve(file, &load).unwrap_or_else(|| no_links(file)));
-            if batch.len() >= WRITE_BATCH {
-                db.write_with_graph(&[], &[], &batch, None);
-                batch.clear();
+        let threads = std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .clamp(1, 8);
+        let run = sorted.len().div_ceil(threads).max(1);
+        let resolve_run = |run: &[&str]| {
+            let mut view = View::new(&paths);
+            let reader = db.reader();
+            let load = |file: &str| outline_of(db, reader.as_ref(), files, file);
+            let mut batch = Vec::with_capacity(WRITE_BATCH);
+            for file in run {
+                view.trim(VIEW_BYTES / threads);
+                batch.push(view.resolve(file, &load).unwrap_or_else(|| no_links(file)));
+                if batch.len() >= WRITE_BATCH {
+                    db.insert_graph(&batch);
+                    batch.clear();
+                }
             }
+            db.insert_graph(&batch);
+        };
+        let complete = std::thread::scope(|scope| {
+            let handles: Vec<_> = sorted
+                .chunks(run)
+                .map(|part| scope.spawn(|| resolve_run(part)))
+                .collect();
+            // A run that panicked leaves the graph incomplete: the next build resolves again.
+            handles.into_iter().all(|h| h.join().is_ok())
+        });
+        if complete {
+            db.write_with_graph(&[], &[], &[], Some(true));
+        } else {
+            tracing::warn!("a resolution thread panicked; the call graph is incomplete");
         }
-        db.write_with_graph(&[], &[], &batch, Some(true));
     }
 
     /// The text of a file inside the root, with the same confinement as [`RepoIndex::file`]:
@@ -797,9 +819,13 @@ impl RepoIndex {
             *self.write() = State::default();
             return;
         };
-        let (paths, manifests) = walk(&root);
+        let started = std::time::Instant::now();
+        let (mut paths, manifests) = walk(&root);
+        // Largest first: the build ends on small files, both cores busy to the end.
+        paths.sort_by_key(|(_, _, size)| std::cmp::Reverse(*size));
         let go_modules = read_go_modules(&root, &manifests);
         let known = self.known_files();
+        let walked = started.elapsed();
         // The graph tables are complete until this build changes a row: cleared first, so a
         // build cut short resolves everything next time.
         let graph_was_complete = self.db.as_ref().is_some_and(|db| {
@@ -881,6 +907,7 @@ impl RepoIndex {
             .cloned()
             .collect();
         drop(present);
+        let parsed = started.elapsed();
         let changed: Vec<(String, Option<Prepared>, bool)> = changed
             .into_iter()
             .map(|rel| {
@@ -934,6 +961,14 @@ impl RepoIndex {
             }
         };
         *self.write() = state;
+        tracing::info!(
+            files = paths.len(),
+            parses = self.parse_count(),
+            walk_ms = walked.as_millis(),
+            parse_ms = (parsed - walked).as_millis(),
+            resolve_ms = (started.elapsed() - parsed).as_millis(),
+            "index built"
+        );
         self.progress
             .finish(self.parse_count(), self.resident_bytes());
     }
@@ -970,8 +1005,8 @@ impl RepoIndex {
     }
 
     /// A file for the build: reused when its size and mtime are as known, else read and
-    /// parsed (by a worker, straight into a row, when there are both workers and an index
-    /// database); and how.
+    /// parsed (straight into a row when there is an index database: see
+    /// [`RepoIndex::load_encoded`]); and how.
     fn load_for_build(
         &self,
         root: &Path,
@@ -1001,10 +1036,13 @@ impl RepoIndex {
         Some((loaded, Load::Parsed(analysis)))
     }
 
-    /// A new or changed file parsed by a worker whose encoded answer becomes its row as it
-    /// came (the daemon decodes only the outline). `None` when there is no worker or no index
-    /// database, the content is in the parse cache, is not UTF-8 or too large, or no worker
-    /// can be started: then [`RepoIndex::load`] does it.
+    /// A new or changed file parsed straight into its row, when there is an index database:
+    /// a large source (see [`ParseWorker::takes`]) by a worker, whose encoded answer becomes
+    /// the row as it came (the daemon decodes only the outline); a small one on this build
+    /// thread, where a round trip to a worker would cost about what its parse costs, and whose
+    /// parse tree is small. `None` when there is no index database, the content is in the
+    /// parse cache, is not UTF-8 or too large, or no worker can be started for a large
+    /// source: then [`RepoIndex::load`] does it.
     fn load_encoded(
         &self,
         rel: &str,
@@ -1012,7 +1050,7 @@ impl RepoIndex {
         real: &Path,
         meta: &Metadata,
     ) -> Option<(Loaded, Load)> {
-        let pool = self.pool.as_ref().filter(|_| self.db.is_some())?;
+        self.db.as_ref()?;
         if meta.len() > MAX_FILE_BYTES {
             return None;
         }
@@ -1023,21 +1061,19 @@ impl RepoIndex {
         }
         let size = meta.len();
         let mtime = meta.modified().ok();
-        let encoded = pool.analyze_encoded(language, &text, self.budget);
-        self.parses.fetch_add(1, Ordering::Relaxed);
-        let (outline_bytes, analysis_bytes) = match encoded {
-            Ok(encoded) => (encoded.outline, encoded.analysis),
-            Err(WorkerError::Spawn(error)) => {
-                self.parses.fetch_sub(1, Ordering::Relaxed);
-                tracing::warn!(%error, "no parse worker; parsing in the daemon");
-                return None;
-            }
-            Err(error @ WorkerError::Failed(_)) => {
-                tracing::warn!(%error, bytes = size, file = rel, "source not analysed");
-                let empty = FileAnalysis::empty(Some(language), &error.to_string());
+        let pool = self
+            .pool
+            .as_ref()
+            .filter(|_| self.worker.as_ref().is_some_and(|w| w.takes(&text)));
+        let (outline_bytes, analysis_bytes) = match pool {
+            Some(pool) => self.parse_in_worker(pool, rel, language, &text)?,
+            None => {
+                self.parses.fetch_add(1, Ordering::Relaxed);
+                let analysis = analyze_with_budget(language, &text, self.budget);
+                drop(text);
                 (
-                    serde_json::to_vec(&outline(&empty)).ok()?,
-                    serde_json::to_vec(&empty).ok()?,
+                    serde_json::to_vec(&outline(&analysis)).ok()?,
+                    serde_json::to_vec(&analysis).ok()?,
                 )
             }
         };
@@ -1060,6 +1096,35 @@ impl RepoIndex {
         };
         Some((loaded, Load::Encoded(row)))
     }
+
+    /// A source's outline and analysis as a pool worker encodes them; an empty analysis
+    /// when the worker failed on it; `None` when no worker can be started.
+    fn parse_in_worker(
+        &self,
+        pool: &ParsePool,
+        rel: &str,
+        language: Language,
+        text: &str,
+    ) -> Option<(Vec<u8>, Vec<u8>)> {
+        let encoded = pool.analyze_encoded(language, text, self.budget);
+        self.parses.fetch_add(1, Ordering::Relaxed);
+        match encoded {
+            Ok(encoded) => Some((encoded.outline, encoded.analysis)),
+            Err(WorkerError::Spawn(error)) => {
+                self.parses.fetch_sub(1, Ordering::Relaxed);
+                tracing::warn!(%error, "no parse worker; parsing in the daemon");
+                None
+            }
+            Err(error @ WorkerError::Failed(_)) => {
+                tracing::warn!(%error, bytes = text.len(), file = rel, "source not analysed");
+                let empty = FileAnalysis::empty(Some(language), &error.to_string());
+                Some((
+                    serde_json::to_vec(&outline(&empty)).ok()?,
+                    serde_json::to_vec(&empty).ok()?,
+                ))
+            }
+        }
+    }
 }
 
 /// How a build got a file.
@@ -1068,7 +1133,7 @@ enum Load {
     Reused,
     /// Parsed in the daemon (or by a one-shot child): the whole analysis at hand.
     Parsed(Arc<FileAnalysis>),
-    /// Parsed by a worker: the outline at hand, the row encoded by the worker.
+    /// Parsed straight into its row (by a worker, or on the build thread): nothing decoded.
     Encoded(Row),
 }
 
@@ -1169,12 +1234,21 @@ fn read_go_modules(root: &Path, manifests: &[String]) -> Vec<(String, String)> {
 
 /// The outline of an indexed file for resolution on disk: from its pinned analysis (a file
 /// that was not parsed), else read from the index database.
-fn outline_of(db: &IndexDb, files: &HashMap<String, Entry>, file: &str) -> Option<Prepared> {
+fn outline_of(
+    db: &IndexDb,
+    reader: Option<&OutlineReader>,
+    files: &HashMap<String, Entry>,
+    file: &str,
+) -> Option<Prepared> {
     let entry = files.get(file)?;
-    match &entry.pinned {
-        Some(analysis) => Some(Prepared::of(analysis)),
-        None => db.outline(file).map(|outline| Prepared::of(&outline)),
+    if let Some(analysis) = &entry.pinned {
+        return Some(Prepared::of(analysis));
     }
+    let outline = match reader {
+        Some(reader) => reader.outline(file),
+        None => db.outline(file),
+    };
+    outline.map(|outline| Prepared::of(&outline))
 }
 
 /// The graph rows of a file whose calls resolve to nothing (they replace its old ones).

@@ -158,14 +158,40 @@ pub(crate) struct LanguageSpec {
     pub queries: &'static OnceLock<Result<Queries, String>>,
 }
 
-/// The compiled queries of one language.
+/// The compiled queries of one language: the three `.scm` files as one query, so a file's
+/// tree is walked once for all of them (a query cursor's walk costs about as much as the
+/// parse). Patterns keep their files' order: symbols, then imports, then calls.
 pub(crate) struct Queries {
-    /// Definitions.
-    pub symbols: Query,
-    /// Call sites.
-    pub calls: Query,
-    /// Imports.
-    pub imports: Query,
+    /// Definitions, imports and call sites, in that order.
+    pub all: Query,
+    /// The first pattern of the imports query in [`Queries::all`].
+    pub imports_from: usize,
+    /// The first pattern of the calls query in [`Queries::all`].
+    pub calls_from: usize,
+}
+
+/// Which of a language's queries a pattern of [`Queries::all`] comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum QueryPart {
+    /// `symbols.scm`.
+    Symbols,
+    /// `imports.scm`.
+    Imports,
+    /// `calls.scm`.
+    Calls,
+}
+
+impl Queries {
+    /// The query the pattern `pattern` of [`Queries::all`] belongs to.
+    pub(crate) fn part(&self, pattern: usize) -> QueryPart {
+        if pattern >= self.calls_from {
+            QueryPart::Calls
+        } else if pattern >= self.imports_from {
+            QueryPart::Imports
+        } else {
+            QueryPart::Symbols
+        }
+    }
 }
 
 /// The registry, in [`Language`] order; suffixes must not repeat.
@@ -261,10 +287,18 @@ fn compile_queries(spec: &LanguageSpec) -> Result<Queries, String> {
     let compile = |what: &str, text: &str| {
         Query::new(&grammar, text).map_err(|err| format!("{} {what} query: {err}", spec.name))
     };
+    // Each file alone first: an error names the file, and the counts place its patterns.
+    let symbols = compile("symbols", spec.symbols_query)?.pattern_count();
+    let imports = compile("imports", spec.imports_query)?.pattern_count();
+    compile("calls", spec.calls_query)?;
+    let text = format!(
+        "{}\n{}\n{}\n",
+        spec.symbols_query, spec.imports_query, spec.calls_query
+    );
     Ok(Queries {
-        symbols: compile("symbols", spec.symbols_query)?,
-        calls: compile("calls", spec.calls_query)?,
-        imports: compile("imports", spec.imports_query)?,
+        all: compile("combined", &text)?,
+        imports_from: symbols,
+        calls_from: symbols + imports,
     })
 }
 

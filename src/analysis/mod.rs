@@ -22,6 +22,7 @@
 //!   and whole analysis, so a start parses only what changed; [`progress`]: how far a build
 //!   is, published as `.wit/index.json`.
 
+mod answers;
 mod cache;
 mod calls;
 mod extract;
@@ -30,7 +31,9 @@ mod index;
 pub mod language;
 mod languages;
 mod links;
+mod matches;
 mod model;
+mod nesting;
 mod outline;
 pub mod pool;
 pub mod progress;

@@ -34,11 +34,13 @@
 //! deleted and created again, with one warning; no failure here ever fails a request.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::answers::CallerAnswers;
 use super::graph::SymbolRef;
 use super::language::Language;
 use super::links::{decode_pairs, FileLinks};
@@ -114,6 +116,10 @@ impl Row {
 pub(crate) struct IndexDb {
     conn: Mutex<Connection>,
     path: PathBuf,
+    /// Bumped after every write (see `answers`).
+    generation: AtomicU64,
+    /// Caller answers of the current generation.
+    answers: Mutex<CallerAnswers>,
 }
 
 impl std::fmt::Debug for IndexDb {
@@ -180,6 +186,8 @@ impl IndexDb {
         Ok(IndexDb {
             conn: Mutex::new(conn),
             path: path.to_owned(),
+            generation: AtomicU64::new(0),
+            answers: Mutex::new(CallerAnswers::default()),
         })
     }
 
@@ -244,19 +252,26 @@ impl IndexDb {
 
     /// The stored outline of `path` (what resolution reads), decoded.
     pub(crate) fn outline(&self, path: &str) -> Option<FileAnalysis> {
-        let bytes: Option<Vec<u8>> = self
-            .conn()
-            .query_row(
-                "SELECT outline FROM files WHERE path = ?1",
-                params![path],
-                |r| r.get(0),
-            )
-            .optional()
-            .unwrap_or_else(|error| {
-                tracing::debug!(path, %error, "index row not read");
+        read_outline(&self.conn(), path)
+    }
+
+    /// A read-only connection of its own for reading outlines: resolution threads read
+    /// without waiting for each other or for the writer (WAL). `None` when it cannot be
+    /// opened (then [`IndexDb::outline`] serves).
+    pub(crate) fn reader(&self) -> Option<OutlineReader> {
+        use rusqlite::OpenFlags;
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .and_then(|conn| conn.busy_timeout(Duration::from_secs(5)).map(|()| conn));
+        match conn {
+            Ok(conn) => Some(OutlineReader { conn }),
+            Err(error) => {
+                tracing::debug!(%error, "no second connection to the index database");
                 None
-            });
-        serde_json::from_slice(&bytes?).ok()
+            }
+        }
     }
 
     /// Whether the call graph tables describe every stored file (see the module docs).
@@ -269,14 +284,32 @@ impl IndexDb {
             .is_some()
     }
 
-    /// The callers of `name` in `file`, from `links` (unsorted, possibly repeated).
+    /// The callers of `name` in `file`, from `links` (unsorted, possibly repeated), or as
+    /// answered since the last write (`answers`).
     pub(crate) fn callers(&self, file: &str, name: &str) -> Vec<SymbolRef> {
-        self.linked(
+        // Read before the query: a write meanwhile makes the answer stale on arrival.
+        let generation = self.generation.load(Ordering::Acquire);
+        if let Some(kept) = self.answers().get(generation, file, name) {
+            return kept;
+        }
+        let callers = self.linked(
             "SELECT caller_file, pairs FROM links WHERE callee_file = ?1",
             file,
             name,
             Side::Callers,
-        )
+        );
+        self.answers().put(generation, file, name, &callers);
+        callers
+    }
+
+    /// Starts a new generation: answers read before are no longer served. Called after
+    /// every write, whether or not it succeeded.
+    fn changed(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn answers(&self) -> MutexGuard<'_, CallerAnswers> {
+        self.answers.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// What `name` in `file` calls, from `links` (unsorted, possibly repeated).
@@ -373,7 +406,23 @@ impl IndexDb {
         if rows.is_empty() && removed.is_empty() && links.is_empty() && complete.is_none() {
             return;
         }
-        if let Err(error) = self.try_write(rows, removed, links, complete) {
+        let written = self.try_write_graph(rows, removed, links, complete, true);
+        self.changed();
+        if let Err(error) = written {
+            tracing::warn!(path = %self.path.display(), %error, "index database not updated");
+        }
+    }
+
+    /// Adds the call graph rows of `links`, whose files have none yet (the tables were just
+    /// emptied by [`IndexDb::clear_graph`]): as [`IndexDb::write_with_graph`] without first
+    /// deleting each file's old rows.
+    pub(crate) fn insert_graph(&self, links: &[FileLinks]) {
+        if links.is_empty() {
+            return;
+        }
+        let written = self.try_write_graph(&[], &[], links, None, false);
+        self.changed();
+        if let Err(error) = written {
             tracing::warn!(path = %self.path.display(), %error, "index database not updated");
         }
     }
@@ -384,17 +433,21 @@ impl IndexDb {
             "BEGIN; DELETE FROM links; DELETE FROM deps; DELETE FROM waiting;
              DELETE FROM meta WHERE key = 'graph'; COMMIT;",
         );
+        self.changed();
         if let Err(error) = cleared {
             tracing::warn!(path = %self.path.display(), %error, "call graph not cleared");
         }
     }
 
-    fn try_write(
+    /// The transaction of [`IndexDb::write_with_graph`]; `clear`: delete the old graph rows
+    /// of `links`' files first.
+    fn try_write_graph(
         &self,
         rows: &[Row],
         removed: &[String],
         links: &[FileLinks],
         complete: Option<bool>,
+        clear: bool,
     ) -> rusqlite::Result<()> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
@@ -418,13 +471,14 @@ impl IndexDb {
             for path in removed {
                 delete.execute(params![path])?;
             }
-            let mut clear = [
+            let mut clearing = [
                 tx.prepare_cached("DELETE FROM links WHERE caller_file = ?1")?,
                 tx.prepare_cached("DELETE FROM deps WHERE file = ?1")?,
                 tx.prepare_cached("DELETE FROM waiting WHERE file = ?1")?,
             ];
-            for file in removed.iter().chain(links.iter().map(|l| &l.file)) {
-                for statement in &mut clear {
+            let cleared = links.iter().map(|l| &l.file).filter(|_| clear);
+            for file in removed.iter().chain(cleared) {
+                for statement in &mut clearing {
                     statement.execute(params![file])?;
                 }
             }
@@ -465,6 +519,7 @@ impl IndexDb {
     /// deleted and created again.
     fn reset(&self) {
         let mut conn = self.conn();
+        self.changed();
         let emptied = conn.execute_batch(
             "DELETE FROM files; DELETE FROM links; DELETE FROM deps; DELETE FROM waiting;
              DELETE FROM meta WHERE key = 'graph';",
@@ -486,6 +541,33 @@ impl IndexDb {
     fn conn(&self) -> MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// A read-only connection to the index database for one resolution thread
+/// ([`IndexDb::reader`]).
+pub(crate) struct OutlineReader {
+    conn: Connection,
+}
+
+impl OutlineReader {
+    /// As [`IndexDb::outline`].
+    pub(crate) fn outline(&self, path: &str) -> Option<FileAnalysis> {
+        read_outline(&self.conn, path)
+    }
+}
+
+/// The stored outline of `path` through `conn`, decoded; a read failure is logged.
+fn read_outline(conn: &Connection, path: &str) -> Option<FileAnalysis> {
+    let read = || -> rusqlite::Result<Option<Vec<u8>>> {
+        conn.prepare_cached("SELECT outline FROM files WHERE path = ?1")?
+            .query_row(params![path], |r| r.get(0))
+            .optional()
+    };
+    let bytes = read().unwrap_or_else(|error| {
+        tracing::debug!(path, %error, "index row not read");
+        None
+    });
+    serde_json::from_slice(&bytes?).ok()
 }
 
 /// Which end of a link a query wants.
