@@ -33,12 +33,7 @@ pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
     let opened = Store::open_url(&choice.url, &paths.database, &choice.project)
         .map_err(OpenError::from)
         .and_then(|store| {
-            Services::open(
-                store,
-                &paths.root,
-                &paths.dir,
-                options.parse_worker.clone(),
-            )
+            Services::open(store, &paths.root, &paths.dir, options.parse_worker.clone())
         })
         .and_then(|services| {
             let methods = services.methods()?;
