@@ -482,6 +482,9 @@ impl RepoIndex {
     /// The files the indexed `rel_path` imports from (empty when it is not indexed).
     fn imported_files(&self, rel_path: &str) -> Vec<String> {
         match &self.db {
+            // A file the index does not know imports nothing: no query for it (intents on
+            // files yet to be written are common).
+            Some(_) if !self.read().files.contains_key(rel_path) => Vec::new(),
             Some(db) => db.imported_files(rel_path),
             None => self.read().graph.imported_files(rel_path),
         }
@@ -510,6 +513,10 @@ impl RepoIndex {
     pub fn callees(&self, rel_path: &str, name: &str) -> Vec<SymbolRef> {
         self.ensure_built();
         let targets = self.targets(rel_path, name);
+        if targets.is_empty() {
+            // No such symbol: it calls nothing.
+            return Vec::new();
+        }
         // Re-check the files this one imports: an edit there may have renamed, removed or
         // restored a callee (re-reading one re-resolves its importers, this file included).
         let imported = self.imported_files(rel_path);
