@@ -249,9 +249,23 @@ impl Store {
     where
         E: From<StoreError>,
     {
+        self.write_prefetching(&[], f)
+    }
+
+    /// Runs `f` like [`Store::write`], telling the store which lock rows `f` reads first: a
+    /// backend across the network reads them in the round trip that opens the transaction
+    /// (the embedded one needs no hint).
+    pub fn write_prefetching<T, E>(
+        &self,
+        locks: &[&str],
+        f: impl FnOnce(&Writer<'_>) -> Result<T, E>,
+    ) -> Result<T, E>
+    where
+        E: From<StoreError>,
+    {
         let (out, notes) = match &self.backend {
             Backend::Sqlite(db) => db.write(f)?,
-            Backend::Postgres(db) => db.write(f)?,
+            Backend::Postgres(db) => db.write_prefetching(locks, f)?,
         };
         if let (Some(seq), Some(listener)) = (notes.newest_seq(), self.listener.get()) {
             listener.events_committed(seq);

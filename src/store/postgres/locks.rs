@@ -19,6 +19,9 @@ fn lock_from_row(row: &Row) -> Result<Lock, postgres::Error> {
 impl Tx<'_> {
     /// The lock row on `symbol_path`, live or expired (primary-key lookup).
     pub(super) fn lock(&self, symbol_path: &str) -> Result<Option<Lock>> {
+        if let Some(prefetched) = self.prefetched_lock(symbol_path) {
+            return Ok(prefetched);
+        }
         self.row(
             "SELECT symbol_path, session_id, acquired_at_ms, expires_at_ms, token
              FROM wit_locks WHERE project = $1 AND symbol_path = $2",
@@ -76,6 +79,7 @@ impl Tx<'_> {
             lock.expires_at_ms,
             lock.token,
         ));
+        self.note_lock_write(&lock.symbol_path, Some(lock.clone()), false);
         Ok(())
     }
 
@@ -87,10 +91,12 @@ impl Tx<'_> {
             quote(self.project),
             quote(symbol_path),
         ));
+        self.note_lock_write(symbol_path, None, false);
         Ok(())
     }
 
     pub(super) fn delete_expired_locks(&self, now_ms: i64) -> Result<usize> {
+        self.note_lock_write("", None, true);
         self.execute(
             "DELETE FROM wit_locks WHERE project = $1 AND expires_at_ms <= $2",
             &[&self.project, &now_ms],

@@ -59,7 +59,12 @@ use self::errors::{is_retryable_at_begin, StoreName};
 use self::listen::{ListenSpec, ListenThread};
 use self::pool::{Connector, Lease, Pool};
 use self::tx::{quote, Tx};
-use super::{CommitNotes, ListenerSlot, Reader, Result, StoreError, StoreUrl, Writer};
+use std::collections::HashMap;
+
+use super::{CommitNotes, ListenerSlot, Lock, Reader, Result, StoreError, StoreUrl, Writer};
+
+/// Most lock rows a write `BEGIN` reads ahead.
+const MAX_PREFETCH: usize = 256;
 
 /// How many connections one store keeps at most.
 const POOL_SIZE: usize = 8;
@@ -172,18 +177,40 @@ impl PgStore {
     where
         E: From<StoreError>,
     {
+        self.write_prefetching(&[], f)
+    }
+
+    /// [`PgStore::write`], with the lock rows of `locks` read in the `BEGIN`'s round trip
+    /// (after the project row lock, so they are what the transaction would read): a
+    /// `lock` of one of them inside `f` costs no round trip.
+    pub fn write_prefetching<T, E>(
+        &self,
+        locks: &[&str],
+        f: impl FnOnce(&Writer<'_>) -> Result<T, E>,
+    ) -> Result<(T, CommitNotes), E>
+    where
+        E: From<StoreError>,
+    {
         outside_runtime(|| {
             let _gate = self
                 .write_gate
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let (mut lease, begun) = self.begin(true)?;
-            let first_seq = begun.map(|b| b.0);
+            let (mut lease, begun) = self.begin(Some(locks))?;
+            let first_seq = begun.as_ref().map(|b| b.next_seq);
             let notes = CommitNotes::default();
             let outcome = {
                 let conn = lease.conn()?;
                 let tx = Tx::new(conn, &self.project, &notes, first_seq, self.pool.name());
-                tx.set_queue_empty(begun.is_some_and(|b| !b.1));
+                if let Some(begun) = begun {
+                    tx.set_queue_empty(!begun.anybody_waits);
+                    let mut rows = begun.locks;
+                    for path in locks.iter().take(MAX_PREFETCH) {
+                        // Asked for and not found: known to have no row.
+                        rows.entry((*path).to_owned()).or_insert(None);
+                    }
+                    tx.set_prefetched(rows);
+                }
                 let out = f(&tx);
                 (out, tx.failed(), tx.next_seq.get(), tx.take_deferred())
             };
@@ -210,7 +237,7 @@ impl PgStore {
         E: From<StoreError>,
     {
         outside_runtime(|| {
-            let (mut lease, _) = self.begin(false)?;
+            let (mut lease, _) = self.begin(None)?;
             let notes = CommitNotes::default();
             let outcome = {
                 let conn = lease.conn()?;
@@ -246,17 +273,18 @@ impl PgStore {
     /// Takes a connection and begins a transaction on it: for a write, with the project row
     /// locked, returning its `next_seq`. A pooled connection that turns out dead is replaced
     /// (nothing has run on it yet, so this is safe).
-    fn begin(&self, write: bool) -> Result<(Lease<'_>, Option<(i64, bool)>)> {
+    fn begin(&self, write: Option<&[&str]>) -> Result<(Lease<'_>, Option<Begun>)> {
         let name = self.pool.name();
         let mut attempt = 0;
+        let begin_write = write.map(|locks| self.begin_write_sql(locks));
         loop {
             attempt += 1;
             let mut lease = self.pool.get()?;
             let conn = lease.conn()?;
-            let begun = if write {
+            let begun = if let Some(sql) = &begin_write {
                 conn.client
-                    .simple_query(&self.begin_write)
-                    .map(|messages| Some(first_row(&messages)))
+                    .simple_query(sql)
+                    .map(|messages| Some(Begun::read(&messages)))
             } else {
                 conn.client
                     .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
@@ -289,6 +317,23 @@ impl PgStore {
                 }
             }
         }
+    }
+
+    /// The write `BEGIN`: the project row lock, whether anybody waits, and the lock rows of
+    /// `locks`.
+    fn begin_write_sql(&self, locks: &[&str]) -> String {
+        if locks.is_empty() {
+            return self.begin_write.clone();
+        }
+        // A hot symbol may have thousands of callers: the rest are read when asked for.
+        let list: Vec<String> = locks.iter().take(MAX_PREFETCH).map(|l| quote(l)).collect();
+        format!(
+            "{}; SELECT symbol_path, session_id, acquired_at_ms, expires_at_ms, token \
+             FROM wit_locks WHERE project = {} AND symbol_path IN ({})",
+            self.begin_write,
+            self.project_literal,
+            list.join(", ")
+        )
     }
 
     /// Writes the event counter back, sends the notifications and commits, in one round
@@ -388,15 +433,50 @@ fn rollback(lease: &mut Lease<'_>) {
 }
 
 /// The first column of the first row of a simple query's answer, as an integer.
-/// The project row's `next_seq` and whether anybody waits, from the write `BEGIN`'s answer.
-fn first_row(messages: &[SimpleQueryMessage]) -> Option<(i64, bool)> {
-    messages.iter().find_map(|m| match m {
-        SimpleQueryMessage::Row(row) => {
-            let seq = row.get(0).and_then(|v| v.parse().ok())?;
-            Some((seq, row.get(1) == Some("t")))
+/// What the write `BEGIN` read under the project row lock.
+struct Begun {
+    /// The project's `next_seq`.
+    next_seq: i64,
+    /// Whether any lock request waits in the project.
+    anybody_waits: bool,
+    /// The prefetched lock rows, by symbol path (`None`: no row).
+    locks: HashMap<String, Option<Lock>>,
+}
+
+impl Begun {
+    /// Reads the answer of [`PgStore::begin_write_sql`]: the project row (two columns), then
+    /// the lock rows (five). `None` when the project row is missing.
+    fn read(messages: &[SimpleQueryMessage]) -> Option<Begun> {
+        let mut begun: Option<Begun> = None;
+        let mut locks = Vec::new();
+        for message in messages {
+            let SimpleQueryMessage::Row(row) = message else {
+                continue;
+            };
+            if row.len() == 2 && begun.is_none() {
+                begun = Some(Begun {
+                    next_seq: row.get(0).and_then(|v| v.parse().ok())?,
+                    anybody_waits: row.get(1) == Some("t"),
+                    locks: HashMap::new(),
+                });
+            } else if row.len() == 5 {
+                let number = |i: usize| row.get(i).and_then(|v| v.parse::<i64>().ok());
+                locks.push(Lock {
+                    symbol_path: row.get(0)?.to_owned(),
+                    session_id: row.get(1)?.to_owned(),
+                    acquired_at_ms: number(2)?,
+                    expires_at_ms: number(3)?,
+                    token: number(4)?,
+                });
+            }
         }
-        _ => None,
-    })
+        begun.map(|mut begun| {
+            for lock in locks {
+                begun.locks.insert(lock.symbol_path.clone(), Some(lock));
+            }
+            begun
+        })
+    }
 }
 
 /// The project's notification channel: `wit_` and a 128-bit hash of the name in hex (a

@@ -173,6 +173,37 @@ fn deferred_writes_are_seen_by_later_statements_of_their_transaction() {
 }
 
 #[test]
+fn prefetched_lock_rows_read_as_the_table_and_follow_the_transaction_s_writes() {
+    let url = pg_or_skip!();
+    let store = open(&url, &project());
+    let a = lock("src/a.ts:f", "s1", 100, 1);
+    let b = lock("src/b.ts:g", "s2", 50, 2);
+    write(&store, |w| w.put_lock(&a)).unwrap();
+    let (seen, _notes) = store
+        .write_prefetching(&["src/a.ts:f", "src/b.ts:g"], |w| {
+            let before = (w.lock("src/a.ts:f")?, w.lock("src/b.ts:g")?);
+            w.put_lock(&b)?;
+            w.delete_lock("src/a.ts:f")?;
+            let after = (w.lock("src/a.ts:f")?, w.lock("src/b.ts:g")?);
+            Ok::<_, StoreError>((before, after))
+        })
+        .unwrap();
+    assert_eq!(seen.0, (Some(a.clone()), None));
+    assert_eq!(seen.1, (None, Some(b.clone())));
+    assert_eq!(store.read(|r| r.lock("src/a.ts:f")).unwrap(), None);
+    assert_eq!(store.read(|r| r.lock("src/b.ts:g")).unwrap(), Some(b));
+    // A bulk delete forgets what was read ahead.
+    write(&store, |w| w.put_lock(&a)).unwrap();
+    let (gone, _notes) = store
+        .write_prefetching(&["src/a.ts:f"], |w| {
+            w.delete_expired_locks(1_000)?;
+            w.lock("src/a.ts:f")
+        })
+        .unwrap();
+    assert_eq!(gone, None);
+}
+
+#[test]
 fn locks_round_trip() {
     let url = pg_or_skip!();
     let store = open(&url, &project());

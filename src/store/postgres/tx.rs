@@ -39,6 +39,9 @@ pub(super) struct Tx<'a> {
     /// event appended), as SQL literals: sent before the next statement, or with the commit,
     /// in one round trip instead of one each.
     deferred: RefCell<String>,
+    /// Lock rows read with the `BEGIN` (by symbol path; `None`: no row), kept exact by this
+    /// transaction's own lock writes, so reading them costs no round trip.
+    prefetched: RefCell<std::collections::HashMap<String, Option<Lock>>>,
 }
 
 impl<'a> Tx<'a> {
@@ -61,6 +64,32 @@ impl<'a> Tx<'a> {
             name,
             queue_empty: Cell::new(false),
             deferred: RefCell::new(String::new()),
+            prefetched: RefCell::new(std::collections::HashMap::new()),
+        }
+    }
+
+    /// Takes the lock rows read with the `BEGIN`.
+    pub(super) fn set_prefetched(&self, rows: std::collections::HashMap<String, Option<Lock>>) {
+        *self.prefetched.borrow_mut() = rows;
+    }
+
+    /// The prefetched row of `symbol_path`, if it was prefetched (`Some(None)`: no row).
+    #[allow(
+        clippy::option_option,
+        reason = "prefetched or not, and then a row or none"
+    )]
+    pub(super) fn prefetched_lock(&self, symbol_path: &str) -> Option<Option<Lock>> {
+        self.prefetched.borrow().get(symbol_path).cloned()
+    }
+
+    /// Keeps a prefetched row exact after this transaction wrote it (`None`: deleted);
+    /// `forget_all`: after a bulk change, nothing prefetched is trusted any more.
+    pub(super) fn note_lock_write(&self, symbol_path: &str, now: Option<Lock>, forget_all: bool) {
+        let mut prefetched = self.prefetched.borrow_mut();
+        if forget_all {
+            prefetched.clear();
+        } else if let Some(entry) = prefetched.get_mut(symbol_path) {
+            *entry = now;
         }
     }
 
