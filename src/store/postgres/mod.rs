@@ -19,8 +19,9 @@
 //!   daemon runs at a time (a local gate: the others wait on a futex, not inside the server);
 //!   the `BEGIN` also says whether anybody waits for a lock (else no hand-over looks); writes
 //!   nothing reads back in the transaction (a lock put or deleted, an event appended) are
-//!   deferred and sent with the next statement or with the `COMMIT`. A lock cycle costs 7
-//!   round trips (acquire 4, release 3).
+//!   deferred and sent with the next statement or with the `COMMIT`; the lock rows a request
+//!   will read are read in the `BEGIN`'s round trip ([`PgStore::write_prefetching`]). A lock
+//!   cycle costs 4 round trips (acquire 2, release 2).
 //! - **Reads**: `REPEATABLE READ, READ ONLY`, so a closure that reads several times sees one
 //!   snapshot.
 //! - **After-commit notes**: the commit sends `pg_notify` on the project's channel (`e:<seq>`
