@@ -1110,3 +1110,36 @@ fn kept_caller_answers_follow_edits_deletes_and_symlinks() {
     std::os::unix::fs::symlink(&outside, root.join("c.ts")).unwrap();
     assert!(index.callers("b.ts", "b").is_empty());
 }
+
+/// Callee and import answers are kept like caller answers, and follow edits the same way: an
+/// edit removing a call, one restoring it, a deleted callee file.
+#[test]
+fn kept_callee_and_import_answers_follow_edits_and_deletes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("r");
+    write_call_triangle(&root);
+    let index = indexed(&root, &dir.path().join("index.db"));
+    for _ in 0..3 {
+        assert!(index.file_and_imports_are_fresh("a.ts"));
+        assert_eq!(index.callees("a.ts", "a"), refs(&[("b.ts", "b")]));
+    }
+    settle();
+    write(
+        &root,
+        "a.ts",
+        "export function a(x: number) { return x; }\n",
+    );
+    assert!(!index.file_and_imports_are_fresh("a.ts"));
+    assert!(index.callees("a.ts", "a").is_empty());
+    settle();
+    write(
+        &root,
+        "a.ts",
+        "import { b } from './b';\nexport function a(x: number) { return b(x); }\n",
+    );
+    assert_eq!(index.callees("a.ts", "a"), refs(&[("b.ts", "b")]));
+    assert!(index.file_and_imports_are_fresh("a.ts"));
+    fs::remove_file(root.join("b.ts")).unwrap();
+    assert!(!index.file_and_imports_are_fresh("a.ts"));
+    assert!(index.callees("a.ts", "a").is_empty());
+}

@@ -1,13 +1,12 @@
-//! A small bounded cache of caller answers read from the index database's `links` table,
-//! valid for one *generation* of the graph: every write to the graph tables starts a new one
-//! (`store`), so an answer is never served after a change that may alter it. A steady-state
-//! `lock.acquire` asks for the same symbol's callers twice (freshness check, then the answer)
-//! and agents lock the same symbols again and again; each ask would otherwise scan and decode
-//! every link into the symbol's file.
+//! A small bounded cache of answers read from the index database's graph tables (callers and
+//! callees from `links`, imported files from `deps`), valid for one *generation* of the
+//! graph: every write to the graph tables starts a new one (`store`), so an answer is never
+//! served after a change that may alter it. A steady-state `lock.acquire` asks for the same
+//! symbol's callers twice (freshness check, then the answer), an `intent.declare` for a file's
+//! imports twice and for its symbols' callees, and agents ask about the same symbols again and
+//! again; each ask would otherwise scan and decode every link of the file.
 
 use std::collections::HashMap;
-
-use super::graph::SymbolRef;
 
 /// Answers kept at most.
 const CAPACITY: usize = 256;
@@ -15,24 +14,29 @@ const CAPACITY: usize = 256;
 /// Answers longer than this are not kept (a few would otherwise take the memory of many).
 const MAX_REFS: usize = 512;
 
-/// The cache (see the module docs). Not synchronised: the index database keeps it behind a
-/// mutex.
-#[derive(Debug, Default)]
-pub(crate) struct CallerAnswers {
+/// The cache of one kind of answer, a list of `T` per (file, name) (see the module docs). Not
+/// synchronised: the index database keeps it behind a mutex.
+#[derive(Debug)]
+pub(crate) struct Answers<T> {
     generation: u64,
     /// By `file NUL name`.
-    entries: HashMap<String, (u64, Vec<SymbolRef>)>,
+    entries: HashMap<String, (u64, Vec<T>)>,
     tick: u64,
 }
 
-impl CallerAnswers {
-    /// The callers of `name` in `file` as answered in `generation`, if kept.
-    pub(crate) fn get(
-        &mut self,
-        generation: u64,
-        file: &str,
-        name: &str,
-    ) -> Option<Vec<SymbolRef>> {
+impl<T> Default for Answers<T> {
+    fn default() -> Self {
+        Self {
+            generation: 0,
+            entries: HashMap::new(),
+            tick: 0,
+        }
+    }
+}
+
+impl<T: Clone> Answers<T> {
+    /// The answer for `name` in `file` as given in `generation`, if kept.
+    pub(crate) fn get(&mut self, generation: u64, file: &str, name: &str) -> Option<Vec<T>> {
         self.sync(generation);
         self.tick += 1;
         let tick = self.tick;
@@ -41,11 +45,11 @@ impl CallerAnswers {
         Some(entry.1.clone())
     }
 
-    /// Keeps `callers` as the answer for `name` in `file` in `generation` (read from the
-    /// database when that generation was current).
-    pub(crate) fn put(&mut self, generation: u64, file: &str, name: &str, callers: &[SymbolRef]) {
+    /// Keeps `answer` for `name` in `file` in `generation` (read from the database when that
+    /// generation was current).
+    pub(crate) fn put(&mut self, generation: u64, file: &str, name: &str, answer: &[T]) {
         self.sync(generation);
-        if generation != self.generation || callers.len() > MAX_REFS {
+        if generation != self.generation || answer.len() > MAX_REFS {
             return;
         }
         if self.entries.len() >= CAPACITY {
@@ -60,7 +64,7 @@ impl CallerAnswers {
         }
         self.tick += 1;
         self.entries
-            .insert(key(file, name), (self.tick, callers.to_vec()));
+            .insert(key(file, name), (self.tick, answer.to_vec()));
     }
 
     /// How many answers are kept.
@@ -86,6 +90,7 @@ fn key(file: &str, name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::graph::SymbolRef;
 
     fn refs(n: usize) -> Vec<SymbolRef> {
         (0..n)
@@ -98,7 +103,7 @@ mod tests {
 
     #[test]
     fn answers_last_one_generation_and_stay_bounded() {
-        let mut answers = CallerAnswers::default();
+        let mut answers = Answers::<SymbolRef>::default();
         answers.put(1, "a.py", "f", &refs(2));
         assert_eq!(answers.get(1, "a.py", "f"), Some(refs(2)));
         assert_eq!(answers.get(1, "a.py", "g"), None);

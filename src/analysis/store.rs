@@ -40,12 +40,19 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::answers::CallerAnswers;
+use super::answers::Answers;
 use super::graph::SymbolRef;
 use super::language::Language;
 use super::links::{decode_pairs, FileLinks};
 use super::model::FileAnalysis;
 
+/// The kept answers of the graph tables, one cache per kind.
+#[derive(Debug, Default)]
+struct GraphAnswers {
+    callers: Answers<SymbolRef>,
+    callees: Answers<SymbolRef>,
+    imports: Answers<String>,
+}
 /// The layout of the tables above; bump on any change.
 const SCHEMA_VERSION: u32 = 2;
 
@@ -118,8 +125,8 @@ pub(crate) struct IndexDb {
     path: PathBuf,
     /// Bumped after every write (see `answers`).
     generation: AtomicU64,
-    /// Caller answers of the current generation.
-    answers: Mutex<CallerAnswers>,
+    /// Answers of the current generation: callers, callees, imported files.
+    answers: Mutex<GraphAnswers>,
 }
 
 impl std::fmt::Debug for IndexDb {
@@ -187,7 +194,7 @@ impl IndexDb {
             conn: Mutex::new(conn),
             path: path.to_owned(),
             generation: AtomicU64::new(0),
-            answers: Mutex::new(CallerAnswers::default()),
+            answers: Mutex::new(GraphAnswers::default()),
         })
     }
 
@@ -289,7 +296,7 @@ impl IndexDb {
     pub(crate) fn callers(&self, file: &str, name: &str) -> Vec<SymbolRef> {
         // Read before the query: a write meanwhile makes the answer stale on arrival.
         let generation = self.generation.load(Ordering::Acquire);
-        if let Some(kept) = self.answers().get(generation, file, name) {
+        if let Some(kept) = self.answers().callers.get(generation, file, name) {
             return kept;
         }
         let callers = self.linked(
@@ -298,7 +305,7 @@ impl IndexDb {
             name,
             Side::Callers,
         );
-        self.answers().put(generation, file, name, &callers);
+        self.answers().callers.put(generation, file, name, &callers);
         callers
     }
 
@@ -308,18 +315,24 @@ impl IndexDb {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
-    fn answers(&self) -> MutexGuard<'_, CallerAnswers> {
+    fn answers(&self) -> MutexGuard<'_, GraphAnswers> {
         self.answers.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// What `name` in `file` calls, from `links` (unsorted, possibly repeated).
     pub(crate) fn callees(&self, file: &str, name: &str) -> Vec<SymbolRef> {
-        self.linked(
+        let generation = self.generation.load(Ordering::Acquire);
+        if let Some(kept) = self.answers().callees.get(generation, file, name) {
+            return kept;
+        }
+        let callees = self.linked(
             "SELECT callee_file, pairs FROM links WHERE caller_file = ?1",
             file,
             name,
             Side::Callees,
-        )
+        );
+        self.answers().callees.put(generation, file, name, &callees);
+        callees
     }
 
     /// The symbols on the `side` of `name` in the rows `sql` selects for `file` ((other
@@ -355,10 +368,16 @@ impl IndexDb {
 
     /// The files `file`'s calls resolved through, sorted.
     pub(crate) fn imported_files(&self, file: &str) -> Vec<String> {
-        self.strings(
+        let generation = self.generation.load(Ordering::Acquire);
+        if let Some(kept) = self.answers().imports.get(generation, file, "") {
+            return kept;
+        }
+        let imported = self.strings(
             "SELECT imported FROM deps WHERE file = ?1 ORDER BY imported",
             file,
-        )
+        );
+        self.answers().imports.put(generation, file, "", &imported);
+        imported
     }
 
     /// The files whose calls resolved through `file`, sorted.
