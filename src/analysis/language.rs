@@ -1,8 +1,8 @@
 //! The language registry: which file suffixes map to which tree-sitter grammar, and what each
-//! language contributes: its `.scm` queries and one table of facts ([`Syntax`]) that the
+//! language contributes: its `.scm` queries and one table of facts (`Syntax`) that the
 //! generic extraction in `extract` and `calls` reads. No algorithm here names a node kind; the
 //! tables in `languages/<lang>.rs` do. Adding a language is a grammar crate, a directory of
-//! queries, a table, and one [`Language`] variant with its entry in [`SPECS`]; a module
+//! queries, a table, and one [`Language`] variant with its entry in `SPECS`; a module
 //! system unlike the existing ones also needs a resolver in `resolve`.
 
 use std::sync::OnceLock;

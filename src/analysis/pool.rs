@@ -16,7 +16,7 @@
 //! in the daemon during a build.
 //!
 //! A worker that dies, answers garbage, outlives its deadline (the parse budget plus a grace
-//! period) or grows past [`MAX_WORKER_RSS`] is killed and replaced on the next request.
+//! period) or grows past `MAX_WORKER_RSS` is killed and replaced on the next request.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;

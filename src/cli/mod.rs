@@ -1,6 +1,6 @@
 //! The `wit` command line: argument parsing and dispatch to one module per subcommand group.
 //!
-//! Every command returns a [`output::Report`] or a [`output::CliError`]; [`output`] is the one
+//! Every command returns a `output::Report` or a `output::CliError`; `output` is the one
 //! place that prints. Exit codes: 0 success, 1 a protocol error (such as LOCK_CONFLICT) or a
 //! failed check, 2 a usage error, 3 the daemon is unreachable.
 //!

@@ -3,10 +3,10 @@
 //! generated code), call [`crate::coord`], map the result or error to wire types.
 //!
 //! - [`errors`]: the one place where a [`crate::coord::CoordError`] becomes a protocol error.
-//! - [`convert`]: domain records to wire records.
+//! - `convert`: domain records to wire records.
 //! - [`code_index`]: the [`crate::coord::CodeIndex`] that coordination sees, over
 //!   [`crate::analysis::RepoIndex`].
-//! - [`services`]: opening the state and building the method table.
+//! - `services`: opening the state and building the method table.
 
 pub mod code_index;
 mod contracts;

@@ -230,6 +230,8 @@ pub fn build_methods(app: App) -> Result<Methods, OpenError> {
 async fn pulse(app: App) {
     // The first pulse prunes: a daemon that was down for a week starts within retention.
     let mut last_prune: Option<tokio::time::Instant> = None;
+    // Whether the last pulse failed (its failures are logged once per outage).
+    let mut failing = false;
     loop {
         let mut next = tokio::time::Instant::now() + PULSE_INTERVAL;
         if let Some(at_ms) = app.coord.next_wait_wakeup() {
@@ -277,7 +279,25 @@ async fn pulse(app: App) {
                     tracing::debug!(pruned, "pruned old events");
                 }
             }
-            Err(error) => tracing::warn!(message = %error.message, "pulse failed"),
+            Err(error) => {
+                // Once per outage at warn (the store may stay down for a while), then quieter.
+                let detail = error
+                    .data
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
+                if failing {
+                    tracing::debug!(message = %error.message, %detail, "pulse failed again");
+                } else {
+                    tracing::warn!(message = %error.message, %detail, "pulse failed");
+                }
+                failing = true;
+                continue;
+            }
+        }
+        if failing {
+            tracing::info!("pulse recovered");
+            failing = false;
         }
     }
 }

@@ -4,7 +4,7 @@
 //! - **Client**: the synchronous `postgres` crate. The store is synchronous and runs on
 //!   blocking threads, so the blocking client fits it directly; it also gives `LISTEN`
 //!   notifications without a runtime of our own. On an async worker thread every call steps
-//!   out of the runtime first ([`outside_runtime`]).
+//!   out of the runtime first (`outside_runtime`).
 //! - **Serialisation**: every write transaction (READ COMMITTED) begins by locking its
 //!   project's row, `SELECT next_seq FROM wit_projects WHERE project = $1 FOR UPDATE`, in the
 //!   same round trip as `BEGIN`. So the check-and-write of acquire, respond, update and

@@ -3,7 +3,7 @@
 //! [`SqliteStore`] owns one connection behind a mutex, used for reads and writes alike, so
 //! writes are serialised in one place. Write transactions are `IMMEDIATE`, so even a second
 //! process on the same file waits on `busy_timeout` instead of failing half-way. Statements
-//! are prepared once and cached. The per-table files hold the SQL as methods of [`Tx`]; this
+//! are prepared once and cached. The per-table files hold the SQL as methods of `Tx`; this
 //! file exposes them as the store interface.
 
 mod agents;
