@@ -123,10 +123,11 @@ impl Daemon {
         let sink = Arc::clone(&stderr);
         let drain = std::thread::spawn(move || {
             let mut chunk = [0u8; 4096];
-            while let Ok(n) = pipe.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
+            loop {
+                let n = match read_retrying(&mut pipe, &mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
                 sink.lock()
                     .unwrap()
                     .push_str(&String::from_utf8_lossy(&chunk[..n]));
@@ -238,7 +239,7 @@ pub fn read_response(stream: &mut UnixStream) -> std::io::Result<(u16, String)> 
     let mut buffer = Vec::new();
     let mut chunk = [0u8; 65536];
     loop {
-        let n = stream.read(&mut chunk)?;
+        let n = read_retrying(stream, &mut chunk)?;
         if n == 0 {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
@@ -248,6 +249,17 @@ pub fn read_response(stream: &mut UnixStream) -> std::io::Result<(u16, String)> 
         buffer.extend_from_slice(&chunk[..n]);
         if let Some((status, body, _)) = first_response(&buffer) {
             return Ok((status, String::from_utf8_lossy(body).into_owned()));
+        }
+    }
+}
+
+/// One `read`, again when a signal interrupted it (EINTR): the test process has children
+/// whose exits are signalled, and an interrupted read is no answer from the daemon.
+pub fn read_retrying(reader: &mut impl Read, chunk: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match reader.read(chunk) {
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            other => return other,
         }
     }
 }

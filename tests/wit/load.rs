@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
-use std::io::{Read, Write as _};
+use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -962,7 +962,7 @@ impl ResponseReader {
     /// Reads at most `most` bytes (at least one) into the buffer.
     fn read_some(&mut self, most: usize) -> std::io::Result<()> {
         let mut chunk = vec![0u8; most];
-        let n = self.stream.read(&mut chunk)?;
+        let n = read_retrying(&mut self.stream, &mut chunk)?;
         if n == 0 {
             return Err(std::io::ErrorKind::UnexpectedEof.into());
         }

@@ -379,7 +379,8 @@ impl Proxy {
                                 }
                                 Err(e)
                                     if e.kind() == std::io::ErrorKind::WouldBlock
-                                        || e.kind() == std::io::ErrorKind::TimedOut => {}
+                                        || e.kind() == std::io::ErrorKind::TimedOut
+                                        || e.kind() == std::io::ErrorKind::Interrupted => {}
                                 Err(_) => break,
                             }
                         }
