@@ -1089,60 +1089,6 @@ async fn works_on_a_multi_thread_runtime_worker() {
     drop(again);
 }
 
-/// Throughput of lock acquire + release cycles (two write transactions each, as `coord`
-/// makes them) from 16 threads through one store. Run with
-/// `cargo test --release -- --ignored pg_lock_cycle_throughput --nocapture`.
-#[test]
-#[ignore = "a measurement, not a check"]
-fn pg_lock_cycle_throughput() {
-    let url = pg_or_skip!();
-    let store = open(&url, &project());
-    let threads: usize = std::env::var("WIT_BENCH_THREADS")
-        .ok()
-        .and_then(|t| t.parse().ok())
-        .unwrap_or(16);
-    let cycles = 4800 / threads;
-    let start = Instant::now();
-    std::thread::scope(|scope| {
-        for t in 0..threads {
-            let store = &store;
-            scope.spawn(move || {
-                let path = format!("src/f{t}.ts:f");
-                let session = format!("s{t}");
-                for _ in 0..cycles {
-                    write(store, |w| {
-                        if w.lock(&path)?.is_some() {
-                            return Ok(());
-                        }
-                        let token = w.next_event_seq()?;
-                        let l = lock(&path, &session, i64::MAX, token);
-                        w.put_lock(&l)?;
-                        w.append_event(1, &event(&path))?;
-                        Ok(())
-                    })
-                    .unwrap();
-                    write(store, |w| {
-                        if w.lock(&path)?.is_none() {
-                            return Ok(());
-                        }
-                        w.delete_lock(&path)?;
-                        w.append_event(1, &event(&path))?;
-                        w.first_waiter(&path)?;
-                        Ok(())
-                    })
-                    .unwrap();
-                }
-            });
-        }
-    });
-    let elapsed = start.elapsed();
-    let total = threads * cycles;
-    eprintln!(
-        "{total} acquire+release cycles in {elapsed:?}: {:.0} cycles/s",
-        f64::from(u32::try_from(total).unwrap()) / elapsed.as_secs_f64()
-    );
-}
-
 /// A closure that panics leaves no open transaction behind in the pool.
 #[test]
 fn a_panicking_closure_commits_nothing_and_poisons_no_connection() {
