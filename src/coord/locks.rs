@@ -182,22 +182,16 @@ impl Coord {
             let now = self.clock.now_ms();
             let mut held = w.lock(&path)?;
             let mut handover = None;
-            if held.as_ref().is_none_or(|l| !l.is_live(now)) && self.may_have_waiters(&waits, &path)
-            {
-                // A free or expired lock with waiters belongs to the first of them, not to
-                // this request.
-                if let Some(expired) = held.take() {
-                    w.delete_lock(&path)?;
-                    append_expired(w, now, &expired)?;
+            // A free or expired lock with waiters belongs to the first of them, not to this
+            // request.
+            match self.free_for_waiters(w, &mut waits, &path, &held, now)? {
+                None => {}
+                Some(Handed::Nobody) => held = None,
+                Some(Handed::Here(local)) => {
+                    held = Some(local.granted.lock.clone());
+                    handover = Some(local);
                 }
-                match self.hand_over_to_first(w, &mut waits, &path, now)? {
-                    Handed::Nobody => {}
-                    Handed::Here(local) => {
-                        held = Some(local.granted.lock.clone());
-                        handover = Some(local);
-                    }
-                    Handed::Elsewhere(lock) => held = Some(lock),
-                }
+                Some(Handed::Elsewhere(lock)) => held = Some(lock),
             }
             let step = match held {
                 Some(held) if held.is_live(now) && held.session_id != session_id => {
@@ -538,36 +532,43 @@ impl Coord {
     fn hand_over_if_free(&self, waits: &mut LocalWaiters, symbol: &str) -> Result<()> {
         let handover = self.store.write(|w| {
             let now = self.clock.now_ms();
-            self.free_for_waiters(w, waits, symbol, now)
+            let held = w.lock(symbol)?;
+            Ok::<_, CoordError>(match self.free_for_waiters(w, waits, symbol, &held, now)? {
+                Some(Handed::Here(handover)) => Some(handover),
+                _ => None,
+            })
         })?;
         self.deliver(waits, handover);
         Ok(())
     }
 
-    /// Inside a transaction: if `symbol` is free or its lock expired (appending
-    /// `lock.expired`), hands it to its first waiter; else notes the holder's expiry.
+    /// Inside a transaction, with `held` the lock row of `symbol` just read: if the lock is
+    /// free or expired (then its row goes, with `lock.expired`) and somebody may wait, hands it
+    /// to the first waiter and says to whom (`None`: nothing was done, the row stands; a live
+    /// holder's expiry is noted for the pulse).
     fn free_for_waiters(
         &self,
         w: &Writer<'_>,
         waits: &mut LocalWaiters,
         symbol: &str,
+        held: &Option<Lock>,
         now: i64,
-    ) -> Result<Option<Handover>> {
+    ) -> Result<Option<Handed>> {
         if !self.may_have_waiters(waits, symbol) {
             return Ok(None);
         }
-        match w.lock(symbol)? {
-            Some(held) if held.is_live(now) => {
-                waits.set_holder_expiry(symbol, held.expires_at_ms);
-                Ok(None)
+        match held {
+            Some(live) if live.is_live(now) => {
+                waits.set_holder_expiry(symbol, live.expires_at_ms);
+                return Ok(None);
             }
             Some(expired) => {
                 w.delete_lock(symbol)?;
-                append_expired(w, now, &expired)?;
-                self.hand_over(w, waits, symbol, now)
+                append_expired(w, now, expired)?;
             }
-            None => self.hand_over(w, waits, symbol, now),
+            None => {}
         }
+        self.hand_over_to_first(w, waits, symbol, now).map(Some)
     }
 
     /// Inside the transaction that freed `symbol`: makes its first open waiter the holder (a
