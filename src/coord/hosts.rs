@@ -47,11 +47,9 @@ impl Coord {
             } else {
                 i64::MAX
             };
-            w.beat_daemon(&self.beat(now))?;
+            // This daemon's id is new, so none of the rows dropped here is its own.
             for gone in w.delete_stale_daemons(cutoff)? {
-                if gone != self.store.daemon_id() {
-                    w.delete_daemon_waiters(&gone)?;
-                }
+                w.delete_daemon_waiters(&gone)?;
             }
             w.beat_daemon(&self.beat(now))?;
             Ok::<_, super::CoordError>(w.live_hosts(now - HOST_SILENCE_MS)?)
@@ -60,10 +58,15 @@ impl Coord {
         Ok(())
     }
 
-    /// The daemon's heartbeat (once a second): moves its own beat forward, drops daemons
-    /// silent for [`HOST_SILENCE_MS`] with their waiting requests, and refreshes which hosts
-    /// are live. The ids of the dropped daemons.
+    /// The daemon's heartbeat (once a second with a shared store; the embedded store has one
+    /// daemon and skips it): moves its own beat forward, drops daemons silent for
+    /// [`HOST_SILENCE_MS`] with their waiting requests, and refreshes which hosts are live.
+    /// The ids of the dropped daemons.
     pub fn beat_daemon(&self) -> Result<Vec<String>> {
+        if !self.store.is_shared() {
+            // The only daemon of its state (`join` cleared the others): nobody reads its beat.
+            return Ok(Vec::new());
+        }
         let mut waits = self.waits();
         let mut handovers = Vec::new();
         let (gone, live) = self.store.write(|w| {
