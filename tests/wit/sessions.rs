@@ -31,6 +31,20 @@ fn acquire_waiting(symbol: &str, session: &str, wait_ms: Option<i64>) -> LockAcq
     }
 }
 
+/// `session` waits up to 20 s for `symbol`, on its own connection in a task.
+fn spawn_wait(
+    repo: &Repo,
+    symbol: &'static str,
+    session: &'static str,
+) -> tokio::task::JoinHandle<Result<LockAcquireResult, wit::client::ClientError>> {
+    let client = repo.client();
+    tokio::spawn(async move {
+        client
+            .lock_acquire(acquire_waiting(symbol, session, Some(20_000)))
+            .await
+    })
+}
+
 fn poll(since: Option<i64>, wait_ms: Option<i64>) -> EventsPollParams {
     EventsPollParams {
         since,
@@ -258,12 +272,7 @@ fn three_waiters_are_served_in_arrival_order() {
             .unwrap();
         let mut waiters = Vec::new();
         for session in ["w1", "w2", "w3"] {
-            let client = repo.client();
-            waiters.push(tokio::spawn(async move {
-                client
-                    .lock_acquire(acquire_waiting("a.ts:f", session, Some(20_000)))
-                    .await
-            }));
+            waiters.push(spawn_wait(&repo, "a.ts:f", session));
             // Arrival order is the order the daemon queues them in.
             tokio::time::sleep(Duration::from_millis(150)).await;
         }
@@ -301,14 +310,7 @@ fn the_hand_over_lets_no_third_party_slip_in() {
             .lock_acquire(acquire_waiting("a.ts:f", "holder", None))
             .await
             .unwrap();
-        let waiter = {
-            let client = repo.client();
-            tokio::spawn(async move {
-                client
-                    .lock_acquire(acquire_waiting("a.ts:f", "waiter", Some(20_000)))
-                    .await
-            })
-        };
+        let waiter = spawn_wait(&repo, "a.ts:f", "waiter");
         tokio::time::sleep(Duration::from_millis(150)).await;
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let hammer = {
@@ -358,14 +360,7 @@ fn a_two_session_deadlock_is_refused_with_its_cycle() {
             .lock_acquire(acquire_waiting("y.ts:f", "b", None))
             .await
             .unwrap();
-        let b_waits = {
-            let client = repo.client();
-            tokio::spawn(async move {
-                client
-                    .lock_acquire(acquire_waiting("x.ts:f", "b", Some(20_000)))
-                    .await
-            })
-        };
+        let b_waits = spawn_wait(&repo, "x.ts:f", "b");
         tokio::time::sleep(Duration::from_millis(150)).await;
         let started = Instant::now();
         let e = rpc_error(
