@@ -28,7 +28,8 @@ pub struct DaemonOptions {
 pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
     let started = Instant::now();
     let paths = WitPaths::for_root(&options.root);
-    let (residence, listener) = take_residence(&paths, &options.store.describe())?;
+    let store_shown = options.store.describe();
+    let (residence, listener) = take_residence(&paths, &store_shown)?;
     let choice = &options.store;
     let opened = Store::open_url(&choice.url, &paths.database, &choice.project)
         .map_err(OpenError::from)
@@ -54,7 +55,7 @@ pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
         root = %paths.root.display(),
         socket = %paths.socket.display(),
         pid = std::process::id(),
-        store = %services.app().store_description(),
+        store = %store_shown,
         ready_in_us = started.elapsed().as_micros() as u64,
         "wit daemon serving"
     );

@@ -76,11 +76,6 @@ impl App {
         }
     }
 
-    /// The store for people (`sqlite`, or the URL without its password and the project).
-    pub fn store_description(&self) -> String {
-        self.coord.store().describe()
-    }
-
     /// The coordination core.
     pub(super) fn coord(&self) -> Arc<Coord> {
         Arc::clone(&self.coord)
