@@ -155,7 +155,9 @@ impl Coord {
         let page = self
             .store
             .read(|r| r.events_after(since, limit, names.as_deref()))?;
-        let gap = page.oldest_seq.is_some_and(|oldest| since + 1 < oldest);
+        // Events after `since` were dropped when the oldest kept one is past `since + 1`
+        // (written without `since + 1`, which overflows for `since = i64::MAX`).
+        let gap = page.oldest_seq.is_some_and(|oldest| since < oldest - 1);
         let next = match page.events.last() {
             Some(last) if page.events.len() == limit => last.seq,
             _ => since.max(page.newest_seq),

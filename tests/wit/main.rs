@@ -5,6 +5,7 @@
 mod cli;
 mod contracts;
 mod gate;
+mod hardening;
 mod harness;
 mod hostile;
 mod index;
