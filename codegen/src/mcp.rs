@@ -13,12 +13,15 @@
 //!   descriptions cut to their first sentence;
 //! - `outputSchema`: the result's schema, wrapped as `{"result": ..}` when the result is not an
 //!   object (`wrapsResult` says so), refs inlined, two levels of properties deep, without
-//!   documentation, validation keywords or `required`.
+//!   documentation, validation keywords or `required` (but a wrapper requires its `result`:
+//!   MCP clients validate `structuredContent` against the schema).
 //!
 //! Everything is cut for size: the whole `tools/list` answer must stay small (a test in the
 //! `wit` crate bounds it), because every agent pays for it in context on every session. The
-//! output schemas list no `required` properties, so a tool error's `{code, message, data}` also
-//! conforms to them (some MCP clients validate error results against the output schema too).
+//! output schemas of records list no `required` properties, so a tool error's
+//! `{code, message, data}` also conforms to them (some MCP clients validate error results
+//! against the output schema too); a wrapped scalar's schema requires `result`, which a
+//! successful result always has.
 
 use serde_json::{json, Map, Value};
 
@@ -118,7 +121,12 @@ fn tool(method: &Method, components: &Ordered<Value>) -> Result<Value, CodegenEr
     let wraps = result.get("type").and_then(Value::as_str) != Some("object");
     let output = if wraps {
         // The wrapper is a level: `result`'s records keep their fields, not their fields' fields.
-        json!({"type": "object", "properties": {"result": output_schema(&result, 1)}})
+        // `result` is always there: MCP clients validate `structuredContent` against this.
+        json!({
+            "type": "object",
+            "properties": {"result": output_schema(&result, 1)},
+            "required": ["result"]
+        })
     } else {
         output_schema(&result, 0)
     };

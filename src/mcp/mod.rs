@@ -5,12 +5,14 @@
 //! through the generated [`crate::client::WitClient`] and starts the daemon when none answers
 //! ([`dispatch`]), results and protocol errors become tool results an agent can act on
 //! ([`render`]). The session the server acts for comes from [`identity`]; [`server`] holds the
-//! rmcp handler, the registration at `initialize` and the `session.end` when stdin closes.
+//! rmcp handler, the registration at `initialize` and the `session.end` when stdin closes;
+//! [`stdio`] the line transport that answers every line it cannot serve.
 
 pub mod dispatch;
 pub mod identity;
 pub mod render;
 pub mod server;
+pub mod stdio;
 pub mod tools;
 
 pub use server::serve;

@@ -20,6 +20,7 @@ use tokio::sync::Mutex;
 
 use super::dispatch::{CallError, Daemon};
 use super::identity::{self, Identity};
+use super::stdio::LineTransport;
 use super::tools::{self, ToolTable};
 use super::{render, Result, ServeError};
 use crate::daemon::paths::WitPaths;
@@ -218,7 +219,11 @@ pub fn serve(repo: Option<&Path>, session_flag: Option<&str>, autostart: bool) -
 }
 
 async fn run(server: WitMcp) -> Result<()> {
-    let running = match server.clone().serve(rmcp::transport::stdio_pipes()).await {
+    let running = match server
+        .clone()
+        .serve(LineTransport::new(tokio::io::stdin(), tokio::io::stdout()))
+        .await
+    {
         Ok(running) => running,
         // Stdin closed before `initialize`: a probe, nothing to serve or end.
         Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),

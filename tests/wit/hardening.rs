@@ -6,7 +6,8 @@ use crate::harness::*;
 
 /// One JSON-RPC call over a fresh connection: the HTTP status and the parsed answer.
 fn call(repo: &Repo, method: &str, params: Value) -> (u16, Value) {
-    let request = json!({"jsonrpc": "2.0", "witVersion": "1", "id": 1, "method": method, "params": params});
+    let request =
+        json!({"jsonrpc": "2.0", "witVersion": "1", "id": 1, "method": method, "params": params});
     let (status, body) = post(&repo.socket(), &request.to_string());
     let answer: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
     (status, answer)

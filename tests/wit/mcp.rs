@@ -247,9 +247,19 @@ fn lists_every_method_as_a_tool_with_self_contained_schemas() {
             let output = Value::Object((*tool.output_schema.clone().unwrap()).clone());
             assert_eq!(output["type"], "object", "{}", tool.name);
             check_schema(&format!("{}.output", tool.name), &output);
-            // A tool error's {code, message, data} conforms to the output schema too.
+            // A tool error's {code, message, data} conforms to a record's output schema too;
+            // a wrapped scalar requires its `result` (issue 20 item 6: MCP clients validate
+            // `structuredContent` against it).
             let mut output_keys = Vec::new();
-            keys(&output, &mut output_keys);
+            let wrapped = output["properties"]
+                .as_object()
+                .is_some_and(|p| p.len() == 1 && p.contains_key("result"));
+            let mut inner = output.clone();
+            if wrapped {
+                assert_eq!(output["required"], json!(["result"]), "{}", tool.name);
+                inner.as_object_mut().unwrap().remove("required");
+            }
+            keys(&inner, &mut output_keys);
             assert!(
                 !output_keys.iter().any(|k| k == "required"),
                 "{}",
@@ -626,4 +636,72 @@ fn raw_frames_malformed_input_and_the_size_of_tools_list() {
         by_id(json!(5))["result"]["structuredContent"]["result"],
         json!([])
     );
+}
+
+/// Issue 20 item 6: every line gets an answer: a line over 16 MiB, a line that is not JSON,
+/// `arguments` of the wrong type; and every wrapped scalar result's schema requires `result`.
+#[test]
+fn every_bad_line_is_answered_and_wrapped_results_are_required() {
+    let repo = Repo::new();
+    let _daemon = Daemon::start(&repo);
+    // Not JSON as a whole (so the helper does not wait for its id), and over 16 MiB.
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{{"name":"ping","arguments":{{"x":"{}"}}"#,
+        "a".repeat(17 << 20)
+    );
+    let (answers, status) = raw_session(
+        &repo,
+        &[
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-agent","version":"1"}}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            &huge,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}"#,
+            "this is not json {",
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ping","arguments":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"ping","arguments":[1]}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ping"}}"#,
+        ],
+    );
+    assert!(status.success(), "{status:?}");
+    let answers: Vec<Value> = answers
+        .iter()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let by_id = |id: Value| {
+        answers
+            .iter()
+            .find(|a| a["id"] == id)
+            .unwrap_or_else(|| panic!("no answer {id}: {answers:#?}"))
+    };
+    let anonymous: Vec<i64> = answers
+        .iter()
+        .filter(|a| a["id"].is_null())
+        .filter_map(|a| a["error"]["code"].as_i64())
+        .collect();
+    assert!(anonymous.contains(&-32600), "the 17 MiB line: {answers:#?}");
+    assert!(
+        anonymous.contains(&-32700),
+        "the line that is not JSON: {answers:#?}"
+    );
+    assert_eq!(by_id(json!(3))["error"]["code"], -32602);
+    assert_eq!(by_id(json!(4))["error"]["code"], -32602);
+    assert_eq!(
+        by_id(json!(5))["result"]["structuredContent"]["result"],
+        "pong"
+    );
+
+    let tools = by_id(json!(2))["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let mut wrapped = 0;
+    for tool in &tools {
+        let schema = &tool["outputSchema"];
+        let properties = schema["properties"].as_object();
+        if properties.is_some_and(|p| p.len() == 1 && p.contains_key("result")) {
+            wrapped += 1;
+            assert_eq!(schema["required"], json!(["result"]), "{}", tool["name"]);
+        }
+    }
+    assert!(wrapped > 0, "ping's result is a wrapped scalar");
 }
