@@ -85,6 +85,21 @@ impl Envelope {
         plan.assemble(answers)
     }
 
+    /// Reads and drops the body of a request refused before its body mattered, within the
+    /// body limit and timeout: answering with the body unread would close the connection
+    /// with bytes still unread, which the client sees as a reset instead of the answer (and
+    /// a client still writing its body as a broken pipe). Past the limit or the timeout the
+    /// connection closes after the answer, as it must.
+    async fn discard_body<B>(&self, body: B)
+    where
+        B: hyper::body::Body<Data = Bytes>,
+        B::Error: Into<BoxError>,
+    {
+        let mut limited = std::pin::pin!(Limited::new(body, self.config.max_body_bytes));
+        let drain = async { while let Some(Ok(_)) = limited.frame().await {} };
+        let _ = tokio::time::timeout(self.config.body_timeout, drain).await;
+    }
+
     /// Checks path, method and size, and collects the body within the body timeout.
     async fn read_body<B>(&self, request: Request<B>) -> Result<Bytes, Box<HttpResponse>>
     where
@@ -92,23 +107,23 @@ impl Envelope {
         B::Error: Into<BoxError>,
     {
         if request.uri().path() != RPC_PATH {
+            let path = request.uri().path().to_owned();
+            self.discard_body(request.into_body()).await;
             return Err(Box::new(envelope_failure(
                 StatusCode::NOT_FOUND,
                 INVALID_REQUEST,
                 "INVALID_REQUEST",
-                Some(
-                    json!({"reason": format!("no such path {}; use POST /rpc", request.uri().path())}),
-                ),
+                Some(json!({"reason": format!("no such path {path}; use POST /rpc")})),
             )));
         }
         if request.method() != Method::POST {
+            let method = request.method().clone();
+            self.discard_body(request.into_body()).await;
             let mut response = envelope_failure(
                 StatusCode::METHOD_NOT_ALLOWED,
                 INVALID_REQUEST,
                 "INVALID_REQUEST",
-                Some(
-                    json!({"reason": format!("HTTP method {} is not allowed; use POST", request.method())}),
-                ),
+                Some(json!({"reason": format!("HTTP method {method} is not allowed; use POST")})),
             );
             response
                 .headers_mut()
