@@ -149,7 +149,7 @@ fn run_foreground(
     max_connections: usize,
     store: &StoreArgs,
 ) -> Result<Report, CliError> {
-    bound_malloc_arenas();
+    reexecute_once();
     init_logging(log_level);
     let store = store_choice::resolve(
         &ctx.paths.root,
@@ -186,27 +186,71 @@ fn run_foreground(
     }
 }
 
-/// glibc's malloc gives every thread that allocates concurrently an arena of its own (up to
-/// 8 per core), and each arena keeps the peak it once reached: a daemon that answers large
-/// requests on many threads grows for good. The arena count can only be set before the
-/// process starts (`MALLOC_ARENA_MAX`), so the daemon re-executes itself once with it set;
-/// the process id, arguments and open descriptors stay the same. Measured: no throughput
-/// change, about a third less resident memory after heavy large-file traffic (BENCHMARKS.md).
-fn bound_malloc_arenas() {
+/// The daemon re-executes itself once, before anything else, for what can only be set
+/// before a process starts:
+///
+/// - glibc's malloc gives every thread that allocates concurrently an arena of its own (up
+///   to 8 per core), and each arena keeps the peak it once reached: a daemon that answers
+///   large requests on many threads grows for good. `MALLOC_ARENA_MAX=2` bounds them.
+///   Measured: no throughput change, about a third less resident memory after heavy
+///   large-file traffic (BENCHMARKS.md).
+/// - `--store URL` would show the URL's password in `ps` for the daemon's whole life: the
+///   value moves into `WIT_STORE` (which the flag beat, so the choice is the same) and the
+///   flag leaves the command line, as `wit daemon start` does for its child.
+///
+/// The process id and open descriptors stay the same.
+fn reexecute_once() {
     const ARENA_MAX: &str = "MALLOC_ARENA_MAX";
-    if !cfg!(target_os = "linux") || std::env::var_os(ARENA_MAX).is_some() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let (kept, store) = without_store_flag(&args);
+    let set_arena = cfg!(target_os = "linux") && std::env::var_os(ARENA_MAX).is_none();
+    if !set_arena && store.is_none() {
         return;
     }
     let Ok(exe) = std::env::current_exe() else {
         return;
     };
     use std::os::unix::process::CommandExt;
+    let mut command = std::process::Command::new(exe);
+    command.args(kept);
+    if set_arena {
+        command.env(ARENA_MAX, "2");
+    }
+    if let Some(store) = store {
+        command.env(store_choice::STORE_ENV, store);
+    }
     // `exec` returns only when it failed; the daemon then runs as it is.
-    let error = std::process::Command::new(exe)
-        .args(std::env::args_os().skip(1))
-        .env(ARENA_MAX, "2")
-        .exec();
-    eprintln!("wit: could not re-execute with {ARENA_MAX}=2 ({error}); continuing");
+    let error = command.exec();
+    eprintln!("wit: could not re-execute the daemon ({error}); continuing");
+}
+
+/// `args` without `--store VALUE` / `--store=VALUE`, and that value (the last one given).
+fn without_store_flag(
+    args: &[std::ffi::OsString],
+) -> (Vec<std::ffi::OsString>, Option<std::ffi::OsString>) {
+    let mut kept = Vec::with_capacity(args.len());
+    let mut store = None;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        if arg == "--" {
+            kept.push(arg.clone());
+            kept.extend(rest.cloned());
+            break;
+        }
+        if arg == "--store" {
+            store = rest.next().cloned();
+            continue;
+        }
+        let bytes = std::os::unix::ffi::OsStrExt::as_bytes(arg.as_os_str());
+        if let Some(value) = bytes.strip_prefix(b"--store=") {
+            store = Some(
+                <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(value).to_owned(),
+            );
+            continue;
+        }
+        kept.push(arg.clone());
+    }
+    (kept, store)
 }
 
 fn init_logging(level: Option<&str>) {
@@ -222,4 +266,34 @@ fn init_logging(level: Option<&str>) {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_store_flag_leaves_the_command_line() {
+        let args = |list: &[&str]| -> Vec<std::ffi::OsString> {
+            list.iter().map(std::ffi::OsString::from).collect()
+        };
+        let (kept, store) = without_store_flag(&args(&[
+            "daemon",
+            "run",
+            "--store",
+            "postgres://u:p@h/d",
+            "--max-body",
+            "9",
+        ]));
+        assert_eq!(kept, args(&["daemon", "run", "--max-body", "9"]));
+        assert_eq!(
+            store.as_deref(),
+            Some(std::ffi::OsStr::new("postgres://u:p@h/d"))
+        );
+        let (kept, store) = without_store_flag(&args(&["daemon", "run", "--store=sqlite"]));
+        assert_eq!(kept, args(&["daemon", "run"]));
+        assert_eq!(store.as_deref(), Some(std::ffi::OsStr::new("sqlite")));
+        let (kept, store) = without_store_flag(&args(&["daemon", "run"]));
+        assert_eq!((kept.len(), store), (2, None));
+    }
 }

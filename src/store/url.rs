@@ -62,23 +62,24 @@ impl fmt::Debug for StoreUrl {
     }
 }
 
+/// Where the password of `url`'s user part is (byte range), if it has one. The user part
+/// ends at the *last* `@`: a password may hold an unencoded `/`, `?` or `@`, so the
+/// authority cannot be cut at the first `/` first. When the path or query holds an `@` too,
+/// more than the password is taken for it, which only ever hides more.
+pub fn password_span(url: &str) -> Option<std::ops::Range<usize>> {
+    let (scheme, rest) = url.split_once("://")?;
+    let start = scheme.len() + "://".len();
+    let (user_info, _) = rest.rsplit_once('@')?;
+    let colon = user_info.find(':')?;
+    Some(start + colon + 1..start + user_info.len())
+}
+
 /// `url` with the password of its user part and any `password=` parameter replaced by `***`.
 pub fn redact(url: &str) -> String {
-    let mut out = match url.split_once("://") {
-        Some((scheme, rest)) => {
-            let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-            let (authority, path) = rest.split_at(authority_end);
-            let authority = match authority.rsplit_once('@') {
-                Some((user_info, host)) => match user_info.split_once(':') {
-                    Some((user, _password)) => format!("{user}:***@{host}"),
-                    None => format!("{user_info}@{host}"),
-                },
-                None => authority.to_owned(),
-            };
-            format!("{scheme}://{authority}{path}")
-        }
-        None => url.to_owned(),
-    };
+    let mut out = url.to_owned();
+    if let Some(span) = password_span(url) {
+        out.replace_range(span, "***");
+    }
     if let Some(at) = out.find("password=") {
         let value_start = at + "password=".len();
         let value_end = out[value_start..]
@@ -120,5 +121,12 @@ mod tests {
         );
         assert_eq!(redact("postgres://wit@h/db"), "postgres://wit@h/db");
         assert_eq!(redact("postgres://u:p@ss@h/db"), "postgres://u:***@h/db");
+        // Issue 20 item 7: unencoded `/`, `?` and `:` in a password stay hidden.
+        assert_eq!(redact("postgres://u:se/cr3t@h/db"), "postgres://u:***@h/db");
+        assert_eq!(
+            redact("postgresql://u:a/b?c:d@h:5432/db?sslmode=disable"),
+            "postgresql://u:***@h:5432/db?sslmode=disable"
+        );
+        assert_eq!(password_span("postgres://h/db"), None);
     }
 }

@@ -497,14 +497,10 @@ fn secrets(url: &str) -> Vec<String> {
             found.push(String::from_utf8_lossy(password).into_owned());
         }
     }
-    if let Some((_, rest)) = url.split_once("://") {
-        let authority = &rest[..rest.find(['/', '?']).unwrap_or(rest.len())];
-        if let Some((user_info, _)) = authority.rsplit_once('@') {
-            if let Some((_, password)) = user_info.split_once(':') {
-                found.push(password.to_owned());
-                found.push(percent_decode(password));
-            }
-        }
+    if let Some(span) = crate::store::url::password_span(url) {
+        let password = &url[span];
+        found.push(password.to_owned());
+        found.push(percent_decode(password));
     }
     if let Some(at) = url.find("password=") {
         let value = &url[at + "password=".len()..];
