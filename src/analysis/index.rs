@@ -39,6 +39,9 @@ use super::{AnalysisError, Result};
 /// Files larger than this are not parsed: they have no symbols (PROTOCOL-NOTES 2.6).
 pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 
+/// The diagnostic of a source over [`MAX_FILE_BYTES`].
+const TOO_LARGE: &str = "larger than 8 MiB: not parsed";
+
 /// Memory the content cache may take for analyses (as `FileAnalysis::approx_heap_bytes`
 /// counts it): a few versions of a 1.7 MB TypeScript file, or thousands of ordinary ones.
 /// Analyses of the working tree are also held by the index, and content equal to a file's
@@ -581,6 +584,11 @@ impl RepoIndex {
         if let Some(hit) = self.cache.get(&key) {
             return hit;
         }
+        // A text is held to the rule of files: its analysis (every symbol's names and
+        // signature) could be many times its size.
+        if content.len() as u64 > MAX_FILE_BYTES {
+            return Arc::new(FileAnalysis::empty(Some(language), TOO_LARGE));
+        }
         let analysis = Arc::new(self.analyze_uncached(language, content));
         self.cache.insert(key, Arc::clone(&analysis));
         analysis
@@ -739,7 +747,7 @@ impl RepoIndex {
         let size = meta.len();
         let mtime = meta.modified().ok();
         let (key, analysis) = if size > MAX_FILE_BYTES {
-            let analysis = FileAnalysis::empty(Some(language), "larger than 8 MiB: not parsed");
+            let analysis = FileAnalysis::empty(Some(language), TOO_LARGE);
             (None, Arc::new(analysis))
         } else {
             let bytes = std::fs::read(real).map_err(|source| AnalysisError::Io {

@@ -23,7 +23,7 @@ pub enum DaemonCommand {
         #[arg(long, value_name = "FILTER")]
         log_level: Option<String>,
         /// Largest accepted request body in bytes.
-        #[arg(long, value_name = "BYTES", default_value_t = 32 * 1024 * 1024)]
+        #[arg(long, value_name = "BYTES", default_value_t = crate::protocol::params::MAX_BODY_BYTES)]
         max_body: usize,
         /// Most connections served at once.
         #[arg(long, value_name = "N", default_value_t = 1024)]

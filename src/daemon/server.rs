@@ -39,7 +39,7 @@ pub struct ServeConfig {
 impl Default for ServeConfig {
     fn default() -> Self {
         Self {
-            max_body_bytes: 32 * 1024 * 1024,
+            max_body_bytes: crate::protocol::params::MAX_BODY_BYTES,
             max_connections: 1024,
             header_timeout: Duration::from_secs(30),
             body_timeout: Duration::from_secs(30),

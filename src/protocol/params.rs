@@ -128,6 +128,10 @@ pub const MAX_DESCRIPTION_BYTES: usize = 64 * 1024;
 pub const MAX_PATH_BYTES: usize = 4096;
 /// Most elements of `files` and `symbols`.
 pub const MAX_LIST_ITEMS: usize = 1000;
+/// The request body limit by default (PROTOCOL-NOTES 1.4: 32 MiB), and the most bytes any
+/// text a request makes the daemon build may have (the new text of `edit.preflight`'s
+/// edits): a request never makes the daemon hold more than a small multiple of it.
+pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
 
 /// The size limits of PROTOCOL-NOTES 1.6 for a param or property name.
 ///

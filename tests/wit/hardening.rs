@@ -117,3 +117,123 @@ fn a_password_with_a_slash_is_never_printed() {
         assert!(!log.contains("cr3t"), "{log}");
     }
 }
+
+/// The daemon's peak resident memory in bytes (`VmHWM`).
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+/// The edits of issue 20 item 1: from a missing file, each `replaceAll` multiplies the text
+/// by `factor`.
+fn amplifying_edits(rounds: usize, factor: usize) -> Value {
+    let mut edits = vec![json!({"oldText": "", "newText": "a"})];
+    for _ in 0..rounds {
+        edits.push(json!({"oldText": "a", "newText": "a".repeat(factor), "replaceAll": true}));
+    }
+    Value::Array(edits)
+}
+
+/// Item 1: a 3 KB `edit.preflight` whose edits would build 1 GB is refused with
+/// INVALID_REQUEST and a reason; one that builds just under the limit (the body limit,
+/// 32 MiB) is answered; the daemon's memory stays a small multiple of the limit; the gate
+/// fed the same edits as a Claude `MultiEdit` lets the edit through and the daemon lives.
+#[test]
+fn amplifying_edits_are_refused_and_memory_stays_bounded() {
+    let repo = Repo::new();
+    let mut daemon = Daemon::start(&repo);
+    let pid = daemon.child.id();
+    call(&repo, "register", json!({"name": "a", "sessionId": "s1"}));
+    let attack =
+        json!({"sessionId": "s1", "file": "src/new.ts", "edits": amplifying_edits(3, 1000)});
+    assert!(attack.to_string().len() < 4096);
+    let (status, answer) = call(&repo, "edit.preflight", attack);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    let reason = answer["error"]["data"].to_string();
+    assert!(reason.contains("limit"), "{answer}");
+
+    // 32 × 1000 × 1000 bytes: under the limit, built and answered.
+    let mut edits = amplifying_edits(2, 1000);
+    edits
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"oldText": "a", "newText": "a".repeat(32), "replaceAll": true}));
+    let (status, answer) = call(
+        &repo,
+        "edit.preflight",
+        json!({"sessionId": "s1", "file": "src/new.ts", "edits": edits}),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["result"]["applies"], true, "{answer}");
+    // A replaceAll over every byte of a large text: bounded changes.
+    let mut edits = amplifying_edits(2, 1000);
+    edits
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"oldText": "a", "newText": "b.", "replaceAll": true}));
+    let (_, answer) = call(
+        &repo,
+        "edit.preflight",
+        json!({"sessionId": "s1", "file": "src/new.ts", "edits": edits}),
+    );
+    assert_eq!(answer["result"]["applies"], true, "{answer}");
+
+    // The harness path: the same amplification as a Claude MultiEdit through the gate.
+    let payload = json!({
+        "session_id": "s1",
+        "cwd": repo.path(),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "MultiEdit",
+        "tool_input": {
+            "file_path": "src/new.ts",
+            "edits": [
+                {"old_string": "", "new_string": "a"},
+                {"old_string": "a", "new_string": "a".repeat(1000), "replace_all": true},
+                {"old_string": "a", "new_string": "a".repeat(1000), "replace_all": true},
+                {"old_string": "a", "new_string": "a".repeat(1000), "replace_all": true},
+            ]
+        }
+    });
+    let mut gate = std::process::Command::new(wit_bin())
+        .args(["hook", "pre-edit", "--agent", "claude"])
+        .current_dir(repo.path())
+        .envs(store_env(repo.path()))
+        .env("WIT_GATE_TIMEOUT_MS", "20000")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(
+        &mut gate.stdin.take().unwrap(),
+        payload.to_string().as_bytes(),
+    )
+    .unwrap();
+    let out = gate.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let (_, pong) = call(&repo, "ping", json!({}));
+    assert_eq!(pong["result"], "pong");
+    assert!(
+        daemon.child.try_wait().unwrap().is_none(),
+        "{}",
+        daemon.stderr_text()
+    );
+    let peak = peak_rss(pid);
+    println!(
+        "daemon peak RSS after the amplification attempts: {} MiB",
+        peak >> 20
+    );
+    assert!(peak < 512 << 20, "peak RSS {} MiB", peak >> 20);
+}

@@ -16,8 +16,9 @@ use super::contracts::{Violation, SYMBOL_NOT_IN_STAGED_CONTENT};
 use super::intents::Conflict;
 use super::paths::{join_symbol_path, normalize};
 use super::{check_len, Coord, CoordError, IntentStatus, Result, SymbolSpan, MAX_PATH_BYTES};
+use crate::protocol::params::MAX_BODY_BYTES;
 use crate::store::IntentFilter;
-use spans::{apply_edits, diff_lines, map_end, map_start, meets, Applied, Change, Edit};
+use spans::{apply_edits, diff_lines, map_end, map_start, meets, Applied, Change, Edit, EditError};
 
 /// The description of an intent recorded from an observed edit.
 pub const OBSERVED_EDIT: &str = "observed edit";
@@ -74,14 +75,17 @@ impl Coord {
         let file = normalize(file).map_err(|e| CoordError::invalid("file", e.to_string()))?;
         let current = self.index.file_text(&file).unwrap_or_default();
         let applied = match new {
-            NewText::Edits(edits) => match apply_edits(&current, edits) {
+            NewText::Edits(edits) => match apply_edits(&current, edits, MAX_BODY_BYTES) {
                 Ok(applied) => applied,
-                Err(reason) => {
+                Err(EditError::DoesNotApply(reason)) => {
                     return Ok(Preflight {
                         applies: false,
                         reason: Some(reason),
                         ..Preflight::default()
                     })
+                }
+                Err(too_large @ EditError::TooLarge { .. }) => {
+                    return Err(CoordError::invalid("edits", too_large.to_string()))
                 }
             },
             NewText::Content(content) => Applied {

@@ -37,40 +37,89 @@ pub struct Applied {
 /// How long a diff may search for the shortest edit script before settling for a coarser one.
 const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_millis(200);
 
-/// Applies `edits` in order to `current` as an editor's find-and-replace does. `Err` says why
-/// they do not apply (an `oldText` missing or ambiguous, an empty `oldText` on a non-empty
-/// text).
-pub fn apply_edits(current: &str, edits: &[Edit]) -> Result<Applied, String> {
-    let mut text = current.to_owned();
-    let mut single: Option<Vec<Change>> = None;
-    for (index, edit) in edits.iter().enumerate() {
-        let (next, changes) = apply_one(&text, edit).map_err(|why| {
-            if edits.len() == 1 {
-                why
-            } else {
-                format!("edit {}: {why}", index + 1)
-            }
-        })?;
-        text = next;
-        if edits.len() == 1 {
-            single = Some(changes);
-        }
-    }
-    // One edit: its spans are exact. Several: their spans compose, which a diff of the
-    // result against the current text gives directly.
-    let changes = match single {
-        Some(changes) => changes,
-        None => diff_bytes(current, &text),
-    };
-    Ok(Applied { text, changes })
+/// The most changes kept for one edit: past it, neighbouring changes are merged (their
+/// spans widen to cover what lies between, which only ever finds more overlaps), so that a
+/// `replaceAll` of a short text in a large file costs no more than a bounded list.
+pub const MAX_CHANGES: usize = 4096;
+
+/// The most lines a line diff compares once the common head and tail are cut off: its
+/// memory is a small multiple of them. Past it the whole middle is one change.
+pub const MAX_DIFF_LINES: usize = 65_536;
+
+/// Why edits give no new text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EditError {
+    /// They do not apply to the current text (an `oldText` missing or ambiguous, an empty
+    /// `oldText` on a non-empty text): a normal answer, `applies: false`.
+    DoesNotApply(String),
+    /// The text they would produce is larger than `limit` bytes: a refused request.
+    TooLarge {
+        /// Which edit (1-based) crossed the limit.
+        edit: usize,
+        /// The size it would have produced.
+        bytes: u128,
+        /// The limit.
+        limit: usize,
+    },
 }
 
-fn apply_one(text: &str, edit: &Edit) -> Result<(String, Vec<Change>), String> {
+impl std::fmt::Display for EditError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EditError::DoesNotApply(why) => f.write_str(why),
+            EditError::TooLarge { edit, bytes, limit } => write!(
+                f,
+                "edit {edit} would make the text {bytes} bytes long; the limit is {limit} \
+                 bytes (the request body limit)"
+            ),
+        }
+    }
+}
+
+/// Applies `edits` in order to `current` as an editor's find-and-replace does, never
+/// producing a text over `limit` bytes (issue 20: a few `replaceAll` edits in a 3 KB request
+/// must not build a gigabyte). Its memory is the texts (each at most `limit`) plus at most
+/// [`MAX_CHANGES`] changes; nothing is diffed: the spans of several edits are composed.
+pub fn apply_edits(current: &str, edits: &[Edit], limit: usize) -> Result<Applied, EditError> {
+    let mut text: Option<String> = None;
+    let mut changes: Vec<Change> = Vec::new();
+    for (index, edit) in edits.iter().enumerate() {
+        let base = text.as_deref().unwrap_or(current);
+        let (next, step) = apply_one(base, edit, limit).map_err(|error| match error {
+            EditError::DoesNotApply(why) if edits.len() > 1 => {
+                EditError::DoesNotApply(format!("edit {}: {why}", index + 1))
+            }
+            EditError::TooLarge { bytes, limit, .. } => EditError::TooLarge {
+                edit: index + 1,
+                bytes,
+                limit,
+            },
+            other => other,
+        })?;
+        changes = if index == 0 {
+            step
+        } else {
+            compose(&changes, &step)
+        };
+        text = Some(next);
+    }
+    Ok(Applied {
+        text: text.unwrap_or_else(|| current.to_owned()),
+        changes,
+    })
+}
+
+fn apply_one(text: &str, edit: &Edit, limit: usize) -> Result<(String, Vec<Change>), EditError> {
     if edit.old_text.is_empty() {
         if !text.is_empty() {
-            return Err("an empty oldText applies only to an empty or missing file".into());
+            return Err(EditError::DoesNotApply(
+                "an empty oldText applies only to an empty or missing file".into(),
+            ));
         }
         let len = edit.new_text.len();
+        if len > limit {
+            return Err(too_large(len as u128, limit));
+        }
         return Ok((
             edit.new_text.clone(),
             vec![Change {
@@ -79,45 +128,169 @@ fn apply_one(text: &str, edit: &Edit) -> Result<(String, Vec<Change>), String> {
             }],
         ));
     }
-    let found: Vec<usize> = text
-        .match_indices(&edit.old_text)
-        .map(|(at, _)| at)
-        .collect();
-    match (found.len(), edit.replace_all) {
-        (0, _) => return Err("oldText does not occur in the file".into()),
-        (n, false) if n > 1 => {
-            return Err(format!(
-                "oldText occurs {n} times in the file; make it unique or set replaceAll"
+    // Counted first, without keeping the positions: the size is known before anything is
+    // built, and a refused edit costs nothing.
+    let mut found = 0usize;
+    for _ in text.match_indices(&edit.old_text) {
+        found += 1;
+        if found > 1 && !edit.replace_all {
+            break;
+        }
+    }
+    match (found, edit.replace_all) {
+        (0, _) => {
+            return Err(EditError::DoesNotApply(
+                "oldText does not occur in the file".into(),
             ))
+        }
+        (_, false) if found > 1 => {
+            let n = text.matches(&edit.old_text).count();
+            return Err(EditError::DoesNotApply(format!(
+                "oldText occurs {n} times in the file; make it unique or set replaceAll"
+            )));
         }
         _ => {}
     }
-    let mut out = String::with_capacity(text.len() + found.len() * edit.new_text.len());
-    let mut changes = Vec::with_capacity(found.len());
+    let size = text.len() as u128 - found as u128 * edit.old_text.len() as u128
+        + found as u128 * edit.new_text.len() as u128;
+    if size > limit as u128 {
+        return Err(too_large(size, limit));
+    }
+    let mut out = String::with_capacity(usize::try_from(size).unwrap_or(limit));
+    let mut changes = Vec::new();
     let mut last = 0;
-    for at in found {
+    for (at, _) in text.match_indices(&edit.old_text) {
         out.push_str(&text[last..at]);
         let start = out.len();
         out.push_str(&edit.new_text);
-        changes.push(Change {
-            old: (at, at + edit.old_text.len()),
-            new: (start, out.len()),
-        });
+        push_bounded(
+            &mut changes,
+            Change {
+                old: (at, at + edit.old_text.len()),
+                new: (start, out.len()),
+            },
+        );
         last = at + edit.old_text.len();
     }
     out.push_str(&text[last..]);
     Ok((out, changes))
 }
 
+fn too_large(bytes: u128, limit: usize) -> EditError {
+    EditError::TooLarge {
+        edit: 1,
+        bytes,
+        limit,
+    }
+}
+
+/// Appends `change` (which starts at or after the last one ends), merging it into the last
+/// one when they touch, and halving the list by merging neighbours when it reaches twice
+/// [`MAX_CHANGES`]: amortised O(1), never more than that many changes held.
+fn push_bounded(changes: &mut Vec<Change>, change: Change) {
+    if let Some(last) = changes.last_mut() {
+        if last.old.1 >= change.old.0 && last.new.1 >= change.new.0 {
+            last.old.1 = last.old.1.max(change.old.1);
+            last.new.1 = last.new.1.max(change.new.1);
+            return;
+        }
+    }
+    if changes.len() >= 2 * MAX_CHANGES {
+        let halved: Vec<Change> = changes
+            .chunks(2)
+            .map(|pair| Change {
+                old: (pair[0].old.0, pair[pair.len() - 1].old.1),
+                new: (pair[0].new.0, pair[pair.len() - 1].new.1),
+            })
+            .collect();
+        *changes = halved;
+    }
+    changes.push(change);
+}
+
+/// The changes from the original text to the text after `step`, given `prev` (original →
+/// current) and `step` (current → next): changes that meet or touch in the current text
+/// become one; the others shift by what the other list changed before them. Exact (no
+/// diff), linear, and bounded like [`push_bounded`].
+fn compose(prev: &[Change], step: &[Change]) -> Vec<Change> {
+    let delta = |c: &Change| (c.new.1 - c.new.0) as i64 - (c.old.1 - c.old.0) as i64;
+    let shift = |at: usize, by: i64| usize::try_from(at as i64 + by).unwrap_or(0);
+    let mut out = Vec::with_capacity((prev.len() + step.len()).min(2 * MAX_CHANGES));
+    let (mut i, mut j) = (0, 0);
+    // What `prev` and `step` changed in the lengths before the current group.
+    let (mut before_prev, mut before_step) = (0i64, 0i64);
+    while i < prev.len() || j < step.len() {
+        // A group: the changes of both lists meeting or touching in the current text, taken
+        // in order of their start there.
+        let mut group: Option<(usize, usize)> = None;
+        let (mut group_prev, mut group_step) = (0i64, 0i64);
+        loop {
+            let next_prev = prev.get(i).map(|c| c.new);
+            let next_step = step.get(j).map(|c| c.old);
+            let (span, from_prev) = match (next_prev, next_step) {
+                (Some(p), Some(s)) if p.0 <= s.0 => (p, true),
+                (Some(_), Some(s)) | (None, Some(s)) => (s, false),
+                (Some(p), None) => (p, true),
+                (None, None) => break,
+            };
+            match group.as_mut() {
+                Some(g) if span.0 > g.1 => break,
+                Some(g) => g.1 = g.1.max(span.1),
+                None => group = Some(span),
+            }
+            if from_prev {
+                group_prev += delta(&prev[i]);
+                i += 1;
+            } else {
+                group_step += delta(&step[j]);
+                j += 1;
+            }
+        }
+        let Some((start, end)) = group else { break };
+        push_bounded(
+            &mut out,
+            Change {
+                old: (
+                    shift(start, -before_prev),
+                    shift(end, -before_prev - group_prev),
+                ),
+                new: (
+                    shift(start, before_step),
+                    shift(end, before_step + group_step),
+                ),
+            },
+        );
+        before_prev += group_prev;
+        before_step += group_step;
+    }
+    out
+}
+
 /// The changed spans between two texts by lines (what a line diff marks as changed on either
-/// side), for whole-content writes.
+/// side), for whole-content writes. The common head and tail are cut off first; a middle
+/// longer than [`MAX_DIFF_LINES`] lines on either side is one change, so the diff's memory is
+/// bounded whatever the texts.
 pub fn diff_lines(current: &str, new: &str) -> Vec<Change> {
-    let old_lines: Vec<&str> = current.split_inclusive('\n').collect();
-    let new_lines: Vec<&str> = new.split_inclusive('\n').collect();
+    let head = common_head_lines(current, new);
+    let tail = common_tail_lines(&current[head..], &new[head..]);
+    let old_middle = &current[head..current.len() - tail];
+    let new_middle = &new[head..new.len() - tail];
+    if old_middle.is_empty() && new_middle.is_empty() {
+        return Vec::new();
+    }
+    let too_long = |text: &str| text.split_inclusive('\n').nth(MAX_DIFF_LINES).is_some();
+    if too_long(old_middle) || too_long(new_middle) {
+        return vec![Change {
+            old: (head, head + old_middle.len()),
+            new: (head, head + new_middle.len()),
+        }];
+    }
+    let old_lines: Vec<&str> = old_middle.split_inclusive('\n').collect();
+    let new_lines: Vec<&str> = new_middle.split_inclusive('\n').collect();
     let offsets = |lines: &[&str]| {
         let mut at = Vec::with_capacity(lines.len() + 1);
-        let mut sum = 0;
-        at.push(0);
+        let mut sum = head;
+        at.push(sum);
         for line in lines {
             sum += line.len();
             at.push(sum);
@@ -136,16 +309,36 @@ pub fn diff_lines(current: &str, new: &str) -> Vec<Change> {
     changes_of(&ops, &old_at, &new_at)
 }
 
-/// The changed spans between two texts by bytes (several edits composed).
-fn diff_bytes(current: &str, new: &str) -> Vec<Change> {
-    let old = current.as_bytes();
-    let new_bytes = new.as_bytes();
-    let deadline = std::time::Instant::now() + DIFF_DEADLINE;
-    let ops =
-        similar::capture_diff_slices_deadline(Algorithm::Myers, old, new_bytes, Some(deadline));
-    let old_at: Vec<usize> = (0..=old.len()).collect();
-    let new_at: Vec<usize> = (0..=new_bytes.len()).collect();
-    changes_of(&ops, &old_at, &new_at)
+/// The length of the whole lines `a` and `b` begin with in common.
+fn common_head_lines(a: &str, b: &str) -> usize {
+    let same = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    if same == a.len() && same == b.len() {
+        return same;
+    }
+    // Back to the end of the last whole common line (a line break: a char boundary).
+    a.as_bytes()[..same]
+        .iter()
+        .rposition(|&byte| byte == b'\n')
+        .map_or(0, |at| at + 1)
+}
+
+/// The length of the whole lines `a` and `b` end with in common.
+fn common_tail_lines(a: &str, b: &str) -> usize {
+    let same = a
+        .bytes()
+        .rev()
+        .zip(b.bytes().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let starts_line = |s: &str| same == s.len() || s.as_bytes()[s.len() - same - 1] == b'\n';
+    if starts_line(a) && starts_line(b) {
+        return same;
+    }
+    // Forward to the first line start inside the common tail (just after a line break).
+    a.as_bytes()[a.len() - same..]
+        .iter()
+        .position(|&byte| byte == b'\n')
+        .map_or(0, |at| same - at - 1)
 }
 
 /// Turns diff operations over units whose byte offsets are `old_at`/`new_at` into changes,
@@ -230,6 +423,12 @@ mod tests {
 
     use super::*;
 
+    const LIMIT: usize = 1 << 20;
+
+    fn apply(current: &str, edits: &[Edit]) -> Result<Applied, String> {
+        apply_edits(current, edits, LIMIT).map_err(|e| e.to_string())
+    }
+
     fn edit(old: &str, new: &str, all: bool) -> Edit {
         Edit {
             old_text: old.into(),
@@ -240,7 +439,7 @@ mod tests {
 
     #[test]
     fn one_edit_gives_exact_spans() {
-        let got = apply_edits("abc abc xyz", &[edit("xyz", "XY", false)]).unwrap();
+        let got = apply("abc abc xyz", &[edit("xyz", "XY", false)]).unwrap();
         assert_eq!(got.text, "abc abc XY");
         assert_eq!(
             got.changes,
@@ -249,7 +448,7 @@ mod tests {
                 new: (8, 10)
             }]
         );
-        let got = apply_edits("abc abc xyz", &[edit("abc", "A", true)]).unwrap();
+        let got = apply("abc abc xyz", &[edit("abc", "A", true)]).unwrap();
         assert_eq!(got.text, "A A xyz");
         assert_eq!(
             got.changes,
@@ -268,14 +467,14 @@ mod tests {
 
     #[test]
     fn missing_ambiguous_and_empty_old_text() {
-        assert!(apply_edits("abc", &[edit("zzz", "y", false)])
+        assert!(apply("abc", &[edit("zzz", "y", false)])
             .unwrap_err()
             .contains("does not occur"));
-        assert!(apply_edits("abc abc", &[edit("abc", "y", false)])
+        assert!(apply("abc abc", &[edit("abc", "y", false)])
             .unwrap_err()
             .contains("2 times"));
-        assert!(apply_edits("abc", &[edit("", "y", false)]).is_err());
-        let new_file = apply_edits("", &[edit("", "hello\n", false)]).unwrap();
+        assert!(apply("abc", &[edit("", "y", false)]).is_err());
+        let new_file = apply("", &[edit("", "hello\n", false)]).unwrap();
         assert_eq!(new_file.text, "hello\n");
         assert_eq!(
             new_file.changes,
@@ -284,14 +483,14 @@ mod tests {
                 new: (0, 6)
             }]
         );
-        let second = apply_edits("a b", &[edit("a", "c", false), edit("zz", "", false)]);
+        let second = apply("a b", &[edit("a", "c", false), edit("zz", "", false)]);
         assert!(second.unwrap_err().starts_with("edit 2:"));
     }
 
     #[test]
     fn several_edits_compose() {
         // The second edit works on the first one's result.
-        let got = apply_edits(
+        let got = apply(
             "one two three",
             &[edit("two", "2", false), edit("2 three", "2 3", false)],
         )
@@ -353,5 +552,118 @@ mod tests {
         assert!(meets(0, 10, (5, 5)), "an insertion strictly inside");
         assert!(!meets(0, 10, (0, 0)), "an insertion at the edge");
         assert!(!meets(0, 10, (10, 10)));
+    }
+
+    #[test]
+    fn amplifying_edits_are_refused_before_they_build_anything() {
+        // Issue 20 item 1: from nothing, each replaceAll multiplies the text by 1000.
+        let thousand = "a".repeat(1000);
+        let edits = [
+            edit("", "a", false),
+            edit("a", &thousand, true),
+            edit("a", &thousand, true),
+            edit("a", &thousand, true),
+        ];
+        let err = apply_edits("", &edits, LIMIT).unwrap_err();
+        assert_eq!(
+            err,
+            EditError::TooLarge {
+                edit: 4,
+                bytes: 1_000_000_000,
+                limit: LIMIT
+            }
+        );
+        assert!(err.to_string().contains("request body limit"), "{err}");
+        // Up to the limit is fine.
+        let ok = apply_edits("", &edits[..2], 1000).unwrap();
+        assert_eq!(ok.text.len(), 1000);
+    }
+
+    #[test]
+    fn changes_stay_bounded_and_cover_every_replacement() {
+        let text = "a.".repeat(5 * MAX_CHANGES);
+        let got = apply_edits(&text, &[edit("a", "bb", true)], LIMIT).unwrap();
+        assert!(
+            got.changes.len() <= 2 * MAX_CHANGES,
+            "{}",
+            got.changes.len()
+        );
+        assert_eq!(got.changes.first().unwrap().old.0, 0);
+        assert_eq!(got.changes.last().unwrap().old.1, text.len() - 1);
+        assert_eq!(got.changes.last().unwrap().new.1, got.text.len() - 1);
+        // Touching replacements are one change.
+        let got = apply_edits("aaaa", &[edit("a", "b", true)], LIMIT).unwrap();
+        assert_eq!(
+            got.changes,
+            [Change {
+                old: (0, 4),
+                new: (0, 4)
+            }]
+        );
+    }
+
+    #[test]
+    fn composed_spans_map_the_untouched_text() {
+        let current = "one two three four five";
+        let got = apply(
+            current,
+            &[
+                edit("two", "2", false),
+                edit("four", "FOUR!", false),
+                edit("2 three", "23", false),
+            ],
+        )
+        .unwrap();
+        assert_eq!(got.text, "one 23 FOUR! five");
+        assert_eq!(
+            got.changes,
+            [
+                Change {
+                    old: (4, 13),
+                    new: (4, 6)
+                },
+                Change {
+                    old: (14, 18),
+                    new: (7, 12)
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn line_diff_cuts_the_common_head_and_tail_and_bounds_the_middle() {
+        let old = "keep\nold\nkeep\n";
+        let new = "keep\nnew line\nkeep\n";
+        assert_eq!(
+            diff_lines(old, new),
+            [Change {
+                old: (5, 9),
+                new: (5, 14)
+            }]
+        );
+        let many: String = (0..MAX_DIFF_LINES + 10).map(|i| format!("{i}\n")).collect();
+        let changes = diff_lines("head\n", &format!("head\n{many}"));
+        assert_eq!(
+            changes,
+            [Change {
+                old: (5, 5),
+                new: (5, 5 + many.len())
+            }]
+        );
+        // A change inside a line keeps the whole line.
+        assert_eq!(
+            diff_lines("abc\ndef\n", "abc\ndXf\n"),
+            [Change {
+                old: (4, 8),
+                new: (4, 8)
+            }]
+        );
+        assert_eq!(
+            diff_lines("x\n", "y\nx\n"),
+            [Change {
+                old: (0, 0),
+                new: (0, 2)
+            }]
+        );
     }
 }
