@@ -3,7 +3,8 @@
 //! One accept loop; each connection gets its own task running hyper's HTTP/1 connection
 //! driver (keep-alive on) around the [`Envelope`], which dispatches to jsonrpsee's method
 //! table. Connections are capped: an excess connection is answered with a JSON
-//! 503 and closed, never left hanging. Shutdown stops accepting, lets in-flight requests
+//! 503 and closed, never left hanging. A connection whose request waits (a queued
+//! `lock.acquire`, a waiting `events.poll`) does not count while it waits. Shutdown stops accepting, lets in-flight requests
 //! finish within a bound, then returns.
 
 use std::convert::Infallible;
@@ -16,10 +17,12 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use jsonrpsee::Methods;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use super::envelope::{Envelope, EnvelopeConfig};
+use crate::rpc::waiting::{with_parking, Parking};
+use http::HeaderValue;
 
 /// Limits and timeouts of the socket server.
 #[derive(Debug, Clone)]
@@ -86,15 +89,31 @@ pub async fn serve(
             connections.spawn(refuse_connection(stream));
             continue;
         };
+        let slot = Arc::new(ConnectionSlot {
+            permits: Arc::clone(&permits),
+            permit: std::sync::Mutex::new(Some(permit)),
+        });
         let envelope = envelope.clone();
+        let connection_slot = Arc::clone(&slot);
         let hyper_service = service_fn(move |request| {
             let envelope = envelope.clone();
-            async move { Ok::<_, Infallible>(envelope.handle(request).await) }
+            let slot = Arc::clone(&connection_slot);
+            async move {
+                let parking: Arc<dyn Parking> = Arc::clone(&slot) as Arc<dyn Parking>;
+                let mut response = with_parking(parking, envelope.handle(request)).await;
+                if !slot.holds_one() {
+                    // Its wait ended with the cap full: answered, then closed.
+                    response
+                        .headers_mut()
+                        .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+                }
+                Ok::<_, Infallible>(response)
+            }
         });
         let mut closing = closing_rx.clone();
         let header_timeout = config.header_timeout;
         connections.spawn(async move {
-            let _permit = permit;
+            let _slot = slot;
             let mut builder = http1::Builder::new();
             builder
                 .timer(TokioTimer::new())
@@ -121,6 +140,37 @@ pub async fn serve(
     if drained.is_err() {
         tracing::warn!("shutdown grace period over; dropping remaining connections");
         connections.abort_all();
+    }
+}
+
+/// A served connection's place under the cap: its permit, given back while its request
+/// waits (a waiting `lock.acquire` or `events.poll` costs memory only, PROTOCOL-NOTES 8.2)
+/// and taken again when the wait ends, if one is free; if none is, the connection closes
+/// after its answer.
+struct ConnectionSlot {
+    permits: Arc<Semaphore>,
+    permit: std::sync::Mutex<Option<OwnedSemaphorePermit>>,
+}
+
+impl ConnectionSlot {
+    fn holds_one(&self) -> bool {
+        self.permit.lock().is_ok_and(|permit| permit.is_some())
+    }
+}
+
+impl Parking for ConnectionSlot {
+    fn park(&self) {
+        if let Ok(mut permit) = self.permit.lock() {
+            permit.take();
+        }
+    }
+
+    fn unpark(&self) {
+        if let Ok(mut permit) = self.permit.lock() {
+            if permit.is_none() {
+                *permit = Arc::clone(&self.permits).try_acquire_owned().ok();
+            }
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::services::App;
+use super::waiting::parked;
 use crate::coord::events::{EventKind, PolledEvents};
 use crate::protocol::server::EventsMethods;
 use crate::protocol::{EventRecord, EventsPollParams, EventsPollResult, ProtocolError};
@@ -37,7 +38,7 @@ impl EventsMethods for App {
             if !polled.events.is_empty() || wait.is_zero() || closing {
                 return Ok(poll_result(polled));
             }
-            match tokio::time::timeout_at(deadline, bell.changed()).await {
+            match parked(tokio::time::timeout_at(deadline, bell.changed())).await {
                 Ok(Ok(())) => continue,
                 // Time is up, or the bell is gone with the daemon: answer what there is.
                 Ok(Err(_)) | Err(_) => {

@@ -8,8 +8,15 @@
 //!   committed event `seq`, which `events.poll` waiters await. It also rings once more when
 //!   the daemon stops, so that no poller holds up the shutdown.
 //!
-//! A waiting request holds a task, never a thread or a database transaction.
+//! - [`parked`] runs a wait with the request's connection *parked*: the server's
+//!   [`Parking`] of that connection (a task-local, set by [`with_parking`]) gives the
+//!   connection's slot back while it waits, so waiters never use up the connection cap that
+//!   serves everybody else (PROTOCOL-NOTES 8.2, issue 20 item 5).
+//!
+//! A waiting request holds a task, never a thread, a database transaction or a connection
+//! slot.
 
+use std::future::Future;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -39,6 +46,42 @@ impl WaitReply for OneshotReply {
         // which finds the answer gone and gives the lock back.
         let _ = self.0.send(outcome);
     }
+}
+
+/// What the server does with a request's connection while the request waits.
+pub trait Parking: Send + Sync {
+    /// The request starts waiting: its connection stops counting against the cap.
+    fn park(&self);
+    /// The wait is over: the connection counts again.
+    fn unpark(&self);
+}
+
+tokio::task_local! {
+    static PARKING: Arc<dyn Parking>;
+}
+
+/// Runs `request` (a request's whole future) with `parking` as its connection's [`Parking`].
+pub fn with_parking<F: Future>(
+    parking: Arc<dyn Parking>,
+    request: F,
+) -> impl Future<Output = F::Output> {
+    PARKING.scope(parking, request)
+}
+
+/// Runs `wait` with the request's connection parked, if the server gave it a [`Parking`];
+/// unparked when `wait` ends or is dropped.
+pub async fn parked<F: Future>(wait: F) -> F::Output {
+    struct Unpark(Arc<dyn Parking>);
+    impl Drop for Unpark {
+        fn drop(&mut self) {
+            self.0.unpark();
+        }
+    }
+    let _unpark = PARKING.try_with(Arc::clone).ok().map(|parking| {
+        parking.park();
+        Unpark(parking)
+    });
+    wait.await
 }
 
 /// A queued request's claim on its place: answers the wait, or undoes it when dropped.
@@ -80,7 +123,7 @@ impl WaitTicket {
                 message: "the wait was already answered".into(),
             });
         };
-        let outcome = match tokio::time::timeout(wait, rx).await {
+        let outcome = match parked(tokio::time::timeout(wait, rx)).await {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(_)) => WaitOutcome::Refused(self.conflict_now()),
             Err(_) => match self.coord.cancel_wait(self.id) {

@@ -37,8 +37,8 @@ impl ArgDaemon {
             .args(["daemon", "run", "--log-level", "warn", "--repo"])
             .arg(repo.path())
             .args(args)
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .env_remove("WIT_STORE")
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -236,4 +236,79 @@ fn amplifying_edits_are_refused_and_memory_stays_bounded() {
         peak >> 20
     );
     assert!(peak < 512 << 20, "peak RSS {} MiB", peak >> 20);
+}
+
+/// Item 5: waiting requests do not use up the connection cap: with a cap of 16 and 40
+/// queued `lock.acquire`s plus 8 waiting `events.poll`s, `ping` and other calls still
+/// answer, and the waiters are served when the lock frees.
+#[test]
+fn waiting_connections_leave_the_cap_to_everyone_else() {
+    let repo = Repo::new();
+    let _daemon = ArgDaemon::start(&repo, &["--max-connections", "16"], &store_env(repo.path()));
+    call(
+        &repo,
+        "register",
+        json!({"name": "holder", "sessionId": "holder"}),
+    );
+    let (_, held) = call(
+        &repo,
+        "lock.acquire",
+        json!({"symbolPath": "src/a.ts:f", "sessionId": "holder", "ttlMs": 600000}),
+    );
+    assert!(held.get("result").is_some(), "{held}");
+    let mut waiters = Vec::new();
+    let settle = || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while try_post(&repo.socket(), PING).map(|a| a.0).ok() != Some(200)
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    for i in 0..40 {
+        if i % 8 == 0 {
+            settle();
+        }
+        let session = format!("w{i}");
+        call(
+            &repo,
+            "register",
+            json!({"name": session, "sessionId": session}),
+        );
+        let mut stream = std::os::unix::net::UnixStream::connect(repo.socket()).unwrap();
+        let body = json!({"jsonrpc": "2.0", "witVersion": "1", "id": i, "method": "lock.acquire",
+            "params": {"symbolPath": "src/a.ts:f", "sessionId": session, "ttlMs": 1000, "waitMs": 120000}});
+        write_request(&mut stream, "POST", "/rpc", body.to_string().as_bytes()).unwrap();
+        waiters.push(stream);
+    }
+    for i in 0..8 {
+        let mut stream = std::os::unix::net::UnixStream::connect(repo.socket()).unwrap();
+        let body = json!({"jsonrpc": "2.0", "witVersion": "1", "id": i, "method": "events.poll",
+            "params": {"since": i64::MAX - 1, "waitMs": 60000}});
+        write_request(&mut stream, "POST", "/rpc", body.to_string().as_bytes()).unwrap();
+        waiters.push(stream);
+    }
+    // A waiter still on its way in holds its slot until it starts waiting: let them settle
+    // (before the fix no ping ever answers here: 48 waiting connections hold all 16 slots).
+    let settled = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while post(&repo.socket(), PING).0 != 200 {
+        assert!(std::time::Instant::now() < settled, "ping never answered");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for _ in 0..20 {
+        let (status, body) = post(&repo.socket(), PING);
+        assert_eq!(status, 200, "{body}");
+        let (status, answer) = call(&repo, "lock.query", json!({}));
+        assert_eq!(status, 200, "{answer}");
+    }
+    // The holder releases: the first waiter gets the lock.
+    let (_, released) = call(
+        &repo,
+        "lock.release",
+        json!({"symbolPath": "src/a.ts:f", "sessionId": "holder"}),
+    );
+    assert!(released.get("result").is_some(), "{released}");
+    let (status, body) = read_response(&mut waiters[0]).unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"token\""), "{body}");
 }
