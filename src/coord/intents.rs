@@ -167,14 +167,10 @@ impl Coord {
             let mut rows = self
                 .store
                 .read(|r| r.live_ranges_in_file(file, session_id))?;
-            // Observed regions are lines of the current text: bring them up to date first.
+            // Observed regions are lines of the current text: as they are now.
             let text = if rows.iter().any(|row| row.regions.is_some()) {
                 let text = self.index.file_text(file).unwrap_or_default();
-                if self.follow_text(file, &text)? {
-                    rows = self
-                        .store
-                        .read(|r| r.live_ranges_in_file(file, session_id))?;
-                }
+                rows = self.regions_in(file, &text, rows)?;
                 Some(text)
             } else {
                 None
@@ -419,7 +415,23 @@ impl Coord {
             file: file.as_deref(),
             status,
         };
-        self.store.read(|r| Ok(r.intents(&filter)?))
+        let intents = self.store.read(|r| r.intents(&filter))?;
+        // Regions are lines of the current text: bring them up to date before showing them.
+        let mut moved = false;
+        let mut followed = HashSet::new();
+        for intent in intents.iter().filter(|i| i.regions.is_some()) {
+            for file in intent.files.split(',').filter(|f| !f.is_empty()) {
+                if followed.insert(file.to_owned()) {
+                    if let Some(text) = self.index.file_text(file) {
+                        moved |= self.follow_text(file, &text)?;
+                    }
+                }
+            }
+        }
+        if moved {
+            return Ok(self.store.read(|r| r.intents(&filter))?);
+        }
+        Ok(intents)
     }
 }
 

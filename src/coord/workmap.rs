@@ -34,9 +34,10 @@ pub struct RegionTexts {
 struct RegionText {
     /// The text the stored regions are lines of.
     text: Arc<str>,
-    /// The fingerprint of the text a recorded edit was made on, until the file shows the
-    /// edit's result: that text is not a change of the file.
-    before_edit: Option<u64>,
+    /// Until the file shows a recorded edit's result: the fingerprint of the text the edit
+    /// was made on (which is not a change of the file), and how lines of `text` map back
+    /// into it (what a preview against it sees).
+    before_edit: Option<(u64, LineMap)>,
 }
 
 fn fingerprint(text: &str) -> u64 {
@@ -74,19 +75,65 @@ impl Coord {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// `rows` (intent rows of `file`) with their regions as lines of `text`, the file's
+    /// current text: when the text changed since the regions were last true, every live
+    /// region of the file is carried to it and stored (13.3); while a recorded edit is not
+    /// yet written, they are mapped back to the text it was made on, for this answer only.
+    pub(super) fn regions_in(
+        &self,
+        file: &str,
+        text: &str,
+        rows: Vec<RangeHit>,
+    ) -> Result<Vec<RangeHit>> {
+        if rows.iter().all(|row| row.regions.is_none()) {
+            return Ok(rows);
+        }
+        let mut texts = self.region_texts();
+        if let Some(known) = texts.files.get(file) {
+            if *known.text == *text {
+                return Ok(rows);
+            }
+            if let Some((_, back)) = known
+                .before_edit
+                .as_ref()
+                .filter(|(before, _)| *before == fingerprint(text))
+            {
+                return Ok(map_rows(rows, back));
+            }
+        }
+        Ok(match self.follow_locked(&mut texts, file, text)? {
+            Some(map) => map_rows(rows, &map),
+            None => rows,
+        })
+    }
+
     /// Carries the live regions of `file` to `text`, its current text, when the text changed
     /// since they were last true (13.3); whether any region moved.
     pub(super) fn follow_text(&self, file: &str, text: &str) -> Result<bool> {
         let mut texts = self.region_texts();
         if let Some(known) = texts.files.get(file) {
-            if *known.text == *text || known.before_edit == Some(fingerprint(text)) {
+            let pending = known
+                .before_edit
+                .as_ref()
+                .is_some_and(|(before, _)| *before == fingerprint(text));
+            if *known.text == *text || pending {
                 return Ok(false);
             }
         }
+        Ok(self.follow_locked(&mut texts, file, text)?.is_some())
+    }
+
+    /// [`Coord::follow_text`] with the texts held: the line map when regions were carried.
+    fn follow_locked(
+        &self,
+        texts: &mut RegionTexts,
+        file: &str,
+        text: &str,
+    ) -> Result<Option<LineMap>> {
         let rows = region_rows(self.store.read(|r| r.live_regions_in_file(file))?);
         if rows.is_empty() {
             texts.files.remove(file);
-            return Ok(false);
+            return Ok(None);
         }
         let base = texts.files.get(file).map(|known| Arc::clone(&known.text));
         texts.files.insert(
@@ -98,16 +145,16 @@ impl Coord {
         );
         let Some(base) = base else {
             // Nothing known since the start: the stored regions are lines of this text.
-            return Ok(false);
+            return Ok(None);
         };
         let map = LineMap::between(&base, text);
         self.store.write(|w| {
-            let mut moved = false;
             for row in &rows {
-                moved |= carry(w, row, &map, &[])?;
+                carry(w, row, &map, &[])?;
             }
-            Ok(moved)
-        })
+            Ok::<_, super::CoordError>(())
+        })?;
+        Ok(Some(map))
     }
 
     /// Records a clean edit as observed work (10.3, 13.1, 13.3): its changed lines join the
@@ -187,15 +234,26 @@ impl Coord {
             self.update_intent(&intent.id, session_id, IntentStatus::Active)?;
             Some(intent.id)
         };
+        let back = LineMap::between(&observed.applied.text, observed.before);
         texts.files.insert(
             file.to_owned(),
             RegionText {
                 text: Arc::from(observed.applied.text.as_str()),
-                before_edit: Some(fingerprint(observed.before)),
+                before_edit: Some((fingerprint(observed.before), back)),
             },
         );
         Ok(recorded)
     }
+}
+
+/// `rows` with their regions carried through `map` (in memory).
+fn map_rows(rows: Vec<RangeHit>, map: &LineMap) -> Vec<RangeHit> {
+    rows.into_iter()
+        .map(|mut row| {
+            row.regions = row.regions.map(|regions| map.carry(&regions));
+            row
+        })
+        .collect()
 }
 
 /// Carries one intent's regions through `map`, adding `extra` (lines of the new text);

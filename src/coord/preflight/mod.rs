@@ -137,6 +137,7 @@ impl Coord {
         let old_lines = Lines::of(&current);
         let edit = EditView {
             file: &file,
+            current: &current,
             touched: &touched,
             changes: &applied.changes,
             lines: &old_lines,
@@ -182,13 +183,8 @@ impl Coord {
         edit: &EditView<'_>,
     ) -> Result<(Vec<Conflict>, Vec<RangeHit>)> {
         let me = others.me();
-        let mut rows = self.store.read(|r| r.live_ranges_in_file(edit.file, me))?;
-        if rows.iter().any(|row| row.regions.is_some()) {
-            let text = self.index.file_text(edit.file).unwrap_or_default();
-            if self.follow_text(edit.file, &text)? {
-                rows = self.store.read(|r| r.live_ranges_in_file(edit.file, me))?;
-            }
-        }
+        let rows = self.store.read(|r| r.live_ranges_in_file(edit.file, me))?;
+        let rows = self.regions_in(edit.file, edit.current, rows)?;
         let rows = others.filter(rows, |row| row.session_id.as_str())?;
         let work = Work::Edit {
             changes: edit.changes,
@@ -315,6 +311,8 @@ fn is_whole_rewrite(new: NewText<'_>, current: &str, applied: &Applied) -> bool 
 pub(crate) struct EditView<'a> {
     /// The normalised file.
     pub file: &'a str,
+    /// Its current text.
+    pub current: &'a str,
     /// The touched symbols, innermost first.
     pub touched: &'a [Touched],
     /// The changes of the current text.

@@ -55,21 +55,12 @@ impl Coord {
                     continue;
                 };
                 if !files.contains_key(file) {
-                    let rows = if file == edit.file {
-                        near.clone()
+                    let entry = if file == edit.file {
+                        (near.clone(), Some(edit.lines.clone()))
                     } else {
-                        let me = others.me();
-                        let rows = self.store.read(|r| r.live_ranges_in_file(file, me))?;
-                        others.filter(rows, |row| row.session_id.as_str())?
+                        self.rows_elsewhere(others, file)?
                     };
-                    let lines = if file == edit.file {
-                        Some(edit.lines.clone())
-                    } else if rows.iter().any(|row| row.regions.is_some()) {
-                        self.index.file_text(file).map(|text| Lines::of(&text))
-                    } else {
-                        None
-                    };
-                    files.insert(file.to_owned(), (rows, lines));
+                    files.insert(file.to_owned(), entry);
                 }
                 let Some((rows, lines)) = files.get(file) else {
                     continue;
@@ -95,5 +86,23 @@ impl Coord {
             }
         }
         Ok(order_related(items))
+    }
+
+    /// Other live agents' intent rows in another file, their regions as lines of its current
+    /// text, and those lines when a row has regions.
+    fn rows_elsewhere(
+        &self,
+        others: &Others<'_>,
+        file: &str,
+    ) -> Result<(Vec<RangeHit>, Option<Lines>)> {
+        let me = others.me();
+        let rows = self.store.read(|r| r.live_ranges_in_file(file, me))?;
+        let rows = others.filter(rows, |row| row.session_id.as_str())?;
+        if rows.iter().all(|row| row.regions.is_none()) {
+            return Ok((rows, None));
+        }
+        let text = self.index.file_text(file).unwrap_or_default();
+        let rows = self.regions_in(file, &text, rows)?;
+        Ok((rows, Some(Lines::of(&text))))
     }
 }
