@@ -17,3 +17,4 @@ mod mcp;
 mod sessions;
 mod shared;
 mod spine;
+mod workmap;
