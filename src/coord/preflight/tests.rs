@@ -261,7 +261,8 @@ fn regions(h: &Harness, session: &str) -> Vec<(i64, i64)> {
 /// Writes what a recorded edit makes of the file, as its editor would.
 fn write(h: &Harness, edits: &[Edit]) {
     let text = h.index.file_text(FILE).unwrap();
-    let applied = spans::apply_edits(&text, edits).unwrap();
+    let applied =
+        spans::apply_edits(&text, edits, crate::protocol::params::MAX_BODY_BYTES).unwrap();
     h.index.set_text(FILE, &applied.text);
 }
 
