@@ -7,6 +7,8 @@
 //! intents = "warn"    # another session's declared/active intent on the edited range
 //! contracts = "deny"  # the edit breaks an accepted contract
 //! record = true       # note clean edits as an active "observed edit" intent
+//! git = "deny"        # a git command (shell gate, pre-commit) that would take or drop another
+//!                     # live session's uncommitted lines: deny | ask | warn | off
 //! ```
 //!
 //! A missing file or table means the defaults. A bad value is an error here; the pre-edit hook
@@ -77,6 +79,9 @@ pub struct Policy {
     pub contracts: Action,
     /// Whether clean edits are recorded as observed intents (default true).
     pub record: bool,
+    /// Git commands that would take or drop other live sessions' uncommitted lines (shell
+    /// gate and pre-commit; default deny).
+    pub git: Action,
 }
 
 impl Default for Policy {
@@ -86,6 +91,7 @@ impl Default for Policy {
             intents: Action::Warn,
             contracts: Action::Deny,
             record: true,
+            git: Action::Deny,
         }
     }
 }
@@ -162,7 +168,7 @@ pub fn apply(policy: &mut Policy, text: &str, path: &Path) -> Result<(), PolicyE
     const ACTIONS: &str = "expected \"deny\", \"ask\", \"warn\" or \"off\"";
     for (key, item) in table.iter() {
         match key {
-            "locks" | "intents" | "contracts" => {
+            "locks" | "intents" | "contracts" | "git" => {
                 let action = item
                     .as_str()
                     .and_then(Action::parse)
@@ -170,6 +176,7 @@ pub fn apply(policy: &mut Policy, text: &str, path: &Path) -> Result<(), PolicyE
                 match key {
                     "locks" => policy.locks = action,
                     "intents" => policy.intents = action,
+                    "git" => policy.git = action,
                     _ => policy.contracts = action,
                 }
             }
@@ -183,7 +190,7 @@ pub fn apply(policy: &mut Policy, text: &str, path: &Path) -> Result<(), PolicyE
                 return Err(bad(
                     key,
                     item,
-                    "known keys are locks, intents, contracts and record",
+                    "known keys are locks, intents, contracts, record and git",
                 ))
             }
         }
@@ -216,7 +223,8 @@ mod tests {
                 locks: Action::Ask,
                 intents: Action::Off,
                 contracts: Action::Warn,
-                record: false
+                record: false,
+                git: Action::Deny,
             }
         );
         let inline = parsed("gate = { locks = \"warn\" }\n").unwrap();
