@@ -239,6 +239,7 @@ impl Coord {
                 status: IntentStatus::Declared,
                 declared_at_ms: now,
                 updated_at_ms: now,
+                regions: None,
             };
             w.insert_intent(&intent, &resolution.ranges)?;
             events::append(

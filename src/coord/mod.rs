@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::store::Store;
 pub use crate::store::{
-    Contract, ContractStatus, Intent, IntentRange, IntentStatus, Lock, StoreError,
+    Contract, ContractStatus, Intent, IntentRange, IntentStatus, LineRegion, Lock, StoreError,
 };
 pub use contracts::{Violation, SYMBOL_NOT_IN_STAGED_CONTENT};
 pub use index::{CodeIndex, IdSource, SignatureLookup, SymbolSpan, TextSymbols, UuidIds};

@@ -16,6 +16,19 @@ pub fn intent_record(intent: &coord::Intent) -> wire::IntentRecord {
         status: intent_status(intent.status),
         declared_at: intent.declared_at_ms,
         updated_at: intent.updated_at_ms,
+        regions: intent
+            .regions
+            .as_ref()
+            .map(|regions| regions.iter().map(line_region).collect())
+            .unwrap_or_default(),
+    }
+}
+
+/// A region of observed work as the protocol shows it.
+pub fn line_region(region: &coord::LineRegion) -> wire::LineRegion {
+    wire::LineRegion {
+        start_line: region.start_line,
+        end_line: region.end_line,
     }
 }
 

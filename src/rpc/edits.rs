@@ -58,6 +58,7 @@ impl EditMethods for App {
                 .into_iter()
                 .map(convert::violation)
                 .collect(),
+            related: Vec::new(),
         })
     }
 }

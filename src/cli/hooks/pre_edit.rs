@@ -656,6 +656,7 @@ mod tests {
             symbols: vec!["src/auth.ts:validateToken".into()],
             conflicts,
             violations,
+            related: Vec::new(),
         }
     }
 
