@@ -6,13 +6,11 @@ use similar::{Algorithm, DiffTag};
 
 /// Lines `start..=end` (1-based, inclusive) of a file's working text: a region of an observed
 /// intent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Region {
     /// The first line.
-    #[serde(rename = "startLine")]
     pub start: usize,
     /// The last line.
-    #[serde(rename = "endLine")]
     pub end: usize,
 }
 

@@ -5,13 +5,10 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use serde::Deserialize;
-use serde_json::json;
-
 use super::hooks::git::OBSERVED_EDIT;
 use super::hunks::{Hunk, Region};
 use crate::client::{ClientError, WitClient};
-use crate::protocol::SessionRecord;
+use crate::protocol::{IntentQueryParams, IntentRecord, SessionRecord};
 
 /// One live session's observed work on one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,19 +43,6 @@ impl Work {
     }
 }
 
-/// An intent as `intent.query` answers it, with the work map's `regions`.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct IntentWire {
-    intent_id: String,
-    session_id: String,
-    description: String,
-    files: String,
-    symbols: String,
-    #[serde(default)]
-    regions: Option<Vec<Region>>,
-}
-
 /// The observed work of every live session, and the sessions.
 #[derive(Debug, Default)]
 pub struct WorkMap {
@@ -72,13 +56,18 @@ impl WorkMap {
     /// Asks the daemon (`session.list`, `intent.query`).
     pub async fn load(client: &WitClient) -> Result<Self, ClientError> {
         let sessions = client.session_list().await?;
-        let intents = client.call_raw("intent.query", json!({})).await?;
-        let intents: Vec<IntentWire> = serde_json::from_value(intents)
-            .map_err(|error| ClientError::Decode(format!("intent.query: {error}")))?;
+        // The default filter: declared and active intents.
+        let intents = client
+            .intent_query(IntentQueryParams {
+                session_id: None,
+                file: None,
+                status: None,
+            })
+            .await?;
         Ok(Self::from_parts(sessions, intents))
     }
 
-    fn from_parts(sessions: Vec<SessionRecord>, intents: Vec<IntentWire>) -> Self {
+    fn from_parts(sessions: Vec<SessionRecord>, intents: Vec<IntentRecord>) -> Self {
         let live: HashSet<&str> = sessions
             .iter()
             .filter(|s| s.live)
@@ -100,7 +89,17 @@ impl WorkMap {
                         .filter_map(|s| s.strip_prefix(&format!("{file}:")).or(Some(s.as_str())))
                         .map(str::to_string)
                         .collect(),
-                    regions: intent.regions.clone(),
+                    // No regions: file-level work (PROTOCOL-NOTES 13.1).
+                    regions: (!intent.regions.is_empty()).then(|| {
+                        intent
+                            .regions
+                            .iter()
+                            .map(|r| Region {
+                                start: usize::try_from(r.start_line).unwrap_or(0),
+                                end: usize::try_from(r.end_line).unwrap_or(0),
+                            })
+                            .collect()
+                    }),
                 });
             }
         }
@@ -207,6 +206,7 @@ mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
 
     use super::*;
+    use crate::protocol::{IntentRecordStatus, LineRegion};
 
     fn session(id: &str, live: bool) -> SessionRecord {
         SessionRecord {
@@ -221,14 +221,25 @@ mod tests {
         }
     }
 
-    fn intent(id: &str, session: &str, regions: Option<Vec<Region>>) -> IntentWire {
-        IntentWire {
+    fn intent(id: &str, session: &str, regions: Vec<(i64, i64)>) -> IntentRecord {
+        IntentRecord {
             intent_id: id.into(),
             session_id: session.into(),
             description: OBSERVED_EDIT.into(),
             files: ",src/a.ts,".into(),
             symbols: "[\"src/a.ts:f\"]".into(),
-            regions,
+            regions: regions
+                .into_iter()
+                .map(|(start_line, end_line)| LineRegion {
+                    start_line,
+                    end_line,
+                })
+                .collect(),
+            start_byte: None,
+            end_byte: None,
+            status: IntentRecordStatus::Active,
+            declared_at: 0,
+            updated_at: 0,
         }
     }
 
@@ -236,10 +247,7 @@ mod tests {
     fn only_live_sessions_observed_work_counts() {
         let map = WorkMap::from_parts(
             vec![session("a", true), session("b", false)],
-            vec![
-                intent("i1", "a", Some(vec![Region { start: 2, end: 3 }])),
-                intent("i2", "b", None),
-            ],
+            vec![intent("i1", "a", vec![(2, 3)]), intent("i2", "b", vec![])],
         );
         assert_eq!(map.work.len(), 1);
         assert_eq!(map.work[0].symbols, vec!["f"]);
