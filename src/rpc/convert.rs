@@ -117,6 +117,37 @@ pub fn conflict_item(conflict: &coord::Conflict) -> wire::ConflictItem {
     }
 }
 
+/// One item of context of `edit.preflight` (PROTOCOL-NOTES 13.5).
+pub fn related_item(related: &coord::Related) -> wire::RelatedItem {
+    match related {
+        coord::Related::SameSymbol {
+            symbol_path,
+            session_id,
+            intent_id,
+        } => wire::RelatedItem::SameSymbol {
+            symbol_path: symbol_path.clone(),
+            session_id: session_id.clone(),
+            intent_id: intent_id.clone(),
+        },
+        coord::Related::Coupled {
+            symbol_path,
+            other_symbol,
+            relation,
+            session_id,
+            intent_id,
+        } => wire::RelatedItem::Coupled {
+            symbol_path: symbol_path.clone(),
+            other_symbol: other_symbol.clone(),
+            relation: match relation {
+                coord::Relation::Calls => wire::RelatedItemRelation::Calls,
+                coord::Relation::CalledBy => wire::RelatedItemRelation::CalledBy,
+            },
+            session_id: session_id.clone(),
+            intent_id: intent_id.clone(),
+        },
+    }
+}
+
 /// A contract violation of `check-contracts`.
 pub fn violation(violation: coord::Violation) -> wire::Violation {
     wire::Violation {
