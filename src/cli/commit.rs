@@ -45,6 +45,44 @@ struct Planned {
     left_to_others: usize,
 }
 
+/// Which hunks of one file a session commits.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Choice {
+    /// The session's own hunks (and unowned ones when asked).
+    chosen: Vec<Hunk>,
+    /// Hunks left uncommitted: other sessions' or nobody's.
+    left: usize,
+    /// Hunks the session shares with other sessions: the hunk and those sessions.
+    overlaps: Vec<(Hunk, Vec<String>)>,
+}
+
+/// Sorts the hunks of one file by owner: `work` is every live session's work on the file,
+/// `selves` the committing session (and the agent's other sessions).
+fn choose(all: &[Hunk], work: &[&Work], selves: &HashSet<String>, include_unowned: bool) -> Choice {
+    let mut choice = Choice::default();
+    for hunk in all {
+        let owners: BTreeSet<&str> = work
+            .iter()
+            .filter(|w| w.owns(hunk))
+            .map(|w| w.session_id.as_str())
+            .collect();
+        let mine = owners.iter().any(|o| selves.contains(*o));
+        let foreign: Vec<String> = owners
+            .iter()
+            .filter(|o| !selves.contains(**o))
+            .map(|o| (*o).to_string())
+            .collect();
+        if mine && !foreign.is_empty() {
+            choice.overlaps.push((*hunk, foreign));
+        } else if mine || (owners.is_empty() && include_unowned) {
+            choice.chosen.push(*hunk);
+        } else {
+            choice.left += 1;
+        }
+    }
+    choice
+}
+
 /// Runs `wit commit`.
 pub async fn run(ctx: &Context, args: CommitArgs) -> Result<Report, CliError> {
     let session = ctx.session()?;
@@ -93,34 +131,17 @@ pub async fn run(ctx: &Context, args: CommitArgs) -> Result<Report, CliError> {
             .unwrap_or_default();
         let (old_lines, new_lines) = (hunks::lines(old), hunks::lines(&new_text));
         let all = hunks::hunks(&old_lines, &new_lines);
-        let mut chosen: Vec<Hunk> = Vec::new();
-        let mut left = 0;
-        for hunk in &all {
-            let owners: BTreeSet<&str> = work
-                .iter()
-                .filter(|w| w.owns(hunk))
-                .map(|w| w.session_id.as_str())
-                .collect();
-            let mine = owners.iter().any(|o| selves.contains(*o));
-            let foreign: Vec<&str> = owners
-                .iter()
-                .copied()
-                .filter(|o| !selves.contains(*o))
-                .collect();
-            if mine && !foreign.is_empty() {
-                let others: Vec<String> = foreign.iter().map(|o| map.who(o)).collect();
-                refusals.push(format!(
-                    "{file} {}: changed by this session ({}) and by {}",
-                    hunk.describe(),
-                    map.who(&session),
-                    others.join(", ")
-                ));
-            } else if mine || (owners.is_empty() && args.include_unowned) {
-                chosen.push(*hunk);
-            } else {
-                left += 1;
-            }
+        let choice = choose(&all, &work, &selves, args.include_unowned);
+        for (hunk, others) in &choice.overlaps {
+            let others: Vec<String> = others.iter().map(|o| map.who(o)).collect();
+            refusals.push(format!(
+                "{file} {}: changed by this session ({}) and by {}",
+                hunk.describe(),
+                map.who(&session),
+                others.join(", ")
+            ));
         }
+        let (chosen, left) = (choice.chosen, choice.left);
         if chosen.is_empty() {
             continue;
         }
@@ -307,6 +328,37 @@ fn sync_index(root: &std::path::Path, old_head: Option<&str>, commit: &str, plan
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::hunks::Region;
+
+    fn work(session: &str, start: usize, end: usize) -> Work {
+        Work {
+            session_id: session.into(),
+            intent_id: format!("i-{session}"),
+            file: "a.ts".into(),
+            symbols: vec![],
+            regions: Some(vec![Region { start, end }]),
+        }
+    }
+
+    #[test]
+    fn hunks_go_to_their_owners_and_shared_ones_refuse() {
+        let old = hunks::lines("a\nb\nc\nd\ne\nf\ng\n");
+        // Line 2 is alice's, lines 4-5 one hunk of bob (4) and carol (5), line 7 nobody's.
+        let new = hunks::lines("a\nB\nc\nD\nE\nf\nG\n");
+        let all = hunks::hunks(&old, &new);
+        assert_eq!(all.len(), 3);
+        let (alice, bob, carol) = (work("alice", 2, 2), work("bob", 4, 4), work("carol", 5, 5));
+        let everyone = [&alice, &bob, &carol];
+        let me = |s: &str| HashSet::from([s.to_string()]);
+        let choice = choose(&all, &everyone, &me("alice"), false);
+        assert_eq!((choice.chosen, choice.left), (vec![all[0]], 2));
+        assert!(choice.overlaps.is_empty());
+        let choice = choose(&all, &everyone, &me("alice"), true);
+        assert_eq!(choice.chosen, vec![all[0], all[2]]);
+        let choice = choose(&all, &everyone, &me("bob"), false);
+        assert_eq!(choice.overlaps, vec![(all[1], vec!["carol".to_string()])]);
+        assert!(choice.chosen.is_empty());
+    }
 
     #[test]
     fn trailers_form_their_own_block() {

@@ -403,25 +403,35 @@ fn a_snapshot_restores_the_work_a_forced_reset_hard_threw_away() {
 }
 
 #[test]
-fn wit_commit_refuses_a_line_two_sessions_changed() {
+fn a_persons_lines_are_committed_only_with_include_unowned() {
     let (repo, _daemon) = two_agents();
-    // Carol changes the line right after bob's: one hunk, two owners.
-    wit_ok(&repo, "carol", &["register", "carol"]);
-    edit(&repo, "carol", "src/lib.ts", BOB_NEW, "  return b * 300;");
-    let out = wit_cmd(repo.path(), "bob")
-        .args(["commit", "-m", "beta"])
+    // A person appends a line outside every session's regions.
+    let person = format!("{}export const person = true;\n", working(&repo));
+    std::fs::write(repo.path().join("src/lib.ts"), &person).unwrap();
+    wit_ok(&repo, "alice", &["commit", "-m", "alpha", "src/lib.ts"]);
+    let committed = git_text(repo.path(), &["show", "HEAD:src/lib.ts"]);
+    assert!(committed.contains(ALICE_NEW), "{committed}");
+    assert!(
+        !committed.contains("person") && !committed.contains(BOB_NEW),
+        "{committed}"
+    );
+    // Alice has nothing left of her own; with --include-unowned the person's line is hers.
+    let out = wit_cmd(repo.path(), "alice")
+        .args(["commit", "-m", "again"])
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "{}", text(&out.stdout));
+    let out = wit_cmd(repo.path(), "alice")
+        .args(["commit", "-m", "person", "--include-unowned"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let committed = git_text(repo.path(), &["show", "HEAD:src/lib.ts"]);
     assert!(
-        stderr.contains("bob") && stderr.contains("carol"),
-        "{stderr}"
+        committed.contains("person") && !committed.contains(BOB_NEW),
+        "{committed}"
     );
-    assert_eq!(
-        git_text(repo.path(), &["rev-list", "--count", "HEAD"]).trim(),
-        "1"
-    );
+    assert_eq!(working(&repo), person);
 }
 
 #[test]
