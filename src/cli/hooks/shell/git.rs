@@ -529,7 +529,7 @@ fn classify(
             {
                 return Some((Effect::Takes, scope_of(paths)));
             }
-            (!paths.is_empty()).then(|| (Effect::Takes, Scope::Paths(paths)))
+            (!paths.is_empty()).then_some((Effect::Takes, Scope::Paths(paths)))
         }
         "commit" => {
             let a = split_args(
@@ -561,7 +561,7 @@ fn classify(
             if a.has(&["-a", "--all"]) {
                 return Some((Effect::Takes, scope_of(paths)));
             }
-            (!paths.is_empty()).then(|| (Effect::Takes, Scope::Paths(paths)))
+            (!paths.is_empty()).then_some((Effect::Takes, Scope::Paths(paths)))
         }
         "stash" => {
             let first = args.first().map(|w| w.text.as_str());
@@ -663,7 +663,7 @@ fn classify(
                 return None;
             }
             let paths = a.paths(0);
-            (!paths.is_empty()).then(|| (Effect::Drops, Scope::Paths(paths)))
+            (!paths.is_empty()).then_some((Effect::Drops, Scope::Paths(paths)))
         }
         "rebase" | "merge" | "pull" => Some((Effect::Moves, Scope::All)),
         _ => None,
