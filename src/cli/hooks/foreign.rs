@@ -4,13 +4,14 @@
 //! block, warn lets it through with the warning, off says nothing), naming the sessions,
 //! files and symbols. `WIT_ALLOW_FOREIGN=1` lets a person commit them on purpose.
 //!
-//! Silent and fast when nothing is at stake (PROTOCOL-NOTES 6): nothing staged, no daemon
-//! socket, or no other live session with work in a staged file costs no diff. It fails open:
+//! Silent and fast when nothing is at stake (PROTOCOL-NOTES 6): no file of a supported
+//! language staged, no daemon socket, or no other live session with work in a staged file costs no diff. It fails open:
 //! no daemon answer within 2 s, or any error, lets the commit through.
 
 use std::time::Duration;
 
 use super::super::context::Context;
+use super::super::contracts::SUPPORTED_SUFFIXES;
 use super::super::gitio;
 use super::super::hunks;
 use super::super::output::{CliError, Report};
@@ -29,7 +30,12 @@ pub async fn check(ctx: &Context) -> Result<Report, CliError> {
     if std::env::var(ALLOW_ENV).is_ok_and(|v| !v.is_empty() && v != "0") {
         return Ok(Report::nothing());
     }
-    let staged = staged_files(root);
+    // Observed work is only ever on files of a supported language (the edit gate records
+    // nothing else): a commit of other files asks no daemon (PROTOCOL-NOTES 6).
+    let staged: Vec<String> = staged_files(root)
+        .into_iter()
+        .filter(|path| SUPPORTED_SUFFIXES.iter().any(|s| path.ends_with(s)))
+        .collect();
     if staged.is_empty() || !ctx.paths.socket.exists() {
         return Ok(Report::nothing());
     }
