@@ -227,7 +227,12 @@ pub async fn run(ctx: &Context, args: CommitArgs) -> Result<Report, CliError> {
         args.message.lines().next().unwrap_or_default()
     );
     for plan in &plans {
-        human.push_str(&format!("  {} ({} hunks)\n", plan.file, plan.hunks));
+        human.push_str(&format!(
+            "  {} ({} hunk{})\n",
+            plan.file,
+            plan.hunks,
+            if plan.hunks == 1 { "" } else { "s" }
+        ));
     }
     if left_total > 0 {
         human.push_str(&format!(
