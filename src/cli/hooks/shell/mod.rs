@@ -347,7 +347,10 @@ fn at_stake(
 /// The files of `files` that differ from `HEAD` or are untracked, with their two-letter
 /// status.
 fn dirty_files(root: &Path, files: &[&str]) -> Result<Vec<(String, String)>, CliError> {
+    // No optional locks: the gate only reads, and must never hold `index.lock` while an
+    // agent's own git command runs.
     let mut args = vec![
+        "--no-optional-locks",
         "status",
         "--porcelain=v1",
         "-z",
