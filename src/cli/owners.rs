@@ -55,16 +55,17 @@ pub struct WorkMap {
 impl WorkMap {
     /// Asks the daemon (`session.list`, `intent.query`).
     pub async fn load(client: &WitClient) -> Result<Self, ClientError> {
-        let sessions = client.session_list().await?;
-        // The default filter: declared and active intents.
-        let intents = client
-            .intent_query(IntentQueryParams {
+        // Both questions at once (two connections of the client's pool); the default
+        // intent filter: declared and active.
+        let (sessions, intents) = tokio::join!(
+            client.session_list(),
+            client.intent_query(IntentQueryParams {
                 session_id: None,
                 file: None,
                 status: None,
             })
-            .await?;
-        Ok(Self::from_parts(sessions, intents))
+        );
+        Ok(Self::from_parts(sessions?, intents?))
     }
 
     fn from_parts(sessions: Vec<SessionRecord>, intents: Vec<IntentRecord>) -> Self {
