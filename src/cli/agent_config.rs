@@ -3,11 +3,11 @@
 //! real JSON and TOML editors.
 //!
 //! - Claude Code: `.mcp.json` at the root, `mcpServers.wit = {command, args: ["mcp"]}`, and
-//!   `.claude/settings.json`, a `hooks.PreToolUse` group for `Edit|MultiEdit|Write`;
+//!   `.claude/settings.json`, a `hooks.PreToolUse` group for `Edit|MultiEdit|Write|Bash`;
 //! - Codex: `.codex/config.toml`, `[mcp_servers.wit]` with `command` and `args` (toml_edit,
 //!   which keeps the rest of the file byte for byte, comments included), and
-//!   `.codex/hooks.json`, a `hooks.PreToolUse` group for `apply_patch|Edit|Write`;
-//! - Gemini CLI: `.gemini/settings.json`, a `hooks.BeforeTool` group for `replace|write_file`;
+//!   `.codex/hooks.json`, a `hooks.PreToolUse` group for `apply_patch|Edit|Write|Bash`;
+//! - Gemini CLI: `.gemini/settings.json`, a `hooks.BeforeTool` group for `replace|write_file|run_shell_command`;
 //! - Cursor: `.cursor/hooks.json` (`version: 1`), a `hooks.preToolUse` entry (no matcher: the
 //!   gate itself lets every tool that is not a file edit through at once).
 //!
@@ -153,20 +153,20 @@ impl Target {
         match agent {
             Agent::Claude => Gate {
                 event: "PreToolUse",
-                matcher: Some("Edit|MultiEdit|Write"),
+                matcher: Some("Edit|MultiEdit|Write|Bash"),
                 hook: json!({"type": "command", "command": line, "timeout": 5}),
                 version: false,
             },
             Agent::Codex => Gate {
                 event: "PreToolUse",
-                matcher: Some("apply_patch|Edit|Write"),
+                matcher: Some("apply_patch|Edit|Write|Bash"),
                 hook: json!({"type": "command", "command": line, "timeout": 5}),
                 version: false,
             },
             // Gemini CLI's timeouts are in milliseconds.
             Agent::Gemini => Gate {
                 event: "BeforeTool",
-                matcher: Some("replace|write_file"),
+                matcher: Some("replace|write_file|run_shell_command"),
                 hook: json!({"type": "command", "command": line, "name": "wit-edit-gate", "timeout": 5000}),
                 version: false,
             },
@@ -780,7 +780,7 @@ model = "o4-mini"
         assert_eq!(groups[0]["matcher"], "Bash");
         assert_eq!(
             groups[1],
-            json!({"matcher": "Edit|MultiEdit|Write", "hooks": [
+            json!({"matcher": "Edit|MultiEdit|Write|Bash", "hooks": [
                 {"type": "command", "command": "wit hook pre-edit --agent claude", "timeout": 5}
             ]})
         );
@@ -827,17 +827,17 @@ model = "o4-mini"
             (
                 Target::ClaudeSettings,
                 "PreToolUse",
-                Some("Edit|MultiEdit|Write"),
+                Some("Edit|MultiEdit|Write|Bash"),
             ),
             (
                 Target::CodexHooks,
                 "PreToolUse",
-                Some("apply_patch|Edit|Write"),
+                Some("apply_patch|Edit|Write|Bash"),
             ),
             (
                 Target::GeminiSettings,
                 "BeforeTool",
-                Some("replace|write_file"),
+                Some("replace|write_file|run_shell_command"),
             ),
             (Target::CursorHooks, "preToolUse", None),
         ] {

@@ -12,20 +12,25 @@ mod agent_config;
 mod agents;
 mod call;
 mod claude;
+mod commit;
 mod context;
 mod contracts;
 mod daemon_cmd;
 mod demo;
 mod duration;
+mod gitio;
 mod hooks;
+mod hunks;
 mod index_progress;
 mod init;
 mod intents;
 mod locks;
 mod log;
 mod output;
+mod owners;
 mod session;
 mod sessions;
+mod snapshots;
 mod status;
 
 use std::path::PathBuf;
@@ -162,6 +167,19 @@ pub enum Command {
     /// agents' pre-edit gate (`wit hook pre-edit --agent ..`); the gate's policy.
     #[command(subcommand)]
     Hook(hooks::HookCommand),
+    /// Commit exactly this session's own changes: its observed lines, hunk by hunk, never
+    /// another live session's uncommitted lines in the same files (the working tree is not
+    /// touched). The way for agents sharing one tree to commit.
+    ///
+    /// Example: wit commit -m "Validate tokens" src/auth.ts
+    Commit(commit::CommitArgs),
+    /// List the snapshots the shell gate saved before a destructive git command, or restore
+    /// one (`wit snapshots restore ID`); kept 7 days.
+    Snapshots {
+        /// `list` (the default) or `restore ID`.
+        #[command(subcommand)]
+        command: Option<snapshots::SnapshotCommand>,
+    },
     /// Check staged changes (or the given files) against accepted contracts.
     ///
     /// What the pre-commit hook runs. Exit code 1 when a contract is broken.
@@ -291,6 +309,8 @@ fn dispatch(ctx: &Context, command: Command) -> Result<Report, CliError> {
         Command::Daemon(command) => daemon_cmd::run(ctx, command),
         Command::Hook(command) => hooks::run(ctx, command),
         Command::CheckContracts(args) => ctx.block_on(contracts::check(ctx, &args)),
+        Command::Commit(args) => ctx.block_on(commit::run(ctx, args)),
+        Command::Snapshots { command } => snapshots::run(ctx, command),
         Command::Completions { .. } | Command::Demo(_) | Command::Mcp => Err(CliError::Failed(
             "internal: command dispatched twice".into(),
         )),

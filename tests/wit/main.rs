@@ -14,6 +14,7 @@ mod languages;
 mod load;
 mod locks;
 mod mcp;
+mod safegit;
 mod sessions;
 mod shared;
 mod spine;

@@ -42,7 +42,7 @@ fn payload(root: &std::path::Path, file: &str, n: usize, session: &str) -> Vec<u
 }
 
 /// Wall times of `runs` gate processes fed `body`; checks each answer with `check`.
-fn gate_runs(
+pub(crate) fn gate_runs(
     wit: &std::path::Path,
     root: &std::path::Path,
     body: &[u8],

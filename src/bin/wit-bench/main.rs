@@ -31,6 +31,7 @@ mod mcp_timings;
 mod measure;
 mod net;
 mod pulse;
+mod safegit;
 mod sections;
 mod store;
 mod synthetic;
@@ -64,6 +65,7 @@ const SECTIONS: &[&str] = &[
     "gate",
     "cli",
     "mcp",
+    "safegit",
 ];
 
 /// End-to-end benchmarks of a real wit daemon.
@@ -227,6 +229,10 @@ async fn main() -> Result<()> {
     }
     if options.wants("mcp") {
         mcp_timings::mcp_timings(&wit, &root, scale(30, 10), scale(2_000, 300)).await?;
+    }
+
+    if options.wants("safegit") {
+        safegit::safegit(&wit, quick).await?;
     }
 
     println!();

@@ -1,5 +1,5 @@
 //! Claude Code's PreToolUse hook (`wit hook pre-edit --agent claude`, wired in
-//! `.claude/settings.json` and in the plugin's `hooks/hooks.json` for `Edit|MultiEdit|Write`).
+//! `.claude/settings.json` and in the plugin's `hooks/hooks.json` for `Edit|MultiEdit|Write|Bash`).
 //!
 //! Payload: `{session_id, cwd, hook_event_name: "PreToolUse", tool_name, tool_input}` with
 //! `Edit {file_path, old_string, new_string, replace_all?}`, `MultiEdit {file_path, edits:

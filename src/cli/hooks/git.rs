@@ -109,6 +109,9 @@ fi
 # Exit code 1 means a broken contract; anything else lets the commit through.
 \"$wit\" check-contracts --hook
 [ $? -eq 1 ] && exit 1
+# Staged lines another live session changed and did not commit (WIT_ALLOW_FOREIGN=1 overrides).
+\"$wit\" hook check-foreign
+[ $? -eq 1 ] && exit 1
 exit 0
 "
         }

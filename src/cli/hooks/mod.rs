@@ -1,7 +1,9 @@
 //! `wit hook …`: the git hooks ([`git`]) and the edit gate, the harness adapters that check
 //! an agent's edit before it is written ([`pre_edit`], the shared flow; [`claude`], [`codex`]
 //! with its `apply_patch` parser, [`gemini`], [`cursor`]: payload in, the harness's answer
-//! out; [`policy`]: the `[gate]` configuration).
+//! out; [`policy`]: the `[gate]` configuration), the shell gate for git commands that would
+//! take or drop other sessions' work ([`shell`], reached through the same `pre-edit` entry
+//! for shell tools) and the pre-commit check for staged foreign lines ([`foreign`]).
 //!
 //! The adapters are clients of the daemon like the rest of the CLI: every rule lives in
 //! `edit.preflight`; they only translate and weigh its findings.
@@ -9,10 +11,12 @@
 pub mod claude;
 pub mod codex;
 pub mod cursor;
+pub mod foreign;
 pub mod gemini;
 pub mod git;
 pub mod policy;
 pub mod pre_edit;
+pub mod shell;
 
 use std::path::PathBuf;
 
@@ -58,6 +62,11 @@ pub enum HookCommand {
         /// The commit id, for amends.
         sha: Option<String>,
     },
+    /// What the pre-commit hook runs after the contracts: blocks (exit 1) a commit whose
+    /// staged lines another live session changed and did not commit (WIT_ALLOW_FOREIGN=1
+    /// overrides).
+    #[command(hide = true)]
+    CheckForeign,
     /// What the post-commit hook runs: resolves the committing session's observed-edit
     /// intents on the committed files.
     #[command(hide = true)]
@@ -90,6 +99,7 @@ pub fn run(ctx: &Context, command: HookCommand) -> Result<Report, CliError> {
             let added = block_on(git::add_trailers(ctx, &file)).unwrap_or_default();
             Ok(Report::quiet(json!({"trailers": added})))
         }
+        HookCommand::CheckForeign => ctx.block_on(foreign::check(ctx)),
         HookCommand::PostCommit => {
             // Silent whatever happens: the commit is already made.
             let resolved = block_on(git::resolve_observed(ctx)).unwrap_or_default();
@@ -122,14 +132,15 @@ fn policy_report(ctx: &Context) -> Result<Report, CliError> {
             .join(", then ")
     };
     let human = format!(
-        "[gate] from {from}\n  locks     = {}\n  intents   = {}\n  contracts = {}\n  record    = {}\n",
-        policy.locks, policy.intents, policy.contracts, policy.record
+        "[gate] from {from}\n  locks     = {}\n  intents   = {}\n  contracts = {}\n  record    = {}\n  git       = {}\n",
+        policy.locks, policy.intents, policy.contracts, policy.record, policy.git
     );
     let value = json!({
         "locks": policy.locks.as_str(),
         "intents": policy.intents.as_str(),
         "contracts": policy.contracts.as_str(),
         "record": policy.record,
+        "git": policy.git.as_str(),
         "sources": sources.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
     });
     Ok(Report::new(value, human))

@@ -8,6 +8,8 @@
 //! contracts = "deny"  # the edit breaks an accepted contract
 //! record = true       # note clean edits as an active "observed edit" intent
 //! related = "warn"    # other sessions' work near the edit (context, never a denial): warn | off
+//! git = "deny"        # a git command (shell gate, pre-commit) that would take or drop another
+//!                     # live session's uncommitted lines: deny | ask | warn | off
 //! ```
 //!
 //! A missing file or table means the defaults. A bad value is an error here; the pre-edit hook
@@ -81,6 +83,9 @@ pub struct Policy {
     /// Other sessions' work near the edit, `related` (PROTOCOL-NOTES 13.5): warn or off,
     /// never more (default warn).
     pub related: Action,
+    /// Git commands that would take or drop other live sessions' uncommitted lines (shell
+    /// gate and pre-commit; default deny).
+    pub git: Action,
 }
 
 impl Default for Policy {
@@ -91,6 +96,7 @@ impl Default for Policy {
             contracts: Action::Deny,
             record: true,
             related: Action::Warn,
+            git: Action::Deny,
         }
     }
 }
@@ -167,7 +173,7 @@ pub fn apply(policy: &mut Policy, text: &str, path: &Path) -> Result<(), PolicyE
     const ACTIONS: &str = "expected \"deny\", \"ask\", \"warn\" or \"off\"";
     for (key, item) in table.iter() {
         match key {
-            "locks" | "intents" | "contracts" => {
+            "locks" | "intents" | "contracts" | "git" => {
                 let action = item
                     .as_str()
                     .and_then(Action::parse)
@@ -175,6 +181,7 @@ pub fn apply(policy: &mut Policy, text: &str, path: &Path) -> Result<(), PolicyE
                 match key {
                     "locks" => policy.locks = action,
                     "intents" => policy.intents = action,
+                    "git" => policy.git = action,
                     _ => policy.contracts = action,
                 }
             }
@@ -195,7 +202,7 @@ pub fn apply(policy: &mut Policy, text: &str, path: &Path) -> Result<(), PolicyE
                 return Err(bad(
                     key,
                     item,
-                    "known keys are locks, intents, contracts, record and related",
+                    "known keys are locks, intents, contracts, record, related and git",
                 ))
             }
         }
@@ -230,6 +237,7 @@ mod tests {
                 contracts: Action::Warn,
                 record: false,
                 related: Action::Warn,
+                git: Action::Deny,
             }
         );
         assert_eq!(

@@ -133,8 +133,17 @@ impl Verdict {
 /// Runs the gate for `agent` on the payload on stdin; always exit code 0.
 pub fn run(agent: Agent, repo: Option<&Path>, session_flag: Option<&str>) -> Report {
     let started = Instant::now();
+    let mut input = Vec::new();
+    if !std::io::stdin().is_terminal() {
+        let _ = std::io::stdin().take(MAX_PAYLOAD).read_to_end(&mut input);
+    }
+    let payload = serde_json::from_slice::<Value>(&input);
+    // A shell tool's call goes to the shell gate (it answers in the same harness's shape).
+    if let Some(request) = payload.as_ref().ok().and_then(super::shell::shell_request) {
+        return super::shell::run(agent, request, repo, session_flag, started);
+    }
     let mut notes = Vec::new();
-    let verdict = gate(agent, repo, session_flag, started, &mut notes);
+    let verdict = gate(agent, payload, repo, session_flag, started, &mut notes);
     let mut report = match answer(agent, &verdict) {
         Some(value) => {
             let mut bytes = value.to_string().into_bytes();
@@ -170,7 +179,7 @@ pub fn parse(agent: Agent, payload: &Value) -> Result<Option<EditRequest>, Paylo
 }
 
 /// The budget: [`BUDGET_ENV`] when it holds a positive integer, else [`BUDGET`].
-fn budget() -> Duration {
+pub fn budget() -> Duration {
     std::env::var(BUDGET_ENV)
         .ok()
         .and_then(|ms| ms.trim().parse::<u64>().ok())
@@ -184,16 +193,13 @@ fn allowed(note: &str) -> String {
 
 fn gate(
     agent: Agent,
+    payload: Result<Value, serde_json::Error>,
     repo: Option<&Path>,
     session_flag: Option<&str>,
     started: Instant,
     notes: &mut Vec<String>,
 ) -> Verdict {
-    let mut input = Vec::new();
-    if !std::io::stdin().is_terminal() {
-        let _ = std::io::stdin().take(MAX_PAYLOAD).read_to_end(&mut input);
-    }
-    let request = match serde_json::from_slice::<Value>(&input)
+    let request = match payload
         .map_err(PayloadError::from)
         .and_then(|payload| parse(agent, &payload))
     {
@@ -277,7 +283,7 @@ fn gate(
 
 /// The repository root: `--repo` or `$WIT_REPO_ROOT`, else the nearest ancestor of `cwd`
 /// with a `.git`.
-fn find_root(repo: Option<&Path>, cwd: &Path) -> Option<PathBuf> {
+pub fn find_root(repo: Option<&Path>, cwd: &Path) -> Option<PathBuf> {
     if repo.is_some() || std::env::var_os(ROOT_ENV).is_some_and(|v| !v.is_empty()) {
         return discover_root(repo).ok();
     }
@@ -338,7 +344,11 @@ fn is_supported(path: &str) -> bool {
 
 /// The editing session: `--session`, else `$WIT_SESSION`, else the harness's own session id
 /// from the payload, else `$CLAUDE_SESSION_ID`, else `.wit/session.id` (created once).
-fn resolve_session(flag: Option<&str>, payload: Option<&str>, paths: &WitPaths) -> Option<String> {
+pub fn resolve_session(
+    flag: Option<&str>,
+    payload: Option<&str>,
+    paths: &WitPaths,
+) -> Option<String> {
     let env = |name: &str| {
         std::env::var(name)
             .ok()
@@ -751,6 +761,7 @@ mod tests {
             contracts: Action::Warn,
             record: true,
             related: Action::Warn,
+            git: Action::Deny,
         };
         let (verdict, _) = decide(&results, &relaxed, &[], NOW);
         assert_eq!(verdict.decision, Decision::Ask);
@@ -767,6 +778,7 @@ mod tests {
             contracts: Action::Off,
             record: true,
             related: Action::Warn,
+            git: Action::Deny,
         };
         assert_eq!(decide(&results, &off, &[], NOW).0, Verdict::allow());
     }
@@ -786,6 +798,7 @@ mod tests {
             contracts: Action::Deny,
             record: true,
             related: Action::Warn,
+            git: Action::Deny,
         };
         let (verdict, _) = decide(&results, &strict, &[], NOW);
         assert_eq!(verdict.decision, Decision::Allow);

@@ -1,0 +1,225 @@
+//! Running git for `wit commit`, the shell gate, the pre-commit check and snapshots: one
+//! synchronous runner, reading the committed text of files in one `git cat-file --batch`, and
+//! writing trees through a temporary index (`GIT_INDEX_FILE`), so no caller ever touches the
+//! working tree or the repository's own index by accident.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use super::output::CliError;
+
+/// Runs `git ARGS` in `root` with `env`, `input` on stdin; its stdout when it succeeds.
+pub fn run_with(
+    root: &Path,
+    args: &[&str],
+    env: &[(&str, &Path)],
+    input: Option<&[u8]>,
+) -> Result<Vec<u8>, CliError> {
+    let mut command = Command::new("git");
+    command
+        .arg("-C")
+        .arg(root)
+        .args(args)
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = command
+        .spawn()
+        .map_err(|error| CliError::Failed(format!("cannot run git: {error}")))?;
+    if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
+        stdin
+            .write_all(bytes)
+            .map_err(|error| CliError::Failed(format!("cannot write to git: {error}")))?;
+    }
+    let output = child
+        .wait_with_output()
+        .map_err(|error| CliError::Failed(format!("git failed: {error}")))?;
+    if !output.status.success() {
+        return Err(CliError::Failed(format!(
+            "git {} failed: {}",
+            args.first().copied().unwrap_or_default(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    }
+    Ok(output.stdout)
+}
+
+/// Runs `git ARGS` in `root`; its stdout when it succeeds.
+pub fn run(root: &Path, args: &[&str]) -> Result<Vec<u8>, CliError> {
+    run_with(root, args, &[], None)
+}
+
+/// The commit `HEAD` names, or `None` in a repository without commits.
+pub fn head(root: &Path) -> Option<String> {
+    run(root, &["rev-parse", "--verify", "-q", "HEAD"])
+        .ok()
+        .map(|out| String::from_utf8_lossy(&out).trim().to_string())
+        .filter(|id| !id.is_empty())
+}
+
+/// A file as a tree of a commit holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blob {
+    /// `100644`, `100755`, `120000`.
+    pub mode: String,
+    /// Its text (lossy UTF-8).
+    pub text: String,
+}
+
+/// The files `paths` in the tree of `commit` (absent ones are left out).
+pub fn blobs(root: &Path, commit: &str, paths: &[&str]) -> Result<HashMap<String, Blob>, CliError> {
+    let mut out = HashMap::new();
+    if paths.is_empty() {
+        return Ok(out);
+    }
+    let mut args = vec!["ls-tree", "-z", commit, "--"];
+    args.extend(paths);
+    let listing = run(root, &args)?;
+    let mut entries: Vec<(String, String, String)> = Vec::new();
+    for item in listing.split(|b| *b == 0).filter(|i| !i.is_empty()) {
+        let item = String::from_utf8_lossy(item);
+        let Some((meta, path)) = item.split_once('\t') else {
+            continue;
+        };
+        let fields: Vec<&str> = meta.split(' ').collect();
+        if let [mode, "blob", id] = fields.as_slice() {
+            entries.push((path.to_string(), (*mode).to_string(), (*id).to_string()));
+        }
+    }
+    if entries.is_empty() {
+        return Ok(out);
+    }
+    let request: String = entries.iter().map(|(_, _, id)| format!("{id}\n")).collect();
+    let batch = run_with(
+        root,
+        &["cat-file", "--batch"],
+        &[],
+        Some(request.as_bytes()),
+    )?;
+    let mut at = 0;
+    for (path, mode, _) in entries {
+        let Some(newline) = batch[at..].iter().position(|b| *b == b'\n') else {
+            break;
+        };
+        let header = String::from_utf8_lossy(&batch[at..at + newline]).to_string();
+        at += newline + 1;
+        let size: usize = header
+            .rsplit(' ')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        let end = (at + size).min(batch.len());
+        let text = String::from_utf8_lossy(&batch[at..end]).into_owned();
+        at = end + 1;
+        out.insert(path, Blob { mode, text });
+    }
+    Ok(out)
+}
+
+/// The staged text of `path` (`git show :path`), `None` when the index does not hold it.
+pub fn staged_text(root: &Path, path: &str) -> Option<String> {
+    run(root, &["show", &format!(":{path}")])
+        .ok()
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// A file's new content for a tree built by [`write_tree`]: text and mode, or removal.
+#[derive(Debug, Clone)]
+pub enum TreeEntry {
+    /// The file holds this text with this mode.
+    Text {
+        /// `100644` or `100755`.
+        mode: String,
+        /// The content.
+        text: String,
+    },
+    /// The file is removed.
+    Removed,
+}
+
+/// A temporary index file under `.git/`, removed when dropped.
+pub struct TempIndex {
+    path: PathBuf,
+}
+
+impl TempIndex {
+    /// A fresh index path in the repository's git directory.
+    pub fn new(root: &Path) -> Result<Self, CliError> {
+        let git_dir = run(root, &["rev-parse", "--absolute-git-dir"])?;
+        let git_dir = PathBuf::from(String::from_utf8_lossy(&git_dir).trim());
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        Ok(Self {
+            path: git_dir.join(format!("wit-index-{}-{nanos}", std::process::id())),
+        })
+    }
+}
+
+impl Drop for TempIndex {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Writes the blobs of `entries` and returns the tree of `base` (a commit; none: empty) with
+/// those files changed, built in a temporary index.
+pub fn write_tree(
+    root: &Path,
+    base: Option<&str>,
+    entries: &[(String, TreeEntry)],
+) -> Result<String, CliError> {
+    let index = TempIndex::new(root)?;
+    let env = [("GIT_INDEX_FILE", index.path.as_path())];
+    match base {
+        Some(commit) => run_with(root, &["read-tree", commit], &env, None)?,
+        None => run_with(root, &["read-tree", "--empty"], &env, None)?,
+    };
+    let mut info = String::new();
+    for (path, entry) in entries {
+        match entry {
+            TreeEntry::Text { mode, text } => {
+                let id = run_with(
+                    root,
+                    &["hash-object", "-w", "--stdin"],
+                    &[],
+                    Some(text.as_bytes()),
+                )?;
+                let id = String::from_utf8_lossy(&id).trim().to_string();
+                info.push_str(&format!("{mode} {id}\t{path}\n"));
+            }
+            TreeEntry::Removed => {
+                info.push_str(&format!(
+                    "0 0000000000000000000000000000000000000000\t{path}\n"
+                ));
+            }
+        }
+    }
+    run_with(
+        root,
+        &["update-index", "--index-info"],
+        &env,
+        Some(info.as_bytes()),
+    )?;
+    let tree = run_with(root, &["write-tree"], &env, None)?;
+    Ok(String::from_utf8_lossy(&tree).trim().to_string())
+}
+
+/// The mode a working file would be committed with.
+pub fn file_mode(path: &Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.permissions().mode() & 0o111 != 0 => "100755".into(),
+        _ => "100644".into(),
+    }
+}

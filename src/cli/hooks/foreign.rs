@@ -1,0 +1,151 @@
+//! The pre-commit hook's foreign-lines check (`wit hook check-foreign`, any committer, any
+//! tool): when the staged content holds lines another live session changed and the
+//! committer's session did not, the commit is blocked (policy `[gate] git`: deny and ask
+//! block, warn lets it through with the warning, off says nothing), naming the sessions,
+//! files and symbols. `WIT_ALLOW_FOREIGN=1` lets a person commit them on purpose.
+//!
+//! Silent and fast when nothing is at stake (PROTOCOL-NOTES 6): no file of a supported
+//! language staged, no daemon socket, or no other live session with work in a staged file costs no diff. It fails open:
+//! no daemon answer within 2 s, or any error, lets the commit through.
+
+use std::time::Duration;
+
+use super::super::context::Context;
+use super::super::contracts::SUPPORTED_SUFFIXES;
+use super::super::gitio;
+use super::super::hunks;
+use super::super::output::{CliError, Report};
+use super::super::owners::{AtStake, Work, WorkMap};
+use super::policy::{self, Action};
+
+/// The variable that lets a commit of foreign lines through.
+pub const ALLOW_ENV: &str = "WIT_ALLOW_FOREIGN";
+
+/// How long the check waits for the daemon.
+const BUDGET: Duration = Duration::from_secs(2);
+
+/// Runs the check; `Err` (exit 1) blocks the commit.
+pub async fn check(ctx: &Context) -> Result<Report, CliError> {
+    let root = &ctx.paths.root;
+    if std::env::var(ALLOW_ENV).is_ok_and(|v| !v.is_empty() && v != "0") {
+        return Ok(Report::nothing());
+    }
+    // Observed work is only ever on files of a supported language (the edit gate records
+    // nothing else): a commit of other files asks no daemon (PROTOCOL-NOTES 6).
+    let staged: Vec<String> = staged_files(root)
+        .into_iter()
+        .filter(|path| SUPPORTED_SUFFIXES.iter().any(|s| path.ends_with(s)))
+        .collect();
+    if staged.is_empty() || !ctx.paths.socket.exists() {
+        return Ok(Report::nothing());
+    }
+    let action = match policy::load(root) {
+        Ok((policy, _)) => policy.git,
+        Err(_) => return Ok(Report::nothing()),
+    };
+    if action == Action::Off {
+        return Ok(Report::nothing());
+    }
+    let client = ctx.client().with_timeout(BUDGET);
+    let Ok(Ok(map)) = tokio::time::timeout(BUDGET, WorkMap::load(&client)).await else {
+        return Ok(Report::nothing().with_note(
+            "wit: no daemon answer; staged lines of other sessions not checked, commit allowed"
+                .to_string(),
+        ));
+    };
+    let me = ctx
+        .session_if_any()
+        .ok()
+        .flatten()
+        .map(|(id, _)| id)
+        .unwrap_or_default();
+    let selves = map.selves(&me);
+    let others: Vec<&Work> = map
+        .others(&selves)
+        .filter(|w| staged.contains(&w.file))
+        .collect();
+    if others.is_empty() {
+        return Ok(Report::nothing());
+    }
+    let mine: Vec<&Work> = map
+        .work
+        .iter()
+        .filter(|w| selves.contains(&w.session_id))
+        .collect();
+    let mut stake = AtStake::default();
+    let head = gitio::head(root);
+    let mut files: Vec<&str> = others.iter().map(|w| w.file.as_str()).collect();
+    files.sort_unstable();
+    files.dedup();
+    let committed = match &head {
+        Some(head) => gitio::blobs(root, head, &files).unwrap_or_default(),
+        None => Default::default(),
+    };
+    for file in files {
+        let old = committed.get(file).map(|b| b.text.as_str()).unwrap_or("");
+        let Some(index_text) = gitio::staged_text(root, file) else {
+            continue;
+        };
+        let working = std::fs::read(root.join(file))
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        let (old_l, index_l, work_l) = (
+            hunks::lines(old),
+            hunks::lines(&index_text),
+            hunks::lines(&working),
+        );
+        // Staged lines, located in the working text where the regions are.
+        let to_working = hunks::line_map(&index_l, &work_l);
+        for hunk in hunks::hunks(&old_l, &index_l) {
+            let (first, last) = hunk.new_lines();
+            let lines: Vec<usize> = (first..=last)
+                .filter_map(|line| to_working.get(line.wrapping_sub(1)).copied().flatten())
+                .collect();
+            for work in others.iter().filter(|w| w.file == file) {
+                let foreign = lines.iter().any(|line| {
+                    work.covers_line(*line)
+                        && !mine.iter().any(|m| m.file == file && m.covers_line(*line))
+                });
+                if foreign {
+                    stake.add(work);
+                }
+            }
+        }
+    }
+    if stake.is_empty() {
+        return Ok(Report::nothing());
+    }
+    let mut text =
+        String::from("the staged changes hold uncommitted lines of other live sessions:\n");
+    for line in stake.lines(&map) {
+        text.push_str(&format!("  {line}\n"));
+    }
+    text.push_str(&format!(
+        "Unstage them (`git restore --staged FILE`) and commit only your own lines with `wit commit -m \"MSG\"`, or ask {} to commit first; {ALLOW_ENV}=1 commits them anyway.",
+        stake.names(&map)
+    ));
+    match action {
+        Action::Warn => Ok(Report::nothing().with_note(format!("wit: warning: {text}"))),
+        Action::Off => Ok(Report::nothing()),
+        Action::Ask | Action::Deny => Err(CliError::Failed(format!("commit blocked: {text}"))),
+    }
+}
+
+/// The files the index changes against `HEAD` (all of them without a `HEAD`).
+fn staged_files(root: &std::path::Path) -> Vec<String> {
+    let out = match gitio::head(root) {
+        Some(_) => gitio::run(
+            root,
+            &["diff", "--cached", "--name-only", "-z", "--no-renames"],
+        ),
+        None => gitio::run(root, &["ls-files", "-z"]),
+    };
+    out.map(|bytes| {
+        bytes
+            .split(|b| *b == 0)
+            .filter(|s| !s.is_empty())
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .collect()
+    })
+    .unwrap_or_default()
+}

@@ -1,0 +1,457 @@
+//! One tree, safe git (issue 23) end to end: two sessions change different functions of one
+//! file through the edit gate (so the daemon knows their regions); the shell gate
+//! (`wit hook pre-edit` fed shell-tool payloads), `wit commit`, the pre-commit hook's
+//! foreign-lines check and snapshots, against real daemons and real git.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{json, Value};
+
+use crate::harness::*;
+
+const LIB_TS: &str = "\
+export function alpha(a: number): number {
+  return a + 1;
+}
+
+export function middle(): string {
+  return \"m\";
+}
+
+export function beta(b: number): number {
+  return b * 2;
+}
+";
+
+const ALICE_OLD: &str = "  return a + 1;";
+const ALICE_NEW: &str = "  return a + 100;";
+const BOB_OLD: &str = "  return b * 2;";
+const BOB_NEW: &str = "  return b * 200;";
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `wit` in `repo` as `session`, with a clean wit environment.
+fn wit_cmd(repo: &Path, session: &str) -> Command {
+    let mut command = Command::new(wit_bin());
+    command
+        .current_dir(repo)
+        .envs(store_env(repo))
+        .env("WIT_SESSION", session)
+        .env_remove("CLAUDE_SESSION_ID")
+        .env_remove("WIT_REPO_ROOT")
+        .env_remove("WIT_NO_AUTOSTART")
+        .env_remove("WIT_ALLOW_FOREIGN")
+        .env("WIT_GATE_TIMEOUT_MS", "20000")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .stdin(Stdio::null());
+    command
+}
+
+fn wit_ok(repo: &Repo, session: &str, args: &[&str]) -> Output {
+    let out = wit_cmd(repo.path(), session).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "wit {args:?}: {}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    out
+}
+
+fn git(repo: &Path, session: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new("git");
+    command
+        .current_dir(repo)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .env("WIT_SESSION", session)
+        .env("WIT_HOOK_TIMEOUT_MS", "20000")
+        .env_remove("WIT_REPO_ROOT")
+        .env_remove("CLAUDE_SESSION_ID")
+        .env_remove("WIT_ALLOW_FOREIGN")
+        .args(args);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.output().unwrap()
+}
+
+fn git_text(repo: &Path, args: &[&str]) -> String {
+    let out = git(repo, "setup", args, &[]);
+    assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+/// Runs the gate (`wit hook pre-edit --agent AGENT`) with `payload` on stdin; exit 0 always.
+fn hook(repo: &Repo, agent: &str, payload: &Value) -> Output {
+    let mut child = wit_cmd(repo.path(), "unused")
+        .env_remove("WIT_SESSION")
+        .args(["hook", "pre-edit", "--agent", agent])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    out
+}
+
+fn answer(out: &Output) -> Value {
+    let stdout = text(&out.stdout);
+    if stdout.trim().is_empty() {
+        return Value::Null;
+    }
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+/// Claude Code's Bash tool call of `session` running `command`.
+fn bash(repo: &Repo, session: &str, command: &str) -> Value {
+    json!({
+        "session_id": session,
+        "cwd": repo.path().display().to_string(),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+    })
+}
+
+/// Claude Code's verdict on `command` run by `session`: `(decision or "", reason/context)`.
+fn shell_verdict(repo: &Repo, session: &str, command: &str) -> (String, String) {
+    let out = hook(repo, "claude", &bash(repo, session, command));
+    let value = answer(&out);
+    let output = &value["hookSpecificOutput"];
+    let decision = output["permissionDecision"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let said = output["permissionDecisionReason"]
+        .as_str()
+        .or(output["additionalContext"].as_str())
+        .unwrap_or("")
+        .to_string();
+    (decision, format!("{said}{}", text(&out.stderr)))
+}
+
+/// `session` edits `old` to `new` in `file` through Claude Code's edit gate (recorded as
+/// observed work), then the harness writes the edit.
+fn edit(repo: &Repo, session: &str, file: &str, old: &str, new: &str) {
+    let payload = json!({
+        "session_id": session,
+        "cwd": repo.path().display().to_string(),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Edit",
+        "tool_input": {
+            "file_path": repo.path().join(file).display().to_string(),
+            "old_string": old,
+            "new_string": new,
+        },
+    });
+    let out = hook(repo, "claude", &payload);
+    assert_eq!(answer(&out), Value::Null, "{}", text(&out.stderr));
+    let path = repo.path().join(file);
+    let current = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, current.replacen(old, new, 1)).unwrap();
+}
+
+/// A repository with `src/lib.ts` committed, hooks installed, a daemon, and alice and bob
+/// registered, each having changed one function of `src/lib.ts` through the edit gate.
+fn two_agents() -> (Repo, Daemon) {
+    let repo = Repo::new();
+    repo.write("src/lib.ts", LIB_TS);
+    repo.write("README.md", "# app\n");
+    git_text(repo.path(), &["add", "."]);
+    git_text(repo.path(), &["commit", "-q", "-m", "init"]);
+    let daemon = Daemon::start(&repo);
+    wit_ok(&repo, "alice", &["register", "alice"]);
+    wit_ok(&repo, "bob", &["register", "bob"]);
+    wit_ok(&repo, "alice", &["hook", "install"]);
+    edit(&repo, "alice", "src/lib.ts", ALICE_OLD, ALICE_NEW);
+    edit(&repo, "bob", "src/lib.ts", BOB_OLD, BOB_NEW);
+    (repo, daemon)
+}
+
+fn working(repo: &Repo) -> String {
+    std::fs::read_to_string(repo.path().join("src/lib.ts")).unwrap()
+}
+
+#[test]
+fn git_add_all_and_commit_is_denied_naming_the_other_session() {
+    let (repo, _daemon) = two_agents();
+    let (decision, reason) = shell_verdict(&repo, "alice", "git add -A && git commit -m 'alpha'");
+    assert_eq!(decision, "deny", "{reason}");
+    assert!(reason.contains("bob (session bob)"), "{reason}");
+    assert!(reason.contains("src/lib.ts (beta)"), "{reason}");
+    assert!(reason.contains("wit commit"), "{reason}");
+    // And the same for bob, naming alice.
+    let (decision, reason) = shell_verdict(&repo, "bob", "git commit -am wip");
+    assert_eq!(decision, "deny", "{reason}");
+    assert!(
+        reason.contains("alice") && reason.contains("alpha"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn wit_commit_commits_only_the_sessions_own_function_and_leaves_the_rest_untouched() {
+    let (repo, _daemon) = two_agents();
+    let before = working(&repo);
+    let out = wit_ok(
+        &repo,
+        "alice",
+        &["--json", "commit", "-m", "Make alpha bigger"],
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["files"][0]["file"], "src/lib.ts", "{result}");
+    assert_eq!(result["files"][0]["hunks"], 1, "{result}");
+    assert_eq!(result["files"][0]["leftUncommitted"], 1, "{result}");
+    // The commit holds alice's line and not bob's.
+    let committed = git_text(repo.path(), &["show", "HEAD:src/lib.ts"]);
+    assert!(
+        committed.contains(ALICE_NEW) && committed.contains(BOB_OLD),
+        "{committed}"
+    );
+    // The working tree is untouched; bob's line is still an unstaged change, nothing staged.
+    assert_eq!(working(&repo), before);
+    let diff = git_text(repo.path(), &["diff", "HEAD", "--", "src/lib.ts"]);
+    assert!(
+        diff.contains(&format!("+{BOB_NEW}")) && !diff.contains("alpha"),
+        "{diff}"
+    );
+    assert_eq!(
+        git_text(repo.path(), &["diff", "--cached", "--name-only"]),
+        ""
+    );
+    // Trailers, and alice's observed intent resolved.
+    let message = git_text(repo.path(), &["log", "-1", "--format=%B"]);
+    let intent = result["intentsResolved"][0].as_str().unwrap().to_string();
+    assert!(
+        message.contains(&format!("Wit-Intent: {intent}")),
+        "{message}"
+    );
+    let out = wit_ok(
+        &repo,
+        "alice",
+        &["--json", "call", "intent.query", r#"{"sessionId":"alice"}"#],
+    );
+    let open: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(open.as_array().unwrap().len(), 0, "{open}");
+    // Bob can now commit his; nothing of alice's is left for him to take.
+    let (decision, reason) = shell_verdict(&repo, "bob", "git commit -am beta");
+    assert_eq!(decision, "", "{reason}");
+    wit_ok(&repo, "bob", &["commit", "-m", "Make beta bigger"]);
+    assert_eq!(
+        git_text(repo.path(), &["show", "HEAD:src/lib.ts"]),
+        working(&repo)
+    );
+}
+
+#[test]
+fn stash_checkout_and_restore_of_the_file_are_denied() {
+    let (repo, _daemon) = two_agents();
+    for command in [
+        "git stash",
+        "git stash push -m wip",
+        "git checkout -- src/lib.ts",
+        "git restore src/lib.ts",
+        "git reset --hard",
+        "git switch -c topic",
+    ] {
+        let (decision, reason) = shell_verdict(&repo, "alice", command);
+        assert_eq!(decision, "deny", "{command}: {reason}");
+        assert!(
+            reason.contains("bob") && reason.contains("throw away"),
+            "{command}: {reason}"
+        );
+    }
+    assert!(working(&repo).contains(BOB_NEW));
+}
+
+#[test]
+fn reads_and_commands_on_own_files_pass_untouched() {
+    let (repo, _daemon) = two_agents();
+    repo.write("src/own.ts", "export const own = 1;\n");
+    for command in [
+        "git status",
+        "git diff",
+        "git log --oneline -5",
+        "git add src/own.ts && git commit -m 'own file' src/own.ts",
+        "git checkout -- README.md",
+        "cargo test && ls -la | wc -l",
+    ] {
+        let out = hook(&repo, "claude", &bash(&repo, "alice", command));
+        assert_eq!(
+            answer(&out),
+            Value::Null,
+            "{command}: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(text(&out.stderr), "", "{command}");
+    }
+    // A line the gate cannot read passes with a note.
+    let out = hook(
+        &repo,
+        "claude",
+        &bash(&repo, "alice", "git commit -m 'open"),
+    );
+    assert_eq!(answer(&out), Value::Null);
+    assert!(
+        text(&out.stderr).contains("not understood"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn quoting_sequences_and_git_dash_c_are_parsed() {
+    let (repo, _daemon) = two_agents();
+    let root = repo.path().display().to_string();
+    // A stash of the repository from elsewhere, behind `&&`, with a quoted message.
+    let command = format!("cd / && git -C '{root}' -c core.pager=cat stash push -m \"a && b\"");
+    let (decision, reason) = shell_verdict(&repo, "alice", &command);
+    assert_eq!(decision, "deny", "{reason}");
+    // Dangerous words inside a quoted message are only words.
+    let command = format!("git -C \"{root}\" commit -m 'do not git stash && git add -A' README.md");
+    let (decision, reason) = shell_verdict(&repo, "alice", &command);
+    assert_eq!(decision, "", "{reason}");
+    // An alias from the repository's configuration.
+    git_text(repo.path(), &["config", "alias.save", "stash push"]);
+    let (decision, reason) = shell_verdict(&repo, "alice", "git save");
+    assert_eq!(decision, "deny", "{reason}");
+}
+
+#[test]
+fn the_pre_commit_hook_blocks_a_foreign_hunk_staged_by_hand() {
+    let (repo, _daemon) = two_agents();
+    git_text(repo.path(), &["add", "src/lib.ts"]);
+    let out = git(repo.path(), "alice", &["commit", "-m", "everything"], &[]);
+    assert!(!out.status.success(), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("bob (session bob): src/lib.ts (beta)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("WIT_ALLOW_FOREIGN=1"), "{stderr}");
+    // Bob's own commit of the same staged content is blocked for alice's lines in turn.
+    let out = git(repo.path(), "bob", &["commit", "-m", "everything"], &[]);
+    assert!(text(&out.stderr).contains("alice"), "{}", text(&out.stderr));
+    // A person who means it.
+    let out = git(
+        repo.path(),
+        "alice",
+        &["commit", "-m", "everything"],
+        &[("WIT_ALLOW_FOREIGN", "1")],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn a_commit_with_nothing_foreign_staged_is_silent() {
+    let (repo, _daemon) = two_agents();
+    repo.write("notes.ts", "export const n = 1;\n");
+    git_text(repo.path(), &["add", "notes.ts"]);
+    let out = git(repo.path(), "alice", &["commit", "-q", "-m", "notes"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), "");
+}
+
+#[test]
+fn a_snapshot_restores_the_work_a_forced_reset_hard_threw_away() {
+    let (repo, _daemon) = two_agents();
+    repo.write(".wit/config.toml", "[gate]\ngit = \"warn\"\n");
+    let before = working(&repo);
+    let out = hook(&repo, "claude", &bash(&repo, "alice", "git reset --hard"));
+    let value = answer(&out);
+    let context = value["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        value["hookSpecificOutput"]["permissionDecision"].is_null(),
+        "{value}"
+    );
+    assert!(
+        context.contains("bob") && context.contains("snapshot"),
+        "{context}"
+    );
+    git_text(repo.path(), &["reset", "-q", "--hard"]);
+    assert_eq!(working(&repo), LIB_TS);
+    let out = wit_ok(&repo, "alice", &["--json", "snapshots"]);
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = list[0]["id"].as_str().unwrap().to_string();
+    assert!(context.contains(&id), "{context}");
+    assert_eq!(list[0]["files"], json!(["src/lib.ts"]));
+    wit_ok(&repo, "alice", &["snapshots", "restore", &id]);
+    assert_eq!(working(&repo), before);
+    let refs = git_text(repo.path(), &["for-each-ref", "refs/wit/snapshots/"]);
+    assert!(refs.contains(&id), "{refs}");
+}
+
+#[test]
+fn a_persons_lines_are_committed_only_with_include_unowned() {
+    let (repo, _daemon) = two_agents();
+    // A person appends a line outside every session's regions.
+    let person = format!("{}export const person = true;\n", working(&repo));
+    std::fs::write(repo.path().join("src/lib.ts"), &person).unwrap();
+    wit_ok(&repo, "alice", &["commit", "-m", "alpha", "src/lib.ts"]);
+    let committed = git_text(repo.path(), &["show", "HEAD:src/lib.ts"]);
+    assert!(committed.contains(ALICE_NEW), "{committed}");
+    assert!(
+        !committed.contains("person") && !committed.contains(BOB_NEW),
+        "{committed}"
+    );
+    // Alice has nothing left of her own; with --include-unowned the person's line is hers.
+    let out = wit_cmd(repo.path(), "alice")
+        .args(["commit", "-m", "again"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", text(&out.stdout));
+    let out = wit_cmd(repo.path(), "alice")
+        .args(["commit", "-m", "person", "--include-unowned"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let committed = git_text(repo.path(), &["show", "HEAD:src/lib.ts"]);
+    assert!(
+        committed.contains("person") && !committed.contains(BOB_NEW),
+        "{committed}"
+    );
+    assert_eq!(working(&repo), person);
+}
+
+#[test]
+fn every_harness_shell_tool_is_gated_in_its_own_answer_shape() {
+    let (repo, _daemon) = two_agents();
+    let root = repo.path().display().to_string();
+    let codex = json!({"session_id": "alice", "cwd": root, "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": ["bash", "-lc", "git stash"]}});
+    let value = answer(&hook(&repo, "codex", &codex));
+    assert!(value.to_string().contains("deny"), "{value}");
+    let gemini = json!({"session_id": "alice", "cwd": root, "hook_event_name": "BeforeTool",
+        "tool_name": "run_shell_command", "tool_input": {"command": "git stash"}});
+    let value = answer(&hook(&repo, "gemini", &gemini));
+    assert_eq!(value["decision"], "deny", "{value}");
+    let cursor = json!({"conversation_id": "alice", "hook_event_name": "beforeShellExecution",
+        "command": "git stash", "cwd": root, "workspace_roots": [root]});
+    let value = answer(&hook(&repo, "cursor", &cursor));
+    assert_eq!(value["permission"], "deny", "{value}");
+    assert!(
+        value["agentMessage"].as_str().unwrap().contains("bob"),
+        "{value}"
+    );
+}
