@@ -16,3 +16,4 @@ mod mcp;
 mod sessions;
 mod shared;
 mod spine;
+mod worktrees;
