@@ -57,7 +57,7 @@ struct GraphAnswers {
     imports: Answers<String>,
 }
 /// The layout of the tables above; bump on any change.
-const SCHEMA_VERSION: u32 = 2;
+const SCHEMA_VERSION: u32 = 3;
 
 /// The meaning of the stored analyses; bump whenever extraction changes what it stores for
 /// the same source and grammar (queries and grammars are in the key already).
@@ -179,6 +179,7 @@ impl IndexDb {
                  path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER,
                  language TEXT NOT NULL, hash BLOB, outline BLOB NOT NULL,
                  analysis BLOB NOT NULL) WITHOUT ROWID;
+             CREATE INDEX IF NOT EXISTS files_by_hash ON files (hash);
              CREATE TABLE IF NOT EXISTS links (
                  callee_file TEXT NOT NULL, caller_file TEXT NOT NULL, pairs BLOB NOT NULL,
                  PRIMARY KEY (callee_file, caller_file)) WITHOUT ROWID;
@@ -587,6 +588,61 @@ impl IndexDb {
     }
 }
 
+/// Another worktree's index database, read for analyses by content (PROTOCOL-NOTES 14.2):
+/// content that index parsed is not parsed again, its row is copied as it is.
+pub(crate) struct Donor {
+    conn: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for Donor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Donor").finish_non_exhaustive()
+    }
+}
+
+impl Donor {
+    /// A read-only connection to the index database at `path`; `None` when there is none
+    /// of this version (then everything is parsed).
+    pub(crate) fn open(path: &Path) -> Option<Donor> {
+        use rusqlite::OpenFlags;
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .ok()?;
+        conn.busy_timeout(Duration::from_secs(5)).ok()?;
+        let version: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key = 'version'", [], |r| {
+                r.get(0)
+            })
+            .optional()
+            .ok()?;
+        (version? == version_key()).then(|| Donor {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    /// The encoded outline and analysis of content hashed `hash` as `language`, when the
+    /// donor has parsed such content (under any path).
+    pub(crate) fn encoded(&self, language: Language, hash: u128) -> Option<(Vec<u8>, Vec<u8>)> {
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let read = || -> rusqlite::Result<Option<(Vec<u8>, Vec<u8>)>> {
+            conn.prepare_cached(
+                "SELECT outline, analysis FROM files WHERE hash = ?1 AND language = ?2 LIMIT 1",
+            )?
+            .query_row(
+                params![hash.to_le_bytes().as_slice(), language.name()],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+        };
+        read().unwrap_or_else(|error| {
+            tracing::debug!(%error, "donor index not read");
+            None
+        })
+    }
+}
+
 /// A read-only connection to the index database for one resolution thread
 /// ([`IndexDb::reader`]).
 pub(crate) struct OutlineReader {
@@ -745,6 +801,31 @@ mod tests {
         let mut count = 0;
         IndexDb::open(&path).unwrap().load(|_| count += 1);
         assert_eq!(count, 0);
+    }
+
+    #[test]
+    fn the_same_schema_lives_in_memory() {
+        let db = IndexDb::in_memory().unwrap();
+        db.write(&[row("a.py", "def f(): pass\n")], &[]);
+        let mut loaded = Vec::new();
+        db.load(|f| loaded.push(f));
+        assert_eq!(loaded.len(), 1);
+        assert_eq!(db.analysis("a.py", 7).unwrap().symbols.len(), 1);
+        assert!(db.reader().is_none(), "no second connection to memory");
+    }
+
+    #[test]
+    fn a_donor_gives_rows_by_content_whatever_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.db");
+        let db = IndexDb::open(&path).unwrap();
+        db.write(&[row("a.py", "def f(): pass\n")], &[]);
+        let donor = Donor::open(&path).unwrap();
+        let (outline, analysis) = donor.encoded(Language::Python, 7).unwrap();
+        assert!(!outline.is_empty() && !analysis.is_empty());
+        assert!(donor.encoded(Language::Python, 8).is_none());
+        assert!(donor.encoded(Language::Go, 7).is_none());
+        assert!(Donor::open(&dir.path().join("missing.db")).is_none());
     }
 
     #[test]

@@ -173,6 +173,8 @@ pub struct Services {
     state_dir: std::path::PathBuf,
     /// Where large sources are parsed, for the indexes of linked worktrees too.
     parse_worker: Option<ParseWorker>,
+    /// The main worktree's index: linked worktrees share its parse cache.
+    main_index: Arc<RepoIndex>,
 }
 
 impl Services {
@@ -186,11 +188,18 @@ impl Services {
         state_dir: &Path,
         parse_worker: Option<ParseWorker>,
     ) -> Result<Self, OpenError> {
-        let main = open_index(root, state_dir, parse_worker.clone());
+        let main_index = Arc::new(open_index(
+            RepoIndex::new(root.to_path_buf()),
+            state_dir,
+            &parse_worker,
+        ));
+        main_index.start_background_build();
         let coord = Coord::new(
             store,
             Arc::new(SystemClock),
-            Arc::new(WorktreeIndex::new(main)),
+            Arc::new(WorktreeIndex::new(Arc::new(AnalysisIndex::new(
+                Arc::clone(&main_index),
+            )))),
         );
         coord.join()?;
         let app = App::new(coord);
@@ -200,6 +209,7 @@ impl Services {
             pulse,
             state_dir: state_dir.to_path_buf(),
             parse_worker,
+            main_index,
         })
     }
 
@@ -214,8 +224,13 @@ impl Services {
         if let Err(error) = std::fs::create_dir_all(&dir) {
             tracing::warn!(dir = %dir.display(), %error, "the worktree's index stays in memory");
         }
-        let index = open_index(root, &dir, self.parse_worker.clone());
-        build_methods(self.app.for_worktree(index))
+        let index = RepoIndex::new(root.to_path_buf())
+            .with_donor(&self.state_dir.join(INDEX_DB))
+            .sharing_cache_of(&self.main_index);
+        let index = Arc::new(open_index(index, &dir, &self.parse_worker));
+        // Built once the main worktree's index is: most of its content is found there.
+        index.start_background_build_after(Arc::clone(&self.main_index));
+        build_methods(self.app.for_worktree(Arc::new(AnalysisIndex::new(index))))
     }
 
     /// The shared handler state.
@@ -240,22 +255,15 @@ impl Services {
     }
 }
 
-/// The code index of the worktree at `root`, its files under `state_dir`, building in the
-/// background.
-fn open_index(
-    root: &Path,
-    state_dir: &Path,
-    parse_worker: Option<ParseWorker>,
-) -> Arc<dyn CodeIndex> {
-    let mut index = RepoIndex::new(root.to_path_buf())
+/// `index` with its files under `state_dir` and large sources parsed by `parse_worker`.
+fn open_index(index: RepoIndex, state_dir: &Path, parse_worker: &Option<ParseWorker>) -> RepoIndex {
+    let mut index = index
         .with_index_db(&state_dir.join(INDEX_DB))
         .with_status_file(state_dir.join(INDEX_STATUS));
     if let Some(worker) = parse_worker {
-        index = index.with_parse_worker(worker);
+        index = index.with_parse_worker(worker.clone());
     }
-    let index = Arc::new(index);
-    index.start_background_build();
-    Arc::new(AnalysisIndex::new(index))
+    index
 }
 
 /// Registers every namespace of the protocol for `app`.

@@ -239,3 +239,50 @@ fn wit_in_a_new_worktree_reaches_the_repository_daemon() {
     );
     assert!(!fresh.join(".wit/daemon.pid").exists());
 }
+
+/// The index status a worktree's index publishes once its build is complete (the main
+/// worktree's in `<main>/.wit`, a linked one's under `<main>/.wit/worktrees/`); fails after
+/// 20 s.
+fn complete_status(dir: &Path) -> wit::analysis::progress::IndexStatus {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if let Some(status) = wit::analysis::progress::IndexStatus::read(&dir.join("index.json"))
+            .filter(|status| status.complete)
+        {
+            return status;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("no complete index in {}", dir.display());
+}
+
+#[test]
+fn a_second_worktree_costs_only_its_differences() {
+    let files: Vec<(String, String)> = (0..20)
+        .map(|i| {
+            (
+                format!("src/m{i}.py"),
+                format!("def f{i}(x):\n    return x + {i}\n"),
+            )
+        })
+        .collect();
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(rel, text)| (rel.as_str(), text.as_str()))
+        .collect();
+    let family = Family::new(&borrowed);
+    let one = family.add("w1");
+    write_file(&one, "src/m3.py", "def g3(x):\n    return x\n");
+    let _daemon = family.daemon();
+    let main = complete_status(&family.main().join(".wit"));
+    assert_eq!(main.parsed, 20);
+    wait_answering(&one, true);
+    let dirs: Vec<PathBuf> = std::fs::read_dir(family.main().join(".wit/worktrees"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let linked = complete_status(&dirs[0]);
+    assert_eq!(linked.files, 20);
+    assert_eq!(linked.parsed, 1, "only the file that differs is parsed");
+}

@@ -326,7 +326,8 @@ impl RepoIndex {
         Some((loaded, Load::Parsed(analysis)))
     }
 
-    /// A new or changed file parsed straight into its row: a large source (see
+    /// A new or changed file straight into its row: copied from the donor when it has the
+    /// same content; else parsed, a large source (see
     /// [`crate::analysis::worker::ParseWorker::takes`]) by a worker, whose encoded answer
     /// becomes the row as it came (the daemon decodes only the outline); a small one on this
     /// build thread, where a round trip to a worker would cost about what its parse costs,
@@ -354,9 +355,11 @@ impl RepoIndex {
             .pool
             .as_ref()
             .filter(|_| self.worker.as_ref().is_some_and(|w| w.takes(&text)));
-        let (outline_bytes, analysis_bytes) = match pool {
-            Some(pool) => self.parse_in_worker(pool, rel, language, &text)?,
-            None => {
+        let donated = self.donated(language, key);
+        let (outline_bytes, analysis_bytes) = match (donated, pool) {
+            (Some(encoded), _) => encoded,
+            (None, Some(pool)) => self.parse_in_worker(pool, rel, language, &text)?,
+            (None, None) => {
                 self.parses.fetch_add(1, Ordering::Relaxed);
                 let analysis = analyze_with_budget(language, &text, self.budget);
                 drop(text);
@@ -561,6 +564,35 @@ mod tests {
         let callers = second.callers("b.py", "g");
         assert_eq!(callers.len(), 1);
         assert_eq!(callers[0].to_symbol_path(), "a.py:f");
+    }
+
+    #[test]
+    fn a_second_worktree_parses_only_its_differences() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("main");
+        let linked = dir.path().join("linked");
+        for root in [&main, &linked] {
+            write(root, "a.py", "from b import g\ndef f():\n    g()\n");
+            write(root, "b.py", "def g(): pass\n");
+            write(root, "c.py", "def h(): pass\n");
+        }
+        write(&linked, "c.py", "def h2(): pass\n");
+        let main_db = dir.path().join("main.db");
+        let first = RepoIndex::new(main).with_index_db(&main_db);
+        first.build_now();
+        assert_eq!(first.parse_count(), 3);
+        let second = RepoIndex::new(linked)
+            .with_index_db(&dir.path().join("linked.db"))
+            .with_donor(&main_db);
+        second.build_now();
+        assert_eq!(second.parse_count(), 1, "only the file that differs");
+        assert_eq!(second.callers("b.py", "g")[0].to_symbol_path(), "a.py:f");
+        let c = second.file("c.py").unwrap().unwrap();
+        assert_eq!(c.symbols[0].qualified_name, "h2");
+        // Content the donor has, written later: not parsed either.
+        write(dir.path(), "linked/d.py", "def h(): pass\n");
+        assert_eq!(second.file("d.py").unwrap().unwrap().symbols[0].name, "h");
+        assert_eq!(second.parse_count(), 1);
     }
 
     #[test]

@@ -39,7 +39,7 @@ use super::model::FileAnalysis;
 use super::pool::ParsePool;
 use super::progress::Progress;
 use super::resolution::{outline, Prepared};
-use super::store::{IndexDb, Row};
+use super::store::{Donor, IndexDb, Row};
 use super::worker::{ParseWorker, WorkerError};
 use super::{AnalysisError, Result};
 
@@ -106,7 +106,8 @@ pub struct RepoIndex {
     root: PathBuf,
     canonical_root: Mutex<Option<PathBuf>>,
     state: RwLock<State>,
-    cache: ContentCache,
+    /// Shared by the indexes of one repository's worktrees ([`RepoIndex::sharing_cache_of`]).
+    cache: Arc<ContentCache>,
     built: AtomicBool,
     build_gate: Mutex<()>,
     budget: Duration,
@@ -116,6 +117,8 @@ pub struct RepoIndex {
     pool: Option<ParsePool>,
     /// The one store: on disk, or the same schema in memory.
     db: IndexDb,
+    /// Another worktree's index, whose analyses are reused by content (no parse).
+    donor: Option<Donor>,
     /// How far the current build is, published to `.wit/index.json`.
     progress: Progress,
     /// Parses run by this index (in-process or in a worker).
@@ -152,13 +155,14 @@ impl RepoIndex {
             root,
             canonical_root: Mutex::new(canonical),
             state: RwLock::new(State::default()),
-            cache: ContentCache::new(CACHE_BYTES),
+            cache: Arc::new(ContentCache::new(CACHE_BYTES)),
             built: AtomicBool::new(false),
             build_gate: Mutex::new(()),
             budget: PARSE_BUDGET,
             worker: None,
             pool: None,
             db,
+            donor: None,
             progress: Progress::default(),
             parses: AtomicUsize::new(0),
         }
@@ -172,6 +176,15 @@ impl RepoIndex {
             Ok(db) => self.db = db,
             Err(error) => tracing::warn!(%error, "the index stays in memory"),
         }
+        self
+    }
+
+    /// Reuses the analyses of the index database at `path` (another worktree's index of the
+    /// same repository) by content hash: content it parsed is copied, not parsed again, so N
+    /// worktrees cost about one index's parses plus their differences (PROTOCOL-NOTES 14.2).
+    /// Without a readable database of this version, nothing is reused.
+    pub fn with_donor(mut self, path: &Path) -> RepoIndex {
+        self.donor = Donor::open(path);
         self
     }
 
@@ -212,7 +225,14 @@ impl RepoIndex {
 
     /// Bounds the content cache at `bytes` of analyses (default 16 MB).
     pub fn with_cache_bytes(mut self, bytes: usize) -> RepoIndex {
-        self.cache = ContentCache::new(bytes);
+        self.cache = Arc::new(ContentCache::new(bytes));
+        self
+    }
+
+    /// Shares `other`'s content cache (another worktree's index of the same repository):
+    /// one memory bound for all of them, and a content analysed for one is a hit for all.
+    pub fn sharing_cache_of(mut self, other: &RepoIndex) -> RepoIndex {
+        self.cache = Arc::clone(&other.cache);
         self
     }
 
@@ -242,6 +262,21 @@ impl RepoIndex {
         let spawned = std::thread::Builder::new()
             .name("wit-index".to_owned())
             .spawn(move || index.ensure_built());
+        if let Err(err) = spawned {
+            tracing::warn!("cannot start the index thread ({err}); building on first query");
+        }
+    }
+
+    /// As [`RepoIndex::start_background_build`], once `first` is built (another worktree's
+    /// index that this one reuses analyses of: see [`RepoIndex::with_donor`]).
+    pub fn start_background_build_after(self: &Arc<Self>, first: Arc<RepoIndex>) {
+        let index = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name("wit-index".to_owned())
+            .spawn(move || {
+                first.ensure_built();
+                index.ensure_built();
+            });
         if let Err(err) = spawned {
             tracing::warn!("cannot start the index thread ({err}); building on first query");
         }
@@ -388,7 +423,13 @@ impl RepoIndex {
         if let Some(hit) = self.cache.get(&key) {
             return hit;
         }
-        let analysis = Arc::new(self.analyze_uncached(language, content));
+        let donated = self.donated(language, key).and_then(|(_, analysis)| {
+            let mut analysis: FileAnalysis = serde_json::from_slice(&analysis).ok()?;
+            analysis.reindex();
+            Some(analysis)
+        });
+        let analysis =
+            Arc::new(donated.unwrap_or_else(|| self.analyze_uncached(language, content)));
         self.cache.insert(key, Arc::clone(&analysis));
         analysis
     }
@@ -425,6 +466,11 @@ impl RepoIndex {
             }
         }
         analyze_with_budget(language, content, self.budget)
+    }
+
+    /// The donor's encoded outline and analysis of content `key`, if it has them.
+    fn donated(&self, language: Language, key: ContentKey) -> Option<(Vec<u8>, Vec<u8>)> {
+        self.donor.as_ref()?.encoded(language, key.hash())
     }
 
     fn read(&self) -> RwLockReadGuard<'_, State> {
