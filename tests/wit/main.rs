@@ -17,3 +17,4 @@ mod sessions;
 mod shared;
 mod spine;
 mod worktrees;
+mod workmap;
