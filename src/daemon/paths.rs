@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::worktrees::repository_of;
+use crate::worktrees::repository_of;
 
 /// Environment variable naming the repository root (PROTOCOL-NOTES 1.1).
 pub const ROOT_ENV: &str = "WIT_REPO_ROOT";

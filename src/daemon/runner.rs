@@ -8,10 +8,10 @@ use super::paths::WitPaths;
 use super::server::{serve, ServeConfig};
 use super::store_choice::StoreChoice;
 use super::worktree_server::serve_worktrees;
-use super::worktrees::repository_of;
 use crate::analysis::worker::ParseWorker;
 use crate::rpc::{OpenError, Services};
 use crate::store::{Store, StoreUrl};
+use crate::worktrees::repository_of;
 
 /// Options of a foreground daemon.
 #[derive(Debug, Clone)]

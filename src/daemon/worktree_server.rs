@@ -18,8 +18,8 @@ use tokio::task::JoinSet;
 use super::lifecycle::{bind_socket, make_wit_dir};
 use super::paths::WitPaths;
 use super::server::{serve, ServeConfig};
-use super::worktrees::{linked_worktrees, Repository};
 use crate::rpc::Services;
+use crate::worktrees::{linked_worktrees, Repository};
 
 /// How often the list of worktrees is read again.
 pub const RESCAN: Duration = Duration::from_millis(250);

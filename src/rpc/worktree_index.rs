@@ -104,6 +104,10 @@ impl CodeIndex for WorktreeIndex {
     fn text_symbols(&self, file: &str, text: &str) -> TextSymbols {
         self.current().text_symbols(file, text)
     }
+
+    fn worktree_root(&self) -> Option<String> {
+        self.current().worktree_root()
+    }
 }
 
 #[cfg(test)]

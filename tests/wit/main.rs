@@ -16,5 +16,5 @@ mod mcp;
 mod sessions;
 mod shared;
 mod spine;
-mod worktrees;
 mod workmap;
+mod worktrees;

@@ -286,3 +286,58 @@ fn a_second_worktree_costs_only_its_differences() {
     assert_eq!(linked.files, 20);
     assert_eq!(linked.parsed, 1, "only the file that differs is parsed");
 }
+
+#[test]
+fn sessions_know_their_worktree_and_branch() {
+    let family = Family::new(&[("src/shapes.py", SHAPES)]);
+    let one = family.add("w1");
+    let _daemon = family.daemon();
+    wait_answering(&one, true);
+    block_on(async {
+        client(&one)
+            .lock_acquire(acquire("src/shapes.py:area", "in-w1", None))
+            .await
+            .unwrap();
+        client(&family.main())
+            .lock_acquire(acquire("src/other.py:f", "in-main", None))
+            .await
+            .unwrap();
+        let listed = client(&family.main()).session_list().await.unwrap();
+        let found = |id: &str| {
+            let s = listed.iter().find(|s| s.session_id == id).unwrap();
+            (s.worktree.clone(), s.branch.clone())
+        };
+        assert_eq!(
+            found("in-w1"),
+            (Some(one.display().to_string()), Some("w1".to_owned()))
+        );
+        assert_eq!(
+            found("in-main"),
+            (
+                Some(family.main().display().to_string()),
+                Some("main".to_owned())
+            )
+        );
+        // A session acting from another worktree moves there.
+        client(&family.main())
+            .lock_acquire(acquire("src/shapes.py:other", "in-w1", None))
+            .await
+            .ok();
+        let listed = client(&one).session_list().await.unwrap();
+        let moved = listed.iter().find(|s| s.session_id == "in-w1").unwrap();
+        assert_eq!(moved.branch.as_deref(), Some("main"));
+    });
+    // `wit sessions` and `wit status` show them.
+    for args in [&["sessions"][..], &["status"][..]] {
+        let output = Command::new(wit_bin())
+            .args(args)
+            .current_dir(&one)
+            .envs(store_env(&family.main()))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{args:?}: {stdout}");
+        assert!(stdout.contains("BRANCH"), "{args:?}: {stdout}");
+        assert!(stdout.contains("w1"), "{args:?}: {stdout}");
+    }
+}

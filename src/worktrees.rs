@@ -74,6 +74,21 @@ pub fn linked_worktrees(repository: &Repository) -> Vec<PathBuf> {
     roots
 }
 
+/// The branch checked out in the worktree at `root` (`main` for `ref: refs/heads/main`);
+/// `None` when its HEAD is detached, or `root` is no git worktree.
+pub fn branch_of(root: &Path) -> Option<String> {
+    let dot_git = root.join(".git");
+    let git_dir = if std::fs::symlink_metadata(&dot_git).ok()?.is_dir() {
+        dot_git
+    } else {
+        admin_dir(root)?
+    };
+    let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
+    let branch = head.trim().strip_prefix("ref:")?.trim();
+    let branch = branch.strip_prefix("refs/heads/").unwrap_or(branch);
+    Some(branch.to_owned())
+}
+
 fn canonical(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
@@ -120,5 +135,30 @@ mod tests {
         std::fs::remove_dir_all(&other).unwrap();
         assert_eq!(linked_worktrees(&repository), [feature]);
         assert_eq!(repository_of(&base), None, "no worktree");
+    }
+
+    #[test]
+    fn the_branch_is_read_from_each_worktree_s_head() {
+        let temp = tempfile::tempdir().unwrap();
+        let base = canonical(temp.path());
+        let main = base.join("main");
+        std::fs::create_dir_all(main.join(".git")).unwrap();
+        std::fs::write(main.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        let feature = base.join("feature");
+        link(&main, "feature", &feature);
+        std::fs::write(
+            main.join(".git/worktrees/feature/HEAD"),
+            "ref: refs/heads/topic/x\n",
+        )
+        .unwrap();
+        assert_eq!(branch_of(&main).as_deref(), Some("main"));
+        assert_eq!(branch_of(&feature).as_deref(), Some("topic/x"));
+        std::fs::write(
+            main.join(".git/HEAD"),
+            "0123456789abcdef0123456789abcdef01234567\n",
+        )
+        .unwrap();
+        assert_eq!(branch_of(&main), None, "detached");
+        assert_eq!(branch_of(&base), None, "no worktree");
     }
 }
