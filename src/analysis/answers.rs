@@ -90,7 +90,7 @@ fn key(file: &str, name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::graph::SymbolRef;
+    use crate::analysis::resolution::SymbolRef;
 
     fn refs(n: usize) -> Vec<SymbolRef> {
         (0..n)

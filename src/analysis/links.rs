@@ -1,18 +1,18 @@
-//! The call graph kept in the index database instead of memory: what one file's resolved
-//! calls become as rows (`links`, `deps`, `waiting` of `store`), and the [`View`] of the
-//! repository that resolution reads while the daemon holds no outlines: the file list in
-//! memory (paths only), each outline read from `index.db` when resolution first asks for it.
+//! The call graph as rows of the index's store: what one file's resolved calls become
+//! (`links`, `deps`, `waiting` of `store`), and the [`View`] of the repository that
+//! resolution reads while the index holds no outlines: the file list in memory (paths only),
+//! each outline read from the store when resolution first asks for it.
 //!
-//! Resolution (`graph::resolve_calls`) asks a [`Repo`] for borrowed outlines. The view
+//! Resolution (`resolution::resolve_calls`) asks a [`Repo`] for borrowed outlines. The view
 //! answers from the outlines it has; an outline it lacks is noted as missing, read after the
 //! pass, and the file is resolved again, until a pass misses nothing (usually one or two
-//! passes: a file consults a few others). The answer is the same as over the whole graph in
-//! memory, since each pass that misses nothing saw exactly what the graph would show.
+//! passes: a file consults a few others). The answer is the same as with every outline at
+//! hand, since each pass that misses nothing saw exactly what they would show.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use super::graph::{resolve_calls, Prepared};
+use super::resolution::{resolve_calls, Prepared};
 use super::resolve::{parent_dir, Exports, Repo};
 
 /// One file's call graph rows: its links (callee file -> encoded (caller, callee) pairs), the
@@ -169,7 +169,7 @@ impl<'a, 'p> View<'a, 'p> {
 }
 
 /// The graph rows of one file's resolved calls.
-fn rows_of(file: &str, resolved: super::graph::Resolved) -> FileLinks {
+fn rows_of(file: &str, resolved: super::resolution::Resolved) -> FileLinks {
     let mut by_file: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
     for (caller, callees) in &resolved.callees {
         for callee in callees {
@@ -238,7 +238,6 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
     use super::*;
-    use crate::analysis::graph::Graph;
     use crate::analysis::{analyze, Language};
     use std::sync::Arc;
 
@@ -253,10 +252,10 @@ mod tests {
         assert!(decode_pairs(&[1, 2, 3]).is_empty());
     }
 
-    /// Resolving through a view that reads outlines on demand gives the edges the whole graph
-    /// in memory gives, and reads only the outlines resolution needs.
+    /// Resolving through a view that reads outlines on demand gives the edges of the calls,
+    /// and reads only the outlines resolution needs.
     #[test]
-    fn a_view_resolves_as_the_graph_does() {
+    fn a_view_resolves_reading_only_what_it_needs() {
         let sources = [
             (
                 "a.ts",
@@ -273,7 +272,6 @@ mod tests {
                 (rel.to_string(), Arc::new(analyze(language, text)))
             })
             .collect();
-        let graph = Graph::build(analyses.clone(), Vec::new());
         let paths = Paths::new(sources.iter().map(|(rel, _)| *rel), &[]);
         let mut view = View::new(&paths);
         let reads = RefCell::new(Vec::new());
@@ -296,13 +294,11 @@ mod tests {
             })
             .collect();
         edges.sort();
-        let mut expected: Vec<(String, String, String)> = graph
-            .callees_of("a.ts", "a")
-            .map(|s| ("a".to_owned(), s.file.clone(), s.qualified_name.clone()))
-            .collect();
-        expected.sort();
-        assert_eq!(edges, expected);
-        assert_eq!(edges.len(), 3);
+        let edge = |to: &str, callee: &str| ("a".to_owned(), to.to_owned(), callee.to_owned());
+        assert_eq!(
+            edges,
+            [edge("a.ts", "a"), edge("b.ts", "b"), edge("c.ts", "c")]
+        );
         assert_eq!(rows.imported, ["b.ts", "c.ts"]);
         let mut read = reads.borrow().clone();
         read.sort();

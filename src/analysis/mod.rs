@@ -11,22 +11,23 @@
 //!   signatures, imports), generic over the language's table; `calls` reads the call sites
 //!   and resolves them within the file.
 //! - [`signatures_equal`]: token comparison of signatures (PROTOCOL-NOTES 2.5).
-//! - [`RepoIndex`] (`index`): the whole repository on disk, kept fresh; `graph` holds the
-//!   call graph as plain data (pure functions, unit-tested) and `resolve` the per-style
-//!   cross-file resolvers (ECMAScript, Python, Go, Rust, Java); `links` keeps the graph in the
-//!   index database instead (callers and callees as indexed rows).
+//! - [`RepoIndex`] (`index`): the whole repository on disk, kept fresh: `index::walk` (the
+//!   walk and freshness), `index::build` (parsing and resolving), `index::queries` (callers,
+//!   callees, content analyses). `resolution` resolves one file's calls (pure functions),
+//!   `resolve` holds the per-style cross-file resolvers (ECMAScript, Python, Go, Rust, Java)
+//!   and `links` turns resolved calls into the rows of the call graph.
 //! - [`worker`]: large sources parsed in a child process, so the parse's memory goes back to
 //!   the OS and a parser crash cannot take the daemon down; [`pool`] keeps two such workers
 //!   alive (no process start per file).
-//! - `store`: the index on disk (`.wit/index.db`): per file its size, mtime, hash, outline
-//!   and whole analysis, so a start parses only what changed; [`progress`]: how far a build
+//! - `store`: the index's one store (`.wit/index.db`, or the same schema in memory): per
+//!   file its size, mtime, hash, outline and whole analysis, and the call graph, so a start
+//!   parses only what changed; [`progress`]: how far a build
 //!   is, published as `.wit/index.json`.
 
 mod answers;
 mod cache;
 mod calls;
 mod extract;
-mod graph;
 mod index;
 pub mod language;
 mod languages;
@@ -37,10 +38,10 @@ mod nesting;
 mod outline;
 pub mod pool;
 pub mod progress;
+mod resolution;
 mod resolve;
 mod signature;
 mod store;
-mod symbols;
 pub mod worker;
 
 pub use extract::{analyze, analyze_with_budget, PARSE_BUDGET};

@@ -1,18 +1,16 @@
-//! A file's symbols as the call graph keeps them: names, qualified names and kinds in one
-//! string buffer and a table of offsets (about 20 bytes a symbol plus its names, where a
-//! `FileAnalysis` spends several allocations on each). Answers the lookups of PROTOCOL-NOTES
-//! 2.2 exactly as [`FileAnalysis::lookup`] does, and what cross-file resolution asks
-//! ([`Exports`]).
+//! A file's symbols as call resolution reads them: qualified names and kinds in one
+//! string buffer and a table of offsets (about 12 bytes a symbol plus its name, where a
+//! `FileAnalysis` spends several allocations on each). Answers what cross-file resolution
+//! asks ([`Exports`]) exactly as the whole analysis does.
 
 use super::language::Language;
 use super::model::{FileAnalysis, SymbolKind};
 use super::resolve::Exports;
 
-/// One symbol: its qualified name and name as ranges of [`Outline::text`], and its kind.
+/// One symbol: its qualified name as a range of [`Outline::text`], and its kind.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     qualified: (u32, u32),
-    name: (u32, u32),
     kind: SymbolKind,
 }
 
@@ -44,16 +42,8 @@ impl Outline {
             .iter()
             .map(|s| {
                 let qualified = span(&mut text, &s.qualified_name);
-                // The name is usually the qualified name's last segment: no second copy.
-                let name = if s.qualified_name.ends_with(&s.name) {
-                    let len = u32::try_from(s.name.len()).unwrap_or(0);
-                    (qualified.0 + qualified.1 - len, len)
-                } else {
-                    span(&mut text, &s.name)
-                };
                 Entry {
                     qualified,
-                    name,
                     kind: s.kind,
                 }
             })
@@ -94,12 +84,6 @@ impl Outline {
             .map_or("", |e| self.slice(e.qualified))
     }
 
-    fn name(&self, at: u32) -> &str {
-        self.symbols
-            .get(at as usize)
-            .map_or("", |e| self.slice(e.name))
-    }
-
     fn kind(&self, at: u32) -> Option<SymbolKind> {
         self.symbols.get(at as usize).map(|e| e.kind)
     }
@@ -119,19 +103,6 @@ impl Outline {
     /// The first symbol of this qualified name.
     pub(crate) fn position(&self, qualified: &str) -> Option<u32> {
         self.by_qualified(qualified).first().copied()
-    }
-
-    /// The qualified names of every symbol `name` could mean, as
-    /// [`FileAnalysis::matching`] finds them.
-    pub(crate) fn matching(&self, name: &str) -> Vec<&str> {
-        let exact = self.by_qualified(name);
-        if !exact.is_empty() || name.contains('.') {
-            return exact.iter().map(|at| self.qualified(*at)).collect();
-        }
-        (0..u32::try_from(self.symbols.len()).unwrap_or(0))
-            .filter(|at| self.name(*at) == name)
-            .map(|at| self.qualified(at))
-            .collect()
     }
 
     /// About how many bytes it holds.
@@ -188,12 +159,6 @@ mod tests {
             "N.area",
             "x.y",
         ] {
-            let expected: Vec<&str> = analysis
-                .matching(name)
-                .iter()
-                .map(|s| s.qualified_name.as_str())
-                .collect();
-            assert_eq!(outline.matching(name), expected, "{name}");
             assert_eq!(
                 outline.callable_symbol(name),
                 analysis.callable_symbol(name),

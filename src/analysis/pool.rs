@@ -8,7 +8,7 @@
 //! ```text
 //! request:  "LANGUAGE BUDGET_MS LENGTH\n" then LENGTH bytes of source
 //! response: "LENGTH OUTLINE_LENGTH\n" then the FileAnalysis as JSON (LENGTH bytes) and its
-//!           outline (`graph::outline`) as JSON (OUTLINE_LENGTH bytes)
+//!           outline (`resolution::outline`) as JSON (OUTLINE_LENGTH bytes)
 //! ```
 //!
 //! The encoded answer is what the index database stores, so a build writes the worker's
@@ -265,7 +265,7 @@ pub fn serve_frames(input: &mut impl BufRead, output: &mut impl Write) -> Result
         let analysis = analyze_with_budget(language, &source, budget);
         drop(source);
         let json = serde_json::to_vec(&analysis).map_err(|e| format!("encoding: {e}"))?;
-        let outline = serde_json::to_vec(&super::graph::outline(&analysis))
+        let outline = serde_json::to_vec(&super::resolution::outline(&analysis))
             .map_err(|e| format!("encoding: {e}"))?;
         drop(analysis);
         output

@@ -1,5 +1,8 @@
-//! The index on disk: `.wit/index.db`, a SQLite file of its own (WAL, mode 0600), apart from
-//! the coordination state so it can be deleted at any time and is rebuilt from the sources.
+//! The index's one store: `.wit/index.db`, a SQLite file of its own (WAL, mode 0600), apart
+//! from the coordination state so it can be deleted at any time and is rebuilt from the
+//! sources; or the same schema in an in-memory SQLite database ([`IndexDb::in_memory`]) for
+//! an index without a file (tests, tools). Either way it holds the files' facts, their
+//! analyses and the call graph: there is no second graph.
 //!
 //! ```text
 //! meta(key TEXT PRIMARY KEY, value TEXT)           -- 'version': see `version_key`
@@ -25,7 +28,7 @@
 //!
 //! The *outline* is a file's analysis cut to what cross-file resolution reads: symbol names,
 //! qualified names and kinds, the default export and the distinct resolvable call targets per
-//! caller (`graph::outline`), read back when a file's calls are resolved again. A warm start
+//! caller (`resolution::outline`), read back when a file's calls are resolved again. A warm start
 //! reads only the files' facts; a file's whole analysis (ranges, signatures, diagnostics) is
 //! read when a request asks about that file.
 //!
@@ -41,10 +44,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::answers::Answers;
-use super::graph::SymbolRef;
 use super::language::Language;
 use super::links::{decode_pairs, FileLinks};
 use super::model::FileAnalysis;
+use super::resolution::SymbolRef;
 
 /// The kept answers of the graph tables, one cache per kind.
 #[derive(Debug, Default)]
@@ -54,13 +57,13 @@ struct GraphAnswers {
     imports: Answers<String>,
 }
 /// The layout of the tables above; bump on any change.
-const SCHEMA_VERSION: u32 = 2;
+const SCHEMA_VERSION: u32 = 3;
 
 /// The meaning of the stored analyses; bump whenever extraction changes what it stores for
 /// the same source and grammar (queries and grammars are in the key already).
 pub const EXTRACTOR_VERSION: u32 = 1;
 
-/// Why the index database could not be used (the index then runs in memory only).
+/// Why the index database could not be used (the index then keeps it in memory).
 #[derive(Debug, thiserror::Error)]
 pub enum IndexDbError {
     /// SQLite failed.
@@ -122,7 +125,8 @@ impl Row {
 /// The open index database. Every method takes `&self`; one connection behind a mutex.
 pub(crate) struct IndexDb {
     conn: Mutex<Connection>,
-    path: PathBuf,
+    /// The file; `None` for an in-memory database.
+    path: Option<PathBuf>,
     /// Bumped after every write (see `answers`).
     generation: AtomicU64,
     /// Answers of the current generation: callers, callees, imported files.
@@ -131,7 +135,9 @@ pub(crate) struct IndexDb {
 
 impl std::fmt::Debug for IndexDb {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IndexDb").field("path", &self.path).finish()
+        f.debug_struct("IndexDb")
+            .field("path", &self.shown())
+            .finish()
     }
 }
 
@@ -149,18 +155,31 @@ impl IndexDb {
         }
     }
 
+    /// The same schema in memory: nothing survives the process, nothing touches the disk.
+    pub(crate) fn in_memory() -> Result<IndexDb, IndexDbError> {
+        let conn = Connection::open_in_memory()?;
+        Self::with_schema(conn, None)
+    }
+
     fn open_checked(path: &Path) -> Result<IndexDb, IndexDbError> {
         prepare_file(path)?;
         let conn = Connection::open(path)?;
         conn.busy_timeout(Duration::from_secs(5))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
+        Self::with_schema(conn, Some(path.to_owned()))
+    }
+
+    /// Creates the tables on `conn` when missing and empties them when the stored version
+    /// differs from this build's.
+    fn with_schema(conn: Connection, path: Option<PathBuf>) -> Result<IndexDb, IndexDbError> {
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
              CREATE TABLE IF NOT EXISTS files (
                  path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER,
                  language TEXT NOT NULL, hash BLOB, outline BLOB NOT NULL,
                  analysis BLOB NOT NULL) WITHOUT ROWID;
+             CREATE INDEX IF NOT EXISTS files_by_hash ON files (hash);
              CREATE TABLE IF NOT EXISTS links (
                  callee_file TEXT NOT NULL, caller_file TEXT NOT NULL, pairs BLOB NOT NULL,
                  PRIMARY KEY (callee_file, caller_file)) WITHOUT ROWID;
@@ -192,7 +211,7 @@ impl IndexDb {
         }
         Ok(IndexDb {
             conn: Mutex::new(conn),
-            path: path.to_owned(),
+            path,
             generation: AtomicU64::new(0),
             answers: Mutex::new(GraphAnswers::default()),
         })
@@ -203,7 +222,7 @@ impl IndexDb {
     /// failure are still true files).
     pub(crate) fn load(&self, mut each: impl FnMut(StoredFile)) {
         if let Err(error) = self.try_load(&mut each) {
-            tracing::warn!(path = %self.path.display(), %error, "index database unreadable; rebuilding it");
+            tracing::warn!(path = %self.shown(), %error, "index database unreadable; rebuilding it");
             self.reset();
         }
     }
@@ -263,12 +282,12 @@ impl IndexDb {
     }
 
     /// A read-only connection of its own for reading outlines: resolution threads read
-    /// without waiting for each other or for the writer (WAL). `None` when it cannot be
-    /// opened (then [`IndexDb::outline`] serves).
+    /// without waiting for each other or for the writer (WAL). `None` in memory or when it
+    /// cannot be opened (then [`IndexDb::outline`] serves).
     pub(crate) fn reader(&self) -> Option<OutlineReader> {
         use rusqlite::OpenFlags;
         let conn = Connection::open_with_flags(
-            &self.path,
+            self.path.as_ref()?,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .and_then(|conn| conn.busy_timeout(Duration::from_secs(5)).map(|()| conn));
@@ -428,7 +447,7 @@ impl IndexDb {
         let written = self.try_write_graph(rows, removed, links, complete, true);
         self.changed();
         if let Err(error) = written {
-            tracing::warn!(path = %self.path.display(), %error, "index database not updated");
+            tracing::warn!(path = %self.shown(), %error, "index database not updated");
         }
     }
 
@@ -442,7 +461,7 @@ impl IndexDb {
         let written = self.try_write_graph(&[], &[], links, None, false);
         self.changed();
         if let Err(error) = written {
-            tracing::warn!(path = %self.path.display(), %error, "index database not updated");
+            tracing::warn!(path = %self.shown(), %error, "index database not updated");
         }
     }
 
@@ -454,7 +473,7 @@ impl IndexDb {
         );
         self.changed();
         if let Err(error) = cleared {
-            tracing::warn!(path = %self.path.display(), %error, "call graph not cleared");
+            tracing::warn!(path = %self.shown(), %error, "call graph not cleared");
         }
     }
 
@@ -543,22 +562,84 @@ impl IndexDb {
             "DELETE FROM files; DELETE FROM links; DELETE FROM deps; DELETE FROM waiting;
              DELETE FROM meta WHERE key = 'graph';",
         );
-        if emptied.is_ok() {
+        let Some(path) = self.path.as_deref().filter(|_| emptied.is_err()) else {
             return;
-        }
+        };
         if let Ok(placeholder) = Connection::open_in_memory() {
             // Closes the broken file before it is deleted.
             drop(std::mem::replace(&mut *conn, placeholder));
         }
-        remove_files(&self.path);
-        match Self::open_checked(&self.path) {
+        remove_files(path);
+        match Self::open_checked(path) {
             Ok(db) => *conn = db.conn.into_inner().unwrap_or_else(|e| e.into_inner()),
             Err(error) => tracing::warn!(%error, "index database cannot be recreated"),
         }
     }
 
+    /// The file as logs name it.
+    fn shown(&self) -> String {
+        self.path
+            .as_ref()
+            .map_or_else(|| ":memory:".to_owned(), |p| p.display().to_string())
+    }
+
     fn conn(&self) -> MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Another worktree's index database, read for analyses by content (PROTOCOL-NOTES 14.2):
+/// content that index parsed is not parsed again, its row is copied as it is.
+pub(crate) struct Donor {
+    conn: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for Donor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Donor").finish_non_exhaustive()
+    }
+}
+
+impl Donor {
+    /// A read-only connection to the index database at `path`; `None` when there is none
+    /// of this version (then everything is parsed).
+    pub(crate) fn open(path: &Path) -> Option<Donor> {
+        use rusqlite::OpenFlags;
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .ok()?;
+        conn.busy_timeout(Duration::from_secs(5)).ok()?;
+        let version: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key = 'version'", [], |r| {
+                r.get(0)
+            })
+            .optional()
+            .ok()?;
+        (version? == version_key()).then(|| Donor {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    /// The encoded outline and analysis of content hashed `hash` as `language`, when the
+    /// donor has parsed such content (under any path).
+    pub(crate) fn encoded(&self, language: Language, hash: u128) -> Option<(Vec<u8>, Vec<u8>)> {
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let read = || -> rusqlite::Result<Option<(Vec<u8>, Vec<u8>)>> {
+            conn.prepare_cached(
+                "SELECT outline, analysis FROM files WHERE hash = ?1 AND language = ?2 LIMIT 1",
+            )?
+            .query_row(
+                params![hash.to_le_bytes().as_slice(), language.name()],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+        };
+        read().unwrap_or_else(|error| {
+            tracing::debug!(%error, "donor index not read");
+            None
+        })
     }
 }
 
@@ -671,7 +752,7 @@ mod tests {
 
     fn row(path: &str, source: &str) -> Row {
         let analysis = analyze(Language::Python, source);
-        let outline = crate::analysis::graph::outline(&analysis);
+        let outline = crate::analysis::resolution::outline(&analysis);
         Row::new(
             path,
             source.len() as u64,
@@ -720,6 +801,31 @@ mod tests {
         let mut count = 0;
         IndexDb::open(&path).unwrap().load(|_| count += 1);
         assert_eq!(count, 0);
+    }
+
+    #[test]
+    fn the_same_schema_lives_in_memory() {
+        let db = IndexDb::in_memory().unwrap();
+        db.write(&[row("a.py", "def f(): pass\n")], &[]);
+        let mut loaded = Vec::new();
+        db.load(|f| loaded.push(f));
+        assert_eq!(loaded.len(), 1);
+        assert_eq!(db.analysis("a.py", 7).unwrap().symbols.len(), 1);
+        assert!(db.reader().is_none(), "no second connection to memory");
+    }
+
+    #[test]
+    fn a_donor_gives_rows_by_content_whatever_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.db");
+        let db = IndexDb::open(&path).unwrap();
+        db.write(&[row("a.py", "def f(): pass\n")], &[]);
+        let donor = Donor::open(&path).unwrap();
+        let (outline, analysis) = donor.encoded(Language::Python, 7).unwrap();
+        assert!(!outline.is_empty() && !analysis.is_empty());
+        assert!(donor.encoded(Language::Python, 8).is_none());
+        assert!(donor.encoded(Language::Go, 7).is_none());
+        assert!(Donor::open(&dir.path().join("missing.db")).is_none());
     }
 
     #[test]

@@ -417,7 +417,7 @@ fn enum_text<T: serde::Serialize>(value: &T) -> String {
 }
 
 /// A titled section: `TITLE (n)` then the table, or `(none)`.
-fn section(title: &str, count: usize, body: String) -> String {
+pub fn section(title: &str, count: usize, body: String) -> String {
     if count == 0 {
         format!("{title} (0)\n  (none)\n")
     } else {

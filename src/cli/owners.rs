@@ -212,6 +212,7 @@ mod tests {
     fn session(id: &str, live: bool) -> SessionRecord {
         SessionRecord {
             agent_id: None,
+            branch: None,
             intents: 1,
             last_seen_at: 0,
             live,
@@ -219,6 +220,7 @@ mod tests {
             name: Some(format!("agent-{id}")),
             pid: None,
             session_id: id.into(),
+            worktree: None,
         }
     }
 

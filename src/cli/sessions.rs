@@ -104,6 +104,8 @@ fn sessions_table(sessions: &[SessionRecord], me: Option<&str>) -> String {
                 format!("{} ago", format_left((now - s.last_seen_at).max(1))),
                 s.locks.to_string(),
                 s.intents.to_string(),
+                worktree_label(s.worktree.as_deref()),
+                s.branch.clone().unwrap_or_else(|| "-".into()),
             ]
         })
         .collect();
@@ -116,8 +118,22 @@ fn sessions_table(sessions: &[SessionRecord], me: Option<&str>) -> String {
             "LAST SEEN",
             "LOCKS",
             "INTENTS",
+            "WORKTREE",
+            "BRANCH",
         ],
         &rows,
+    )
+}
+
+/// A worktree as tables show it: its directory's name (`-` when unknown); JSON has the path.
+pub(super) fn worktree_label(root: Option<&str>) -> String {
+    root.map_or_else(
+        || "-".into(),
+        |root| {
+            std::path::Path::new(root)
+                .file_name()
+                .map_or_else(|| root.to_owned(), |n| n.to_string_lossy().into_owned())
+        },
     )
 }
 
@@ -136,11 +152,15 @@ mod tests {
             last_seen_at: output::now_ms(),
             locks: 2,
             intents: 1,
+            worktree: live.then(|| "/tmp/repo-w1".into()),
+            branch: live.then(|| "feature".into()),
         };
         let text = sessions_table(&[record("a", true), record("b", false)], Some("a"));
         assert!(text.contains("a (you)"), "{text}");
         assert!(text.contains("ended"), "{text}");
         assert!(text.contains("SESSION"), "{text}");
+        assert!(text.contains("repo-w1"), "{text}");
+        assert!(text.contains("feature"), "{text}");
         assert_eq!(sessions_table(&[], None), "no sessions");
     }
 }

@@ -11,7 +11,7 @@ use super::output::{self, CliError, Report};
 use crate::client::{ClientError, WitClient};
 use crate::protocol::{
     ContractQueryParams, ContractRecord, ContractRecordStatus, EventsPollParams, IntentQueryParams,
-    IntentRecord, LockQueryParams, LockRecord,
+    IntentRecord, LockQueryParams, LockRecord, SessionRecord,
 };
 
 /// The longest wait `events.poll` accepts.
@@ -31,6 +31,8 @@ struct Snapshot {
     intents: Vec<IntentRecord>,
     locks: Vec<LockRecord>,
     contracts: Vec<ContractRecord>,
+    /// Live sessions, with the worktree and branch each acts from.
+    sessions: Vec<SessionRecord>,
 }
 
 impl Snapshot {
@@ -38,13 +40,15 @@ impl Snapshot {
     /// that are proposed or accepted.
     async fn fetch(client: &WitClient) -> Result<Self, ClientError> {
         let intents = client.intent_query(IntentQueryParams::default()).await?;
-        let (locks, contracts) = tokio::join!(
+        let (locks, contracts, sessions) = tokio::join!(
             client.lock_query(LockQueryParams::default()),
             client.contract_query(ContractQueryParams::default()),
+            client.session_list(),
         );
         Ok(Self {
             intents,
             locks: locks?,
+            sessions: sessions?.into_iter().filter(|s| s.live).collect(),
             contracts: contracts?
                 .into_iter()
                 .filter(|c| {
@@ -64,7 +68,13 @@ impl Snapshot {
             .iter()
             .map(|l| json!([l.symbol_path, l.session_id, l.expires_at]))
             .collect();
-        json!({"intents": self.intents, "locks": locks, "contracts": self.contracts})
+        let sessions: Vec<Value> = self
+            .sessions
+            .iter()
+            .map(|s| json!([s.session_id, s.worktree, s.branch]))
+            .collect();
+        json!({"intents": self.intents, "locks": locks, "contracts": self.contracts,
+               "sessions": sessions})
     }
 }
 
@@ -89,18 +99,40 @@ fn render(ctx: &Context, snapshot: &Snapshot) -> Result<(Value, String), CliErro
         "intents": snapshot.intents,
         "locks": snapshot.locks,
         "contracts": snapshot.contracts,
+        "sessions": snapshot.sessions,
         "index": super::index_progress::current(&ctx.paths),
     });
     let human = format!(
-        "wit status for {}\n{session_line}\nindex: {}\n\n{}\n{}\n{}",
+        "wit status for {}\n{session_line}\nindex: {}\n\n{}\n{}\n{}\n{}",
         ctx.paths.root.display(),
         super::index_progress::current(&ctx.paths)
             .map_or_else(|| "not published yet".to_owned(), |s| s.summary()),
         output::intents_section(&snapshot.intents),
         output::locks_section(&snapshot.locks),
         output::contracts_section(&snapshot.contracts),
+        sessions_section(&snapshot.sessions),
     );
     Ok((value, human))
+}
+
+/// The live sessions as a table, each with the worktree and branch it acts from.
+fn sessions_section(sessions: &[SessionRecord]) -> String {
+    let rows: Vec<Vec<String>> = sessions
+        .iter()
+        .map(|s| {
+            vec![
+                s.session_id.clone(),
+                s.name.clone().unwrap_or_else(|| "-".into()),
+                super::sessions::worktree_label(s.worktree.as_deref()),
+                s.branch.clone().unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    output::section(
+        "SESSIONS",
+        sessions.len(),
+        output::table(&["SESSION", "NAME", "WORKTREE", "BRANCH"], &rows),
+    )
 }
 
 /// Shows intents, locks and contracts.

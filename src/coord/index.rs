@@ -97,6 +97,12 @@ pub trait CodeIndex: Send + Sync {
 
     /// The symbols of `text` parsed as the language of `file` (results are cached by content).
     fn text_symbols(&self, file: &str, text: &str) -> TextSymbols;
+
+    /// The root of the worktree this index reads (PROTOCOL-NOTES 14.3: where a session acts
+    /// from); `None` when it reads no worktree on disk.
+    fn worktree_root(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Source of new record ids.

@@ -26,6 +26,8 @@ pub struct Sightings {
     /// Last sighting per session, and whether it is newer than the flushed one.
     last_seen: HashMap<String, (i64, bool)>,
     open_rows: HashSet<String>,
+    /// The worktree each session was last recorded acting from.
+    worktrees: HashMap<String, String>,
 }
 
 impl Sightings {
@@ -140,12 +142,21 @@ impl Coord {
             sightings.open_rows.insert(session_id.to_owned());
         }
         sightings.saw(session_id, now);
+        if let Some(root) = self.index.worktree_root() {
+            if sightings.worktrees.get(session_id) != Some(&root) {
+                self.store
+                    .write(|w| w.set_session_worktree(session_id, &root))?;
+                sightings.worktrees.insert(session_id.to_owned(), root);
+            }
+        }
         Ok(())
     }
 
     /// Makes the next call of every session write its row again (after pruning).
     pub(crate) fn forget_open_rows(&self) {
-        self.sightings().open_rows.clear();
+        let mut sightings = self.sightings();
+        sightings.open_rows.clear();
+        sightings.worktrees.clear();
     }
 
     /// Records a sign of life of a session whose row is open (memory only).

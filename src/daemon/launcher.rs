@@ -3,7 +3,9 @@
 //! `start` spawns `wit daemon run` in its own process group with its log in
 //! `.wit/daemon.log` and returns once `ping` answers. Concurrent starts are serialised by an
 //! exclusive lock on `.wit/launch.lock`, so many CLI calls on a cold repository end with
-//! exactly one daemon; a stale socket only ever means "not running".
+//! exactly one daemon; a stale socket only ever means "not running". In a linked worktree
+//! the lock, log and daemon are the repository's (its main worktree's): a call there starts
+//! the repository's daemon, or waits for the running one to serve the new worktree.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
@@ -121,6 +123,12 @@ pub async fn ensure_running(
         })?;
     let started = if is_answering(&client).await {
         false
+    } else if paths.is_linked_worktree()
+        && is_answering(&WitClient::new(&paths.main().socket)).await
+    {
+        // The repository's daemon runs and picks this new worktree up by itself.
+        wait_for_worktree(&client, paths).await?;
+        false
     } else {
         let mut child = spawn_daemon(paths, options)?;
         wait_until_answering(&client, paths, &mut child).await?;
@@ -217,6 +225,22 @@ async fn wait_until_answering(
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_millis(50));
+    }
+    Err(LaunchError::NoAnswer {
+        timeout: START_TIMEOUT,
+        log: paths.log.display().to_string(),
+    })
+}
+
+/// Waits until the running repository daemon serves the worktree of `paths` (it rescans the
+/// worktrees every [`super::worktree_server::RESCAN`]).
+async fn wait_for_worktree(client: &WitClient, paths: &WitPaths) -> Result<(), LaunchError> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    while Instant::now() < deadline {
+        if is_answering(client).await {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     Err(LaunchError::NoAnswer {
         timeout: START_TIMEOUT,

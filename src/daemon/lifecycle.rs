@@ -107,17 +107,26 @@ impl Residence {
     }
 }
 
-/// Creates `.wit/` (0700) with its `.gitignore`, if missing.
+/// Creates `.wit/` (0700) with its `.gitignore`, if missing: the repository's, and the
+/// worktree's when it is a linked one.
 pub fn ensure_state_dir(paths: &WitPaths) -> Result<(), DaemonError> {
+    make_wit_dir(&paths.dir)?;
+    if paths.worktree_dir != paths.dir {
+        make_wit_dir(&paths.worktree_dir)?;
+    }
+    Ok(())
+}
+
+/// Creates a `.wit/` directory (0700) with its `.gitignore`, if missing.
+pub fn make_wit_dir(dir: &Path) -> Result<(), DaemonError> {
     DirBuilder::new()
         .recursive(true)
         .mode(0o700)
-        .create(&paths.dir)
-        .map_err(io_error(format!("creating {}", paths.dir.display())))?;
-    fs::set_permissions(&paths.dir, fs::Permissions::from_mode(0o700)).map_err(io_error(
-        format!("setting the mode of {}", paths.dir.display()),
-    ))?;
-    let gitignore = paths.dir.join(".gitignore");
+        .create(dir)
+        .map_err(io_error(format!("creating {}", dir.display())))?;
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+        .map_err(io_error(format!("setting the mode of {}", dir.display())))?;
+    let gitignore = dir.join(".gitignore");
     if !gitignore.exists() {
         fs::write(&gitignore, "*\n")
             .map_err(io_error(format!("writing {}", gitignore.display())))?;
@@ -132,9 +141,6 @@ pub fn take_residence(
     store: &str,
 ) -> Result<(Residence, UnixListener), DaemonError> {
     ensure_state_dir(paths)?;
-    if paths.socket.as_os_str().len() > 107 {
-        return Err(DaemonError::SocketPathTooLong(paths.socket.clone()));
-    }
     let lock = OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -162,21 +168,7 @@ pub fn take_residence(
         }
     }
     // We hold the lock, so any socket file left here belongs to a dead daemon.
-    match fs::remove_file(&paths.socket) {
-        Ok(()) => tracing::info!(socket = %paths.socket.display(), "removed a stale socket"),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-        Err(source) => {
-            return Err(DaemonError::Io {
-                context: format!("removing the stale socket {}", paths.socket.display()),
-                source,
-            })
-        }
-    }
-    let listener = UnixListener::bind(&paths.socket)
-        .map_err(io_error(format!("binding {}", paths.socket.display())))?;
-    fs::set_permissions(&paths.socket, fs::Permissions::from_mode(0o600)).map_err(io_error(
-        format!("setting the mode of {}", paths.socket.display()),
-    ))?;
+    let listener = bind_socket(&paths.socket)?;
     write_pid_file(paths, store)?;
     Ok((
         Residence {
@@ -185,6 +177,31 @@ pub fn take_residence(
         },
         listener,
     ))
+}
+
+/// Binds a fresh socket (0600) at `socket`, removing a file left there: called only by the
+/// daemon holding the repository's lock, so any socket there belongs to a dead daemon.
+pub fn bind_socket(socket: &Path) -> Result<UnixListener, DaemonError> {
+    if socket.as_os_str().len() > 107 {
+        return Err(DaemonError::SocketPathTooLong(socket.to_path_buf()));
+    }
+    match fs::remove_file(socket) {
+        Ok(()) => tracing::info!(socket = %socket.display(), "removed a stale socket"),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(source) => {
+            return Err(DaemonError::Io {
+                context: format!("removing the stale socket {}", socket.display()),
+                source,
+            })
+        }
+    }
+    let listener =
+        UnixListener::bind(socket).map_err(io_error(format!("binding {}", socket.display())))?;
+    fs::set_permissions(socket, fs::Permissions::from_mode(0o600)).map_err(io_error(format!(
+        "setting the mode of {}",
+        socket.display()
+    )))?;
+    Ok(listener)
 }
 
 fn write_pid_file(paths: &WitPaths, store: &str) -> Result<(), DaemonError> {

@@ -7,6 +7,8 @@
 //! - [`runner`]: `wit daemon run`, tying the above to the RPC services.
 //! - [`launcher`]: start, stop and status from the CLI side, race-free auto-start.
 //! - [`store_choice`]: which store (`sqlite` or PostgreSQL) and project a daemon opens.
+//! - [`worktree_server`]: the daemon serving each worktree of the repository
+//!   ([`crate::worktrees`]) on its own socket, picking new ones up and letting removed ones go.
 
 pub mod envelope;
 pub mod launcher;
@@ -15,6 +17,7 @@ pub mod paths;
 pub mod runner;
 pub mod server;
 pub mod store_choice;
+pub mod worktree_server;
 
 #[cfg(test)]
 mod envelope_tests;

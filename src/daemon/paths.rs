@@ -1,6 +1,13 @@
 //! Where a repository's daemon lives: root discovery and the files under `.wit/`.
+//!
+//! One daemon serves every worktree of a repository (PROTOCOL-NOTES 14.1): its state (lock,
+//! pid, database, log, index) lives once, in the main worktree's `.wit/`; each worktree's
+//! own `.wit/` holds the socket the daemon serves it on (and its `session.id`). For a
+//! repository with one worktree both are the same directory.
 
 use std::path::{Path, PathBuf};
+
+use crate::worktrees::repository_of;
 
 /// Environment variable naming the repository root (PROTOCOL-NOTES 1.1).
 pub const ROOT_ENV: &str = "WIT_REPO_ROOT";
@@ -8,46 +15,66 @@ pub const ROOT_ENV: &str = "WIT_REPO_ROOT";
 /// The files of one repository's wit state directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WitPaths {
-    /// The repository root.
+    /// The worktree root (the repository root for its main worktree).
     pub root: PathBuf,
-    /// `<root>/.wit`, mode 0700.
+    /// The main worktree's root: the repository's, where its state lives.
+    pub main_root: PathBuf,
+    /// `<main root>/.wit`, mode 0700: the repository's state directory.
     pub dir: PathBuf,
-    /// `<root>/.wit/daemon.sock`, the JSON-RPC socket.
+    /// `<root>/.wit`, mode 0700: this worktree's directory (its socket).
+    pub worktree_dir: PathBuf,
+    /// `<root>/.wit/daemon.sock`, the JSON-RPC socket of this worktree.
     pub socket: PathBuf,
-    /// `<root>/.wit/daemon.lock`, held exclusively by the live daemon.
+    /// `<main root>/.wit/daemon.lock`, held exclusively by the live daemon.
     pub lock: PathBuf,
-    /// `<root>/.wit/daemon.pid`, the live daemon's pid alone, in decimal with a newline
+    /// `<main root>/.wit/daemon.pid`, the live daemon's pid alone, in decimal with a newline
     /// (clients of the earlier implementation parse it as a plain integer).
     pub pid: PathBuf,
-    /// `<root>/.wit/daemon.json`, what else the live daemon publishes (start time, version,
+    /// `<main root>/.wit/daemon.json`, what else the live daemon publishes (start time, version,
     /// socket): [`crate::daemon::lifecycle::PidRecord`].
     pub info: PathBuf,
-    /// `<root>/.wit/state.db`, the SQLite database.
+    /// `<main root>/.wit/state.db`, the SQLite database.
     pub database: PathBuf,
-    /// `<root>/.wit/daemon.log`, where a background daemon writes its log.
+    /// `<main root>/.wit/daemon.log`, where a background daemon writes its log.
     pub log: PathBuf,
-    /// `<root>/.wit/launch.lock`, serialises auto-start attempts of concurrent CLI calls.
+    /// `<main root>/.wit/launch.lock`, serialises auto-start attempts of concurrent CLI calls.
     pub launch_lock: PathBuf,
     /// `<root>/.wit/session.id`, the default session identity created by `wit init`.
     pub session_id: PathBuf,
 }
 
 impl WitPaths {
-    /// The paths for the repository at `root`.
+    /// The paths for the worktree at `root`, the state in its repository's main worktree.
     pub fn for_root(root: &Path) -> Self {
-        let dir = root.join(".wit");
+        let main_root = repository_of(root).map_or_else(|| root.to_path_buf(), |r| r.main_root);
+        let same = std::fs::canonicalize(root).is_ok_and(|r| r == main_root);
+        let main_root = if same { root.to_path_buf() } else { main_root };
+        let dir = main_root.join(".wit");
+        let worktree_dir = root.join(".wit");
         Self {
             root: root.to_path_buf(),
-            socket: dir.join("daemon.sock"),
+            main_root,
+            socket: worktree_dir.join("daemon.sock"),
+            session_id: worktree_dir.join("session.id"),
+            worktree_dir,
             lock: dir.join("daemon.lock"),
             pid: dir.join("daemon.pid"),
             info: dir.join("daemon.json"),
             database: dir.join("state.db"),
             log: dir.join("daemon.log"),
             launch_lock: dir.join("launch.lock"),
-            session_id: dir.join("session.id"),
             dir,
         }
+    }
+
+    /// Whether `root` is a linked worktree of a repository whose main worktree is elsewhere.
+    pub fn is_linked_worktree(&self) -> bool {
+        self.main_root != self.root
+    }
+
+    /// The paths of the repository's main worktree.
+    pub fn main(&self) -> WitPaths {
+        WitPaths::for_root(&self.main_root)
     }
 }
 

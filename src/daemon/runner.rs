@@ -7,9 +7,11 @@ use super::lifecycle::{take_residence, termination_signal, DaemonError};
 use super::paths::WitPaths;
 use super::server::{serve, ServeConfig};
 use super::store_choice::StoreChoice;
+use super::worktree_server::serve_worktrees;
 use crate::analysis::worker::ParseWorker;
 use crate::rpc::{OpenError, Services};
 use crate::store::{Store, StoreUrl};
+use crate::worktrees::repository_of;
 
 /// Options of a foreground daemon.
 #[derive(Debug, Clone)]
@@ -27,7 +29,9 @@ pub struct DaemonOptions {
 /// Runs the daemon in the foreground until SIGTERM, SIGINT or SIGHUP.
 pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
     let started = Instant::now();
-    let paths = WitPaths::for_root(&options.root);
+    // One daemon per repository: it resides in the main worktree, whichever worktree it was
+    // started for, and serves every worktree (PROTOCOL-NOTES 14.1).
+    let paths = WitPaths::for_root(&options.root).main();
     let store_shown = options.store.describe();
     let (residence, listener) = take_residence(&paths, &store_shown)?;
     let choice = &options.store;
@@ -60,14 +64,29 @@ pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
         "wit daemon serving"
     );
     let app = services.app().clone();
-    let shutdown = async move {
+    let (stopping_tx, stopping) = tokio::sync::watch::channel(false);
+    let signalled = async move {
         if let Err(error) = termination_signal().await {
             tracing::error!(%error, "signal handling failed; shutting down");
         }
         // Waiting requests answer now instead of holding up the drain of in-flight ones.
         app.stop_waiting();
+        let _ = stopping_tx.send(true);
     };
-    serve(listener, methods, options.serve, shutdown).await;
+    let mut main_stopping = stopping.clone();
+    let main_stop = async move {
+        let _ = main_stopping.wait_for(|stop| *stop).await;
+    };
+    tokio::join!(
+        signalled,
+        serve(listener, methods, options.serve.clone(), main_stop),
+        serve_worktrees(
+            repository_of(&paths.main_root),
+            &services,
+            options.serve,
+            stopping
+        ),
+    );
     services.shutdown();
     residence.release();
     tracing::info!("wit daemon stopped");

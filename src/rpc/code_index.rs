@@ -10,12 +10,15 @@ use crate::coord::{CodeIndex, SignatureLookup, SymbolSpan, TextSymbols};
 #[derive(Debug, Clone)]
 pub struct AnalysisIndex {
     index: Arc<RepoIndex>,
+    /// The worktree's root, as sessions record it.
+    root: String,
 }
 
 impl AnalysisIndex {
     /// Wraps the repository index.
     pub fn new(index: Arc<RepoIndex>) -> Self {
-        Self { index }
+        let root = index.root().display().to_string();
+        Self { index, root }
     }
 
     fn analysis(&self, file: &str) -> Option<Arc<crate::analysis::FileAnalysis>> {
@@ -125,6 +128,10 @@ impl CodeIndex for AnalysisIndex {
             Some(language) => text_symbols(&self.index.analyze_content_of(file, language, text)),
             None => TextSymbols::default(),
         }
+    }
+
+    fn worktree_root(&self) -> Option<String> {
+        Some(self.root.clone())
     }
 }
 

@@ -6,7 +6,8 @@
 //! - `convert`: domain records to wire records.
 //! - [`code_index`]: the [`crate::coord::CodeIndex`] that coordination sees, over
 //!   [`crate::analysis::RepoIndex`].
-//! - `services`: opening the state and building the method table.
+//! - `services`: opening the state and building the method table (one per worktree).
+//! - [`worktree_index`]: each request's work sees the index of the worktree it came from.
 
 pub mod code_index;
 mod contracts;
@@ -20,5 +21,6 @@ mod services;
 mod sessions;
 pub mod waiting;
 mod wit;
+pub mod worktree_index;
 
 pub use services::{App, OpenError, Services, INDEX_DB, INDEX_STATUS};

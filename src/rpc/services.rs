@@ -11,9 +11,10 @@ use jsonrpsee::RpcModule;
 use super::code_index::AnalysisIndex;
 use super::errors::{task_failed, to_protocol};
 use super::waiting::EventBell;
+use super::worktree_index::{in_worktree, WorktreeIndex};
 use crate::analysis::worker::ParseWorker;
 use crate::analysis::RepoIndex;
-use crate::coord::{Coord, CoordError, SystemClock};
+use crate::coord::{CodeIndex, Coord, CoordError, SystemClock};
 use crate::protocol::server::{
     register_contract_methods, register_discover, register_edit_methods, register_events_methods,
     register_intent_methods, register_lock_methods, register_session_methods, register_wit_methods,
@@ -52,6 +53,9 @@ pub struct App {
     accepting_waits: Arc<AtomicBool>,
     /// Wakes the pulse early when the earliest waited-for lock expiry may have moved.
     pulse: Arc<tokio::sync::Notify>,
+    /// The index of the worktree this app serves (`None`: the main worktree's): the one its
+    /// requests' work sees (PROTOCOL-NOTES 14.2).
+    worktree: Option<Arc<dyn CodeIndex>>,
 }
 
 impl std::fmt::Debug for App {
@@ -73,6 +77,16 @@ impl App {
             bell,
             accepting_waits: Arc::new(AtomicBool::new(true)),
             pulse: Arc::new(tokio::sync::Notify::new()),
+            worktree: None,
+        }
+    }
+
+    /// The same app serving a linked worktree: the same state, its requests resolved in the
+    /// worktree's own files (`index`).
+    pub fn for_worktree(&self, index: Arc<dyn CodeIndex>) -> Self {
+        Self {
+            worktree: Some(index),
+            ..self.clone()
         }
     }
 
@@ -109,7 +123,7 @@ impl App {
         &self,
         work: impl FnOnce(&Coord) -> Result<T, CoordError>,
     ) -> Result<T, ProtocolError> {
-        work(&self.coord).map_err(to_protocol)
+        in_worktree(self.worktree.as_ref(), || work(&self.coord)).map_err(to_protocol)
     }
 
     /// Runs `work` inline when `is_quick` says it will not parse (a hand-off to the blocking
@@ -119,7 +133,7 @@ impl App {
         is_quick: impl FnOnce(&Coord) -> bool,
         work: impl FnOnce(&Coord) -> Result<T, CoordError> + Send + 'static,
     ) -> Result<T, ProtocolError> {
-        if is_quick(&self.coord) {
+        if in_worktree(self.worktree.as_ref(), || is_quick(&self.coord)) {
             self.now(work)
         } else {
             self.blocking(work).await
@@ -133,7 +147,8 @@ impl App {
         work: impl FnOnce(&Coord) -> Result<T, CoordError> + Send + 'static,
     ) -> Result<T, ProtocolError> {
         let coord = Arc::clone(&self.coord);
-        tokio::task::spawn_blocking(move || work(&coord))
+        let worktree = self.worktree.clone();
+        tokio::task::spawn_blocking(move || in_worktree(worktree.as_ref(), || work(&coord)))
             .await
             .map_err(task_failed)?
             .map_err(to_protocol)
@@ -146,11 +161,20 @@ pub const INDEX_DB: &str = "index.db";
 /// The index's progress under `.wit/` ([`crate::analysis::progress::IndexStatus`]).
 pub const INDEX_STATUS: &str = "index.json";
 
+/// Where a linked worktree's index lives under the repository's state directory.
+const WORKTREES_DIR: &str = "worktrees";
+
 /// The opened state of a daemon and its background tasks.
 #[derive(Debug)]
 pub struct Services {
     app: App,
     pulse: tokio::task::JoinHandle<()>,
+    /// The repository's state directory (`<main>/.wit`).
+    state_dir: std::path::PathBuf,
+    /// Where large sources are parsed, for the indexes of linked worktrees too.
+    parse_worker: Option<ParseWorker>,
+    /// The main worktree's index: linked worktrees share its parse cache.
+    main_index: Arc<RepoIndex>,
 }
 
 impl Services {
@@ -164,23 +188,49 @@ impl Services {
         state_dir: &Path,
         parse_worker: Option<ParseWorker>,
     ) -> Result<Self, OpenError> {
-        let mut index = RepoIndex::new(root.to_path_buf())
-            .with_index_db(&state_dir.join(INDEX_DB))
-            .with_status_file(state_dir.join(INDEX_STATUS));
-        if let Some(worker) = parse_worker {
-            index = index.with_parse_worker(worker);
-        }
-        let index = Arc::new(index);
-        index.start_background_build();
+        let main_index = Arc::new(open_index(
+            RepoIndex::new(root.to_path_buf()),
+            state_dir,
+            &parse_worker,
+        ));
+        main_index.start_background_build();
         let coord = Coord::new(
             store,
             Arc::new(SystemClock),
-            Arc::new(AnalysisIndex::new(index)),
+            Arc::new(WorktreeIndex::new(Arc::new(AnalysisIndex::new(
+                Arc::clone(&main_index),
+            )))),
         );
         coord.join()?;
         let app = App::new(coord);
         let pulse = tokio::spawn(pulse(app.clone()));
-        Ok(Self { app, pulse })
+        Ok(Self {
+            app,
+            pulse,
+            state_dir: state_dir.to_path_buf(),
+            parse_worker,
+            main_index,
+        })
+    }
+
+    /// The method table of the linked worktree at `root`: the same state, its own code index
+    /// (kept under `<state dir>/worktrees/<hash of root>/`, built in the background).
+    pub fn worktree_methods(&self, root: &Path) -> Result<Methods, OpenError> {
+        let key = xxhash_rust::xxh3::xxh3_64(root.as_os_str().as_encoded_bytes());
+        let dir = self
+            .state_dir
+            .join(WORKTREES_DIR)
+            .join(format!("{key:016x}"));
+        if let Err(error) = std::fs::create_dir_all(&dir) {
+            tracing::warn!(dir = %dir.display(), %error, "the worktree's index stays in memory");
+        }
+        let index = RepoIndex::new(root.to_path_buf())
+            .with_donor(&self.state_dir.join(INDEX_DB))
+            .sharing_cache_of(&self.main_index);
+        let index = Arc::new(open_index(index, &dir, &self.parse_worker));
+        // Built once the main worktree's index is: most of its content is found there.
+        index.start_background_build_after(Arc::clone(&self.main_index));
+        build_methods(self.app.for_worktree(Arc::new(AnalysisIndex::new(index))))
     }
 
     /// The shared handler state.
@@ -203,6 +253,17 @@ impl Services {
             tracing::warn!(%error, "could not take this daemon's waiters out of the store");
         }
     }
+}
+
+/// `index` with its files under `state_dir` and large sources parsed by `parse_worker`.
+fn open_index(index: RepoIndex, state_dir: &Path, parse_worker: &Option<ParseWorker>) -> RepoIndex {
+    let mut index = index
+        .with_index_db(&state_dir.join(INDEX_DB))
+        .with_status_file(state_dir.join(INDEX_STATUS));
+    if let Some(worker) = parse_worker {
+        index = index.with_parse_worker(worker.clone());
+    }
+    index
 }
 
 /// Registers every namespace of the protocol for `app`.

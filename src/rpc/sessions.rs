@@ -7,6 +7,7 @@ use crate::protocol::{
     ProtocolError, SessionEndParams, SessionEndResult, SessionHeartbeatParams,
     SessionHeartbeatResult, SessionListParams, SessionListResult, SessionRecord,
 };
+use crate::worktrees::branch_of;
 
 impl SessionMethods for App {
     async fn session_heartbeat(
@@ -48,6 +49,12 @@ impl SessionMethods for App {
                 last_seen_at: info.summary.last_seen_ms,
                 locks: info.summary.locks,
                 intents: info.summary.intents,
+                branch: info
+                    .summary
+                    .worktree
+                    .as_deref()
+                    .and_then(|root| branch_of(std::path::Path::new(root))),
+                worktree: info.summary.worktree,
             })
             .collect())
     }

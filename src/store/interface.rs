@@ -126,6 +126,8 @@ pub trait StoreWrite: StoreRead {
     fn touch_session(&self, session_id: &str, now_ms: i64) -> Result<()>;
     /// Moves the last sighting of an existing session forward; never creates or revives.
     fn record_last_seen(&self, session_id: &str, seen_ms: i64) -> Result<()>;
+    /// Records the root of the worktree the session acts from. The row must exist.
+    fn set_session_worktree(&self, session_id: &str, worktree: &str) -> Result<()>;
     /// Replaces the session's pulse: its pid with the process start time and the host the
     /// pid lives on, and its lease. The row must exist.
     fn set_session_pulse(
@@ -209,6 +211,7 @@ macro_rules! impl_store_interface {
                     fn prune_sessions(&self, cutoff_ms: i64) -> Result<usize>;
                     fn touch_session(&self, session_id: &str, now_ms: i64) -> Result<()>;
                     fn record_last_seen(&self, session_id: &str, seen_ms: i64) -> Result<()>;
+                    fn set_session_worktree(&self, session_id: &str, worktree: &str) -> Result<()>;
                     fn set_session_pulse(&self, session_id: &str, pid: Option<(i64, i64)>, host_id: &str,
                         lease_ms: Option<i64>) -> Result<()>;
                     fn end_session(&self, session_id: &str, now_ms: i64) -> Result<bool>;

@@ -305,6 +305,8 @@ pub struct SessionSummary {
     pub first_seen_ms: i64,
     /// The host its pid lives on.
     pub host_id: Option<String>,
+    /// The root of the worktree it last acted from (PROTOCOL-NOTES 14.3).
+    pub worktree: Option<String>,
 }
 
 /// A stored event (PROTOCOL-NOTES 9).

@@ -119,6 +119,9 @@ fn seeded_repo() -> Repo {
 /// Replaces timestamps, UUIDs, durations left and the repository path by placeholders.
 fn mask(text: &str, repo: &Path) -> String {
     let text = text.replace(&repo.display().to_string(), "<REPO>");
+    // The worktree column names the repository's directory.
+    let name = repo.file_name().unwrap().to_string_lossy();
+    let text = text.replace(name.as_ref(), "<REPO>");
     let mut out = String::new();
     let chars: Vec<char> = text.chars().collect();
     let mut i = 0;

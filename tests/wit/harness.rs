@@ -109,9 +109,15 @@ impl Daemon {
 
     /// Spawns with `env` added to its environment, without waiting.
     pub fn spawn_with_env(repo: &Repo, env: &[(&str, String)]) -> Self {
+        Self::spawn_at(repo.path(), env)
+    }
+
+    /// Spawns `wit daemon run --repo <root>` with `env` added, without waiting; `socket` is
+    /// `root`'s.
+    pub fn spawn_at(root: &Path, env: &[(&str, String)]) -> Self {
         let mut child = Command::new(wit_bin())
             .args(["daemon", "run", "--log-level", "warn", "--repo"])
-            .arg(repo.path())
+            .arg(root)
             .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -135,7 +141,7 @@ impl Daemon {
         });
         Self {
             child,
-            socket: repo.socket(),
+            socket: root.join(".wit/daemon.sock"),
             stderr,
             drain: Some(drain),
         }

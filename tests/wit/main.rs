@@ -19,3 +19,4 @@ mod sessions;
 mod shared;
 mod spine;
 mod workmap;
+mod worktrees;

@@ -1468,6 +1468,9 @@ pub struct SessionRecord {
     ///agentId from register, or null
     #[serde(rename = "agentId", deserialize_with = "::std::option::Option::deserialize")]
     pub agent_id: ::std::option::Option<i64>,
+    ///The branch checked out in that worktree, or null when detached or unknown
+    #[serde(deserialize_with = "::std::option::Option::deserialize")]
+    pub branch: ::std::option::Option<::std::string::String>,
     ///Its declared and active intents
     pub intents: i64,
     ///Unix milliseconds of the session's last call
@@ -1485,6 +1488,9 @@ pub struct SessionRecord {
     pub pid: ::std::option::Option<i64>,
     #[serde(rename = "sessionId")]
     pub session_id: ::std::string::String,
+    ///The root path of the worktree the session last acted from, or null
+    #[serde(deserialize_with = "::std::option::Option::deserialize")]
+    pub worktree: ::std::option::Option<::std::string::String>,
 }
 ///A contract violation detected by check-contracts.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]

@@ -712,6 +712,8 @@ mod tests {
             name: Some("claude-backend".into()),
             pid: None,
             session_id: "7f3a9c2e-1111-2222-3333-444455556666".into(),
+            worktree: None,
+            branch: None,
         }]
     }
 

@@ -163,8 +163,13 @@ const V5: &str = r#"
 ALTER TABLE wit_intents ADD COLUMN regions TEXT COLLATE "C";
 "#;
 
+/// v6 (worktrees, PROTOCOL-NOTES 14.3): the root of the worktree a session last acted from.
+const V6: &str = r#"
+ALTER TABLE wit_sessions ADD COLUMN worktree TEXT COLLATE "C";
+"#;
+
 /// The migrations, oldest first. Append only.
-pub(super) const MIGRATIONS: &[&str] = &[V1, V5];
+pub(super) const MIGRATIONS: &[&str] = &[V1, V5, V6];
 
 /// The schema version this build creates and understands.
 pub const LATEST_VERSION: usize = MIGRATIONS.len();

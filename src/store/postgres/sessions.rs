@@ -36,6 +36,7 @@ fn summary_from_row(row: &Row) -> Result<SessionSummary, postgres::Error> {
         intents: row.try_get(9)?,
         first_seen_ms,
         host_id: row.try_get(12)?,
+        worktree: row.try_get(13)?,
     })
 }
 
@@ -88,7 +89,7 @@ impl Tx<'_> {
                     coalesce(held.n, 0), coalesce(open.n, 0),
                     coalesce(s.first_seen_ms, a.registered_at, held.first, open.first, 0)
                         AS first_seen,
-                    coalesce(a.updated_at, 0), s.host_id
+                    coalesce(a.updated_at, 0), s.host_id, s.worktree
              FROM ids
              LEFT JOIN wit_sessions s ON s.project = $1 AND s.session_id = ids.session_id
              LEFT JOIN wit_agents a ON a.project = $1 AND a.session_id = ids.session_id
@@ -126,6 +127,15 @@ impl Tx<'_> {
                  SET last_seen_ms = greatest(wit_sessions.last_seen_ms, excluded.last_seen_ms),
                      ended_at_ms = NULL",
             &[&self.project, &session_id, &now_ms],
+        )?;
+        Ok(())
+    }
+
+    /// Records the worktree the session acts from. The row must exist.
+    pub(super) fn set_session_worktree(&self, session_id: &str, worktree: &str) -> Result<()> {
+        self.execute(
+            "UPDATE wit_sessions SET worktree = $3 WHERE project = $1 AND session_id = $2",
+            &[&self.project, &session_id, &worktree],
         )?;
         Ok(())
     }

@@ -164,8 +164,13 @@ const V5: &str = r#"
 ALTER TABLE intents ADD COLUMN regions TEXT;
 "#;
 
+/// v6 (worktrees, PROTOCOL-NOTES 14.3): the root of the worktree a session last acted from.
+const V6: &str = r#"
+ALTER TABLE sessions ADD COLUMN worktree TEXT;
+"#;
+
 /// The migrations, oldest first. Append only.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 /// The schema version this build creates and understands.
 pub const LATEST_VERSION: usize = MIGRATIONS.len();
@@ -213,7 +218,29 @@ mod tests {
         (SEED_V3, CHECK_V3),
         (SEED_V4, CHECK_V4),
         (SEED_V5, CHECK_V5),
+        (SEED_V6, CHECK_V6),
     ];
+
+    /// A session with the worktree it acts from (version 6).
+    const SEED_V6: &str = r#"
+        INSERT INTO sessions (session_id, pid, pid_start, lease_ms, first_seen_ms, last_seen_ms,
+                              host_id, worktree)
+            VALUES ('s1', 42, 1234, NULL, 1, 1, 'h1', '/r/w1');
+        INSERT INTO agents (session_id, name, registered_at, updated_at) VALUES ('s1', 'a', 1, 1);
+        INSERT INTO locks VALUES ('src/a.ts:f', 's1', 1, 9999999999999, 7);
+        INSERT INTO contracts (id, proposer, symbol_path, file, name, signature, status, proposed_at)
+            VALUES ('c1', 's1', 'src/a.ts:f', 'src/a.ts', 'f', '()', 'accepted', 1);
+        INSERT INTO daemons VALUES ('d1', 'h1', 7, 1, 2);
+        "#;
+
+    /// Counts the rows of [`SEED_V6`] that survived: 5 when all did.
+    const CHECK_V6: &str = r#"
+        SELECT (SELECT count(*) FROM sessions WHERE worktree = '/r/w1')
+             + (SELECT count(*) FROM agents WHERE session_id = 's1')
+             + (SELECT count(*) FROM locks WHERE token = 7)
+             + (SELECT count(*) FROM contracts WHERE id = 'c1')
+             + (SELECT count(*) FROM daemons WHERE daemon_id = 'd1')
+        "#;
 
     /// An observed intent with regions (version 5).
     const SEED_V5: &str = r#"

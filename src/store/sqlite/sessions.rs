@@ -64,7 +64,7 @@ impl Tx<'_> {
                     coalesce(held.n, 0), coalesce(open.n, 0),
                     coalesce(s.first_seen_ms, a.registered_at, held.first, open.first, 0)
                         AS first_seen,
-                    coalesce(a.updated_at, 0), s.host_id
+                    coalesce(a.updated_at, 0), s.host_id, s.worktree
              FROM ids
              LEFT JOIN sessions s ON s.session_id = ids.session_id
              LEFT JOIN agents a ON a.session_id = ids.session_id
@@ -89,6 +89,7 @@ impl Tx<'_> {
                 intents: row.get(9)?,
                 first_seen_ms,
                 host_id: row.get(12)?,
+                worktree: row.get(13)?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
@@ -130,6 +131,15 @@ impl Tx<'_> {
             "UPDATE sessions SET last_seen_ms = max(last_seen_ms, ?2) WHERE session_id = ?1",
         )?;
         stmt.execute(params![session_id, seen_ms])?;
+        Ok(())
+    }
+
+    /// Records the worktree the session acts from. The row must exist.
+    pub(super) fn set_session_worktree(&self, session_id: &str, worktree: &str) -> Result<()> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("UPDATE sessions SET worktree = ?2 WHERE session_id = ?1")?;
+        stmt.execute(params![session_id, worktree])?;
         Ok(())
     }
 

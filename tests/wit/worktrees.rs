@@ -1,0 +1,343 @@
+//! Worktrees (PROTOCOL-NOTES 14, issue 24): one daemon serves every worktree of a
+//! repository, each on its own socket, over one state; each worktree is analysed as its own
+//! text; worktrees added while the daemon runs are served, removed ones let go. Real daemons,
+//! real `git worktree add`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use wit::client::{ClientError, WitClient};
+use wit::protocol::{ContractProposeParams, ErrorCode};
+
+use crate::harness::*;
+use crate::locks::{acquire, assert_domain, query, rpc_error};
+
+/// A repository with a first commit in `<temp>/m` (its main worktree), and room for linked
+/// worktrees next to it (short paths: socket paths stay under 108 bytes).
+struct Family {
+    dir: tempfile::TempDir,
+}
+
+impl Family {
+    fn new(files: &[(&str, &str)]) -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("wt")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let family = Self { dir };
+        std::fs::create_dir(family.main()).unwrap();
+        family.git(&family.main(), &["init", "-q", "-b", "main"]);
+        for (rel, text) in files {
+            write_file(&family.main(), rel, text);
+        }
+        family.git(&family.main(), &["add", "-A"]);
+        family.git(&family.main(), &["commit", "-qm", "first"]);
+        family
+    }
+
+    fn main(&self) -> PathBuf {
+        std::fs::canonicalize(self.dir.path()).unwrap().join("m")
+    }
+
+    fn worktree(&self, name: &str) -> PathBuf {
+        std::fs::canonicalize(self.dir.path()).unwrap().join(name)
+    }
+
+    /// `git worktree add ../<name> -b <name>`.
+    fn add(&self, name: &str) -> PathBuf {
+        let root = self.worktree(name);
+        self.git(
+            &self.main(),
+            &["worktree", "add", "-q", "-b", name, root.to_str().unwrap()],
+        );
+        root
+    }
+
+    fn remove(&self, name: &str) {
+        let root = self.worktree(name);
+        self.git(
+            &self.main(),
+            &["worktree", "remove", "--force", root.to_str().unwrap()],
+        );
+    }
+
+    fn git(&self, cwd: &Path, args: &[&str]) {
+        let output = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(cwd)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    fn daemon(&self) -> Daemon {
+        let daemon = Daemon::spawn_at(&self.main(), &store_env(&self.main()));
+        daemon.wait_ready();
+        daemon
+    }
+}
+
+fn write_file(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn client(root: &Path) -> WitClient {
+    WitClient::new(root.join(".wit/daemon.sock"))
+}
+
+/// Waits until the socket of `root` answers `ping` (`true`), or stops answering (`false`);
+/// fails after 20 s.
+fn wait_answering(root: &Path, answering: bool) {
+    let socket = root.join(".wit/daemon.sock");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if try_post(&socket, PING).is_ok_and(|(status, _)| status == 200) == answering {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("{} never became answering={answering}", socket.display());
+}
+
+const SHAPES: &str = "def area(r):\n    return r * r\n";
+
+#[test]
+fn a_lock_in_one_worktree_is_refused_in_the_others() {
+    let family = Family::new(&[("src/shapes.py", SHAPES)]);
+    let one = family.add("w1");
+    let two = family.add("w2");
+    let _daemon = family.daemon();
+    wait_answering(&one, true);
+    wait_answering(&two, true);
+    block_on(async {
+        client(&one)
+            .lock_acquire(acquire("src/shapes.py:area", "s1", None))
+            .await
+            .unwrap();
+        for root in [&two, &family.main()] {
+            let refused = rpc_error(
+                client(root)
+                    .lock_acquire(acquire("src/shapes.py:area", "s2", None))
+                    .await,
+            );
+            assert!(refused.is(ErrorCode::LockConflict), "{refused:?}");
+            // One picture: every worktree lists the lock.
+            let locks = client(root).lock_query(query(None)).await.unwrap();
+            assert_eq!(locks.len(), 1, "{root:?}");
+            assert_eq!(locks[0].session_id, "s1");
+        }
+    });
+    // One daemon: the linked worktrees have a socket, no daemon of their own.
+    assert!(!one.join(".wit/daemon.pid").exists());
+    assert!(family.main().join(".wit/daemon.pid").exists());
+}
+
+#[test]
+fn each_worktree_resolves_symbols_in_its_own_text() {
+    let family = Family::new(&[("src/shapes.py", SHAPES)]);
+    let one = family.add("w1");
+    // The same path, other content: `perimeter` exists only in w1, `area` moved down.
+    write_file(
+        &one,
+        "src/shapes.py",
+        "def perimeter(r):\n    return 2 * r\n\n\ndef area(r):\n    return r * r\n",
+    );
+    let _daemon = family.daemon();
+    wait_answering(&one, true);
+    block_on(async {
+        let proposed = client(&one)
+            .contract_propose(ContractProposeParams {
+                session_id: "s1".into(),
+                symbol_path: "src/shapes.py:perimeter".into(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(proposed.signature, "(r)");
+        let missing = rpc_error(
+            client(&family.main())
+                .contract_propose(ContractProposeParams {
+                    session_id: "s2".into(),
+                    symbol_path: "src/shapes.py:perimeter".into(),
+                })
+                .await,
+        );
+        assert_domain(
+            &missing,
+            ErrorCode::SymbolNotFound,
+            Some(json!({"symbolPath": "src/shapes.py:perimeter"})),
+        );
+    });
+}
+
+#[test]
+fn worktrees_added_while_the_daemon_runs_are_served_and_removed_ones_let_go() {
+    let family = Family::new(&[("src/shapes.py", SHAPES)]);
+    let mut daemon = family.daemon();
+    let late = family.add("w3");
+    wait_answering(&late, true);
+    block_on(async {
+        client(&late)
+            .lock_acquire(acquire("src/shapes.py:area", "late", None))
+            .await
+            .unwrap();
+        let locks = client(&family.main())
+            .lock_query(query(None))
+            .await
+            .unwrap();
+        assert_eq!(locks[0].session_id, "late");
+    });
+    family.remove("w3");
+    wait_answering(&late, false);
+    assert!(matches!(
+        block_on(client(&late).ping()),
+        Err(ClientError::Unreachable(_))
+    ));
+    // The repository's daemon goes on serving its main worktree, and stops cleanly.
+    wait_answering(&family.main(), true);
+    assert!(daemon.terminate().success());
+}
+
+#[test]
+fn wit_in_a_new_worktree_reaches_the_repository_daemon() {
+    let family = Family::new(&[("src/shapes.py", SHAPES)]);
+    let _daemon = family.daemon();
+    let pid = std::fs::read_to_string(family.main().join(".wit/daemon.pid")).unwrap();
+    block_on(async {
+        client(&family.main())
+            .lock_acquire(acquire("src/shapes.py:area", "main-agent", None))
+            .await
+            .unwrap();
+    });
+    let fresh = family.add("w4");
+    // Straight after `git worktree add`: the CLI finds the repository's daemon running and
+    // waits for it to serve the worktree, rather than starting a second one.
+    let output = Command::new(wit_bin())
+        .args(["--json", "locks"])
+        .current_dir(&fresh)
+        .envs(store_env(&family.main()))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("main-agent"), "{stdout}");
+    assert_eq!(
+        std::fs::read_to_string(family.main().join(".wit/daemon.pid")).unwrap(),
+        pid
+    );
+    assert!(!fresh.join(".wit/daemon.pid").exists());
+}
+
+/// The index status a worktree's index publishes once its build is complete (the main
+/// worktree's in `<main>/.wit`, a linked one's under `<main>/.wit/worktrees/`); fails after
+/// 20 s.
+fn complete_status(dir: &Path) -> wit::analysis::progress::IndexStatus {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if let Some(status) = wit::analysis::progress::IndexStatus::read(&dir.join("index.json"))
+            .filter(|status| status.complete)
+        {
+            return status;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("no complete index in {}", dir.display());
+}
+
+#[test]
+fn a_second_worktree_costs_only_its_differences() {
+    let files: Vec<(String, String)> = (0..20)
+        .map(|i| {
+            (
+                format!("src/m{i}.py"),
+                format!("def f{i}(x):\n    return x + {i}\n"),
+            )
+        })
+        .collect();
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(rel, text)| (rel.as_str(), text.as_str()))
+        .collect();
+    let family = Family::new(&borrowed);
+    let one = family.add("w1");
+    write_file(&one, "src/m3.py", "def g3(x):\n    return x\n");
+    let _daemon = family.daemon();
+    let main = complete_status(&family.main().join(".wit"));
+    assert_eq!(main.parsed, 20);
+    wait_answering(&one, true);
+    let dirs: Vec<PathBuf> = std::fs::read_dir(family.main().join(".wit/worktrees"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let linked = complete_status(&dirs[0]);
+    assert_eq!(linked.files, 20);
+    assert_eq!(linked.parsed, 1, "only the file that differs is parsed");
+}
+
+#[test]
+fn sessions_know_their_worktree_and_branch() {
+    let family = Family::new(&[("src/shapes.py", SHAPES)]);
+    let one = family.add("w1");
+    let _daemon = family.daemon();
+    wait_answering(&one, true);
+    block_on(async {
+        client(&one)
+            .lock_acquire(acquire("src/shapes.py:area", "in-w1", None))
+            .await
+            .unwrap();
+        client(&family.main())
+            .lock_acquire(acquire("src/other.py:f", "in-main", None))
+            .await
+            .unwrap();
+        let listed = client(&family.main()).session_list().await.unwrap();
+        let found = |id: &str| {
+            let s = listed.iter().find(|s| s.session_id == id).unwrap();
+            (s.worktree.clone(), s.branch.clone())
+        };
+        assert_eq!(
+            found("in-w1"),
+            (Some(one.display().to_string()), Some("w1".to_owned()))
+        );
+        assert_eq!(
+            found("in-main"),
+            (
+                Some(family.main().display().to_string()),
+                Some("main".to_owned())
+            )
+        );
+        // A session acting from another worktree moves there.
+        client(&family.main())
+            .lock_acquire(acquire("src/shapes.py:other", "in-w1", None))
+            .await
+            .ok();
+        let listed = client(&one).session_list().await.unwrap();
+        let moved = listed.iter().find(|s| s.session_id == "in-w1").unwrap();
+        assert_eq!(moved.branch.as_deref(), Some("main"));
+    });
+    // `wit sessions` and `wit status` show them.
+    for args in [&["sessions"][..], &["status"][..]] {
+        let output = Command::new(wit_bin())
+            .args(args)
+            .current_dir(&one)
+            .envs(store_env(&family.main()))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{args:?}: {stdout}");
+        assert!(stdout.contains("BRANCH"), "{args:?}: {stdout}");
+        assert!(stdout.contains("w1"), "{args:?}: {stdout}");
+    }
+}
