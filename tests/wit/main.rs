@@ -13,6 +13,7 @@ mod languages;
 mod load;
 mod locks;
 mod mcp;
+mod replay;
 mod sessions;
 mod shared;
 mod spine;
