@@ -1,56 +1,27 @@
-//! Intents and conflict detection (PROTOCOL-NOTES 3, `intent.*`).
+//! Intents (PROTOCOL-NOTES 3, `intent.*`): declaring one, moving it forward, querying.
 //!
-//! An intent covers, per listed file, the byte ranges of the declared symbols found there, or
-//! the whole file. Declaring one reports three kinds of conflict, in this order:
-//! [`Conflict::IntentOverlap`] (other sessions' live intents sharing a file with intersecting
-//! ranges, oldest first), [`Conflict::LockIntersection`] (every listed file × declared symbol
-//! locked by another session) and [`Conflict::DepChain`] (callees of the declared symbols
-//! locked by another session). Every lookup goes through an index (ranges by file, locks by
-//! symbol path), so the cost depends on what shares the intent's files, not on the total.
+//! A declared intent covers, per listed file, the byte ranges of the declared symbols found
+//! there, or the whole file. Declaring one reports the conflicts the rules of
+//! [`super::conflicts`] find, in this order: INTENT_OVERLAP (other live sessions' intents
+//! meeting it, oldest first), LOCK_INTERSECTION (every listed file × declared symbol locked
+//! by another session) and DEP_CHAIN (callees of the declared symbols locked by another
+//! session). Every lookup goes through an index (ranges by file, locks by symbol path), so
+//! the cost depends on what shares the intent's files, not on the total.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
+use super::conflicts::{collides, held_by_another, lock_item, overlap_items, Others, Work};
 use super::events::{self, EventKind};
 use super::paths::{join_symbol_path, normalize};
+use super::regions::Lines;
 use super::{
-    check_len, Coord, CoordError, Intent, IntentRange, IntentStatus, Result, MAX_DESCRIPTION_BYTES,
-    MAX_LIST_ITEMS, MAX_PATH_BYTES,
+    check_len, Coord, CoordError, Intent, IntentRange, IntentStatus, LineRegion, Result,
+    MAX_DESCRIPTION_BYTES, MAX_LIST_ITEMS, MAX_PATH_BYTES,
 };
 use crate::store::IntentFilter;
 use serde_json::json;
 
-/// One detected conflict.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Conflict {
-    /// Another session's declared or active intent covers an intersecting range (or a whole
-    /// file) in a shared file.
-    IntentOverlap {
-        /// That intent's id.
-        intent_id: String,
-        /// Its session.
-        session_id: String,
-        /// Its description.
-        description: String,
-    },
-    /// A declared `file:symbol` is locked by another session.
-    LockIntersection {
-        /// The locked symbol path.
-        symbol_path: String,
-        /// The holder.
-        held_by: String,
-        /// The lock's expiry (unix ms).
-        expires_at_ms: i64,
-    },
-    /// A callee of a declared symbol is locked by another session.
-    DepChain {
-        /// The declared symbol (`file:name`).
-        intent_symbol: String,
-        /// The locked callee's symbol path.
-        locked_callee: String,
-        /// The holder.
-        held_by: String,
-    },
-}
+pub use super::conflicts::Conflict;
 
 /// The outcome of [`Coord::declare_intent`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,8 +35,20 @@ pub struct DeclaredIntent {
 /// A listed file's byte ranges, `None` when the whole file is claimed.
 type FileRanges = Option<Vec<(i64, i64)>>;
 
+/// A declaration's parameters, checked and normalised.
+pub(super) struct Declaration {
+    /// Its description.
+    pub description: String,
+    /// The listed files, normalised, each once, in order.
+    pub files: Vec<String>,
+    /// The declared symbols as given (stored as they are).
+    pub symbols: Vec<String>,
+    /// The declared symbols, each once, in order.
+    pub distinct_symbols: Vec<String>,
+}
+
 /// What the index says about the declared symbols, computed before the transaction.
-struct Resolution {
+pub(super) struct Resolution {
     /// Per listed file: its rows (ranges, or one file-level row).
     ranges: Vec<IntentRange>,
     /// Per listed file: its ranges, `None` when file-level.
@@ -74,17 +57,71 @@ struct Resolution {
     callees: Vec<(String, String)>,
 }
 
+impl Resolution {
+    /// `startByte`/`endByte` of the record: the smallest start and largest end among the
+    /// ranges of the first listed file that is not file-level.
+    fn byte_span(&self) -> (Option<i64>, Option<i64>) {
+        self.per_file
+            .iter()
+            .find_map(|(_, ranges)| ranges.as_ref())
+            .map(|ranges| {
+                let start = ranges.iter().map(|r| r.0).min();
+                let end = ranges.iter().map(|r| r.1).max();
+                (start, end)
+            })
+            .unwrap_or((None, None))
+    }
+}
+
 fn to_i64(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-/// Strict intersection of half-open ranges: touching ranges do not intersect.
-fn intersects(a: (i64, i64), b: (i64, i64)) -> bool {
-    a.0 < b.1 && b.0 < a.1
-}
-
 /// Most files a declare may list and still run on the calling thread (one `stat` or so each).
 const QUICK_DECLARE_FILES: usize = 64;
+
+impl Declaration {
+    /// Checks the parameters of `intent.declare` (sizes, paths) and normalises the files.
+    fn check(description: &str, files: &[String], symbols: &[String]) -> Result<Declaration> {
+        if description.is_empty() {
+            return Err(CoordError::invalid("description", "must not be empty"));
+        }
+        check_len("description", description, MAX_DESCRIPTION_BYTES)?;
+        if files.is_empty() {
+            return Err(CoordError::invalid("files", "must list at least one file"));
+        }
+        for (field, count) in [("files", files.len()), ("symbols", symbols.len())] {
+            if count > MAX_LIST_ITEMS {
+                return Err(CoordError::invalid(
+                    field,
+                    format!("must list at most {MAX_LIST_ITEMS} {field}"),
+                ));
+            }
+        }
+        let mut normalised: Vec<String> = Vec::with_capacity(files.len());
+        for file in files {
+            check_len("files", file, MAX_PATH_BYTES)?;
+            let file = normalize(file)
+                .map_err(|e| CoordError::invalid("files", format!("{file:?}: {e}")))?;
+            if !normalised.contains(&file) {
+                normalised.push(file);
+            }
+        }
+        let mut distinct_symbols: Vec<String> = Vec::with_capacity(symbols.len());
+        for symbol in symbols {
+            check_len("symbols", symbol, MAX_PATH_BYTES)?;
+            if !distinct_symbols.contains(symbol) {
+                distinct_symbols.push(symbol.clone());
+            }
+        }
+        Ok(Declaration {
+            description: description.to_owned(),
+            files: normalised,
+            symbols: symbols.to_vec(),
+            distinct_symbols,
+        })
+    }
+}
 
 impl Coord {
     /// Whether [`Coord::declare_intent`] over `files` would finish without parsing source
@@ -108,137 +145,113 @@ impl Coord {
         symbols: Option<&[String]>,
     ) -> Result<DeclaredIntent> {
         self.acting_session(session_id)?;
-        if description.is_empty() {
-            return Err(CoordError::invalid("description", "must not be empty"));
-        }
-        check_len("description", description, MAX_DESCRIPTION_BYTES)?;
         self.check_storable("description", description)?;
-        if files.is_empty() {
-            return Err(CoordError::invalid("files", "must list at least one file"));
-        }
-        if files.len() > MAX_LIST_ITEMS {
-            return Err(CoordError::invalid(
-                "files",
-                format!("must list at most {MAX_LIST_ITEMS} files"),
-            ));
-        }
-        let symbols = symbols.unwrap_or_default();
-        if symbols.len() > MAX_LIST_ITEMS {
-            return Err(CoordError::invalid(
-                "symbols",
-                format!("must list at most {MAX_LIST_ITEMS} symbols"),
-            ));
-        }
-        let mut normalised: Vec<String> = Vec::with_capacity(files.len());
-        for file in files {
-            check_len("files", file, MAX_PATH_BYTES)?;
-            let file = normalize(file)
-                .map_err(|e| CoordError::invalid("files", format!("{file:?}: {e}")))?;
-            if !normalised.contains(&file) {
-                normalised.push(file);
-            }
-        }
-        for symbol in symbols {
-            check_len("symbols", symbol, MAX_PATH_BYTES)?;
-        }
-        let mut distinct_symbols: Vec<&str> = Vec::with_capacity(symbols.len());
-        for symbol in symbols {
-            if !distinct_symbols.contains(&symbol.as_str()) {
-                distinct_symbols.push(symbol);
-            }
-        }
+        let declaration = Declaration::check(description, files, symbols.unwrap_or_default())?;
+        let resolution = self.resolve(&declaration.files, &declaration.distinct_symbols);
+        let conflicts = self.declare_conflicts(session_id, &declaration, &resolution)?;
+        let intent = self.store_intent(session_id, &declaration, &resolution, None, &conflicts)?;
+        Ok(DeclaredIntent { intent, conflicts })
+    }
 
-        let resolution = self.resolve(&normalised, &distinct_symbols);
-        let (start_byte, end_byte) = resolution
-            .per_file
-            .iter()
-            .find_map(|(_, ranges)| ranges.as_ref())
-            .map(|ranges| {
-                let start = ranges.iter().map(|r| r.0).min();
-                let end = ranges.iter().map(|r| r.1).max();
-                (start, end)
-            })
-            .unwrap_or((None, None));
-        let files_record = format!(",{},", normalised.join(","));
-        let symbols_record = serde_json::to_string(symbols).unwrap_or_else(|_| "[]".to_owned());
+    /// The conflicts of a declaration, in the order of PROTOCOL-NOTES 3, by the rules of
+    /// [`super::conflicts`].
+    fn declare_conflicts(
+        &self,
+        session_id: &str,
+        declaration: &Declaration,
+        resolution: &Resolution,
+    ) -> Result<Vec<Conflict>> {
+        let others = Others::of(self, session_id)?;
+        let mut hits = Vec::new();
+        for (file, mine) in &resolution.per_file {
+            let mut rows = self
+                .store
+                .read(|r| r.live_ranges_in_file(file, session_id))?;
+            // Observed regions are lines of the current text: as they are now.
+            let text = if rows.iter().any(|row| row.regions.is_some()) {
+                let text = self.index.file_text(file).unwrap_or_default();
+                rows = self.regions_in(file, &text, rows)?;
+                Some(text)
+            } else {
+                None
+            };
+            let lines = text.as_deref().map(Lines::of);
+            let work = Work::Declared {
+                ranges: mine.as_deref(),
+                lines: lines.as_ref(),
+            };
+            hits.extend(rows.into_iter().filter(|row| collides(work, row)));
+        }
+        let mut conflicts = overlap_items(others.filter(hits, |h| h.session_id.as_str())?);
+
+        let (locks, deps) = self.store.read(|r| {
+            let now = self.clock.now_ms();
+            let mut locks = Vec::new();
+            for file in &declaration.files {
+                for symbol in &declaration.distinct_symbols {
+                    let path = join_symbol_path(file, symbol);
+                    locks.extend(
+                        r.lock(&path)?
+                            .filter(|l| held_by_another(l, session_id, now)),
+                    );
+                }
+            }
+            let mut deps = Vec::new();
+            for (intent_symbol, callee) in &resolution.callees {
+                if let Some(lock) = r.lock(callee)? {
+                    if held_by_another(&lock, session_id, now) {
+                        deps.push((intent_symbol.clone(), lock));
+                    }
+                }
+            }
+            Ok::<_, CoordError>((locks, deps))
+        })?;
+        conflicts.extend(
+            others
+                .filter(locks, |l| l.session_id.as_str())?
+                .into_iter()
+                .map(lock_item),
+        );
+        for (intent_symbol, lock) in others.filter(deps, |(_, l)| l.session_id.as_str())? {
+            conflicts.push(Conflict::DepChain {
+                intent_symbol,
+                locked_callee: lock.symbol_path,
+                held_by: lock.session_id,
+            });
+        }
+        Ok(conflicts)
+    }
+
+    /// Stores a declaration as a `declared` intent (with `regions`, an observed one) and
+    /// appends its event.
+    pub(super) fn store_intent(
+        &self,
+        session_id: &str,
+        declaration: &Declaration,
+        resolution: &Resolution,
+        regions: Option<Vec<LineRegion>>,
+        conflicts: &[Conflict],
+    ) -> Result<Intent> {
         let id = self.ids.next_id();
-
+        let (start_byte, end_byte) = match regions {
+            Some(_) => (None, None),
+            None => resolution.byte_span(),
+        };
         self.store.write(|w| {
             let now = self.clock.now_ms();
-            let mut conflicts = Vec::new();
-
-            // INTENT_OVERLAP: the live ranges of other sessions in each shared file.
-            let mut overlapping: HashMap<i64, (i64, Conflict)> = HashMap::new();
-            for (file, mine) in &resolution.per_file {
-                for hit in w.live_ranges_in_file(file, session_id)? {
-                    if overlapping.contains_key(&hit.intent_seq) {
-                        continue;
-                    }
-                    let overlaps = match (mine, hit.range) {
-                        (Some(mine), Some(theirs)) => {
-                            mine.iter().any(|&range| intersects(range, theirs))
-                        }
-                        _ => true,
-                    };
-                    if overlaps {
-                        overlapping.insert(
-                            hit.intent_seq,
-                            (
-                                hit.declared_at_ms,
-                                Conflict::IntentOverlap {
-                                    intent_id: hit.intent_id,
-                                    session_id: hit.session_id,
-                                    description: hit.description,
-                                },
-                            ),
-                        );
-                    }
-                }
-            }
-            let mut overlapping: Vec<_> = overlapping.into_iter().collect();
-            overlapping.sort_by_key(|(seq, (declared_at, _))| (*declared_at, *seq));
-            conflicts.extend(overlapping.into_iter().map(|(_, (_, c))| c));
-
-            // LOCK_INTERSECTION: every listed file × declared symbol.
-            for file in &normalised {
-                for symbol in &distinct_symbols {
-                    let path = join_symbol_path(file, symbol);
-                    if let Some(lock) = w.lock(&path)? {
-                        if lock.is_live(now) && lock.session_id != session_id {
-                            conflicts.push(Conflict::LockIntersection {
-                                symbol_path: path,
-                                held_by: lock.session_id,
-                                expires_at_ms: lock.expires_at_ms,
-                            });
-                        }
-                    }
-                }
-            }
-
-            // DEP_CHAIN: callees of the declared symbols.
-            for (intent_symbol, callee) in &resolution.callees {
-                if let Some(lock) = w.lock(callee)? {
-                    if lock.is_live(now) && lock.session_id != session_id {
-                        conflicts.push(Conflict::DepChain {
-                            intent_symbol: intent_symbol.clone(),
-                            locked_callee: callee.clone(),
-                            held_by: lock.session_id,
-                        });
-                    }
-                }
-            }
-
             let intent = Intent {
                 id: id.clone(),
                 session_id: session_id.to_owned(),
-                description: description.to_owned(),
-                files: files_record.clone(),
-                symbols: symbols_record.clone(),
+                description: declaration.description.clone(),
+                files: format!(",{},", declaration.files.join(",")),
+                symbols: serde_json::to_string(&declaration.symbols)
+                    .unwrap_or_else(|_| "[]".to_owned()),
                 start_byte,
                 end_byte,
                 status: IntentStatus::Declared,
                 declared_at_ms: now,
                 updated_at_ms: now,
+                regions,
             };
             w.insert_intent(&intent, &resolution.ranges)?;
             events::append(
@@ -249,18 +262,18 @@ impl Coord {
                 &intent.id,
                 json!({
                     "description": intent.description,
-                    "files": normalised,
-                    "symbols": distinct_symbols,
+                    "files": declaration.files,
+                    "symbols": declaration.distinct_symbols,
                     "status": intent.status.as_str(),
                     "conflicts": conflicts.len(),
                 }),
             )?;
-            Ok(DeclaredIntent { intent, conflicts })
+            Ok(intent)
         })
     }
 
     /// Resolves the declared symbols in the listed files (PROTOCOL-NOTES 3, `intent.declare`).
-    fn resolve(&self, files: &[String], symbols: &[&str]) -> Resolution {
+    pub(super) fn resolve(&self, files: &[String], symbols: &[String]) -> Resolution {
         let mut resolved_somewhere = vec![false; symbols.len()];
         let mut found: Vec<Vec<(i64, i64)>> = Vec::with_capacity(files.len());
         let mut callees = Vec::new();
@@ -312,6 +325,19 @@ impl Coord {
             ranges: rows,
             per_file,
             callees,
+        }
+    }
+
+    /// The resolution of an observed intent: its one file, covered by its regions (one
+    /// file-level row, so lookups by file find it), no callees.
+    pub(super) fn observed_resolution(file: &str) -> Resolution {
+        Resolution {
+            ranges: vec![IntentRange {
+                file: file.to_owned(),
+                range: None,
+            }],
+            per_file: vec![(file.to_owned(), None)],
+            callees: Vec::new(),
         }
     }
 
@@ -389,7 +415,23 @@ impl Coord {
             file: file.as_deref(),
             status,
         };
-        self.store.read(|r| Ok(r.intents(&filter)?))
+        let intents = self.store.read(|r| r.intents(&filter))?;
+        // Regions are lines of the current text: bring them up to date before showing them.
+        let mut moved = false;
+        let mut followed = HashSet::new();
+        for intent in intents.iter().filter(|i| i.regions.is_some()) {
+            for file in intent.files.split(',').filter(|f| !f.is_empty()) {
+                if followed.insert(file.to_owned()) {
+                    if let Some(text) = self.index.file_text(file) {
+                        moved |= self.follow_text(file, &text)?;
+                    }
+                }
+            }
+        }
+        if moved {
+            return Ok(self.store.read(|r| r.intents(&filter))?);
+        }
+        Ok(intents)
     }
 }
 

@@ -14,6 +14,7 @@ use std::collections::HashSet;
 
 use serde_json::json;
 
+use super::conflicts::{held_by_another, Others};
 use super::events::{self, EventKind};
 use super::waits::{Grant, LocalWaiters, QueueView, WaitOutcome, WaitReply, Waiter, WaiterId};
 use super::{parse_symbol_path, Coord, CoordError, Lock, Result};
@@ -194,7 +195,7 @@ impl Coord {
                 Some(Handed::Elsewhere(lock)) => held = Some(lock),
             }
             let step = match held {
-                Some(held) if held.is_live(now) && held.session_id != session_id => {
+                Some(held) if held_by_another(&held, session_id, now) => {
                     if wants_wait {
                         self.queue_or_refuse(w, held, &path, session_id, ttl, &callers, now)?
                     } else {
@@ -233,7 +234,16 @@ impl Coord {
         })?;
         self.deliver(&mut waits, handover);
         match step {
-            Step::Acquired(acquired) => Ok(Acquire::Acquired(acquired)),
+            Step::Acquired(mut acquired) => {
+                // Warnings are reports: only live other agents' locks (the rules' filter,
+                // which reads liveness: never while holding the waiters).
+                drop(waits);
+                if !acquired.warnings.is_empty() {
+                    let others = Others::of(self, session_id)?;
+                    acquired.warnings = others.filter(acquired.warnings, |w| w.held_by.as_str())?;
+                }
+                Ok(Acquire::Acquired(acquired))
+            }
             Step::Conflict(held, cycle) => Err(CoordError::LockConflict {
                 held_by: held.session_id,
                 expires_at_ms: held.expires_at_ms,
@@ -748,7 +758,7 @@ fn caller_warnings(
             continue;
         }
         if let Some(held) = w.lock(caller)? {
-            if held.is_live(now) && held.session_id != session_id {
+            if held_by_another(&held, session_id, now) {
                 warnings.push(CallerWarning {
                     locked_symbol: caller.clone(),
                     held_by: held.session_id,

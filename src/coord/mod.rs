@@ -12,6 +12,7 @@
 //! refused with [`CoordError::InvalidInput`] naming the protocol field.
 
 mod agents;
+pub mod conflicts;
 mod contracts;
 pub mod events;
 pub mod hosts;
@@ -21,6 +22,7 @@ mod locks;
 pub mod paths;
 pub mod preflight;
 pub mod process;
+pub mod regions;
 pub mod sessions;
 #[cfg(test)]
 mod shared_tests;
@@ -28,13 +30,15 @@ mod shared_tests;
 pub(crate) mod testing;
 pub mod time;
 pub mod waits;
+mod workmap;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::store::Store;
 pub use crate::store::{
-    Contract, ContractStatus, Intent, IntentRange, IntentStatus, Lock, StoreError,
+    Contract, ContractStatus, Intent, IntentRange, IntentStatus, LineRegion, Lock, StoreError,
 };
+pub use conflicts::{Related, Relation};
 pub use contracts::{Violation, SYMBOL_NOT_IN_STAGED_CONTENT};
 pub use index::{CodeIndex, IdSource, SignatureLookup, SymbolSpan, TextSymbols, UuidIds};
 pub use intents::{Conflict, DeclaredIntent};
@@ -129,6 +133,10 @@ pub enum CoordError {
     /// The database failed (INTERNAL_ERROR); nothing was changed.
     #[error(transparent)]
     Storage(#[from] StoreError),
+    /// The client went away before the answer was ready; the work stopped (nothing was
+    /// written).
+    #[error("the client has gone")]
+    Abandoned,
 }
 
 impl CoordError {
@@ -161,6 +169,8 @@ pub struct Coord {
     live_hosts: Mutex<hosts::LiveHosts>,
     /// When this coordination core was made (its daemon's start).
     started_at_ms: i64,
+    /// Per file with observed regions: the text they are lines of (PROTOCOL-NOTES 13.3).
+    region_texts: Mutex<workmap::RegionTexts>,
 }
 
 impl Coord {
@@ -179,6 +189,7 @@ impl Coord {
             host_id: process::host_id(),
             live_hosts: Mutex::default(),
             started_at_ms,
+            region_texts: Mutex::default(),
         }
     }
 

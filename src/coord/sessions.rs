@@ -367,21 +367,12 @@ impl Coord {
     }
 
     /// Whether the session of `row` is live now (PROTOCOL-NOTES 7.3), reaped or not yet.
-    fn row_is_live(&self, row: &SessionRow) -> bool {
+    pub(crate) fn row_is_live(&self, row: &SessionRow) -> bool {
         if row.ended_at_ms.is_some() {
             return false;
         }
         let waiting = self.waits().has_session(&row.session_id);
         self.death(row, self.clock.now_ms(), waiting).is_none()
-    }
-
-    /// Whether `session_id` is live in the sense of PROTOCOL-NOTES 7.3, whether or not the
-    /// reaper has run yet: a session never seen with a pulse is live.
-    pub(crate) fn session_live(&self, session_id: &str) -> Result<bool> {
-        Ok(self
-            .store
-            .read(|r| r.session(session_id))?
-            .is_none_or(|row| self.row_is_live(&row)))
     }
 
     /// Reaps every session whose process exited or whose lease lapsed (PROTOCOL-NOTES 7.3).

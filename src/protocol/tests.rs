@@ -248,11 +248,13 @@ fn nullable_fields_serialise_as_null() {
         status: IntentRecordStatus::Declared,
         declared_at: 1,
         updated_at: 2,
+        regions: Vec::new(),
     };
     let value = serde_json::to_value(&record).unwrap();
     assert_eq!(value["startByte"], Value::Null);
     assert_eq!(value["endByte"], Value::Null);
     assert_eq!(value["status"], "declared");
+    assert!(value.get("regions").is_none(), "no regions: absent");
 }
 
 #[test]

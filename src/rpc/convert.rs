@@ -16,6 +16,19 @@ pub fn intent_record(intent: &coord::Intent) -> wire::IntentRecord {
         status: intent_status(intent.status),
         declared_at: intent.declared_at_ms,
         updated_at: intent.updated_at_ms,
+        regions: intent
+            .regions
+            .as_ref()
+            .map(|regions| regions.iter().map(line_region).collect())
+            .unwrap_or_default(),
+    }
+}
+
+/// A region of observed work as the protocol shows it.
+pub fn line_region(region: &coord::LineRegion) -> wire::LineRegion {
+    wire::LineRegion {
+        start_line: region.start_line,
+        end_line: region.end_line,
     }
 }
 
@@ -100,6 +113,37 @@ pub fn conflict_item(conflict: &coord::Conflict) -> wire::ConflictItem {
             intent_symbol: intent_symbol.clone(),
             locked_callee: locked_callee.clone(),
             held_by: held_by.clone(),
+        },
+    }
+}
+
+/// One item of context of `edit.preflight` (PROTOCOL-NOTES 13.5).
+pub fn related_item(related: &coord::Related) -> wire::RelatedItem {
+    match related {
+        coord::Related::SameSymbol {
+            symbol_path,
+            session_id,
+            intent_id,
+        } => wire::RelatedItem::SameSymbol {
+            symbol_path: symbol_path.clone(),
+            session_id: session_id.clone(),
+            intent_id: intent_id.clone(),
+        },
+        coord::Related::Coupled {
+            symbol_path,
+            other_symbol,
+            relation,
+            session_id,
+            intent_id,
+        } => wire::RelatedItem::Coupled {
+            symbol_path: symbol_path.clone(),
+            other_symbol: other_symbol.clone(),
+            relation: match relation {
+                coord::Relation::Calls => wire::RelatedItemRelation::Calls,
+                coord::Relation::CalledBy => wire::RelatedItemRelation::CalledBy,
+            },
+            session_id: session_id.clone(),
+            intent_id: intent_id.clone(),
         },
     }
 }

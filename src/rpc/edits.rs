@@ -3,7 +3,7 @@
 use super::convert;
 use super::services::App;
 use crate::coord::preflight::spans::Edit;
-use crate::coord::preflight::NewText;
+use crate::coord::preflight::{Interest, NewText};
 use crate::coord::CoordError;
 use crate::protocol::server::EditMethods;
 use crate::protocol::{EditPreflightParams, EditPreflightResult, ProtocolError};
@@ -14,6 +14,9 @@ impl EditMethods for App {
         params: EditPreflightParams,
     ) -> Result<EditPreflightResult, ProtocolError> {
         // Parsing the changed regions may take a while on a large file: off the serving threads.
+        // When the client goes away this future is dropped, and the work stops (issue 20.3).
+        let interest = Interest::default();
+        let _abandon_on_drop = AbandonOnDrop(interest.clone());
         let preflight = self
             .blocking(move |coord| {
                 let edits: Vec<Edit> = params
@@ -36,11 +39,12 @@ impl EditMethods for App {
                         })
                     }
                 };
-                coord.preflight(
+                coord.preflight_while(
                     &params.session_id,
                     &params.file,
                     new,
                     params.record.unwrap_or(false),
+                    &interest,
                 )
             })
             .await?;
@@ -58,6 +62,20 @@ impl EditMethods for App {
                 .into_iter()
                 .map(convert::violation)
                 .collect(),
+            related: preflight
+                .related
+                .iter()
+                .map(convert::related_item)
+                .collect(),
         })
+    }
+}
+
+/// Marks the request's work abandoned when its future is dropped before it finished.
+struct AbandonOnDrop(Interest);
+
+impl Drop for AbandonOnDrop {
+    fn drop(&mut self) {
+        self.0.abandon();
     }
 }

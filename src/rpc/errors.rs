@@ -57,6 +57,7 @@ pub fn to_protocol(error: CoordError) -> ProtocolError {
             ProtocolError::invalid_params(ParamErrors::field(field, message))
         }
         CoordError::Storage(error) => storage_failure(&error),
+        CoordError::Abandoned => ProtocolError::internal("the client has gone"),
     }
 }
 

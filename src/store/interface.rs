@@ -9,7 +9,7 @@
 
 use super::{
     CommitNotes, Contract, ContractStatus, DaemonBeat, EventPage, Intent, IntentFilter,
-    IntentRange, IntentStatus, Lock, NewEvent, NewWaiter, RangeHit, Result, SessionRow,
+    IntentRange, IntentStatus, LineRegion, Lock, NewEvent, NewWaiter, RangeHit, Result, SessionRow,
     SessionSummary, WaiterRow,
 };
 
@@ -35,6 +35,9 @@ pub trait StoreRead {
     fn own_live_ranges_in_file(&self, file: &str, session_id: &str) -> Result<Vec<RangeHit>>;
     /// Intents matching `filter`, in declaration order.
     fn intents(&self, filter: &IntentFilter<'_>) -> Result<Vec<Intent>>;
+    /// Live rows in `file` of every session's intents that have regions (observed work), in
+    /// declaration order: what must follow when the file's text changes.
+    fn live_regions_in_file(&self, file: &str) -> Result<Vec<RangeHit>>;
 
     /// The contract with UUID `id`.
     fn contract(&self, id: &str) -> Result<Option<Contract>>;
@@ -93,6 +96,8 @@ pub trait StoreWrite: StoreRead {
     fn insert_intent(&self, intent: &Intent, ranges: &[IntentRange]) -> Result<()>;
     /// Sets an intent's status (and its ranges' liveness); whether the intent exists.
     fn set_intent_status(&self, id: &str, status: IntentStatus, now_ms: i64) -> Result<bool>;
+    /// Replaces an intent's regions (`None`: file-level); whether the intent exists.
+    fn set_intent_regions(&self, id: &str, regions: Option<&[LineRegion]>) -> Result<bool>;
 
     /// Stores a new contract.
     fn insert_contract(&self, contract: &Contract) -> Result<()>;
@@ -166,6 +171,7 @@ macro_rules! impl_store_interface {
                     -> Result<Vec<RangeHit>>;
                 fn own_live_ranges_in_file(&self, file: &str, session_id: &str) -> Result<Vec<RangeHit>>;
                 fn intents(&self, filter: &IntentFilter<'_>) -> Result<Vec<Intent>>;
+                fn live_regions_in_file(&self, file: &str) -> Result<Vec<RangeHit>>;
                 fn contract(&self, id: &str) -> Result<Option<Contract>>;
                 fn contracts(&self, symbol_path: Option<&str>, status: Option<ContractStatus>)
                     -> Result<Vec<Contract>>;
@@ -193,6 +199,7 @@ macro_rules! impl_store_interface {
                     fn delete_expired_locks(&self, now_ms: i64) -> Result<usize>;
                     fn insert_intent(&self, intent: &Intent, ranges: &[IntentRange]) -> Result<()>;
                     fn set_intent_status(&self, id: &str, status: IntentStatus, now_ms: i64) -> Result<bool>;
+                    fn set_intent_regions(&self, id: &str, regions: Option<&[LineRegion]>) -> Result<bool>;
                     fn insert_contract(&self, contract: &Contract) -> Result<()>;
                     fn set_contract_response(&self, id: &str, status: ContractStatus, responder: &str,
                         now_ms: i64) -> Result<bool>;

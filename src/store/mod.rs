@@ -30,9 +30,9 @@ use std::sync::{Arc, OnceLock};
 
 pub use interface::{StoreRead, StoreWrite};
 pub use records::{
-    Contract, ContractStatus, DaemonBeat, Event, EventPage, Intent, IntentFilter, IntentRange,
-    IntentStatus, Lock, NewEvent, NewWaiter, RangeHit, SessionRow, SessionSummary, UnknownStatus,
-    WaiterRow,
+    decode_regions, encode_regions, Contract, ContractStatus, DaemonBeat, Event, EventPage, Intent,
+    IntentFilter, IntentRange, IntentStatus, LineRegion, Lock, NewEvent, NewWaiter, RangeHit,
+    SessionRow, SessionSummary, UnknownStatus, WaiterRow,
 };
 pub use sqlite::LATEST_VERSION;
 pub use url::{StoreUrl, StoreUrlError};

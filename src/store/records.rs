@@ -176,6 +176,49 @@ pub struct Intent {
     pub declared_at_ms: i64,
     /// Last status change (equals `declared_at_ms` until the first update).
     pub updated_at_ms: i64,
+    /// The changed lines of an observed intent's file (PROTOCOL-NOTES 13.1), sorted and
+    /// merged; `None` for declared intents and file-level observed ones.
+    pub regions: Option<Vec<LineRegion>>,
+}
+
+/// Lines `start_line..=end_line` (1-based) of a file's current text: one region of observed
+/// work (PROTOCOL-NOTES 13.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LineRegion {
+    /// First line, 1-based.
+    pub start_line: i64,
+    /// Last line, inclusive.
+    pub end_line: i64,
+}
+
+impl LineRegion {
+    /// The region of lines `start_line..=end_line`.
+    pub fn new(start_line: i64, end_line: i64) -> LineRegion {
+        LineRegion {
+            start_line,
+            end_line,
+        }
+    }
+}
+
+/// Regions as a backend stores them: a compact JSON array of `[start, end]` pairs.
+pub fn encode_regions(regions: Option<&[LineRegion]>) -> Option<String> {
+    regions.map(|regions| {
+        let pairs: Vec<[i64; 2]> = regions.iter().map(|r| [r.start_line, r.end_line]).collect();
+        serde_json::to_string(&pairs).unwrap_or_else(|_| "[]".to_owned())
+    })
+}
+
+/// Regions read back from [`encode_regions`]' form (`None` for NULL; malformed text, which no
+/// backend writes, reads as no regions).
+pub fn decode_regions(stored: Option<&str>) -> Option<Vec<LineRegion>> {
+    stored.map(|text| {
+        serde_json::from_str::<Vec<[i64; 2]>>(text)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|[start, end]| LineRegion::new(start, end))
+            .collect()
+    })
 }
 
 /// One region an intent covers in one file: a byte range `[start, end)`, or the whole file
@@ -318,8 +361,11 @@ pub struct RangeHit {
     pub description: String,
     /// Its declaration time.
     pub declared_at_ms: i64,
-    /// The range, `None` when the intent is file-level in this file.
+    /// The byte range, `None` when the intent is file-level in this file or has regions.
     pub range: Option<(i64, i64)>,
+    /// The intent's regions (observed work, PROTOCOL-NOTES 13.1): with them, the intent
+    /// covers these lines of the file rather than the whole file.
+    pub regions: Option<Vec<LineRegion>>,
 }
 
 /// What [`StoreRead::events_after`](super::StoreRead::events_after) found.

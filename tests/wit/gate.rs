@@ -682,6 +682,9 @@ fn the_agents_own_mcp_session_does_not_stop_its_edits() {
         "mcp-of-alice",
         &["register", "claude-code", "--pid", &me],
     );
+    // The harness's own session is registered with the same process (Claude's SessionStart
+    // does it): the daemon's rules then treat both as one agent.
+    wit_as(&repo, "alice", &["register", "claude-code", "--pid", &me]);
     wit_as(
         &repo,
         "mcp-of-alice",
@@ -714,4 +717,68 @@ fn the_agents_own_mcp_session_does_not_stop_its_edits() {
     );
     other.kill().unwrap();
     other.wait().unwrap();
+}
+
+#[test]
+fn related_work_is_context_and_never_stops_the_edit() {
+    let repo = Repo::new();
+    repo.write(
+        "src/auth.ts",
+        "export function validateToken(token: string): boolean {\n  const t = token.trim();\n  const n = t.length;\n  const ok = n > 3;\n  return ok;\n}\n",
+    );
+    let _daemon = Daemon::start(&repo);
+    // Bob's recorded edit on the function's last statement (line 5).
+    block_on(async {
+        let bob = repo
+            .client()
+            .edit_preflight(wit::protocol::EditPreflightParams {
+                session_id: "bob".into(),
+                file: "src/auth.ts".into(),
+                edits: vec![wit::protocol::EditPreflightParamsEditsItem {
+                    old_text: "  return ok;".into(),
+                    new_text: "  return ok && n < 99;".into(),
+                    replace_all: None,
+                }],
+                content: None,
+                record: Some(true),
+            })
+            .await
+            .unwrap();
+        assert!(bob.conflicts.is_empty());
+    });
+    let payload = serde_json::json!({
+        "session_id": "alice",
+        "cwd": repo.path().display().to_string(),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Edit",
+        "tool_input": {
+            "file_path": repo.path().join("src/auth.ts").display().to_string(),
+            "old_string": "  const t = token.trim();",
+            "new_string": "  const t = token.trim().toLowerCase();",
+        },
+    })
+    .to_string();
+    // Strict policy for collisions: context still never denies.
+    std::fs::write(
+        repo.path().join("wit.toml"),
+        "[gate]\nintents = \"deny\"\nlocks = \"deny\"\n",
+    )
+    .unwrap();
+    let out = gate(&repo, "claude", &payload);
+    let value = answer(&out);
+    let output = &value["hookSpecificOutput"];
+    assert!(output.get("permissionDecision").is_none(), "{value}");
+    let context = output["additionalContext"].as_str().unwrap();
+    assert!(
+        context.contains("session bob (live) also works in src/auth.ts:validateToken"),
+        "{context}"
+    );
+    // `[gate] related = "off"`: nothing to say.
+    std::fs::write(
+        repo.path().join("wit.toml"),
+        "[gate]\nintents = \"deny\"\nrelated = \"off\"\n",
+    )
+    .unwrap();
+    let out = gate(&repo, "claude", &payload);
+    assert_eq!(answer(&out), Value::Null, "{}", text(&out.stderr));
 }

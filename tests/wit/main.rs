@@ -17,3 +17,4 @@ mod replay;
 mod sessions;
 mod shared;
 mod spine;
+mod workmap;

@@ -285,6 +285,132 @@ impl ::std::convert::TryFrom<::std::string::String> for ContractRespondResultSta
         value.parse()
     }
 }
+///Context, not a collision (PROTOCOL-NOTES 13.5): a touched symbol calls, or is called by, a symbol inside another live session's regions or declared symbols.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct CoupledItem {
+    ///Its intent
+    #[serde(rename = "intentId")]
+    pub intent_id: ::std::string::String,
+    ///The other session's symbol, file:QualifiedName
+    #[serde(rename = "otherSymbol")]
+    pub other_symbol: ::std::string::String,
+    ///symbolPath calls otherSymbol, or is called by it
+    pub relation: CoupledItemRelation,
+    ///The other session
+    #[serde(rename = "sessionId")]
+    pub session_id: ::std::string::String,
+    ///The touched symbol, file:QualifiedName
+    #[serde(rename = "symbolPath")]
+    pub symbol_path: ::std::string::String,
+    #[serde(rename = "type")]
+    pub type_: CoupledItemType,
+}
+///symbolPath calls otherSymbol, or is called by it
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum CoupledItemRelation {
+    #[serde(rename = "calls")]
+    Calls,
+    #[serde(rename = "called-by")]
+    CalledBy,
+}
+impl ::std::fmt::Display for CoupledItemRelation {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::Calls => f.write_str("calls"),
+            Self::CalledBy => f.write_str("called-by"),
+        }
+    }
+}
+impl ::std::str::FromStr for CoupledItemRelation {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "calls" => Ok(Self::Calls),
+            "called-by" => Ok(Self::CalledBy),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for CoupledItemRelation {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for CoupledItemRelation {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+///`CoupledItemType`
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum CoupledItemType {
+    #[serde(rename = "COUPLED")]
+    Coupled,
+}
+impl ::std::fmt::Display for CoupledItemType {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::Coupled => f.write_str("COUPLED"),
+        }
+    }
+}
+impl ::std::str::FromStr for CoupledItemType {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "COUPLED" => Ok(Self::Coupled),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for CoupledItemType {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for CoupledItemType {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
 ///A callee of a declared symbol is locked by another session.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct DepChainItem {
@@ -387,11 +513,13 @@ pub struct EditPreflightParamsEditsItem {
 pub struct EditPreflightResult {
     ///false when an oldText is missing or ambiguous
     pub applies: bool,
-    ///INTENT_OVERLAP items, then LOCK_INTERSECTION items
+    ///Collisions: INTENT_OVERLAP items, then LOCK_INTERSECTION items
     pub conflicts: ::std::vec::Vec<ConflictItem>,
     ///Why the edit does not apply, or null
     #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub reason: ::std::option::Option<::std::string::String>,
+    ///Context, never a collision: SAME_SYMBOL items, then COUPLED items, each once (PROTOCOL-NOTES 13.5)
+    pub related: ::std::vec::Vec<RelatedItem>,
     ///Touched symbols as file:QualifiedName, innermost first, each once
     pub symbols: ::std::vec::Vec<::std::string::String>,
     ///Accepted contracts of this file whose signature differs in the new text
@@ -742,6 +870,9 @@ pub struct IntentRecord {
     ///UUID
     #[serde(rename = "intentId")]
     pub intent_id: ::std::string::String,
+    ///Observed work only (PROTOCOL-NOTES 13.1): the changed lines of its file's current text, sorted and merged. Absent for declared intents and for file-level observed ones
+    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+    pub regions: ::std::vec::Vec<LineRegion>,
     #[serde(rename = "sessionId")]
     pub session_id: ::std::string::String,
     ///Start byte offset of symbol range, or null for file-level intent
@@ -900,6 +1031,16 @@ pub struct IntentUpdateResult {
     ///Unix timestamp in milliseconds
     #[serde(rename = "updatedAt")]
     pub updated_at: i64,
+}
+///Lines of a file's current text that observed work changed (PROTOCOL-NOTES 13.1): 1-based, inclusive.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct LineRegion {
+    ///Last line, inclusive
+    #[serde(rename = "endLine")]
+    pub end_line: i64,
+    ///First line, 1-based
+    #[serde(rename = "startLine")]
+    pub start_line: i64,
 }
 ///The params of `lock.acquire`: Acquire an exclusive lock on a symbol with automatic TTL expiry
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1119,6 +1260,167 @@ pub struct RegisterResult {
     ///Auto-incremented row ID assigned to this registration
     #[serde(rename = "agentId")]
     pub agent_id: i64,
+}
+///Context about other sessions' work near an edit, never a collision. Discriminated by the 'type' field.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type")]
+pub enum RelatedItem {
+    /**SameSymbolItem
+
+Context, not a collision (PROTOCOL-NOTES 13.5): the change touches a symbol in which another live session's intent has regions, or which it declared, but meets none of its regions.*/
+    #[serde(rename = "SAME_SYMBOL")]
+    SameSymbol {
+        ///Its intent
+        #[serde(rename = "intentId")]
+        intent_id: ::std::string::String,
+        ///The other session
+        #[serde(rename = "sessionId")]
+        session_id: ::std::string::String,
+        ///The touched symbol, file:QualifiedName
+        #[serde(rename = "symbolPath")]
+        symbol_path: ::std::string::String,
+    },
+    /**CoupledItem
+
+Context, not a collision (PROTOCOL-NOTES 13.5): a touched symbol calls, or is called by, a symbol inside another live session's regions or declared symbols.*/
+    #[serde(rename = "COUPLED")]
+    Coupled {
+        ///Its intent
+        #[serde(rename = "intentId")]
+        intent_id: ::std::string::String,
+        ///The other session's symbol, file:QualifiedName
+        #[serde(rename = "otherSymbol")]
+        other_symbol: ::std::string::String,
+        ///symbolPath calls otherSymbol, or is called by it
+        relation: RelatedItemRelation,
+        ///The other session
+        #[serde(rename = "sessionId")]
+        session_id: ::std::string::String,
+        ///The touched symbol, file:QualifiedName
+        #[serde(rename = "symbolPath")]
+        symbol_path: ::std::string::String,
+    },
+}
+///symbolPath calls otherSymbol, or is called by it
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum RelatedItemRelation {
+    #[serde(rename = "calls")]
+    Calls,
+    #[serde(rename = "called-by")]
+    CalledBy,
+}
+impl ::std::fmt::Display for RelatedItemRelation {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::Calls => f.write_str("calls"),
+            Self::CalledBy => f.write_str("called-by"),
+        }
+    }
+}
+impl ::std::str::FromStr for RelatedItemRelation {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "calls" => Ok(Self::Calls),
+            "called-by" => Ok(Self::CalledBy),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for RelatedItemRelation {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for RelatedItemRelation {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+///Context, not a collision (PROTOCOL-NOTES 13.5): the change touches a symbol in which another live session's intent has regions, or which it declared, but meets none of its regions.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct SameSymbolItem {
+    ///Its intent
+    #[serde(rename = "intentId")]
+    pub intent_id: ::std::string::String,
+    ///The other session
+    #[serde(rename = "sessionId")]
+    pub session_id: ::std::string::String,
+    ///The touched symbol, file:QualifiedName
+    #[serde(rename = "symbolPath")]
+    pub symbol_path: ::std::string::String,
+    #[serde(rename = "type")]
+    pub type_: SameSymbolItemType,
+}
+///`SameSymbolItemType`
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd
+)]
+pub enum SameSymbolItemType {
+    #[serde(rename = "SAME_SYMBOL")]
+    SameSymbol,
+}
+impl ::std::fmt::Display for SameSymbolItemType {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::SameSymbol => f.write_str("SAME_SYMBOL"),
+        }
+    }
+}
+impl ::std::str::FromStr for SameSymbolItemType {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "SAME_SYMBOL" => Ok(Self::SameSymbol),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for SameSymbolItemType {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for SameSymbolItemType {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
 }
 ///The params of `session.end`: End a session cleanly: release its locks and abandon its declared/active intents
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]

@@ -3,7 +3,9 @@
 //! On the 169 KB generated file, with 100 live locks and 100 active intents held by other
 //! sessions: `wit hook pre-edit --agent claude` end to end (process start, payload parse, the
 //! RPC, the answer) for a clean edit and for one that meets a lock, p50/p99 of the processes'
-//! wall time; and `edit.preflight` alone on one keep-alive connection, p50/p99.
+//! wall time; and `edit.preflight` alone on one keep-alive connection, p50/p99. Then
+//! `edit.preflight` on Python files of 32k, 64k and 128k one-line functions (issue 20.3):
+//! the first call (the index parses the file) and the median of the next ones.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -151,6 +153,7 @@ pub(crate) async fn gate(b: &mut Bench, wit: &std::path::Path) -> Result<()> {
         Ok((allowed, denied))
     })
     .await??;
+    many_functions(b).await?;
     let (a50, a99) = p50_p99(&mut allowed);
     let (d50, d99) = p50_p99(&mut denied);
     println!(
@@ -160,5 +163,49 @@ pub(crate) async fn gate(b: &mut Bench, wit: &std::path::Path) -> Result<()> {
         fmt_duration(d50),
         fmt_duration(d99)
     );
+    Ok(())
+}
+
+/// `edit.preflight` of one function in the middle of files of one-line functions: the cost
+/// must grow with the symbols, not with their square (issue 20.3, PROTOCOL-NOTES 13.6).
+async fn many_functions(b: &mut Bench) -> Result<()> {
+    let sizes: &[usize] = if b.quick {
+        &[32_768]
+    } else {
+        &[32_768, 65_536, 131_072]
+    };
+    let mut conn = Conn::open(&b.socket).await?;
+    for &count in sizes {
+        let file = format!("many_{count}.py");
+        let text: String = (0..count)
+            .map(|i| format!("def f{i}(): return {i}\n"))
+            .collect();
+        std::fs::write(b.root.join(&file), &text)?;
+        let middle = count / 2;
+        let params = json!({
+            "sessionId": "many-bench",
+            "file": file,
+            "edits": [{"oldText": format!("def f{middle}(): return {middle}\n"), "newText": format!("def f{middle}(): return -{middle}\n")}],
+        });
+        let started = Instant::now();
+        let first: Value = conn.call("edit.preflight", params.clone()).await?;
+        let first_time = started.elapsed();
+        if first["symbols"] != json!([format!("{file}:f{middle}")]) {
+            bail!("unexpected preflight: {first}");
+        }
+        let mut samples = Vec::new();
+        for _ in 0..b.scale(9, 5) {
+            let started = Instant::now();
+            let _: Value = conn.call("edit.preflight", params.clone()).await?;
+            samples.push(started.elapsed());
+        }
+        let (p50, _) = p50_p99(&mut samples);
+        println!(
+            "| edit.preflight, {count} one-line Python functions ({} KB): first call (parse) {} | then p50 {} | | | | | |",
+            text.len() / 1024,
+            fmt_duration(first_time),
+            fmt_duration(p50)
+        );
+    }
     Ok(())
 }

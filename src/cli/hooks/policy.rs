@@ -7,6 +7,7 @@
 //! intents = "warn"    # another session's declared/active intent on the edited range
 //! contracts = "deny"  # the edit breaks an accepted contract
 //! record = true       # note clean edits as an active "observed edit" intent
+//! related = "warn"    # other sessions' work near the edit (context, never a denial): warn | off
 //! ```
 //!
 //! A missing file or table means the defaults. A bad value is an error here; the pre-edit hook
@@ -77,6 +78,9 @@ pub struct Policy {
     pub contracts: Action,
     /// Whether clean edits are recorded as observed intents (default true).
     pub record: bool,
+    /// Other sessions' work near the edit, `related` (PROTOCOL-NOTES 13.5): warn or off,
+    /// never more (default warn).
+    pub related: Action,
 }
 
 impl Default for Policy {
@@ -86,6 +90,7 @@ impl Default for Policy {
             intents: Action::Warn,
             contracts: Action::Deny,
             record: true,
+            related: Action::Warn,
         }
     }
 }
@@ -173,6 +178,13 @@ pub fn apply(policy: &mut Policy, text: &str, path: &Path) -> Result<(), PolicyE
                     _ => policy.contracts = action,
                 }
             }
+            "related" => {
+                policy.related = item
+                    .as_str()
+                    .and_then(Action::parse)
+                    .filter(|action| matches!(action, Action::Warn | Action::Off))
+                    .ok_or_else(|| bad(key, item, "expected \"warn\" or \"off\""))?;
+            }
             "record" => {
                 policy.record = item
                     .as_bool()
@@ -183,7 +195,7 @@ pub fn apply(policy: &mut Policy, text: &str, path: &Path) -> Result<(), PolicyE
                 return Err(bad(
                     key,
                     item,
-                    "known keys are locks, intents, contracts and record",
+                    "known keys are locks, intents, contracts, record and related",
                 ))
             }
         }
@@ -216,8 +228,13 @@ mod tests {
                 locks: Action::Ask,
                 intents: Action::Off,
                 contracts: Action::Warn,
-                record: false
+                record: false,
+                related: Action::Warn,
             }
+        );
+        assert_eq!(
+            parsed("[gate]\nrelated = \"off\"\n").unwrap().related,
+            Action::Off
         );
         let inline = parsed("gate = { locks = \"warn\" }\n").unwrap();
         assert_eq!(inline.locks, Action::Warn);
@@ -238,6 +255,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("true or false"), "{error}");
+        let error = parsed("[gate]\nrelated = \"deny\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("\"warn\" or \"off\""), "{error}");
         let error = parsed("[gate]\nlock = \"deny\"\n").unwrap_err().to_string();
         assert!(error.contains("known keys"), "{error}");
         assert!(parsed("gate = 3\n").is_err());

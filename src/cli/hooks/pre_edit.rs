@@ -10,7 +10,7 @@
 //! daemon auto-start included) lets the edit through, with a note on stderr where something
 //! is wrong. It never panics and never exits non-zero.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Read};
 use std::path::{Component, Path, PathBuf};
@@ -33,7 +33,7 @@ use crate::daemon::launcher;
 use crate::daemon::paths::{discover_root, WitPaths, ROOT_ENV};
 use crate::protocol::{
     ConflictItem, EditPreflightParams, EditPreflightParamsEditsItem, EditPreflightResult,
-    SessionRecord, Violation,
+    RelatedItem, SessionRecord, Violation,
 };
 
 /// The whole budget of the gate, process start to answer; past it the edit goes through.
@@ -402,7 +402,7 @@ async fn check(
             ConflictItem::IntentOverlap { .. } => policy.intents != Action::Off,
             ConflictItem::LockIntersection { .. } => policy.locks != Action::Off,
             ConflictItem::DepChain { .. } => false,
-        })
+        }) || (!r.related.is_empty() && policy.related != Action::Off)
     });
     // Names make the reason readable; without them the ids still say who.
     let sessions = if needs_names {
@@ -410,15 +410,9 @@ async fn check(
     } else {
         Vec::new()
     };
-    // The agent's other sessions (its `wit mcp` server registers with the same harness pid)
-    // are the agent itself: their locks and intents never stop its own edits.
-    let harness = crate::harness::harness_pid();
-    let same_agent: HashSet<String> = sessions
-        .iter()
-        .filter(|s| s.live && s.pid.is_some() && s.pid == harness && s.session_id != session)
-        .map(|s| s.session_id.clone())
-        .collect();
-    let (verdict, notes) = decide(&results, &policy, &sessions, &same_agent, output::now_ms());
+    // The agent's other sessions (registered with the same process) are the agent itself:
+    // the daemon's conflict rules leave their work out (coord::conflicts).
+    let (verdict, notes) = decide(&results, &policy, &sessions, output::now_ms());
     if policy.record && !record_now && verdict.decision == Decision::Allow {
         for (params, (_, result)) in params.iter_mut().zip(&results) {
             if result.applies && result.conflicts.is_empty() && result.violations.is_empty() {
@@ -459,13 +453,12 @@ fn preflight_params(
     }
 }
 
-/// Weighs every finding of `results` by `policy` (pure: the unit tests drive it). Locks and
-/// intents of `same_agent` sessions (the editing agent's other identities) are its own.
+/// Weighs every finding of `results` by `policy` (pure: the unit tests drive it); `related`
+/// is context (warn or off), never a reason to stop the edit.
 pub fn decide(
     results: &[(String, EditPreflightResult)],
     policy: &Policy,
     sessions: &[SessionRecord],
-    same_agent: &HashSet<String>,
     now_ms: i64,
 ) -> (Verdict, Vec<String>) {
     let by_id: HashMap<&str, &SessionRecord> = sessions
@@ -484,11 +477,6 @@ pub fn decide(
         }
         for conflict in &result.conflicts {
             match conflict {
-                ConflictItem::LockIntersection { held_by, .. }
-                | ConflictItem::IntentOverlap {
-                    overlapping_session_id: held_by,
-                    ..
-                } if same_agent.contains(held_by) => {}
                 ConflictItem::LockIntersection {
                     symbol_path,
                     held_by,
@@ -516,6 +504,11 @@ pub fn decide(
         }
         for violation in &result.violations {
             findings.push((policy.contracts, contract_line(violation)));
+        }
+        if policy.related != Action::Off {
+            for related in &result.related {
+                findings.push((Action::Warn, related_line(related, &by_id)));
+            }
         }
     }
     let worst = findings
@@ -622,6 +615,30 @@ fn intent_line(
     )
 }
 
+/// One line of context for a `related` item (PROTOCOL-NOTES 13.5).
+fn related_line(related: &RelatedItem, by_id: &HashMap<&str, &SessionRecord>) -> String {
+    match related {
+        RelatedItem::SameSymbol {
+            symbol_path,
+            session_id,
+            intent_id,
+        } => format!(
+            "note: {} also works in {symbol_path} (intent {intent_id}), on other lines: not a collision; keep clear of their lines",
+            who(session_id, by_id)
+        ),
+        RelatedItem::Coupled {
+            symbol_path,
+            other_symbol,
+            relation,
+            session_id,
+            intent_id,
+        } => format!(
+            "note: {symbol_path} {relation} {other_symbol}, where {} works (intent {intent_id}): not a collision; check that both changes fit",
+            who(session_id, by_id)
+        ),
+    }
+}
+
 fn contract_line(violation: &Violation) -> String {
     format!(
         "{} would break accepted contract {}: the agreed signature is `{}`, the edit makes it `{}`: restore the signature, or propose a new contract (`wit contract propose {}`) and wait for its acceptance",
@@ -646,6 +663,7 @@ mod tests {
             symbols: vec!["src/auth.ts:validateToken".into()],
             conflicts,
             violations,
+            related: Vec::new(),
         }
     }
 
@@ -693,13 +711,7 @@ mod tests {
     #[test]
     fn a_lock_denies_with_one_actionable_line() {
         let results = vec![("src/auth.ts".to_string(), result(vec![lock()], vec![]))];
-        let (verdict, notes) = decide(
-            &results,
-            &Policy::default(),
-            &sessions(),
-            &HashSet::new(),
-            NOW,
-        );
+        let (verdict, notes) = decide(&results, &Policy::default(), &sessions(), NOW);
         assert!(notes.is_empty());
         assert_eq!(verdict.decision, Decision::Deny);
         assert_eq!(
@@ -719,7 +731,7 @@ mod tests {
             "src/auth.ts".to_string(),
             result(vec![intent(), lock()], vec![violation()]),
         )];
-        let (verdict, _) = decide(&results, &Policy::default(), &[], &HashSet::new(), NOW);
+        let (verdict, _) = decide(&results, &Policy::default(), &[], NOW);
         assert_eq!(verdict.decision, Decision::Deny);
         let reason = verdict.reason.unwrap();
         assert_eq!(reason.lines().count(), 2, "{reason}");
@@ -738,8 +750,9 @@ mod tests {
             intents: Action::Off,
             contracts: Action::Warn,
             record: true,
+            related: Action::Warn,
         };
-        let (verdict, _) = decide(&results, &relaxed, &[], &HashSet::new(), NOW);
+        let (verdict, _) = decide(&results, &relaxed, &[], NOW);
         assert_eq!(verdict.decision, Decision::Ask);
         assert!(verdict.reason.unwrap().contains("is locked by"));
         let context = verdict.context.unwrap();
@@ -753,23 +766,39 @@ mod tests {
             intents: Action::Off,
             contracts: Action::Off,
             record: true,
+            related: Action::Warn,
         };
-        assert_eq!(
-            decide(&results, &off, &[], &HashSet::new(), NOW).0,
-            Verdict::allow()
-        );
+        assert_eq!(decide(&results, &off, &[], NOW).0, Verdict::allow());
     }
 
     #[test]
-    fn the_agents_other_sessions_are_its_own() {
-        // The lock holder and bob are the agent's MCP sessions (same harness pid): theirs is its own.
-        let results = vec![("a.ts".to_string(), result(vec![lock(), intent()], vec![]))];
-        let same_agent = HashSet::from([
-            "bob".to_string(),
-            "7f3a9c2e-1111-2222-3333-444455556666".to_string(),
-        ]);
-        let (verdict, _) = decide(&results, &Policy::default(), &[], &same_agent, NOW);
-        assert_eq!(verdict, Verdict::allow());
+    fn related_is_context_and_never_stops_an_edit() {
+        let mut with_related = result(vec![], vec![]);
+        with_related.related = vec![RelatedItem::SameSymbol {
+            symbol_path: "src/auth.ts:validateToken".into(),
+            session_id: "bob".into(),
+            intent_id: "i-1".into(),
+        }];
+        let results = vec![("src/auth.ts".to_string(), with_related)];
+        let strict = Policy {
+            locks: Action::Deny,
+            intents: Action::Deny,
+            contracts: Action::Deny,
+            record: true,
+            related: Action::Warn,
+        };
+        let (verdict, _) = decide(&results, &strict, &[], NOW);
+        assert_eq!(verdict.decision, Decision::Allow);
+        let context = verdict.context.unwrap();
+        assert!(
+            context.contains("also works in src/auth.ts:validateToken"),
+            "{context}"
+        );
+        let quiet = Policy {
+            related: Action::Off,
+            ..strict
+        };
+        assert_eq!(decide(&results, &quiet, &[], NOW).0, Verdict::allow());
     }
 
     #[test]
@@ -781,7 +810,6 @@ mod tests {
             &[("a.ts".to_string(), missing)],
             &Policy::default(),
             &[],
-            &HashSet::new(),
             NOW,
         );
         assert_eq!(verdict, Verdict::allow());

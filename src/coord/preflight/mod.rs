@@ -1,22 +1,34 @@
-//! `edit.preflight` (PROTOCOL-NOTES 10): an edit → the spans it changes → the symbols it
-//! touches → other live sessions' intents and locks it meets, and the contracts the new text
-//! breaks; with `record`, an observed intent.
+//! `edit.preflight` (PROTOCOL-NOTES 10, 13): an edit → the spans it changes → the symbols it
+//! touches → other live agents' intents and locks it meets (collisions) and their work near
+//! it (context), and the contracts the new text breaks; with `record`, observed work.
 //!
 //! The current text's symbols come from the index (no parse when it knows the file). The new
 //! text is not parsed whole: each changed region, widened to the outermost symbols it meets
-//! (or to whole lines), is parsed on its own, and symbols elsewhere keep their names, ranges
-//! (shifted) and signatures. A region that does not parse cleanly on its own, or an edit that
-//! changes most of the file, falls back to one parse of the whole new text.
+//! (or, when it meets none, to its neighbours, so that a symbol added to a container is named
+//! with it), is parsed on its own, and symbols elsewhere keep their names, ranges (shifted)
+//! and signatures. A region that does not parse cleanly on its own, or an edit that changes
+//! most of the file, falls back to one parse of the whole new text. Every step is linear in
+//! the file's symbols and the edit's changes (binary searches over sorted spans).
+//!
+//! The rules (what collides, what is context, whose work counts) live in
+//! [`super::conflicts`]; the regions' upkeep in `workmap`.
 
+mod related;
 pub mod spans;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
+use super::conflicts::{
+    collides, held_by_another, lock_item, overlap_items, Conflict, Others, Related, Work,
+};
 use super::contracts::{Violation, SYMBOL_NOT_IN_STAGED_CONTENT};
-use super::intents::Conflict;
 use super::paths::{join_symbol_path, normalize};
-use super::{check_len, Coord, CoordError, IntentStatus, Result, SymbolSpan, MAX_PATH_BYTES};
-use crate::store::IntentFilter;
+use super::regions::Lines;
+use super::workmap::Observed;
+use super::{check_len, Coord, CoordError, Result, SymbolSpan, MAX_PATH_BYTES};
+use crate::store::RangeHit;
 use spans::{apply_edits, diff_lines, map_end, map_start, meets, Applied, Change, Edit};
 
 /// The description of an intent recorded from an observed edit.
@@ -40,10 +52,12 @@ pub struct Preflight {
     pub reason: Option<String>,
     /// Touched symbols, `file:Qualified`, innermost first, each once.
     pub symbols: Vec<String>,
-    /// INTENT_OVERLAP items, then LOCK_INTERSECTION items.
+    /// Collisions: INTENT_OVERLAP items, then LOCK_INTERSECTION items.
     pub conflicts: Vec<Conflict>,
     /// Contracts the new text breaks.
     pub violations: Vec<Violation>,
+    /// Context: SAME_SYMBOL items, then COUPLED items (13.5).
+    pub related: Vec<Related>,
     /// The id of the intent `record` declared, if it declared one.
     pub recorded_intent: Option<String>,
 }
@@ -61,13 +75,26 @@ struct NewSymbols {
 }
 
 impl Coord {
-    /// Checks an edit of `file` by `session_id` before it is written (PROTOCOL-NOTES 10).
+    /// Checks an edit of `file` by `session_id` before it is written (PROTOCOL-NOTES 10, 13).
     pub fn preflight(
         &self,
         session_id: &str,
         file: &str,
         new: NewText<'_>,
         record: bool,
+    ) -> Result<Preflight> {
+        self.preflight_while(session_id, file, new, record, &Interest::default())
+    }
+
+    /// [`Coord::preflight`] for a client that may go away: when `interest` says it has gone,
+    /// the work stops between its steps with [`CoordError::Abandoned`].
+    pub fn preflight_while(
+        &self,
+        session_id: &str,
+        file: &str,
+        new: NewText<'_>,
+        record: bool,
+        interest: &Interest,
     ) -> Result<Preflight> {
         self.acting_session(session_id)?;
         check_len("file", file, MAX_PATH_BYTES)?;
@@ -89,95 +116,127 @@ impl Coord {
                 changes: diff_lines(&current, content),
             },
         };
+        interest.check()?;
         let supported = self.index.is_supported(&file);
         let old = if supported {
             self.index.file_symbols(&file).symbols
         } else {
             Vec::new()
         };
+        interest.check()?;
         let new_symbols = if supported && !applied.changes.is_empty() {
-            self.new_symbols(&file, &old, &applied)
+            self.new_symbols(&file, &current, &old, &applied)
         } else {
             NewSymbols {
                 symbols: Vec::new(),
                 regions: Some(Vec::new()),
             }
         };
+        interest.check()?;
         let touched = touched_symbols(&old, &new_symbols.symbols, &applied.changes);
-        let symbol_paths: Vec<String> = touched
-            .iter()
-            .map(|name| join_symbol_path(&file, name))
-            .collect();
+        let old_lines = Lines::of(&current);
+        let edit = EditView {
+            file: &file,
+            current: &current,
+            touched: &touched,
+            changes: &applied.changes,
+            lines: &old_lines,
+        };
+        let others = Others::of(self, session_id)?;
+        let (conflicts, near) = self.collisions(&others, &edit)?;
+        interest.check()?;
+        let violations = self.violations(&file, &old, &new_symbols)?;
+        let related = self.related(&others, &edit, near)?;
+        let mut preflight = Preflight {
+            applies: true,
+            reason: None,
+            symbols: touched
+                .iter()
+                .map(|t| join_symbol_path(&file, &t.name))
+                .collect(),
+            conflicts,
+            violations,
+            related,
+            recorded_intent: None,
+        };
+        if record && preflight.conflicts.is_empty() && preflight.violations.is_empty() {
+            interest.check()?;
+            let names: Vec<String> = touched.iter().map(|t| t.name.clone()).collect();
+            let observed = Observed {
+                file: &file,
+                touched: &names,
+                before: &current,
+                applied: &applied,
+                file_level: is_whole_rewrite(new, &current, &applied),
+            };
+            preflight.recorded_intent = self.record_observed(session_id, &observed)?;
+        }
+        Ok(preflight)
+    }
 
-        // Candidates from one snapshot; liveness is checked after it (the queue and sightings
-        // locks are never taken while the database is held).
-        let (intent_hits, lock_hits, contracts) = self.store.read(|r| {
+    /// The collisions of an edit (10.2, 13.4): other live agents' intents it meets, oldest
+    /// first, then their locks on the touched symbols; and the rows of their intents in this
+    /// file that it does not meet (the candidates for context).
+    fn collisions(
+        &self,
+        others: &Others<'_>,
+        edit: &EditView<'_>,
+    ) -> Result<(Vec<Conflict>, Vec<RangeHit>)> {
+        let me = others.me();
+        let rows = self.store.read(|r| r.live_ranges_in_file(edit.file, me))?;
+        let rows = self.regions_in(edit.file, edit.current, rows)?;
+        let rows = others.filter(rows, |row| row.session_id.as_str())?;
+        let work = Work::Edit {
+            changes: edit.changes,
+            lines: edit.lines,
+        };
+        let (hits, near): (Vec<RangeHit>, Vec<RangeHit>) =
+            rows.into_iter().partition(|row| collides(work, row));
+        let hit_ids: HashSet<i64> = hits.iter().map(|h| h.intent_seq).collect();
+        let near = near
+            .into_iter()
+            .filter(|row| !hit_ids.contains(&row.intent_seq))
+            .collect();
+        let mut conflicts = overlap_items(hits);
+
+        // LOCK_INTERSECTION: each touched symbol (by its qualified and its bare name).
+        let locks = self.store.read(|r| {
             let now = self.clock.now_ms();
-            // INTENT_OVERLAP: other sessions' intents meeting a replaced span (or file-level
-            // here), oldest first, each once.
-            let mut hits = r.live_ranges_in_file(&file, session_id)?;
-            hits.sort_by_key(|h| (h.declared_at_ms, h.intent_seq));
-            let mut seen = HashSet::new();
-            let mut intent_hits = Vec::new();
-            for hit in hits {
-                let overlaps = match hit.range {
-                    None => true,
-                    Some((start, end)) => applied.changes.iter().any(|c| {
-                        meets(
-                            usize::try_from(start).unwrap_or(0),
-                            usize::try_from(end).unwrap_or(0),
-                            c.old,
-                        )
-                    }),
-                };
-                if overlaps && seen.insert(hit.intent_seq) {
-                    intent_hits.push(hit);
-                }
-            }
-            // LOCK_INTERSECTION: each touched symbol (by its qualified and its bare name)
-            // locked by another session.
             let mut asked = HashSet::new();
-            let mut lock_hits = Vec::new();
-            for name in &touched {
+            let mut locks = Vec::new();
+            for touched in edit.touched {
+                let name = touched.name.as_str();
                 let simple = name.rsplit('.').next().unwrap_or(name);
-                for candidate in [name.as_str(), simple] {
-                    let path = join_symbol_path(&file, candidate);
-                    if !asked.insert(path.clone()) {
-                        continue;
-                    }
-                    if let Some(lock) = r.lock(&path)? {
-                        if lock.is_live(now) && lock.session_id != session_id {
-                            lock_hits.push(lock);
-                        }
+                for candidate in [name, simple] {
+                    let path = join_symbol_path(edit.file, candidate);
+                    if asked.insert(path.clone()) {
+                        locks.extend(r.lock(&path)?.filter(|l| held_by_another(l, me, now)));
                     }
                 }
             }
-            let contracts = r.accepted_contracts_in_file(&file)?;
-            Ok::<_, CoordError>((intent_hits, lock_hits, contracts))
+            Ok::<_, CoordError>(locks)
         })?;
-        let mut conflicts = Vec::new();
-        for hit in intent_hits {
-            if self.session_live(&hit.session_id)? {
-                conflicts.push(Conflict::IntentOverlap {
-                    intent_id: hit.intent_id,
-                    session_id: hit.session_id,
-                    description: hit.description,
-                });
-            }
-        }
-        for lock in lock_hits {
-            if self.session_live(&lock.session_id)? {
-                conflicts.push(Conflict::LockIntersection {
-                    symbol_path: lock.symbol_path,
-                    held_by: lock.session_id,
-                    expires_at_ms: lock.expires_at_ms,
-                });
-            }
-        }
-        let violations = contracts
+        conflicts.extend(
+            others
+                .filter(locks, |l| l.session_id.as_str())?
+                .into_iter()
+                .map(lock_item),
+        );
+        Ok((conflicts, near))
+    }
+
+    /// Accepted contracts of the file whose signature the new text changes.
+    fn violations(
+        &self,
+        file: &str,
+        old: &[SymbolSpan],
+        new_symbols: &NewSymbols,
+    ) -> Result<Vec<Violation>> {
+        let contracts = self.store.read(|r| r.accepted_contracts_in_file(file))?;
+        Ok(contracts
             .into_iter()
             .filter_map(|contract| {
-                let actual = new_signature(&old, &new_symbols, &contract.name);
+                let actual = new_signature(old, new_symbols, &contract.name);
                 let equal = actual
                     .as_deref()
                     .is_some_and(|actual| self.index.signatures_equal(&contract.signature, actual));
@@ -188,24 +247,17 @@ impl Coord {
                     actual: actual.unwrap_or_else(|| SYMBOL_NOT_IN_STAGED_CONTENT.to_owned()),
                 })
             })
-            .collect::<Vec<_>>();
-
-        let mut preflight = Preflight {
-            applies: true,
-            reason: None,
-            symbols: symbol_paths,
-            conflicts,
-            violations,
-            recorded_intent: None,
-        };
-        if record && preflight.conflicts.is_empty() && preflight.violations.is_empty() {
-            preflight.recorded_intent = self.record_observed(session_id, &file, &touched)?;
-        }
-        Ok(preflight)
+            .collect())
     }
 
     /// Parses the changed regions of the new text (or all of it) for their symbols.
-    fn new_symbols(&self, file: &str, old: &[SymbolSpan], applied: &Applied) -> NewSymbols {
+    fn new_symbols(
+        &self,
+        file: &str,
+        current: &str,
+        old: &[SymbolSpan],
+        applied: &Applied,
+    ) -> NewSymbols {
         let whole = |coord: &Coord| NewSymbols {
             symbols: coord.index.text_symbols(file, &applied.text).symbols,
             regions: None,
@@ -213,7 +265,7 @@ impl Coord {
         if old.is_empty() {
             return whole(self);
         }
-        let regions = changed_regions(old, &applied.changes, &applied.text);
+        let regions = changed_regions(old, &applied.changes, current, &applied.text);
         let covered: usize = regions.iter().map(|r| r.new.1 - r.new.0).sum();
         if covered as f64 > WHOLE_PARSE_SHARE * applied.text.len() as f64 {
             return whole(self);
@@ -240,47 +292,52 @@ impl Coord {
             regions: Some(regions.iter().map(|r| r.old).collect()),
         }
     }
+}
 
-    /// Declares an active "observed edit" intent for the session, unless one of its open
-    /// intents on this file is file-level or names every touched symbol.
-    fn record_observed(
-        &self,
-        session_id: &str,
-        file: &str,
-        touched: &[String],
-    ) -> Result<Option<String>> {
-        let covered = self.store.read(|r| {
-            let own = r.intents(&IntentFilter {
-                session_id: Some(session_id),
-                file: Some(file),
-                status: None,
-            })?;
-            let ranges = r.own_live_ranges_in_file(file, session_id)?;
-            let file_level = ranges.iter().any(|hit| hit.range.is_none());
-            let covers_all = touched.iter().all(|name| {
-                let simple = name.rsplit('.').next().unwrap_or(name);
-                own.iter().any(|intent| {
-                    let names: Vec<String> =
-                        serde_json::from_str(&intent.symbols).unwrap_or_default();
-                    names.iter().any(|n| n == name || n == simple)
-                })
-            });
-            Ok::<_, CoordError>(!own.is_empty() && (file_level || covers_all))
-        })?;
-        if covered {
-            return Ok(None);
+/// Whether a change rewrites the whole file (13.1: a whole-content write that shares no line
+/// with the old text, or a deletion), which makes an observed intent file-level.
+fn is_whole_rewrite(new: NewText<'_>, current: &str, applied: &Applied) -> bool {
+    match new {
+        NewText::Edits(_) => false,
+        NewText::Content(content) => {
+            content.is_empty()
+                || matches!(&applied.changes[..], [only]
+                    if only.old == (0, current.len()) && only.new == (0, content.len()))
         }
-        // Symbols that exist on disk resolve to their ranges; new ones make the intent
-        // file-level (PROTOCOL-NOTES 3, intent.declare).
-        let symbols: Vec<String> = touched.to_vec();
-        let declared = self.declare_intent(
-            session_id,
-            OBSERVED_EDIT,
-            &[file.to_owned()],
-            Some(&symbols),
-        )?;
-        self.update_intent(&declared.intent.id, session_id, IntentStatus::Active)?;
-        Ok(Some(declared.intent.id))
+    }
+}
+
+/// What the rules need to know about an edit.
+pub(crate) struct EditView<'a> {
+    /// The normalised file.
+    pub file: &'a str,
+    /// Its current text.
+    pub current: &'a str,
+    /// The touched symbols, innermost first.
+    pub touched: &'a [Touched],
+    /// The changes of the current text.
+    pub changes: &'a [Change],
+    /// The current text's lines.
+    pub lines: &'a Lines,
+}
+
+/// Whether the client still wants the answer: set to gone when its connection closes, so
+/// long work stops between its steps (issue 20.3).
+#[derive(Debug, Clone, Default)]
+pub struct Interest(Arc<AtomicBool>);
+
+impl Interest {
+    /// Marks the client gone.
+    pub fn abandon(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// [`CoordError::Abandoned`] once the client has gone.
+    pub fn check(&self) -> Result<()> {
+        if self.0.load(Ordering::Relaxed) {
+            return Err(CoordError::Abandoned);
+        }
+        Ok(())
     }
 }
 
@@ -292,30 +349,88 @@ struct Region {
     outermost: Option<String>,
 }
 
-/// The regions to re-parse: each change widened to the outermost old symbols it meets, or to
-/// whole lines when it meets none; overlapping regions merged.
-fn changed_regions(old: &[SymbolSpan], changes: &[Change], new_text: &str) -> Vec<Region> {
-    let outermost: Vec<&SymbolSpan> = old
-        .iter()
-        .filter(|s| {
-            !old.iter().any(|o| {
-                o.start <= s.start && s.end <= o.end && (o.start, o.end) != (s.start, s.end)
-            })
-        })
-        .collect();
+/// The symbols no other symbol strictly contains, in source order (one pass over `old`
+/// sorted by start, then by end descending).
+fn outermost_symbols(old: &[SymbolSpan]) -> Vec<&SymbolSpan> {
+    let mut sorted: Vec<&SymbolSpan> = old.iter().collect();
+    if !sorted.windows(2).all(|w| {
+        (w[0].start, std::cmp::Reverse(w[0].end)) <= (w[1].start, std::cmp::Reverse(w[1].end))
+    }) {
+        sorted.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
+    }
+    let mut outermost: Vec<&SymbolSpan> = Vec::new();
+    for symbol in sorted {
+        let contained = outermost.last().is_some_and(|o| {
+            o.start <= symbol.start
+                && symbol.end <= o.end
+                && (o.start, o.end) != (symbol.start, symbol.end)
+        });
+        if !contained {
+            outermost.push(symbol);
+        }
+    }
+    outermost
+}
+
+/// The regions to re-parse: each change widened to the outermost old symbols it meets (or
+/// whose edge it lies on); a change that meets none is widened to the outermost symbols right
+/// before and after it (only blank text between), so that what it adds is parsed inside its
+/// container's context (13.2: a method appended to a class, a `fn` added to an `impl`).
+/// Overlapping regions merged.
+fn changed_regions(
+    old: &[SymbolSpan],
+    changes: &[Change],
+    current: &str,
+    new_text: &str,
+) -> Vec<Region> {
+    let outermost = outermost_symbols(old);
+    let blank = |from: usize, to: usize| {
+        current
+            .get(from.min(to)..to.max(from))
+            .is_some_and(|gap| gap.trim().is_empty())
+    };
     let mut spans: Vec<(usize, usize, Option<String>)> = Vec::new();
     for change in changes {
         let (mut start, mut end) = change.old;
         let mut first: Option<&SymbolSpan> = None;
-        for symbol in &outermost {
+        // Outermost symbols are disjoint (or equal) and sorted: those that can touch the
+        // change start at the first one ending at or after its start.
+        let from = outermost.partition_point(|s| s.end < change.old.0);
+        let mut touched_any = false;
+        for symbol in outermost[from..]
+            .iter()
+            .take_while(|s| s.start <= change.old.1)
+        {
             let touches = meets(symbol.start, symbol.end, change.old)
                 || (symbol.start <= change.old.0 && change.old.1 <= symbol.end);
             if touches {
+                touched_any = true;
                 if first.is_none_or(|f| symbol.start < f.start) {
                     first = Some(symbol);
                 }
                 start = start.min(symbol.start);
                 end = end.max(symbol.end);
+            }
+        }
+        if !touched_any {
+            let before = outermost.partition_point(|s| s.end <= change.old.0);
+            let neighbours = [
+                before.checked_sub(1).and_then(|i| outermost.get(i)),
+                outermost.get(outermost.partition_point(|s| s.start < change.old.1)),
+            ];
+            for symbol in neighbours.into_iter().flatten() {
+                let adjacent = if symbol.end <= change.old.0 {
+                    blank(symbol.end, change.old.0)
+                } else {
+                    blank(change.old.1, symbol.start)
+                };
+                if adjacent {
+                    if first.is_none_or(|f| symbol.start < f.start) {
+                        first = Some(symbol);
+                    }
+                    start = start.min(symbol.start);
+                    end = end.max(symbol.end);
+                }
             }
         }
         spans.push((start, end, first.map(|s| s.qualified.clone())));
@@ -380,41 +495,85 @@ fn qualifier_prefix(outermost: Option<&str>, parsed: &[SymbolSpan]) -> String {
     }
 }
 
-/// The qualified names touched by the changes: old symbols meeting a replaced span and new
-/// ones meeting a replacing span, each once, innermost first: deeper nesting first, then in
-/// source order (so a symbol always comes before the symbols that contain it).
-fn touched_symbols(old: &[SymbolSpan], new: &[SymbolSpan], changes: &[Change]) -> Vec<String> {
-    let depth = |all: &[SymbolSpan], s: &SymbolSpan| {
-        all.iter()
-            .filter(|o| {
-                o.start <= s.start && s.end <= o.end && (o.start, o.end) != (s.start, s.end)
-            })
-            .count()
-    };
-    let mut hits: Vec<(std::cmp::Reverse<usize>, usize, usize, &str)> = Vec::new();
-    for (all, side) in [(old, 0usize), (new, 1)] {
-        for symbol in all {
-            let meets_any = changes.iter().any(|c| {
-                let span = if side == 0 { c.old } else { c.new };
-                meets(symbol.start, symbol.end, span)
+/// A touched symbol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Touched {
+    /// Its qualified name.
+    pub name: String,
+    /// Its range in the current text, when it exists there.
+    pub old_range: Option<(usize, usize)>,
+    /// Whether no other touched symbol lies inside it (13.5: a symbol, not its container).
+    pub innermost: bool,
+}
+
+/// Whether the half-open range `[start, end)` meets any of `spans` (sorted, disjoint, as the
+/// changes' spans are): one binary search.
+fn meets_any(start: usize, end: usize, spans: &[(usize, usize)]) -> bool {
+    // The first span ending after `start` is the only candidate with the smallest start.
+    let i = spans.partition_point(|span| span.1 <= start);
+    spans.get(i).is_some_and(|&span| meets(start, end, span))
+}
+
+/// The symbols touched by the changes: old symbols meeting a replaced span and new ones
+/// meeting a replacing span, each name once, innermost first: deeper nesting first, then in
+/// source order (so a symbol always comes before the symbols that contain it). Linear in the
+/// symbols (a binary search over the changes each) plus the hits' sort.
+fn touched_symbols(old: &[SymbolSpan], new: &[SymbolSpan], changes: &[Change]) -> Vec<Touched> {
+    let old_spans: Vec<(usize, usize)> = changes.iter().map(|c| c.old).collect();
+    let new_spans: Vec<(usize, usize)> = changes.iter().map(|c| c.new).collect();
+    let mut hits: Vec<(usize, &SymbolSpan, bool)> = Vec::new();
+    for (all, spans, is_old) in [(old, &old_spans, true), (new, &new_spans, false)] {
+        let mut side: Vec<&SymbolSpan> = all
+            .iter()
+            .filter(|s| meets_any(s.start, s.end, spans))
+            .collect();
+        // Depth among the hits is depth among all: every container of a hit meets it too.
+        side.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
+        let mut open: Vec<&SymbolSpan> = Vec::new();
+        for symbol in side {
+            while open.last().is_some_and(|o| {
+                !(o.start <= symbol.start
+                    && symbol.end <= o.end
+                    && (o.start, o.end) != (symbol.start, symbol.end))
+            }) {
+                open.pop();
+            }
+            hits.push((open.len(), symbol, is_old));
+            open.push(symbol);
+        }
+    }
+    hits.sort_by_key(|(depth, s, _)| (std::cmp::Reverse(*depth), s.start, s.end - s.start));
+    let mut at: HashMap<&str, usize> = HashMap::new();
+    let mut touched: Vec<Touched> = Vec::new();
+    for (_, symbol, is_old) in hits {
+        let index = *at.entry(symbol.qualified.as_str()).or_insert_with(|| {
+            touched.push(Touched {
+                name: symbol.qualified.clone(),
+                old_range: None,
+                innermost: true,
             });
-            if meets_any {
-                let size = symbol.end - symbol.start;
-                hits.push((
-                    std::cmp::Reverse(depth(all, symbol)),
-                    symbol.start,
-                    size,
-                    &symbol.qualified,
-                ));
+            touched.len() - 1
+        });
+        if is_old {
+            if let Some(t) = touched.get_mut(index) {
+                t.old_range.get_or_insert((symbol.start, symbol.end));
             }
         }
     }
-    hits.sort();
-    let mut seen = HashSet::new();
-    hits.into_iter()
-        .filter(|(_, _, _, name)| seen.insert(*name))
-        .map(|(_, _, _, name)| name.to_owned())
-        .collect()
+    // A touched name with another touched name inside it (`C` for `C.m`) is a container.
+    let mut containers: HashSet<&str> = HashSet::new();
+    for t in &touched {
+        let mut name = t.name.as_str();
+        while let Some((outer, _)) = name.rsplit_once('.') {
+            containers.insert(outer);
+            name = outer;
+        }
+    }
+    let containers: HashSet<String> = containers.into_iter().map(str::to_owned).collect();
+    for t in &mut touched {
+        t.innermost = !containers.contains(&t.name);
+    }
+    touched
 }
 
 /// PROTOCOL-NOTES 2.2: a qualified name matches exactly; a bare one means the one top-level

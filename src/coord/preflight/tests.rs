@@ -3,7 +3,9 @@
 use super::spans::Edit;
 use super::*;
 use crate::coord::testing::Harness;
+use crate::coord::CodeIndex;
 use crate::coord::IntentStatus;
+use spans::Change;
 
 const FILE: &str = "src/a.py";
 
@@ -233,4 +235,192 @@ fn the_file_is_validated_and_one_of_edits_or_content_is_needed() {
         .preflight("s1", FILE, NewText::Content(TEXT), false)
         .unwrap();
     assert!(p.applies && p.symbols.is_empty());
+}
+
+fn record(h: &Harness, session: &str, edits: &[Edit]) -> Preflight {
+    let p = h
+        .coord
+        .preflight(session, FILE, NewText::Edits(edits), true)
+        .unwrap();
+    assert!(p.conflicts.is_empty(), "{:?}", p.conflicts);
+    p
+}
+
+fn regions(h: &Harness, session: &str) -> Vec<(i64, i64)> {
+    let intents = h.coord.query_intents(Some(session), None, None).unwrap();
+    assert_eq!(intents.len(), 1, "{intents:?}");
+    intents[0]
+        .regions
+        .clone()
+        .unwrap_or_default()
+        .iter()
+        .map(|r| (r.start_line, r.end_line))
+        .collect()
+}
+
+/// Writes what a recorded edit makes of the file, as its editor would.
+fn write(h: &Harness, edits: &[Edit]) {
+    let text = h.index.file_text(FILE).unwrap();
+    let applied = spans::apply_edits(&text, edits).unwrap();
+    h.index.set_text(FILE, &applied.text);
+}
+
+#[test]
+fn observed_work_is_its_changed_lines_and_grows_with_the_session() {
+    let h = harness();
+    let first = edit("one", "uno");
+    record(&h, "s1", &first);
+    write(&h, &first);
+    assert_eq!(regions(&h, "s1"), [(3, 3)]);
+    let second = edit("three", "drei");
+    let p = record(&h, "s1", &second);
+    assert_eq!(p.recorded_intent, None, "the same intent grows");
+    write(&h, &second);
+    assert_eq!(regions(&h, "s1"), [(3, 3), (10, 10)]);
+    let intent = &h.coord.query_intents(Some("s1"), None, None).unwrap()[0];
+    assert_eq!((intent.start_byte, intent.end_byte), (None, None));
+}
+
+#[test]
+fn regions_collide_where_a_change_meets_them_and_are_context_elsewhere_in_the_symbol() {
+    let h = harness();
+    let first = edit("one", "uno");
+    record(&h, "s1", &first);
+    write(&h, &first);
+    let id = h.coord.query_intents(Some("s1"), None, None).unwrap()[0]
+        .id
+        .clone();
+    // Line 4 (`end` of A.m) is next to line 3: a collision.
+    let p = run(&h, "s2", &edit("  end\n  def n", "  end \n  def n"));
+    assert!(
+        matches!(&p.conflicts[..], [Conflict::IntentOverlap { intent_id, .. }] if *intent_id == id)
+    );
+    assert!(p.related.is_empty());
+    // Line 6, inside A (A.n): no collision; A.n is no symbol of s1's lines; A is a container.
+    let p = run(&h, "s2", &edit("two", "zwei"));
+    assert!(p.conflicts.is_empty(), "{:?}", p.conflicts);
+    assert!(p.related.is_empty(), "{:?}", p.related);
+    // The declaration line of A.m (line 2): next to line 3, a collision.
+    assert_eq!(
+        run(&h, "s2", &edit("def m(a)", "def m(a, b)"))
+            .conflicts
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn same_symbol_and_coupled_context_each_once_in_order() {
+    let text = "def f(q)\n  one\n  two\n  three\n  four\nend\ndef g(r)\n  five\nend\n";
+    let h = Harness::new();
+    h.index.set_text(FILE, text);
+    h.index
+        .add_symbol(FILE, "f", 0, text.find("def g").unwrap(), None);
+    h.index
+        .add_symbol(FILE, "g", text.find("def g").unwrap(), text.len(), None);
+    h.index.add_call("src/a.py:g", "src/a.py:f");
+    let first = edit("one", "uno");
+    record(&h, "s1", &first);
+    write(&h, &first);
+    let id = h.coord.query_intents(Some("s1"), None, None).unwrap()[0]
+        .id
+        .clone();
+    // Line 5 of f: two lines away from line 2.
+    let p = run(&h, "s2", &edit("four", "vier"));
+    assert!(p.conflicts.is_empty());
+    assert_eq!(
+        p.related,
+        [Related::SameSymbol {
+            symbol_path: "src/a.py:f".into(),
+            session_id: "s1".into(),
+            intent_id: id.clone(),
+        }]
+    );
+    // g calls f, in which s1 works.
+    let p = run(&h, "s2", &edit("five", "fuenf"));
+    assert_eq!(
+        p.related,
+        [Related::Coupled {
+            symbol_path: "src/a.py:g".into(),
+            other_symbol: "src/a.py:f".into(),
+            relation: super::super::conflicts::Relation::Calls,
+            session_id: "s1".into(),
+            intent_id: id,
+        }]
+    );
+}
+
+#[test]
+fn another_session_of_the_same_agent_is_its_own_and_dead_ones_do_not_count() {
+    let h = harness();
+    h.processes.start(50, 7);
+    h.coord
+        .register_with_pulse("agent", "mcp", Some(50), None)
+        .unwrap();
+    h.coord
+        .register_with_pulse("agent", "gate", Some(50), None)
+        .unwrap();
+    h.coord.acquire_lock("src/a.py:A.m", "mcp", None).unwrap();
+    h.coord
+        .declare_intent("mcp", "plan", &[FILE.into()], None)
+        .unwrap();
+    let p = run(&h, "gate", &edit("one", "uno"));
+    assert!(p.conflicts.is_empty(), "one agent: {:?}", p.conflicts);
+    // Another session sees both; once the process is gone, neither.
+    assert_eq!(run(&h, "other", &edit("one", "uno")).conflicts.len(), 2);
+    h.processes.kill(50);
+    assert!(run(&h, "other", &edit("one", "uno")).conflicts.is_empty());
+}
+
+#[test]
+fn a_whole_rewrite_is_file_level() {
+    let h = harness();
+    let p = h
+        .coord
+        .preflight("s1", FILE, NewText::Content("x = 1\n"), true)
+        .unwrap();
+    assert!(p.recorded_intent.is_some());
+    let intent = &h.coord.query_intents(Some("s1"), None, None).unwrap()[0];
+    assert_eq!(intent.regions, None, "file-level");
+    assert_eq!(run(&h, "s2", &edit("three", "drei")).conflicts.len(), 1);
+}
+
+#[test]
+fn touched_symbols_scale_with_the_symbols_not_their_square() {
+    // 100,000 flat symbols and 1,000 nested ones: a quadratic pass would not finish here.
+    let mut old: Vec<SymbolSpan> = (0..100_000)
+        .map(|i| SymbolSpan {
+            qualified: format!("f{i}"),
+            start: i * 10,
+            end: i * 10 + 9,
+            signature: None,
+        })
+        .collect();
+    old.push(SymbolSpan {
+        qualified: "C".into(),
+        start: 1_000_000,
+        end: 1_010_000,
+        signature: None,
+    });
+    old.extend((0..1_000).map(|i| SymbolSpan {
+        qualified: format!("C.m{i}"),
+        start: 1_000_000 + i * 10,
+        end: 1_000_000 + i * 10 + 9,
+        signature: None,
+    }));
+    let changes = [
+        Change {
+            old: (500_001, 500_002),
+            new: (500_001, 500_002),
+        },
+        Change {
+            old: (1_000_011, 1_000_012),
+            new: (1_000_011, 1_000_012),
+        },
+    ];
+    let touched = touched_symbols(&old, &[], &changes);
+    let names: Vec<&str> = touched.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["C.m1", "f50000", "C"]);
+    assert!(touched[0].innermost && touched[1].innermost && !touched[2].innermost);
+    assert_eq!(outermost_symbols(&old).len(), 100_001);
 }

@@ -4,10 +4,13 @@ use postgres::types::ToSql;
 use postgres::Row;
 
 use super::tx::{Parsed, Tx};
-use crate::store::{Intent, IntentFilter, IntentRange, IntentStatus, RangeHit, Result};
+use crate::store::{
+    decode_regions, encode_regions, Intent, IntentFilter, IntentRange, IntentStatus, LineRegion,
+    RangeHit, Result,
+};
 
 const INTENT_COLUMNS: &str = "i.id, i.session_id, i.description, i.files, i.symbols, \
-     i.start_byte, i.end_byte, i.status, i.declared_at, i.updated_at";
+     i.start_byte, i.end_byte, i.status, i.declared_at, i.updated_at, i.regions";
 
 fn intent_from_row(row: &Row) -> Result<Intent, postgres::Error> {
     Ok(Intent {
@@ -21,6 +24,7 @@ fn intent_from_row(row: &Row) -> Result<Intent, postgres::Error> {
         status: row.try_get::<_, Parsed<IntentStatus>>(7)?.0,
         declared_at_ms: row.try_get(8)?,
         updated_at_ms: row.try_get(9)?,
+        regions: decode_regions(row.try_get::<_, Option<&str>>(10)?),
     })
 }
 
@@ -34,6 +38,7 @@ fn range_hit_from_row(row: &Row) -> Result<RangeHit, postgres::Error> {
         description: row.try_get(3)?,
         declared_at_ms: row.try_get(4)?,
         range: start.zip(end),
+        regions: decode_regions(row.try_get::<_, Option<&str>>(7)?),
     })
 }
 
@@ -42,7 +47,7 @@ impl Tx<'_> {
     pub(super) fn intent(&self, id: &str) -> Result<Option<Intent>> {
         self.row(
             "SELECT i.id, i.session_id, i.description, i.files, i.symbols, i.start_byte,
-                    i.end_byte, i.status, i.declared_at, i.updated_at
+                    i.end_byte, i.status, i.declared_at, i.updated_at, i.regions
              FROM wit_intents i WHERE i.project = $1 AND i.id = $2",
             &[&self.project, &id],
             intent_from_row,
@@ -58,7 +63,7 @@ impl Tx<'_> {
     ) -> Result<Vec<RangeHit>> {
         self.rows(
             "SELECT i.seq, i.id, i.session_id, i.description, i.declared_at, r.start_byte,
-                    r.end_byte
+                    r.end_byte, i.regions
              FROM wit_intent_ranges r JOIN wit_intents i ON i.seq = r.intent_seq
              WHERE r.project = $1 AND r.file = $2 AND r.live AND i.session_id <> $3
              ORDER BY r.intent_seq, r.n",
@@ -75,11 +80,25 @@ impl Tx<'_> {
     ) -> Result<Vec<RangeHit>> {
         self.rows(
             "SELECT i.seq, i.id, i.session_id, i.description, i.declared_at, r.start_byte,
-                    r.end_byte
+                    r.end_byte, i.regions
              FROM wit_intent_ranges r JOIN wit_intents i ON i.seq = r.intent_seq
              WHERE r.project = $1 AND r.file = $2 AND r.live AND i.session_id = $3
              ORDER BY r.intent_seq, r.n",
             &[&self.project, &file, &session_id],
+            range_hit_from_row,
+        )
+    }
+
+    /// The live rows in `file` of every session's intents that have regions, in declaration
+    /// order.
+    pub(super) fn live_regions_in_file(&self, file: &str) -> Result<Vec<RangeHit>> {
+        self.rows(
+            "SELECT i.seq, i.id, i.session_id, i.description, i.declared_at, r.start_byte,
+                    r.end_byte, i.regions
+             FROM wit_intent_ranges r JOIN wit_intents i ON i.seq = r.intent_seq
+             WHERE r.project = $1 AND r.file = $2 AND r.live AND i.regions IS NOT NULL
+             ORDER BY i.declared_at, i.seq, r.n",
+            &[&self.project, &file],
             range_hit_from_row,
         )
     }
@@ -95,8 +114,9 @@ impl Tx<'_> {
         let row = self
             .query_opt(
                 "INSERT INTO wit_intents (project, id, session_id, description, files, symbols,
-                                          start_byte, end_byte, status, declared_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING seq",
+                                          start_byte, end_byte, status, declared_at, updated_at,
+                                          regions)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING seq",
                 &[
                     &self.project,
                     &intent.id,
@@ -109,6 +129,7 @@ impl Tx<'_> {
                     &intent.status.as_str(),
                     &intent.declared_at_ms,
                     &intent.updated_at_ms,
+                    &encode_regions(intent.regions.as_deref()),
                 ],
             )?
             .ok_or_else(|| self.missing_project())?;
@@ -167,6 +188,21 @@ impl Tx<'_> {
             Some(row) => row.try_get(0).map_err(|e| self.refused(&e))?,
             None => 0,
         };
+        Ok(n > 0)
+    }
+}
+
+impl Tx<'_> {
+    /// Replaces the regions of intent `id` (`None`: file-level); whether the intent exists.
+    pub(super) fn set_intent_regions(
+        &self,
+        id: &str,
+        regions: Option<&[LineRegion]>,
+    ) -> Result<bool> {
+        let n = self.execute(
+            "UPDATE wit_intents SET regions = $3 WHERE project = $1 AND id = $2",
+            &[&self.project, &id, &encode_regions(regions)],
+        )?;
         Ok(n > 0)
     }
 }

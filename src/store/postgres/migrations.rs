@@ -154,8 +154,17 @@ CREATE TABLE wit_daemons (
 );
 "#;
 
+/// The SQLite schema's version 5: observed work as regions (PROTOCOL-NOTES 13).
+/// `wit_intents.regions` holds the changed lines of an observed intent's file as a JSON array
+/// of `[startLine, endLine]` pairs (sorted, merged); NULL for declared intents and file-level
+/// observed ones. An intent with regions keeps one `wit_intent_ranges` row for its file (bytes
+/// NULL), so the lookups by file find it as before.
+const V5: &str = r#"
+ALTER TABLE wit_intents ADD COLUMN regions TEXT COLLATE "C";
+"#;
+
 /// The migrations, oldest first. Append only.
-pub(super) const MIGRATIONS: &[&str] = &[V1];
+pub(super) const MIGRATIONS: &[&str] = &[V1, V5];
 
 /// The schema version this build creates and understands.
 pub const LATEST_VERSION: usize = MIGRATIONS.len();

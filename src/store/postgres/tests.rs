@@ -366,6 +366,7 @@ fn intent(id: &str, session: &str, files: &str, status: IntentStatus, at: i64) -
         status,
         declared_at_ms: at,
         updated_at_ms: at,
+        regions: None,
     }
 }
 

@@ -13,7 +13,7 @@ use super::errors::StoreName;
 use super::pool::Conn;
 use crate::store::{
     CommitNotes, Contract, ContractStatus, DaemonBeat, EventPage, Intent, IntentFilter,
-    IntentRange, IntentStatus, Lock, NewEvent, NewWaiter, RangeHit, Result, SessionRow,
+    IntentRange, IntentStatus, LineRegion, Lock, NewEvent, NewWaiter, RangeHit, Result, SessionRow,
     SessionSummary, StoreError, WaiterRow,
 };
 

@@ -2,10 +2,11 @@
 
 use rusqlite::{params, OptionalExtension, Row, ToSql};
 
-use super::{Intent, IntentFilter, IntentRange, IntentStatus, RangeHit, Result, Tx};
+use super::{Intent, IntentFilter, IntentRange, IntentStatus, LineRegion, RangeHit, Result, Tx};
+use crate::store::{decode_regions, encode_regions};
 
 const INTENT_COLUMNS: &str = "i.id, i.session_id, i.description, i.files, i.symbols, \
-     i.start_byte, i.end_byte, i.status, i.declared_at, i.updated_at";
+     i.start_byte, i.end_byte, i.status, i.declared_at, i.updated_at, i.regions";
 
 fn intent_from_row(row: &Row<'_>) -> rusqlite::Result<Intent> {
     Ok(Intent {
@@ -19,6 +20,7 @@ fn intent_from_row(row: &Row<'_>) -> rusqlite::Result<Intent> {
         status: row.get(7)?,
         declared_at_ms: row.get(8)?,
         updated_at_ms: row.get(9)?,
+        regions: decode_regions(row.get::<_, Option<String>>(10)?.as_deref()),
     })
 }
 
@@ -32,6 +34,7 @@ fn range_hit_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RangeHit> {
         description: row.get(3)?,
         declared_at_ms: row.get(4)?,
         range: start.zip(end),
+        regions: decode_regions(row.get::<_, Option<String>>(7)?.as_deref()),
     })
 }
 
@@ -53,7 +56,8 @@ impl Tx<'_> {
         other_than_session: &str,
     ) -> Result<Vec<RangeHit>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT i.seq, i.id, i.session_id, i.description, i.declared_at, r.start_byte, r.end_byte
+            "SELECT i.seq, i.id, i.session_id, i.description, i.declared_at, r.start_byte, r.end_byte,
+                    i.regions
              FROM intent_ranges r JOIN intents i ON i.seq = r.intent_seq
              WHERE r.file = ?1 AND r.live = 1 AND i.session_id <> ?2",
         )?;
@@ -68,11 +72,25 @@ impl Tx<'_> {
         session_id: &str,
     ) -> Result<Vec<RangeHit>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT i.seq, i.id, i.session_id, i.description, i.declared_at, r.start_byte, r.end_byte
+            "SELECT i.seq, i.id, i.session_id, i.description, i.declared_at, r.start_byte, r.end_byte,
+                    i.regions
              FROM intent_ranges r JOIN intents i ON i.seq = r.intent_seq
              WHERE r.file = ?1 AND r.live = 1 AND i.session_id = ?2",
         )?;
         let rows = stmt.query_map(params![file, session_id], range_hit_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// The rows in `file` of every session's declared or active intents that have regions.
+    pub(super) fn live_regions_in_file(&self, file: &str) -> Result<Vec<RangeHit>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT i.seq, i.id, i.session_id, i.description, i.declared_at, r.start_byte, r.end_byte,
+                    i.regions
+             FROM intent_ranges r JOIN intents i ON i.seq = r.intent_seq
+             WHERE r.file = ?1 AND r.live = 1 AND i.regions IS NOT NULL
+             ORDER BY i.declared_at, i.seq",
+        )?;
+        let rows = stmt.query_map(params![file], range_hit_from_row)?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
@@ -121,8 +139,8 @@ impl Tx<'_> {
     pub(super) fn insert_intent(&self, intent: &Intent, ranges: &[IntentRange]) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(
             "INSERT INTO intents (id, session_id, description, files, symbols, start_byte, end_byte,
-                                  status, declared_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                  status, declared_at, updated_at, regions)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         )?;
         stmt.execute(params![
             intent.id,
@@ -135,6 +153,7 @@ impl Tx<'_> {
             intent.status,
             intent.declared_at_ms,
             intent.updated_at_ms,
+            encode_regions(intent.regions.as_deref()),
         ])?;
         let seq = self.conn.last_insert_rowid();
         let live = intent.status.is_live();
@@ -171,5 +190,17 @@ impl Tx<'_> {
             .prepare_cached("UPDATE intent_ranges SET live = ?2 WHERE intent_seq = ?1")?;
         stmt.execute(params![seq, status.is_live()])?;
         Ok(true)
+    }
+
+    /// Replaces the regions of intent `id` (`None`: file-level); whether the intent exists.
+    pub(super) fn set_intent_regions(
+        &self,
+        id: &str,
+        regions: Option<&[LineRegion]>,
+    ) -> Result<bool> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("UPDATE intents SET regions = ?2 WHERE id = ?1")?;
+        Ok(stmt.execute(params![id, encode_regions(regions)])? > 0)
     }
 }

@@ -154,8 +154,18 @@ CREATE TABLE daemons (
 ) WITHOUT ROWID;
 "#;
 
+/// Version 5: observed work as regions (PROTOCOL-NOTES 13).
+///
+/// - `intents.regions`: the changed lines of an observed intent's file, as a JSON array of
+///   `[startLine, endLine]` pairs (sorted, merged); NULL for declared intents and file-level
+///   observed ones. An intent with regions keeps one `intent_ranges` row for its file (bytes
+///   NULL), so the lookups by file find it as before.
+const V5: &str = r#"
+ALTER TABLE intents ADD COLUMN regions TEXT;
+"#;
+
 /// The migrations, oldest first. Append only.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The schema version this build creates and understands.
 pub const LATEST_VERSION: usize = MIGRATIONS.len();
@@ -202,7 +212,30 @@ mod tests {
         (SEED_V1, CHECK_V1),
         (SEED_V3, CHECK_V3),
         (SEED_V4, CHECK_V4),
+        (SEED_V5, CHECK_V5),
     ];
+
+    /// An observed intent with regions (version 5).
+    const SEED_V5: &str = r#"
+        INSERT INTO agents (session_id, name, registered_at, updated_at) VALUES ('s1', 'a', 1, 1);
+        INSERT INTO locks VALUES ('src/a.ts:f', 's1', 1, 9999999999999, 7);
+        INSERT INTO intents (id, session_id, description, files, symbols, start_byte, end_byte,
+                             status, declared_at, updated_at, regions)
+            VALUES ('i1', 's1', 'observed edit', ',src/a.ts,', '["f"]', NULL, NULL, 'active', 1,
+                    1, '[[3,5],[9,9]]');
+        INSERT INTO intent_ranges (intent_seq, file, start_byte, end_byte) VALUES (1, 'src/a.ts', NULL, NULL);
+        INSERT INTO contracts (id, proposer, symbol_path, file, name, signature, status, proposed_at)
+            VALUES ('c1', 's1', 'src/a.ts:f', 'src/a.ts', 'f', '()', 'accepted', 1);
+        "#;
+
+    /// Counts the rows of [`SEED_V5`] that survived: 5 when all did.
+    const CHECK_V5: &str = r#"
+        SELECT (SELECT count(*) FROM agents WHERE session_id = 's1')
+             + (SELECT count(*) FROM locks WHERE token = 7)
+             + (SELECT count(*) FROM intents WHERE regions = '[[3,5],[9,9]]')
+             + (SELECT count(*) FROM intent_ranges WHERE file = 'src/a.ts')
+             + (SELECT count(*) FROM contracts WHERE id = 'c1')
+        "#;
 
     /// Rows in the tables of version 4.
     const SEED_V4: &str = r#"

@@ -230,6 +230,7 @@ fn intent_lookups_stay_fast_with_many_unrelated_rows() {
                     status: IntentStatus::Active,
                     declared_at_ms: i,
                     updated_at_ms: i,
+                    regions: None,
                 };
                 let range = IntentRange {
                     file: format!("f{i}.ts"),

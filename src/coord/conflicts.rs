@@ -1,0 +1,380 @@
+//! Every conflict rule, in one place (PROTOCOL-NOTES 3, 10, 13): what is a collision, what is
+//! context, whose work counts (the liveness filter and the same-agent rule) and in which
+//! order items are reported. `intent.declare`, `edit.preflight` and `lock.acquire` (its
+//! ownership test and its caller warnings) ask here; the edit gate only weighs what the
+//! daemon reports.
+//!
+//! - **Whose work**: another session's, unless both sessions are registered with the same
+//!   live process (one agent, two identities: the harness and its `wit mcp` server), and only
+//!   while that session is live (PROTOCOL-NOTES 7.3, whether or not it has been reaped yet).
+//!   [`Others`] answers it. Ownership of a lock is narrower: a lock belongs to its session
+//!   until it expires or is released ([`held_by_another`]); liveness and the same-agent rule
+//!   only decide what is *reported*.
+//! - **Collisions** ([`collides`]): a declared intent's byte ranges (3), an observed intent's
+//!   line regions (13.4), file-level work; against a declaration's ranges or an edit's
+//!   changes.
+//! - **Context** ([`Related`]): SAME_SYMBOL and COUPLED (13.5), never a collision.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use super::preflight::spans::{meets, Change};
+use super::regions::{meets_region, replaced_lines, shares_lines, Lines};
+use super::{Coord, Lock, Result};
+use crate::store::{RangeHit, SessionRow};
+
+/// One collision: work of another session that this work meets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Conflict {
+    /// Another session's declared or active intent covers what this work covers.
+    IntentOverlap {
+        /// That intent's id.
+        intent_id: String,
+        /// Its session.
+        session_id: String,
+        /// Its description.
+        description: String,
+    },
+    /// A touched or declared `file:symbol` is locked by another session.
+    LockIntersection {
+        /// The locked symbol path.
+        symbol_path: String,
+        /// The holder.
+        held_by: String,
+        /// The lock's expiry (unix ms).
+        expires_at_ms: i64,
+    },
+    /// A callee of a declared symbol is locked by another session.
+    DepChain {
+        /// The declared symbol (`file:name`).
+        intent_symbol: String,
+        /// The locked callee's symbol path.
+        locked_callee: String,
+        /// The holder.
+        held_by: String,
+    },
+}
+
+/// How a touched symbol and another session's symbol are coupled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Relation {
+    /// The touched symbol calls the other.
+    Calls,
+    /// The touched symbol is called by the other.
+    CalledBy,
+}
+
+impl Relation {
+    /// The protocol's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Relation::Calls => "calls",
+            Relation::CalledBy => "called-by",
+        }
+    }
+}
+
+/// Context about another live session's work near an edit (PROTOCOL-NOTES 13.5).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Related {
+    /// The edit touches a symbol in which the other session works, meeting none of its lines.
+    SameSymbol {
+        /// The touched symbol (`file:Qualified`).
+        symbol_path: String,
+        /// The other session.
+        session_id: String,
+        /// Its intent.
+        intent_id: String,
+    },
+    /// A touched symbol calls, or is called by, a symbol the other session works in.
+    Coupled {
+        /// The touched symbol (`file:Qualified`).
+        symbol_path: String,
+        /// The other session's symbol (`file:Qualified`).
+        other_symbol: String,
+        /// Which way the call goes.
+        relation: Relation,
+        /// The other session.
+        session_id: String,
+        /// Its intent.
+        intent_id: String,
+    },
+}
+
+/// Orders related items as 13.5 says (SAME_SYMBOL items, then COUPLED ones) and keeps each
+/// once, otherwise in the order found.
+pub fn order_related(items: Vec<Related>) -> Vec<Related> {
+    let mut seen = std::collections::HashSet::new();
+    let (same, coupled): (Vec<Related>, Vec<Related>) = items
+        .into_iter()
+        .filter(|item| seen.insert(item.clone()))
+        .partition(|item| matches!(item, Related::SameSymbol { .. }));
+    same.into_iter().chain(coupled).collect()
+}
+
+/// Whether `lock` still belongs to a session other than `session_id` at `now_ms`: the
+/// ownership test of `lock.acquire` (an expired lock belongs to nobody).
+pub fn held_by_another(lock: &Lock, session_id: &str, now_ms: i64) -> bool {
+    lock.is_live(now_ms) && lock.session_id != session_id
+}
+
+/// Strict intersection of half-open byte ranges: touching ranges do not intersect.
+pub fn intersects(a: (i64, i64), b: (i64, i64)) -> bool {
+    a.0 < b.1 && b.0 < a.1
+}
+
+/// The work a collision is checked for, in one file.
+#[derive(Debug, Clone, Copy)]
+pub enum Work<'a> {
+    /// A declaration: its byte ranges in the file (`None`: file-level there), and the file's
+    /// lines when another intent there has regions.
+    Declared {
+        /// The declared symbols' ranges.
+        ranges: Option<&'a [(i64, i64)]>,
+        /// The lines of the file's current text.
+        lines: Option<&'a Lines>,
+    },
+    /// An edit: its changes of the current text, and that text's lines.
+    Edit {
+        /// The replaced spans and their replacements.
+        changes: &'a [Change],
+        /// The lines of the current text.
+        lines: &'a Lines,
+    },
+}
+
+/// Whether `work` collides with another intent's row `theirs` in the same file: file-level
+/// work on either side always does; a declaration's byte ranges against a declared intent's
+/// ranges strictly intersect (3); against an observed intent, a declared range contains a
+/// line of a region (13.4); an edit meets a declared range (10.2) or a region (13.4).
+pub fn collides(work: Work<'_>, theirs: &RangeHit) -> bool {
+    if let Some(regions) = &theirs.regions {
+        return match work {
+            Work::Declared { ranges: None, .. } => true,
+            Work::Declared {
+                ranges: Some(ranges),
+                lines,
+            } => lines.is_none_or(|lines| {
+                ranges.iter().any(|&(start, end)| {
+                    let (first, last) = lines.lines_of(to_usize(start), to_usize(end));
+                    regions.iter().any(|r| shares_lines(first, last, r))
+                })
+            }),
+            Work::Edit { changes, lines } => changes.iter().any(|change| {
+                let (first, last) = replaced_lines(change, lines);
+                regions.iter().any(|r| meets_region(first, last, r))
+            }),
+        };
+    }
+    let Some(range) = theirs.range else {
+        return true;
+    };
+    match work {
+        Work::Declared { ranges: None, .. } => true,
+        Work::Declared {
+            ranges: Some(ranges),
+            ..
+        } => ranges.iter().any(|&mine| intersects(mine, range)),
+        Work::Edit { changes, .. } => changes
+            .iter()
+            .any(|c| meets(to_usize(range.0), to_usize(range.1), c.old)),
+    }
+}
+
+/// Whether another intent's row works inside the symbol at bytes `symbol` of the same file
+/// (13.5): one of its regions has a line in the symbol's lines, or one of its declared
+/// symbols contains it. File-level rows say nothing about symbols (they collide instead).
+/// This is the test of SAME_SYMBOL (the touched symbol) and of COUPLED (the other symbol).
+pub fn works_in(row: &RangeHit, symbol: (usize, usize), lines: Option<&Lines>) -> bool {
+    match (&row.regions, row.range) {
+        (Some(regions), _) => lines.is_some_and(|lines| {
+            let (first, last) = lines.lines_of(symbol.0, symbol.1);
+            regions.iter().any(|r| shares_lines(first, last, r))
+        }),
+        (None, Some((start, end))) => to_usize(start) <= symbol.0 && symbol.1 <= to_usize(end),
+        (None, None) => false,
+    }
+}
+
+fn to_usize(n: i64) -> usize {
+    usize::try_from(n).unwrap_or(0)
+}
+
+/// The acting session and whose work stands against it: other sessions that are live and
+/// are not the same agent. Answers are kept for the life of one request.
+pub struct Others<'c> {
+    coord: &'c Coord,
+    me: String,
+    /// The acting session's process, when it registered one: `(pid, start, host)`.
+    my_process: Option<(i64, i64, Option<String>)>,
+    verdicts: RefCell<HashMap<String, bool>>,
+}
+
+impl<'c> Others<'c> {
+    /// The view of `session_id` (one read of its session row).
+    pub fn of(coord: &'c Coord, session_id: &str) -> Result<Others<'c>> {
+        let row = coord.store.read(|r| r.session(session_id))?;
+        Ok(Others {
+            coord,
+            me: session_id.to_owned(),
+            my_process: row.as_ref().and_then(process_of),
+            verdicts: RefCell::new(HashMap::new()),
+        })
+    }
+
+    /// The acting session.
+    pub fn me(&self) -> &str {
+        &self.me
+    }
+
+    /// Whether work of `session_id` stands against the acting session: another session, not
+    /// the same agent (registered with the same live process), and live.
+    pub fn against(&self, session_id: &str) -> Result<bool> {
+        if session_id == self.me {
+            return Ok(false);
+        }
+        if let Some(&known) = self.verdicts.borrow().get(session_id) {
+            return Ok(known);
+        }
+        let row = self.coord.store.read(|r| r.session(session_id))?;
+        let verdict = match row {
+            None => true,
+            Some(row) => {
+                let same_agent = self.my_process.is_some() && process_of(&row) == self.my_process;
+                !same_agent && self.coord.row_is_live(&row)
+            }
+        };
+        self.verdicts
+            .borrow_mut()
+            .insert(session_id.to_owned(), verdict);
+        Ok(verdict)
+    }
+
+    /// `items` whose session (as `session_of` names it) stands against the acting one.
+    pub fn filter<T>(&self, items: Vec<T>, session_of: impl Fn(&T) -> &str) -> Result<Vec<T>> {
+        let mut kept = Vec::with_capacity(items.len());
+        for item in items {
+            if self.against(session_of(&item))? {
+                kept.push(item);
+            }
+        }
+        Ok(kept)
+    }
+}
+
+/// The process a session row is registered with, as the same-agent rule compares it.
+fn process_of(row: &SessionRow) -> Option<(i64, i64, Option<String>)> {
+    if row.ended_at_ms.is_some() {
+        return None;
+    }
+    Some((row.pid?, row.pid_start?, row.host_id.clone()))
+}
+
+/// The INTENT_OVERLAP items of `hits` (rows of other sessions' intents, already filtered by
+/// [`Others`]), each intent once, oldest first.
+pub fn overlap_items(mut hits: Vec<RangeHit>) -> Vec<Conflict> {
+    hits.sort_by_key(|h| (h.declared_at_ms, h.intent_seq));
+    let mut seen = std::collections::HashSet::new();
+    hits.into_iter()
+        .filter(|hit| seen.insert(hit.intent_seq))
+        .map(|hit| Conflict::IntentOverlap {
+            intent_id: hit.intent_id,
+            session_id: hit.session_id,
+            description: hit.description,
+        })
+        .collect()
+}
+
+/// The LOCK_INTERSECTION item for a lock that stands against the acting session.
+pub fn lock_item(lock: Lock) -> Conflict {
+    Conflict::LockIntersection {
+        symbol_path: lock.symbol_path,
+        held_by: lock.session_id,
+        expires_at_ms: lock.expires_at_ms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+    use crate::store::LineRegion;
+
+    fn hit(range: Option<(i64, i64)>, regions: Option<Vec<LineRegion>>) -> RangeHit {
+        RangeHit {
+            intent_seq: 1,
+            intent_id: "i".into(),
+            session_id: "s".into(),
+            description: "d".into(),
+            declared_at_ms: 0,
+            range,
+            regions,
+        }
+    }
+
+    #[test]
+    fn declared_work_against_each_kind() {
+        let lines = Lines::of("a\nb\nc\nd\n");
+        let mine = [(2, 4)]; // line 2
+        let work = Work::Declared {
+            ranges: Some(&mine),
+            lines: Some(&lines),
+        };
+        assert!(collides(work, &hit(None, None)), "file-level");
+        assert!(collides(work, &hit(Some((3, 9)), None)));
+        assert!(!collides(work, &hit(Some((4, 9)), None)), "touching");
+        let region = |a, b| Some(vec![LineRegion::new(a, b)]);
+        assert!(collides(work, &hit(None, region(2, 3))));
+        assert!(
+            !collides(work, &hit(None, region(3, 4))),
+            "next to it is no line of it"
+        );
+        let whole = Work::Declared {
+            ranges: None,
+            lines: None,
+        };
+        assert!(collides(whole, &hit(None, region(9, 9))));
+    }
+
+    #[test]
+    fn an_edit_against_regions() {
+        let lines = Lines::of("a\nb\nc\nd\ne\n");
+        let change = [Change {
+            old: (2, 4),
+            new: (2, 4),
+        }]; // line 2
+        let work = Work::Edit {
+            changes: &change,
+            lines: &lines,
+        };
+        let region = |a, b| Some(vec![LineRegion::new(a, b)]);
+        assert!(collides(work, &hit(None, region(3, 4))), "adjacent lines");
+        assert!(!collides(work, &hit(None, region(4, 5))));
+    }
+
+    #[test]
+    fn related_items_are_ordered_and_unique() {
+        let same = Related::SameSymbol {
+            symbol_path: "a:f".into(),
+            session_id: "s".into(),
+            intent_id: "i".into(),
+        };
+        let coupled = Related::Coupled {
+            symbol_path: "a:f".into(),
+            other_symbol: "b:g".into(),
+            relation: Relation::Calls,
+            session_id: "s".into(),
+            intent_id: "i".into(),
+        };
+        assert_eq!(
+            order_related(vec![
+                coupled.clone(),
+                same.clone(),
+                coupled.clone(),
+                same.clone()
+            ]),
+            [same, coupled]
+        );
+    }
+}

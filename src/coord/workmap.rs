@@ -1,0 +1,295 @@
+//! The work map's upkeep (PROTOCOL-NOTES 13.1, 13.3): a session's clean edit recorded as the
+//! lines it changed, and every session's regions carried along when a file's text changes.
+//!
+//! Regions are lines of a text; the daemon remembers, per file with live regions, which text
+//! that is. When the file's current text differs (another session's recorded edit, or a
+//! change the index sees on disk), a line diff of the two carries every region along. A
+//! recorded edit moves the regions to its new text at once, before the editor has written
+//! it: until the file on disk becomes that text, the text before the edit is not taken for a
+//! change. After a restart the daemon takes the stored regions to be lines of the text it
+//! finds.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, MutexGuard, PoisonError};
+
+use serde_json::json;
+
+use super::events::{self, EventKind};
+use super::intents::Declaration;
+use super::preflight::spans::Applied;
+use super::preflight::OBSERVED_EDIT;
+use super::regions::{merge, regions_of_changes, LineMap, Lines};
+use super::{Coord, IntentStatus, LineRegion, Result};
+use crate::store::{IntentFilter, RangeHit, Writer};
+
+/// Per file: the text its regions are lines of.
+#[derive(Debug, Default)]
+pub struct RegionTexts {
+    files: HashMap<String, RegionText>,
+}
+
+#[derive(Debug)]
+struct RegionText {
+    /// The text the stored regions are lines of.
+    text: Arc<str>,
+    /// Until the file shows a recorded edit's result: the fingerprint of the text the edit
+    /// was made on (which is not a change of the file), and how lines of `text` map back
+    /// into it (what a preview against it sees).
+    before_edit: Option<(u64, LineMap)>,
+}
+
+fn fingerprint(text: &str) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    text.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// A clean edit to record (10.3, 13.1).
+pub(crate) struct Observed<'a> {
+    /// The normalised file.
+    pub file: &'a str,
+    /// The touched symbols' qualified names, innermost first.
+    pub touched: &'a [String],
+    /// The file's current text.
+    pub before: &'a str,
+    /// The new text and the changes.
+    pub applied: &'a Applied,
+    /// Whether the edit rewrites the whole file (the intent is then file-level).
+    pub file_level: bool,
+}
+
+/// The regions of one intent as a row shows them, each intent once.
+fn region_rows(rows: Vec<RangeHit>) -> Vec<RangeHit> {
+    let mut seen = HashSet::new();
+    rows.into_iter()
+        .filter(|row| row.regions.is_some() && seen.insert(row.intent_seq))
+        .collect()
+}
+
+impl Coord {
+    fn region_texts(&self) -> MutexGuard<'_, RegionTexts> {
+        self.region_texts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `rows` (intent rows of `file`) with their regions as lines of `text`, the file's
+    /// current text: when the text changed since the regions were last true, every live
+    /// region of the file is carried to it and stored (13.3); while a recorded edit is not
+    /// yet written, they are mapped back to the text it was made on, for this answer only.
+    pub(super) fn regions_in(
+        &self,
+        file: &str,
+        text: &str,
+        rows: Vec<RangeHit>,
+    ) -> Result<Vec<RangeHit>> {
+        if rows.iter().all(|row| row.regions.is_none()) {
+            return Ok(rows);
+        }
+        let mut texts = self.region_texts();
+        if let Some(known) = texts.files.get(file) {
+            if *known.text == *text {
+                return Ok(rows);
+            }
+            if let Some((_, back)) = known
+                .before_edit
+                .as_ref()
+                .filter(|(before, _)| *before == fingerprint(text))
+            {
+                return Ok(map_rows(rows, back));
+            }
+        }
+        Ok(match self.follow_locked(&mut texts, file, text)? {
+            Some(map) => map_rows(rows, &map),
+            None => rows,
+        })
+    }
+
+    /// Carries the live regions of `file` to `text`, its current text, when the text changed
+    /// since they were last true (13.3); whether any region moved.
+    pub(super) fn follow_text(&self, file: &str, text: &str) -> Result<bool> {
+        let mut texts = self.region_texts();
+        if let Some(known) = texts.files.get(file) {
+            let pending = known
+                .before_edit
+                .as_ref()
+                .is_some_and(|(before, _)| *before == fingerprint(text));
+            if *known.text == *text || pending {
+                return Ok(false);
+            }
+        }
+        Ok(self.follow_locked(&mut texts, file, text)?.is_some())
+    }
+
+    /// [`Coord::follow_text`] with the texts held: the line map when regions were carried.
+    fn follow_locked(
+        &self,
+        texts: &mut RegionTexts,
+        file: &str,
+        text: &str,
+    ) -> Result<Option<LineMap>> {
+        let rows = region_rows(self.store.read(|r| r.live_regions_in_file(file))?);
+        if rows.is_empty() {
+            texts.files.remove(file);
+            return Ok(None);
+        }
+        let base = texts.files.get(file).map(|known| Arc::clone(&known.text));
+        texts.files.insert(
+            file.to_owned(),
+            RegionText {
+                text: Arc::from(text),
+                before_edit: None,
+            },
+        );
+        let Some(base) = base else {
+            // Nothing known since the start: the stored regions are lines of this text.
+            return Ok(None);
+        };
+        let map = LineMap::between(&base, text);
+        self.store.write(|w| {
+            for row in &rows {
+                carry(w, row, &map, &[])?;
+            }
+            Ok::<_, super::CoordError>(())
+        })?;
+        Ok(Some(map))
+    }
+
+    /// Records a clean edit as observed work (10.3, 13.1, 13.3): its changed lines join the
+    /// session's observed intent on the file, or a new `active` one, unless one of its
+    /// declared intents there is file-level or names every touched symbol; every session's
+    /// regions in the file move to the edit's new text. The id of a newly declared intent.
+    pub(super) fn record_observed(
+        &self,
+        session_id: &str,
+        observed: &Observed<'_>,
+    ) -> Result<Option<String>> {
+        let file = observed.file;
+        self.follow_text(file, observed.before)?;
+        let new_lines = Lines::of(&observed.applied.text);
+        let added = regions_of_changes(&observed.applied.changes, &new_lines);
+        let mut texts = self.region_texts();
+        let (own, own_rows, rows) = self.store.read(|r| {
+            let own = r.intents(&IntentFilter {
+                session_id: Some(session_id),
+                file: Some(file),
+                status: None,
+            })?;
+            let own_rows = r.own_live_ranges_in_file(file, session_id)?;
+            let rows = region_rows(r.live_regions_in_file(file)?);
+            Ok::<_, super::CoordError>((own, own_rows, rows))
+        })?;
+        let observed_intent = own
+            .iter()
+            .find(|intent| intent.regions.is_some())
+            .map(|intent| intent.id.clone());
+        let covered = observed_intent.is_none() && {
+            let file_level = own_rows
+                .iter()
+                .any(|row| row.range.is_none() && row.regions.is_none());
+            let names_all = observed.touched.iter().all(|name| {
+                let simple = name.rsplit('.').next().unwrap_or(name);
+                own.iter().filter(|i| i.regions.is_none()).any(|intent| {
+                    let names: Vec<String> =
+                        serde_json::from_str(&intent.symbols).unwrap_or_default();
+                    names.iter().any(|n| n == name || n == simple)
+                })
+            });
+            !own.is_empty() && (file_level || names_all)
+        };
+        if !rows.is_empty() {
+            let map = LineMap::between(observed.before, &observed.applied.text);
+            self.store.write(|w| {
+                let now = self.clock.now_ms();
+                for row in &rows {
+                    let mine = observed_intent.as_deref() == Some(row.intent_id.as_str());
+                    let extra: &[LineRegion] = if mine { &added } else { &[] };
+                    if carry(w, row, &map, extra)? && mine {
+                        let regions = w
+                            .intent(&row.intent_id)?
+                            .and_then(|i| i.regions)
+                            .unwrap_or_default();
+                        events::append(
+                            w,
+                            now,
+                            EventKind::IntentUpdated,
+                            Some(session_id),
+                            &row.intent_id,
+                            json!({"regions": regions_json(&regions)}),
+                        )?;
+                    }
+                }
+                Ok::<_, super::CoordError>(())
+            })?;
+        }
+        let recorded = if observed_intent.is_some() || covered {
+            None
+        } else {
+            let declaration = Declaration::observed(file, observed.touched);
+            let resolution = Coord::observed_resolution(file);
+            let regions = (!observed.file_level).then_some(added);
+            let intent = self.store_intent(session_id, &declaration, &resolution, regions, &[])?;
+            self.update_intent(&intent.id, session_id, IntentStatus::Active)?;
+            Some(intent.id)
+        };
+        let back = LineMap::between(&observed.applied.text, observed.before);
+        texts.files.insert(
+            file.to_owned(),
+            RegionText {
+                text: Arc::from(observed.applied.text.as_str()),
+                before_edit: Some((fingerprint(observed.before), back)),
+            },
+        );
+        Ok(recorded)
+    }
+}
+
+/// `rows` with their regions carried through `map` (in memory).
+fn map_rows(rows: Vec<RangeHit>, map: &LineMap) -> Vec<RangeHit> {
+    rows.into_iter()
+        .map(|mut row| {
+            row.regions = row.regions.map(|regions| map.carry(&regions));
+            row
+        })
+        .collect()
+}
+
+/// Carries one intent's regions through `map`, adding `extra` (lines of the new text);
+/// writes them when they changed; whether they did.
+fn carry(w: &Writer<'_>, row: &RangeHit, map: &LineMap, extra: &[LineRegion]) -> Result<bool> {
+    let Some(regions) = &row.regions else {
+        return Ok(false);
+    };
+    let mut carried = map.carry(regions);
+    if !extra.is_empty() {
+        carried.extend_from_slice(extra);
+        carried = merge(carried);
+    }
+    if carried == *regions {
+        return Ok(false);
+    }
+    w.set_intent_regions(&row.intent_id, Some(&carried))?;
+    Ok(true)
+}
+
+/// Regions as the protocol writes them.
+pub(crate) fn regions_json(regions: &[LineRegion]) -> serde_json::Value {
+    regions
+        .iter()
+        .map(|r| json!({"startLine": r.start_line, "endLine": r.end_line}))
+        .collect()
+}
+
+impl Declaration {
+    /// The declaration of an observed intent: its one file and the touched symbols.
+    pub(super) fn observed(file: &str, touched: &[String]) -> Declaration {
+        Declaration {
+            description: OBSERVED_EDIT.to_owned(),
+            files: vec![file.to_owned()],
+            symbols: touched.to_vec(),
+            distinct_symbols: touched.to_vec(),
+        }
+    }
+}

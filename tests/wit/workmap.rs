@@ -1,0 +1,591 @@
+//! The work map end to end (PROTOCOL-NOTES 13, issue 21): observed work recorded as regions
+//! and kept true as the file changes, symbols added inside containers named with them, and
+//! collisions told apart from context (`related`); declared intents keep their rules.
+
+use serde_json::{json, Value};
+use wit::client::WitClient;
+use wit::protocol::{
+    EditPreflightParams, EditPreflightParamsEditsItem, EditPreflightResult, IntentQueryParams,
+    IntentRecord,
+};
+
+use crate::harness::*;
+use crate::intents::declare;
+use crate::locks::acquire;
+
+/// A Python module: imports (lines 1-2), a constant (4), `alpha` (7-11), `beta` calling it
+/// (14-15), classes `Child` (18-20) and `Other` (23-25).
+const APP: &str = "\
+import os
+import sys
+
+LIMIT = 10
+
+
+def alpha(x):
+    a = x + 1
+    b = a * 2
+    c = b - 3
+    return c
+
+
+def beta(y):
+    return alpha(y) + 1
+
+
+class Child:
+    def run(self):
+        return 1
+
+
+class Other:
+    def process(self):
+        return 2
+";
+
+fn setup(files: &[(&str, &str)]) -> (Repo, Daemon) {
+    let repo = Repo::new();
+    for (path, text) in files {
+        repo.write(path, text);
+    }
+    let daemon = Daemon::start(&repo);
+    (repo, daemon)
+}
+
+fn params(session: &str, file: &str, edits: &[(&str, &str)], record: bool) -> EditPreflightParams {
+    EditPreflightParams {
+        session_id: session.into(),
+        file: file.into(),
+        edits: edits
+            .iter()
+            .map(|(old, new)| EditPreflightParamsEditsItem {
+                old_text: (*old).into(),
+                new_text: (*new).into(),
+                replace_all: None,
+            })
+            .collect(),
+        content: None,
+        record: Some(record),
+    }
+}
+
+async fn preflight(
+    client: &WitClient,
+    session: &str,
+    file: &str,
+    edits: &[(&str, &str)],
+    record: bool,
+) -> EditPreflightResult {
+    let result = client
+        .edit_preflight(params(session, file, edits, record))
+        .await
+        .unwrap();
+    assert!(result.applies, "{:?}", result.reason);
+    result
+}
+
+/// Previews and records a clean edit, then writes it to disk as the agent would.
+async fn edit_and_write(
+    repo: &Repo,
+    client: &WitClient,
+    session: &str,
+    file: &str,
+    edits: &[(&str, &str)],
+) -> EditPreflightResult {
+    let result = preflight(client, session, file, edits, true).await;
+    assert!(result.conflicts.is_empty(), "{:?}", result.conflicts);
+    let mut text = std::fs::read_to_string(repo.path().join(file)).unwrap();
+    for (old, new) in edits {
+        text = text.replacen(old, new, 1);
+    }
+    repo.write(file, &text);
+    result
+}
+
+async fn intents_of(client: &WitClient, session: &str) -> Vec<IntentRecord> {
+    client
+        .intent_query(IntentQueryParams {
+            session_id: Some(session.into()),
+            file: None,
+            status: None,
+        })
+        .await
+        .unwrap()
+}
+
+/// The regions of the session's only live intent, as `[[start, end], ..]`.
+async fn regions_of(client: &WitClient, session: &str) -> Vec<[i64; 2]> {
+    let intents = intents_of(client, session).await;
+    assert_eq!(intents.len(), 1, "{intents:?}");
+    intents[0]
+        .regions
+        .iter()
+        .map(|r| [r.start_line, r.end_line])
+        .collect()
+}
+
+fn json_of<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap()
+}
+
+fn overlap_sessions(result: &EditPreflightResult) -> Vec<String> {
+    json_of(&result.conflicts)
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["type"] == "INTENT_OVERLAP")
+        .map(|c| c["overlappingSessionId"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn an_added_function_is_its_lines_not_the_whole_file() {
+    let (repo, _daemon) = setup(&[("app.py", APP)]);
+    let client = repo.client();
+    block_on(async {
+        let added = edit_and_write(
+            &repo,
+            &client,
+            "a",
+            "app.py",
+            &[(
+                "\n\nclass Other:",
+                "\n\ndef gamma(z):\n    return z\n\n\nclass Other:",
+            )],
+        )
+        .await;
+        assert!(
+            added.symbols.contains(&"app.py:gamma".to_string()),
+            "{:?}",
+            added.symbols
+        );
+        // The changed lines, not the file.
+        assert_eq!(regions_of(&client, "a").await, [[21, 27]]);
+        let record = json_of(&intents_of(&client, "a").await[0]);
+        assert_eq!(record["description"], "observed edit");
+        assert_eq!(record["status"], "active");
+        // B's edit of alpha meets nothing of A's.
+        let b = preflight(&client, "b", "app.py", &[("b = a * 2", "b = a * 3")], false).await;
+        assert!(b.conflicts.is_empty(), "{:?}", b.conflicts);
+        // B's edit inside gamma collides.
+        let b = preflight(&client, "b", "app.py", &[("return z", "return -z")], false).await;
+        assert_eq!(overlap_sessions(&b), ["a"]);
+    });
+}
+
+#[test]
+fn a_module_level_import_edit_is_its_line() {
+    let (repo, _daemon) = setup(&[("app.py", APP)]);
+    let client = repo.client();
+    block_on(async {
+        edit_and_write(
+            &repo,
+            &client,
+            "a",
+            "app.py",
+            &[("import sys", "import sys, re")],
+        )
+        .await;
+        assert_eq!(regions_of(&client, "a").await, [[2, 2]]);
+        let b = preflight(&client, "b", "app.py", &[("return 2", "return 3")], false).await;
+        assert!(b.conflicts.is_empty(), "{:?}", b.conflicts);
+        let b = preflight(
+            &client,
+            "b",
+            "app.py",
+            &[("import sys, re", "import sys")],
+            false,
+        )
+        .await;
+        assert_eq!(overlap_sessions(&b), ["a"]);
+    });
+}
+
+#[test]
+fn a_mixed_edit_keeps_the_import_and_the_function() {
+    let (repo, _daemon) = setup(&[("app.py", APP)]);
+    let client = repo.client();
+    block_on(async {
+        let content = APP
+            .replace("import os", "import os.path")
+            .replace("c = b - 3", "c = b - 4");
+        let result = client
+            .edit_preflight(EditPreflightParams {
+                content: Some(content.clone()),
+                edits: Vec::new(),
+                ..params("a", "app.py", &[], true)
+            })
+            .await
+            .unwrap();
+        assert!(result.conflicts.is_empty());
+        repo.write("app.py", &content);
+        assert_eq!(regions_of(&client, "a").await, [[1, 1], [10, 10]]);
+        // The missed case of issue 21: B's edit of the same import line is a collision.
+        let b = preflight(
+            &client,
+            "b",
+            "app.py",
+            &[("import os.path", "import os")],
+            false,
+        )
+        .await;
+        assert_eq!(overlap_sessions(&b), ["a"]);
+    });
+}
+
+#[test]
+fn two_edits_of_one_session_are_one_intent_with_merged_regions() {
+    let (repo, _daemon) = setup(&[("app.py", APP)]);
+    let client = repo.client();
+    block_on(async {
+        edit_and_write(&repo, &client, "a", "app.py", &[("a = x + 1", "a = x + 2")]).await;
+        edit_and_write(&repo, &client, "a", "app.py", &[("b = a * 2", "b = a * 5")]).await;
+        edit_and_write(&repo, &client, "a", "app.py", &[("return 2", "return 7")]).await;
+        assert_eq!(regions_of(&client, "a").await, [[8, 9], [25, 25]]);
+    });
+}
+
+#[test]
+fn regions_follow_another_sessions_edit_above_them_and_the_disk() {
+    let (repo, _daemon) = setup(&[("app.py", APP)]);
+    let client = repo.client();
+    block_on(async {
+        edit_and_write(&repo, &client, "a", "app.py", &[("return 2", "return 7")]).await;
+        assert_eq!(regions_of(&client, "a").await, [[25, 25]]);
+        // B adds two lines at the top: A's region moves down by two.
+        edit_and_write(
+            &repo,
+            &client,
+            "b",
+            "app.py",
+            &[("import sys\n", "import sys\nimport re\nimport json\n")],
+        )
+        .await;
+        assert_eq!(regions_of(&client, "a").await, [[27, 27]]);
+        assert_eq!(regions_of(&client, "b").await, [[2, 4]]);
+        // A change the index sees on disk (no preflight): one line removed above.
+        let text = std::fs::read_to_string(repo.path().join("app.py")).unwrap();
+        repo.write("app.py", &text.replace("LIMIT = 10\n", ""));
+        assert_eq!(regions_of(&client, "a").await, [[26, 26]]);
+        // And the region still collides where it now is.
+        let c = preflight(&client, "c", "app.py", &[("return 7", "return 8")], false).await;
+        assert_eq!(overlap_sessions(&c), ["a"]);
+    });
+}
+
+#[test]
+fn a_region_whose_lines_are_replaced_maps_to_the_replacement() {
+    let (repo, _daemon) = setup(&[("app.py", APP)]);
+    let client = repo.client();
+    block_on(async {
+        edit_and_write(&repo, &client, "a", "app.py", &[("b = a * 2", "b = a * 9")]).await;
+        assert_eq!(regions_of(&client, "a").await, [[9, 9]]);
+        // Lines 8-10 rewritten into four lines on disk.
+        let text = std::fs::read_to_string(repo.path().join("app.py")).unwrap();
+        repo.write(
+            "app.py",
+            &text.replace(
+                "    a = x + 1\n    b = a * 9\n    c = b - 3\n",
+                "    a = x\n    a += 1\n    b = a * 9  # nine\n    c = b - 3 + 0\n",
+            ),
+        );
+        assert_eq!(regions_of(&client, "a").await, [[8, 11]]);
+    });
+}
+
+#[test]
+fn a_preview_before_the_recorded_edit_is_written_sees_its_lines_where_they_are() {
+    let (repo, _daemon) = setup(&[("app.py", APP)]);
+    let client = repo.client();
+    block_on(async {
+        // A records an edit that adds lines at the top and one inside Other; not written yet.
+        let a = preflight(
+            &client,
+            "a",
+            "app.py",
+            &[
+                ("import os\n", "import os\nimport re\nimport json\n"),
+                ("return 2", "return 7"),
+            ],
+            true,
+        )
+        .await;
+        assert!(a.conflicts.is_empty());
+        // B previews against the file as it still is: `return 2` is on line 25 there.
+        let b = preflight(&client, "b", "app.py", &[("return 2", "return 3")], false).await;
+        assert_eq!(overlap_sessions(&b), ["a"]);
+        let b = preflight(&client, "b", "app.py", &[("return 1", "return 3")], false).await;
+        assert!(b.conflicts.is_empty(), "{:?}", b.conflicts);
+    });
+}
+
+/// The touched symbols of a whole-content write of `file` (held as `text` in a fresh
+/// repository) that replaces `old` with `new`: the line diff makes an added member a pure
+/// insertion between symbols, the case that used to lose its container.
+fn touched(file: &str, text: &str, old: &str, new: &str) -> Vec<String> {
+    let (repo, _daemon) = setup(&[(file, text)]);
+    let client = repo.client();
+    let content = text.replacen(old, new, 1);
+    assert_ne!(content, text);
+    block_on(async {
+        let result = client
+            .edit_preflight(EditPreflightParams {
+                content: Some(content),
+                edits: Vec::new(),
+                ..params("a", file, &[], false)
+            })
+            .await
+            .unwrap();
+        assert!(result.applies);
+        result.symbols
+    })
+}
+
+#[test]
+fn a_method_appended_to_a_python_class_is_named_with_it() {
+    let symbols = touched(
+        "app.py",
+        APP,
+        "        return 1\n",
+        "        return 1\n\n    def process(self):\n        return 3\n",
+    );
+    assert!(
+        symbols.contains(&"app.py:Child.process".to_string()),
+        "{symbols:?}"
+    );
+    assert!(
+        !symbols
+            .iter()
+            .any(|s| s == "app.py:process" || s == "app.py:Other.process"),
+        "{symbols:?}"
+    );
+}
+
+#[test]
+fn a_method_appended_to_a_python_class_does_not_meet_another_class_lock() {
+    let (repo, _daemon) = setup(&[("app.py", APP)]);
+    let client = repo.client();
+    block_on(async {
+        client
+            .lock_acquire(acquire("app.py:Other.process", "holder", None))
+            .await
+            .unwrap();
+        let result = preflight(
+            &client,
+            "a",
+            "app.py",
+            &[(
+                "        return 1\n",
+                "        return 1\n\n    def process(self):\n        return 3\n",
+            )],
+            false,
+        )
+        .await;
+        assert!(result.conflicts.is_empty(), "{:?}", result.conflicts);
+    });
+}
+
+#[test]
+fn a_fn_added_to_a_rust_impl_is_named_with_its_type() {
+    let text = "pub struct Store;\n\nimpl Store {\n    pub fn open() -> Store {\n        Store\n    }\n}\n\npub fn open() {}\n";
+    let symbols = touched(
+        "src/lib.rs",
+        text,
+        "        Store\n    }\n",
+        "        Store\n    }\n\n    pub fn close(&self) {}\n",
+    );
+    assert!(
+        symbols.contains(&"src/lib.rs:Store.close".to_string()),
+        "{symbols:?}"
+    );
+    assert!(
+        !symbols.iter().any(|s| s == "src/lib.rs:close"),
+        "{symbols:?}"
+    );
+}
+
+#[test]
+fn members_added_to_ts_and_java_classes_are_named_with_them() {
+    let ts = "export class Cart {\n  total(): number {\n    return 0;\n  }\n}\n";
+    let symbols = touched(
+        "src/cart.ts",
+        ts,
+        "    return 0;\n  }\n",
+        "    return 0;\n  }\n\n  clear(): void {}\n",
+    );
+    assert!(
+        symbols.contains(&"src/cart.ts:Cart.clear".to_string()),
+        "{symbols:?}"
+    );
+    let java =
+        "package shop;\n\npublic class Cart {\n    int total() {\n        return 0;\n    }\n}\n";
+    let symbols = touched(
+        "src/shop/Cart.java",
+        java,
+        "        return 0;\n    }\n",
+        "        return 0;\n    }\n\n    void clear() {}\n",
+    );
+    assert!(
+        symbols.contains(&"src/shop/Cart.java:Cart.clear".to_string()),
+        "{symbols:?}"
+    );
+}
+
+#[test]
+fn a_go_method_added_is_named_with_its_type() {
+    let go = "package shop\n\ntype Cart struct{}\n\nfunc (c *Cart) Total() int {\n\treturn 0\n}\n";
+    let symbols = touched(
+        "shop/cart.go",
+        go,
+        "\treturn 0\n}\n",
+        "\treturn 0\n}\n\nfunc (c *Cart) Clear() {}\n",
+    );
+    assert!(
+        symbols.contains(&"shop/cart.go:Cart.Clear".to_string()),
+        "{symbols:?}"
+    );
+}
+
+#[test]
+fn the_same_function_in_separate_hunks_is_context_not_a_collision() {
+    let (repo, _daemon) = setup(&[("app.py", APP)]);
+    let client = repo.client();
+    block_on(async {
+        edit_and_write(&repo, &client, "a", "app.py", &[("a = x + 1", "a = x + 2")]).await;
+        // Line 11 is two lines away from A's line 8: same function, no collision.
+        let b = preflight(
+            &client,
+            "b",
+            "app.py",
+            &[("return c", "return c * 2")],
+            false,
+        )
+        .await;
+        assert!(b.conflicts.is_empty(), "{:?}", b.conflicts);
+        let a_intent = intents_of(&client, "a").await[0].intent_id.clone();
+        assert_eq!(
+            json_of(&b.related),
+            json!([{"type": "SAME_SYMBOL", "symbolPath": "app.py:alpha", "sessionId": "a", "intentId": a_intent}])
+        );
+    });
+}
+
+#[test]
+fn adjacent_lines_collide() {
+    let (repo, _daemon) = setup(&[("app.py", APP)]);
+    let client = repo.client();
+    block_on(async {
+        edit_and_write(&repo, &client, "a", "app.py", &[("a = x + 1", "a = x + 2")]).await;
+        let b = preflight(&client, "b", "app.py", &[("b = a * 2", "b = a * 3")], false).await;
+        assert_eq!(overlap_sessions(&b), ["a"]);
+        assert!(
+            b.related.is_empty(),
+            "a collision is not repeated as context: {:?}",
+            b.related
+        );
+    });
+}
+
+#[test]
+fn a_caller_of_a_changed_symbol_is_coupled() {
+    let (repo, _daemon) = setup(&[("app.py", APP)]);
+    let client = repo.client();
+    block_on(async {
+        edit_and_write(&repo, &client, "a", "app.py", &[("c = b - 3", "c = b - 4")]).await;
+        let a_intent = intents_of(&client, "a").await[0].intent_id.clone();
+        // beta calls alpha, in which A works.
+        let b = preflight(
+            &client,
+            "b",
+            "app.py",
+            &[("alpha(y) + 1", "alpha(y) + 2")],
+            false,
+        )
+        .await;
+        assert!(b.conflicts.is_empty(), "{:?}", b.conflicts);
+        assert_eq!(
+            json_of(&b.related),
+            json!([{"type": "COUPLED", "symbolPath": "app.py:beta", "otherSymbol": "app.py:alpha",
+                    "relation": "calls", "sessionId": "a", "intentId": a_intent}])
+        );
+        // And the other way round: an edit of alpha is called by beta, where B now works.
+        edit_and_write(
+            &repo,
+            &client,
+            "b",
+            "app.py",
+            &[("alpha(y) + 1", "alpha(y) + 2")],
+        )
+        .await;
+        let b_intent = intents_of(&client, "b").await[0].intent_id.clone();
+        let c = preflight(&client, "c", "app.py", &[("b = a * 2", "b = a * 7")], false).await;
+        let related = json_of(&c.related);
+        assert!(
+            related.as_array().unwrap().contains(&json!(
+                {"type": "COUPLED", "symbolPath": "app.py:alpha", "otherSymbol": "app.py:beta",
+                 "relation": "called-by", "sessionId": "b", "intentId": b_intent}
+            )),
+            "{related}"
+        );
+    });
+}
+
+#[test]
+fn declared_intents_keep_their_rules() {
+    let (repo, _daemon) = setup(&[("app.py", APP)]);
+    let client = repo.client();
+    block_on(async {
+        let declared = client
+            .intent_declare(declare("a", "rework alpha", &["app.py"], Some(&["alpha"])))
+            .await
+            .unwrap();
+        assert!(
+            intents_of(&client, "a").await[0].regions.is_empty(),
+            "declared: no regions"
+        );
+        // Anywhere in alpha's range collides, far from any changed line.
+        let b = preflight(
+            &client,
+            "b",
+            "app.py",
+            &[("return c", "return c * 2")],
+            false,
+        )
+        .await;
+        assert_eq!(overlap_sessions(&b), ["a"]);
+        let b = preflight(&client, "b", "app.py", &[("return 2", "return 3")], false).await;
+        assert!(b.conflicts.is_empty());
+        // intent.declare against observed work: a declared symbol containing a changed line.
+        edit_and_write(&repo, &client, "d", "app.py", &[("return 1", "return 5")]).await;
+        let e = client
+            .intent_declare(declare("e", "child", &["app.py"], Some(&["Child.run"])))
+            .await
+            .unwrap();
+        let hits: Vec<Value> = json_of(&e.conflicts.items).as_array().unwrap().clone();
+        assert!(
+            hits.iter().any(|c| c["overlappingSessionId"] == "d"),
+            "{hits:?}"
+        );
+        let f = client
+            .intent_declare(declare("f", "other", &["app.py"], Some(&["Other.process"])))
+            .await
+            .unwrap();
+        let hits = json_of(&f.conflicts.items);
+        assert!(
+            !hits
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["overlappingSessionId"] == "d"),
+            "{hits}"
+        );
+        // A file-level declaration meets every edit.
+        client
+            .intent_declare(declare("c", "whole file", &["app.py"], None))
+            .await
+            .unwrap();
+        let b = preflight(&client, "b", "app.py", &[("return 2", "return 3")], false).await;
+        assert!(overlap_sessions(&b).contains(&"c".to_string()));
+        let _ = declared;
+    });
+}
