@@ -2,12 +2,13 @@
 //! predictor scored against git's merge (issue 21 item 5).
 //!
 //! ```text
-//! wit-bench replay --data /work/replay-data/pairs.jsonl [--limit N] [--json OUT]
+//! wit-bench replay --data /work/replay-data/pairs.jsonl [--limit N] [--json OUT] [--jobs N]
 //! ```
 //!
 //! The pairs come from `scripts/replay/mine.py` (see [`crate::replay_data`]). One daemon
-//! serves the whole run, on a scratch repository; pair `i` lives in its own directory
-//! `pNNNN/` there, so no pair sees another's files or sessions. A pair is:
+//! serves the whole run (or each of `--jobs N` daemons a share of the pairs), on a scratch
+//! repository; pair `i` lives in its own directory `pNNNN/` there, so no pair sees another's
+//! files or sessions. A pair is:
 //! 1. the pair's base files are written;
 //! 2. agent A (session `a<i>`) makes its patch file by file as an agent would: one
 //!    `edit.preflight` with `record: true` carrying the file's edits (see
@@ -27,6 +28,7 @@
 //! the pair's replayed files ([`crate::replay_truth`]).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
@@ -52,6 +54,9 @@ pub(crate) struct ReplayArgs {
     /// Also write the scores and every pair's outcome as JSON here.
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
+    /// Daemons replaying at once, each on its own scratch repository and share of the pairs.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub jobs: usize,
 }
 
 /// Runs the replay and prints its report.
@@ -60,30 +65,34 @@ pub(crate) async fn replay(wit: &Path, args: &ReplayArgs) -> Result<()> {
     if let Some(limit) = args.limit {
         pairs.truncate(limit);
     }
+    let pairs = Arc::new(pairs);
     let work = WorkDir::new()?;
-    let root = work.path().join("r");
-    std::fs::create_dir_all(&root)?;
-    let status = std::process::Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(&root)
-        .status()?;
-    anyhow::ensure!(status.success(), "git init failed");
-    let truth = TruthRepo::create(&work.path().join("truth.git"))?;
-    let (daemon, _) = Daemon::start(wit, &root).await?;
-    let mut conn = Conn::open(&daemon.socket).await?;
     let started = std::time::Instant::now();
-    let mut outcomes = Vec::with_capacity(pairs.len());
-    for (index, pair) in pairs.iter().enumerate() {
-        let outcome = replay_pair(&mut conn, &root, index, pair, &truth)
-            .await
-            .with_context(|| format!("pair {}", pair.id))?;
-        outcomes.push(outcome);
-        if (index + 1) % 50 == 0 {
-            eprintln!("replayed {} of {} pairs", index + 1, pairs.len());
+    let jobs = args.jobs.max(1);
+    let shards: Vec<_> = (0..jobs)
+        .map(|shard| {
+            let (wit, pairs) = (wit.to_owned(), Arc::clone(&pairs));
+            let dir = work.path().join(format!("s{shard}"));
+            std::thread::spawn(move || -> Result<Vec<(usize, Outcome)>> {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?
+                    .block_on(replay_shard(&wit, &dir, &pairs, shard, jobs))
+            })
+        })
+        .collect();
+    let mut outcomes: Vec<Option<Outcome>> = vec![None; pairs.len()];
+    for shard in shards {
+        let done = shard
+            .join()
+            .map_err(|_| anyhow::anyhow!("a replay shard panicked"))??;
+        for (index, outcome) in done {
+            outcomes[index] = Some(outcome);
         }
     }
+    let outcomes: Vec<Outcome> = outcomes.into_iter().flatten().collect();
     println!(
-        "# wit-bench replay: {} pairs of {} in {:.1} s",
+        "# wit-bench replay: {} pairs of {} in {:.1} s ({jobs} daemons)",
         outcomes.len(),
         args.data.display(),
         started.elapsed().as_secs_f64()
@@ -95,6 +104,37 @@ pub(crate) async fn replay(wit: &Path, args: &ReplayArgs) -> Result<()> {
             .with_context(|| format!("write {}", path.display()))?;
     }
     Ok(())
+}
+
+/// Replays every `jobs`-th pair from `shard` on, on one daemon of its own, in `dir`.
+async fn replay_shard(
+    wit: &Path,
+    dir: &Path,
+    pairs: &[Pair],
+    shard: usize,
+    jobs: usize,
+) -> Result<Vec<(usize, Outcome)>> {
+    let root = dir.join("r");
+    std::fs::create_dir_all(&root)?;
+    let status = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&root)
+        .status()?;
+    anyhow::ensure!(status.success(), "git init failed");
+    let truth = TruthRepo::create(&dir.join("truth.git"))?;
+    let (daemon, _) = Daemon::start(wit, &root).await?;
+    let mut conn = Conn::open(&daemon.socket).await?;
+    let mut outcomes = Vec::new();
+    for (index, pair) in pairs.iter().enumerate().skip(shard).step_by(jobs) {
+        let outcome = replay_pair(&mut conn, &root, index, pair, &truth)
+            .await
+            .with_context(|| format!("pair {}", pair.id))?;
+        outcomes.push((index, outcome));
+        if outcomes.len() % 50 == 0 {
+            eprintln!("daemon {shard}: replayed {} pairs", outcomes.len());
+        }
+    }
+    Ok(outcomes)
 }
 
 /// What B's previews of one file said.
@@ -335,7 +375,12 @@ async fn hint(
                 if p.related.is_empty() {
                     String::new()
                 } else {
-                    format!(", related {}", p.related.len())
+                    let kinds: Vec<&str> = p
+                        .related
+                        .iter()
+                        .filter_map(|r| r["type"].as_str())
+                        .collect();
+                    format!(", related {}", kinds.join("+"))
                 }
             )
         });
