@@ -20,7 +20,8 @@
 //! [`index`] (the code index on a checkout: `--repo PATH`, or on a generated repository:
 //! `--synthetic MB [--synthetic-dir PATH]`, see [`synthetic`]; these run the index section
 //! alone, `--runs` cold/warm pairs), [`store`] (daemons on one PostgreSQL database:
-//! `--store URL`, run alone).
+//! `--store URL`, run alone), [`replay`] (`wit-bench replay --data PAIRS`: real pairs of
+//! patches replayed as two agents, predictors scored against git's merge; run alone).
 
 mod cli_timings;
 mod fixtures;
@@ -31,6 +32,11 @@ mod mcp_timings;
 mod measure;
 mod net;
 mod pulse;
+mod replay;
+mod replay_data;
+mod replay_edits;
+mod replay_score;
+mod replay_truth;
 mod safegit;
 mod sections;
 mod store;
@@ -72,6 +78,8 @@ const SECTIONS: &[&str] = &[
 #[derive(Debug, Parser)]
 #[command(name = "wit-bench")]
 struct Options {
+    #[command(subcommand)]
+    command: Option<Subcommand>,
     /// Fewer operations; skips the 10,000-intent, 1.7 MB and 200-file cases.
     #[arg(long)]
     quick: bool,
@@ -99,6 +107,14 @@ struct Options {
     /// fresh project, and an embedded daemon beside them for the ratio).
     #[arg(long, value_name = "URL")]
     store: Option<String>,
+}
+
+/// Benchmarks run on their own rather than as sections.
+#[derive(Debug, clap::Subcommand)]
+enum Subcommand {
+    /// Replays real pairs of patches (scripts/replay/mine.py) as two agents through one
+    /// daemon and scores wit's predictions against git's merge.
+    Replay(replay::ReplayArgs),
 }
 
 impl Options {
@@ -153,6 +169,9 @@ async fn main() -> Result<()> {
             "{} not found: build it first (cargo build --release --bin wit) or pass --wit",
             wit.display()
         );
+    }
+    if let Some(Subcommand::Replay(args)) = &options.command {
+        return replay::replay(&wit, args).await;
     }
     if options.repo.is_some() || options.synthetic.is_some() {
         return index_section(&options, &wit).await;

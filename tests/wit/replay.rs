@@ -1,0 +1,146 @@
+//! `wit-bench replay` on the committed sample of real pairs (tests/fixtures/replay/): the
+//! harness replays every pair through a real daemon, every edit it derives applies, its truth
+//! is git's merge, and its scores are what the pairs' outcomes give. The figures themselves
+//! are the benchmark's business (BENCHMARKS.md), not this test's.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::harness::wit_bin;
+
+const PREDICTORS: [&str; 4] = ["conflicts", "related", "same file", "lines ±1"];
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/replay/pairs.jsonl")
+}
+
+fn fixture_pairs() -> Vec<Value> {
+    std::fs::read_to_string(fixture())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Runs the replay on the sample and returns its JSON report.
+fn run_replay() -> Value {
+    let out_dir = tempfile::tempdir().unwrap();
+    let json = out_dir.path().join("replay.json");
+    let output = Command::new(env!("CARGO_BIN_EXE_wit-bench"))
+        .arg("--wit")
+        .arg(wit_bin())
+        .args(["replay", "--data"])
+        .arg(fixture())
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "wit-bench replay failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("| all |"), "no overall row:\n{stdout}");
+    serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap()
+}
+
+fn ratio(num: u64, den: u64) -> Value {
+    if den == 0 {
+        Value::Null
+    } else {
+        serde_json::json!(num as f64 / den as f64)
+    }
+}
+
+#[test]
+fn the_replay_scores_real_pairs_against_git() {
+    let pairs = fixture_pairs();
+    assert!(pairs.iter().any(|p| p["truth"] == true) && pairs.iter().any(|p| p["truth"] == false));
+    let report = run_replay();
+    let outcomes = report["pairs"].as_array().unwrap();
+    assert_eq!(outcomes.len(), pairs.len());
+
+    for (pair, outcome) in pairs.iter().zip(outcomes) {
+        let id = &pair["id"];
+        assert_eq!(&outcome["id"], id);
+        // Every recording of A and every preview of B applied: the derived edits are sound.
+        assert_eq!(outcome["notApplied"], 0, "{id}");
+        // The truth is git's merge of the replayed files, and it agrees with the merge of the
+        // original commits the miner ran.
+        let conflicted = pair["conflicted"].as_array().unwrap();
+        assert_eq!(
+            outcome["truth"],
+            Value::Bool(!conflicted.is_empty()),
+            "{id}"
+        );
+        assert_eq!(
+            outcome["conflicted"].as_array().unwrap(),
+            conflicted,
+            "{id}"
+        );
+        // Same file: a file both patches change.
+        let shared = pair["files"]
+            .as_object()
+            .unwrap()
+            .values()
+            .any(|f| f.get("a").is_some() && f.get("b").is_some());
+        let predicted = &outcome["predicted"];
+        assert_eq!(predicted["same file"], Value::Bool(shared), "{id}");
+        // Git conflicts only where both change lines that overlap or touch: the line check
+        // (and so the same-file check) always sees a conflict.
+        if outcome["truth"] == true {
+            assert_eq!(predicted["lines ±1"], true, "{id}");
+            assert_eq!(predicted["same file"], true, "{id}");
+        }
+        assert_eq!(
+            predicted["related"],
+            Value::Bool(outcome["relatedItems"].as_u64().unwrap() > 0),
+            "{id}"
+        );
+    }
+    // wit's own answer reaches the score: a pair where both rewrite the same lines is a
+    // collision wit reports.
+    assert!(outcomes
+        .iter()
+        .any(|o| o["truth"] == true && o["predicted"]["conflicts"] == true));
+
+    // The scores are the confusion counts of the outcomes, per language and overall.
+    let mut groups: BTreeMap<String, Vec<&Value>> = BTreeMap::new();
+    for o in outcomes {
+        groups
+            .entry(o["language"].as_str().unwrap().to_owned())
+            .or_default()
+            .push(o);
+        groups.entry("all".to_owned()).or_default().push(o);
+    }
+    let scores = report["scores"].as_array().unwrap();
+    assert_eq!(scores.len(), groups.len());
+    for score in scores {
+        let group = &groups[score["language"].as_str().unwrap()];
+        assert_eq!(score["pairs"], group.len());
+        for name in PREDICTORS {
+            let (mut tp, mut fp, mut fn_, mut tn) = (0u64, 0u64, 0u64, 0u64);
+            for o in group {
+                match (o["truth"] == true, o["predicted"][name] == true) {
+                    (true, true) => tp += 1,
+                    (false, true) => fp += 1,
+                    (true, false) => fn_ += 1,
+                    (false, false) => tn += 1,
+                }
+            }
+            let s = &score["predictors"][name];
+            assert_eq!(
+                (&s["tp"], &s["fp"], &s["fn"], &s["tn"]),
+                (&tp.into(), &fp.into(), &fn_.into(), &tn.into()),
+                "{name}"
+            );
+            assert_eq!(s["precision"], ratio(tp, tp + fp), "{name}");
+            assert_eq!(s["recall"], ratio(tp, tp + fn_), "{name}");
+            assert_eq!(s["f1"], ratio(2 * tp, 2 * tp + fp + fn_), "{name}");
+        }
+    }
+}
