@@ -23,3 +23,5 @@ pub mod mcp;
 pub mod rpc;
 #[cfg(feature = "daemon")]
 pub mod store;
+#[cfg(feature = "daemon")]
+pub mod ui;
