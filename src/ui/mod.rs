@@ -21,6 +21,7 @@ pub mod snapshot;
 pub mod stream;
 
 use std::convert::Infallible;
+use std::io::Write as _;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
@@ -112,8 +113,12 @@ async fn run(paths: WitPaths, options: UiOptions) -> Result<(), UiError> {
     ));
     let guard = guard::Guard::new(port);
     let url = format!("http://127.0.0.1:{port}/?token={}", guard.token());
-    println!("wit ui: {url}");
-    println!("(Ctrl-C to stop)");
+    // Written without panicking: a reader that went away must not stop the server.
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "wit ui: {url}");
+    let _ = writeln!(out, "(Ctrl-C to stop)");
+    let _ = out.flush();
+    drop(out);
     if options.open {
         open_browser(&url);
     }

@@ -56,8 +56,8 @@ impl Ui {
     pub async fn handle(&self, request: Request<Incoming>) -> Response<UiBody> {
         let from_query = match self.guard.admit(request.headers(), request.uri().query()) {
             Ok(from_query) => from_query,
-            Err(Refusal::Host) => return empty(StatusCode::FORBIDDEN),
-            Err(Refusal::Token) => return empty(StatusCode::UNAUTHORIZED),
+            Err(Refusal::Host) => return refuse(request, StatusCode::FORBIDDEN).await,
+            Err(Refusal::Token) => return refuse(request, StatusCode::UNAUTHORIZED).await,
         };
         let path = request.uri().path().to_owned();
         if from_query {
@@ -106,7 +106,7 @@ impl Ui {
             }
             (&Method::POST, "/api/action") => {
                 if !self.guard.action_allowed(request.headers()) {
-                    return empty(StatusCode::UNAUTHORIZED);
+                    return refuse(request, StatusCode::UNAUTHORIZED).await;
                 }
                 self.action(request).await
             }
@@ -171,7 +171,16 @@ fn body(status: StatusCode, content_type: &str, text: String) -> Response<UiBody
     response
 }
 
-/// A refusal or a bare status: no body, nothing learnt.
+/// A refusal: the body (up to the action limit) is read and dropped first, so that closing
+/// the connection does not reset it under the client before it reads the answer.
+async fn refuse(request: Request<Incoming>, status: StatusCode) -> Response<UiBody> {
+    let _ = Limited::new(request.into_body(), MAX_ACTION_BODY)
+        .collect()
+        .await;
+    empty(status)
+}
+
+/// A bare status: no body, nothing learnt.
 fn empty(status: StatusCode) -> Response<UiBody> {
     let mut response = Response::new(Full::new(Bytes::new()).boxed());
     *response.status_mut() = status;

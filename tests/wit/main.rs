@@ -16,3 +16,5 @@ mod mcp;
 mod sessions;
 mod shared;
 mod spine;
+mod ui;
+mod webdriver;
