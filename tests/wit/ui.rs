@@ -207,6 +207,30 @@ fn the_page_shows_the_state_follows_it_live_and_carries_out_a_persons_actions() 
         collision, true,
         "the collision on src/a.ts:h is not highlighted"
     );
+    // An accepted contract whose function changes on disk shows as violated.
+    let on_f = call(&repo, "contract.query", json!({"symbolPath": "src/a.ts:f"}));
+    let on_f = on_f[0]["contractId"].as_str().unwrap().to_owned();
+    call(
+        &repo,
+        "contract.respond",
+        json!({"contractId": on_f, "sessionId": "s-bob", "accept": true}),
+    );
+    repo.write(
+        "src/a.ts",
+        &SOURCE_A.replace(
+            "f(a: number): number",
+            "f(a: number, strict: boolean): number",
+        ),
+    );
+    browser.wait_for(
+        "the violated contract",
+        &format!(
+            "const r = document.querySelector('[data-contract-row=\"{on_f}\"]');
+             return r && r.classList.contains('violated')
+               && r.textContent.includes('(a: number, strict: boolean): number')"
+        ),
+        Duration::from_secs(10),
+    );
     browser.wait_for(
         "timeline rows",
         "return document.querySelectorAll('#timeline tr[data-seq]').length >= 10",

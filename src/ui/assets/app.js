@@ -241,7 +241,7 @@
       out.push(`<div class="file ${cls}" data-file="${esc(file)}"><span class="path">${esc(file)}</span> ${badge}${rows}${lockRows}</div>`);
     }
     $("workmap").innerHTML = out.join("") || `<div class="empty">no declared or observed work</div>`;
-    $("workmap-count").textContent = `${byFile.size} files${collisions ? ` · ${collisions} collision${collisions > 1 ? "s" : ""}` : ""}`;
+    $("workmap-count").textContent = `${byFile.size} file${byFile.size === 1 ? "" : "s"}${collisions ? ` · ${collisions} collision${collisions > 1 ? "s" : ""}` : ""}`;
   }
 
   function renderContracts() {
