@@ -54,8 +54,10 @@ async fn feed(hub: Arc<Hub>, sender: mpsc::Sender<Bytes>) {
     let mut sent: Sections = Vec::new();
     let current = Arc::clone(&sections.borrow_and_update());
     let mut first = changed_frames(&mut sent, &current);
+    // `history`, not `events`: the page shows these but does not apply them to the sections
+    // it was just sent (they are older).
     first.push_str(&frame(
-        "events",
+        "history",
         &serde_json::Value::Array(hub.recent()).to_string(),
     ));
     first.push_str(&hub.status_frame());

@@ -441,3 +441,142 @@ fn requests_without_the_token_or_from_another_host_are_refused_and_learn_nothing
     );
     assert_eq!(other.status, 400);
 }
+
+fn median_and_p95(mut values: Vec<f64>) -> (f64, f64) {
+    assert!(!values.is_empty());
+    values.sort_by(f64::total_cmp);
+    let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.95))
+}
+
+/// 50 sessions holding 1,000 locks, then 100 events a second for 5 s: the page shows every
+/// lock and receives every event, and reports (on stderr) its size and update latencies,
+/// the figures of BENCHMARKS.md's `wit ui` section.
+#[test]
+fn the_page_keeps_up_with_50_sessions_1000_locks_and_100_events_a_second() {
+    const SESSIONS: usize = 50;
+    const LOCKS: usize = 1000;
+    const RATE: u64 = 100;
+    const LOAD_SECS: u64 = 5;
+    let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
+    let repo = Repo::new();
+    let _daemon = Daemon::start(&repo);
+    let client = repo.client();
+    block_on(async {
+        for s in 0..SESSIONS {
+            let params = json!({"sessionId": format!("s{s}"), "name": format!("agent-{s}")});
+            client.call_raw("register", params).await.unwrap();
+        }
+        for l in 0..LOCKS {
+            let params = json!({"sessionId": format!("s{}", l % SESSIONS),
+                                "symbolPath": format!("src/m{}.ts:f{l}", l % 40)});
+            client.call_raw("lock.acquire", params).await.unwrap();
+        }
+    });
+    let ui = UiServer::start(&repo);
+    let browser = Browser::start(1480, 1010);
+    browser.goto(&ui.url());
+    browser.wait_for(
+        "1,000 locks",
+        &format!("{LOCK_ROWS} === {LOCKS}"),
+        Duration::from_secs(60),
+    );
+
+    // What a page costs to open: the shell, script and style, and the state it is sent.
+    let cookie = ui.cookie();
+    let size = |target: &str| {
+        let answer = http(ui.port, "GET", target, &[("Cookie", &cookie)], b"");
+        assert_eq!(answer.status, 200, "{target}");
+        answer.body.len()
+    };
+    let assets = size("/") + size("/app.js") + size("/app.css");
+    let state = size("/api/state");
+
+    browser.eval("window.witUi.trackLocks()", json!([]));
+    let before_load = browser.eval("return window.witUi.received", json!([]));
+    let first_seq = call(&repo, "events.poll", json!({}))["next"]
+        .as_i64()
+        .unwrap();
+    let sent = block_on(async {
+        let pace = Duration::from_micros(1_000_000 / RATE);
+        let start = tokio::time::Instant::now();
+        let mut sent = 0u64;
+        for i in 0..RATE * LOAD_SECS {
+            tokio::time::sleep_until(start + pace * i as u32).await;
+            // Each load lock lives about 1 s: acquired, released 50 pairs later (the first
+            // 50 odd calls refresh instead).
+            let k = i / 2;
+            let held = if i % 2 == 0 || k < 50 { k } else { k - 50 };
+            let method = if i % 2 == 1 && k >= 50 {
+                "lock.release"
+            } else {
+                "lock.acquire"
+            };
+            let params = json!({"sessionId": format!("s{}", held as usize % SESSIONS),
+                                "symbolPath": format!("src/load.ts:g{held}")});
+            client.call_raw(method, params).await.unwrap();
+            sent += 1;
+        }
+        sent
+    });
+    let last_seq = call(&repo, "events.poll", json!({}))["next"]
+        .as_i64()
+        .unwrap();
+    assert_eq!((last_seq - first_seq) as u64, sent, "one event per call");
+    // Every event reaches the page, and the table ends at the daemon's lock count.
+    browser.wait_for(
+        "every event",
+        &format!("return window.witUi.lastSeq >= {last_seq}"),
+        Duration::from_secs(30),
+    );
+    let received = browser.eval("return window.witUi.received", json!([]));
+    assert_eq!(
+        received.as_u64().unwrap() - before_load.as_u64().unwrap(),
+        sent
+    );
+    let held = call(&repo, "lock.query", json!({}))
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(held, LOCKS + 50);
+    browser.wait_for(
+        "the settled lock table",
+        &format!("{LOCK_ROWS} === {held}"),
+        Duration::from_secs(10),
+    );
+    let figures = browser.eval(
+        &format!(
+            "const m = window.witUi; return {{events: m.latencies.slice(-{sent}),
+               locks: m.lockLatencies, longTasks: m.longTasks, renderMs: m.renderMs}}"
+        ),
+        json!([]),
+    );
+    let list = |key: &str| -> Vec<f64> {
+        figures[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect()
+    };
+    let (events_median, events_p95) = median_and_p95(list("events"));
+    let locks = list("locks");
+    assert!(
+        locks.len() as u64 >= sent / 4,
+        "too few new locks noticed: {}",
+        locks.len()
+    );
+    let (locks_median, locks_p95) = median_and_p95(locks);
+    let (render_median, _) = median_and_p95(list("renderMs"));
+    let render_longest = list("renderMs").into_iter().fold(0.0, f64::max);
+    let long_tasks = list("longTasks");
+    let longest = long_tasks.iter().copied().fold(0.0, f64::max);
+    eprintln!(
+        "wit ui figures: page {assets} B (HTML+JS+CSS), state {state} B for {SESSIONS} sessions \
+         and {LOCKS} locks; {sent} events at {RATE}/s: event->timeline median {events_median} ms, \
+         p95 {events_p95} ms; acquire->lock row median {locks_median} ms, p95 {locks_p95} ms; \
+         one render median {render_median:.1} ms, longest {render_longest:.1} ms; \
+         long tasks (>50 ms) {}, longest {longest} ms",
+        long_tasks.len()
+    );
+}

@@ -263,20 +263,34 @@ impl Browser {
         }
     }
 
-    /// Clicks the first element matching the CSS `selector`, as a user would.
+    /// Clicks the first element matching the CSS `selector`, as a user would (found again
+    /// when the page replaced it between the lookup and the click).
     pub fn click(&self, selector: &str) {
-        let found = self.command(
-            "POST",
-            "/element",
-            Some(json!({"using": "css selector", "value": selector})),
-        );
-        let id = found
-            .as_object()
-            .and_then(|o| o.values().next())
-            .and_then(Value::as_str)
-            .unwrap_or_else(|| panic!("no element {selector}: {found}"))
-            .to_owned();
-        self.command("POST", &format!("/element/{id}/click"), Some(json!({})));
+        for _ in 0..10 {
+            let found = self.command(
+                "POST",
+                "/element",
+                Some(json!({"using": "css selector", "value": selector})),
+            );
+            let id = found
+                .as_object()
+                .and_then(|o| o.values().next())
+                .and_then(Value::as_str)
+                .unwrap_or_else(|| panic!("no element {selector}: {found}"))
+                .to_owned();
+            let answer = request(
+                self.port,
+                "POST",
+                &format!("/session/{}/element/{id}/click", self.session),
+                Some(json!({})),
+            );
+            match answer["value"]["error"].as_str() {
+                None => return,
+                Some("stale element reference") => continue,
+                Some(_) => panic!("click on {selector}: {answer}"),
+            }
+        }
+        panic!("{selector} kept being replaced");
     }
 
     /// A PNG of the viewport.

@@ -19,10 +19,24 @@
   let lastSeq = 0;
   let pendingEvents = [];
   let frameQueued = false;
+  let sessionsKey = "";
+  let sessionsShape = "";            // the sessions as shown, signs of life left out
+  let shownLocksKey = "";            // the locks the table shows, as locksKey() spells them
+  const lockRows = new Map();        // symbolPath -> its <tr>
   const names = new Map();   // sessionId -> display name
   const liveness = new Map(); // sessionId -> "live" | "dead" | "quiet"
   // Figures the browser test and the benchmark read.
-  const metrics = window.witUi = { latencies: [], renders: 0, sections: {} };
+  const metrics = window.witUi = { latencies: [], renders: 0, sections: {}, received: 0,
+    longTasks: [], lockLatencies: [], seenLocks: null, renderMs: [],
+    // From now on, note how long each new lock took from its acquisition to the table.
+    trackLocks() {
+      metrics.seenLocks = new Set(data.locks.map((l) => l.symbolPath + "#" + l.token));
+      metrics.longTasks = []; metrics.latencies = []; metrics.renderMs = [];
+    } };
+  if (window.PerformanceObserver && PerformanceObserver.supportedEntryTypes.includes("longtask")) {
+    new PerformanceObserver((list) => { for (const e of list.getEntries()) metrics.longTasks.push(e.duration); })
+      .observe({ type: "longtask", buffered: true });
+  }
 
   const $ = (id) => document.getElementById(id);
   const esc = (v) => String(v ?? "").replace(/[&<>"']/g, (c) =>
@@ -45,8 +59,13 @@
     try { const v = JSON.parse(intent.symbols || "[]"); return Array.isArray(v) ? v : []; } catch (_) { return []; }
   };
 
+  // Render at the next frame, or within 100 ms where frames are throttled (a busy or
+  // hidden page), whichever comes first.
   function schedule() {
-    if (!frameQueued) { frameQueued = true; requestAnimationFrame(render); }
+    if (frameQueued) return;
+    frameQueued = true;
+    requestAnimationFrame(render);
+    setTimeout(render, 100);
   }
 
   // ---- live stream ----------------------------------------------------------------------
@@ -55,21 +74,46 @@
     for (const name of Object.keys(data)) {
       source.addEventListener(name, (e) => {
         data[name] = JSON.parse(e.data);
+        // The lock events already put these rows on the page: rebuild only on a difference.
+        if (name === "locks") {
+          const key = locksKey(data.locks);
+          if (key === shownLocksKey) return;
+        }
         metrics.sections[name] = Date.now();
         dirty.add(name);
-        if (name === "sessions") { dirty.add("locks"); dirty.add("workmap"); dirty.add("contracts"); dirty.add("waits"); }
+        // Names and liveness are all the other sections take from sessions: a new sign of
+        // life alone must not rebuild a table of 1,000 locks.
+        if (name === "sessions") {
+          const shape = JSON.stringify(data.sessions.map((s) => ({ ...s, lastSeenAt: 0 })));
+          if (shape === sessionsShape) {
+            for (const s of data.sessions) {
+              const span = document.querySelector(`[data-session-row="${CSS.escape(s.sessionId)}"] [data-ago]`);
+              if (span) span.dataset.ago = s.lastSeenAt;
+            }
+            return;
+          }
+          sessionsShape = shape;
+          const key = data.sessions.map((s) => `${s.sessionId}\u0000${s.name}\u0000${s.live}`).join("\u0001");
+          if (key !== sessionsKey) { sessionsKey = key; dirty.add("locks"); dirty.add("workmap"); dirty.add("contracts"); dirty.add("waits"); }
+        }
         if (name === "locks") { dirty.add("waits"); dirty.add("workmap"); }
         if (name === "intents") dirty.add("workmap");
         if (name === "violations") dirty.add("contracts");
         schedule();
       });
     }
-    source.addEventListener("events", (e) => {
+    const onEvents = (history) => (e) => {
       for (const ev of JSON.parse(e.data)) {
-        if (ev.seq > lastSeq) { lastSeq = ev.seq; pendingEvents.push(ev); }
+        if (ev.seq > lastSeq) {
+          lastSeq = ev.seq; metrics.lastSeq = ev.seq; metrics.received++;
+          if (history) ev.history = true;
+          pendingEvents.push(ev);
+        }
       }
       schedule();
-    });
+    };
+    source.addEventListener("events", onEvents(false));
+    source.addEventListener("history", onEvents(true));
     source.addEventListener("gap", (e) => {
       const gap = JSON.parse(e.data);
       pendingEvents.push({ marker: `gap after #${gap.since}: ${gap.reason}` });
@@ -99,16 +143,21 @@
 
   // ---- rendering ------------------------------------------------------------------------
   function render() {
+    if (!frameQueued) return;
     frameQueued = false;
+    const started = performance.now();
     if (dirty.has("sessions")) renderSessions();
-    if (dirty.has("locks")) renderLocks();
+    if (dirty.has("locks")) { renderLocks(); noteNewLocks(); }
     if (dirty.has("waits")) renderWaits();
     if (dirty.has("workmap")) renderWorkMap();
     if (dirty.has("contracts")) renderContracts();
+    if (dirty.size) paintAllArmed();
     dirty.clear();
     if (pendingEvents.length) renderEvents();
     renderStats();
     metrics.renders++;
+    metrics.renderMs.push(performance.now() - started);
+    if (metrics.renderMs.length > 5000) metrics.renderMs.splice(0, 2500);
   }
 
   function stateOf(s) {
@@ -148,15 +197,70 @@
     for (const l of data.locks) {
       const holder = who(l.sessionId);
       if (filter && !l.symbolPath.toLowerCase().includes(filter) && !holder.toLowerCase().includes(filter)) continue;
-      const dead = liveness.get(l.sessionId) === "dead";
-      const exp = Date.parse(l.expiresAt);
-      rows.push(`<tr data-lock="${esc(l.symbolPath)}"><td class="sym">${esc(l.symbolPath)}</td>
-        <td>${esc(holder)}${dead ? ' <span class="chip bad">ended</span>' : ""}</td>
-        <td class="num" data-exp="${exp}">${left(exp - Date.now())}</td><td class="num mono">${l.token}</td>
-        <td>${dead ? `<button class="danger" data-act="release-lock" data-symbol="${esc(l.symbolPath)}" data-session="${esc(l.sessionId)}">release</button>` : ""}</td></tr>`);
+      rows.push(lockRow(l));
     }
     $("locks").innerHTML = rows.join("") || `<tr><td colspan="5" class="empty">no locks</td></tr>`;
+    lockRows.clear();
+    for (const row of $("locks").rows) if (row.dataset.lock) lockRows.set(row.dataset.lock, row);
+    shownLocksKey = locksKey(data.locks);
     $("locks-count").textContent = String(data.locks.length);
+  }
+
+  function locksKey(locks) {
+    return locks.map((l) => `${l.symbolPath}#${l.token}#${l.expiresAt}`).join("\n");
+  }
+
+  function lockRow(l) {
+    const dead = liveness.get(l.sessionId) === "dead";
+    const exp = Date.parse(l.expiresAt);
+    return `<tr data-lock="${esc(l.symbolPath)}"><td class="sym">${esc(l.symbolPath)}</td>
+        <td>${esc(who(l.sessionId))}${dead ? ' <span class="chip bad">ended</span>' : ""}</td>
+        <td class="num" data-exp="${exp}">${left(exp - Date.now())}</td><td class="num mono">${l.token}</td>
+        <td>${dead ? `<button class="danger" data-act="release-lock" data-symbol="${esc(l.symbolPath)}" data-session="${esc(l.sessionId)}">release</button>` : ""}</td></tr>`;
+  }
+
+  // Lock events change the table row by row, at once; the next locks section confirms them.
+  function applyLockEvents(batch) {
+    let changed = false;
+    const filter = $("locks-filter").value.trim().toLowerCase();
+    for (const ev of batch) {
+      if (ev.history || !ev.type || !ev.type.startsWith("lock.")) continue;
+      const path = ev.subject;
+      const at = data.locks.findIndex((l) => l.symbolPath === path);
+      if (ev.type === "lock.acquired" || ev.type === "lock.refreshed") {
+        const lock = { symbolPath: path, sessionId: ev.sessionId, acquiredAt: ev.data.acquiredAt,
+          expiresAt: ev.data.expiresAt, token: ev.data.token };
+        if (at >= 0) data.locks[at] = lock; else data.locks.push(lock);
+        const old = lockRows.get(path);
+        const visible = !filter || path.toLowerCase().includes(filter) || who(lock.sessionId).toLowerCase().includes(filter);
+        if (old) { old.outerHTML = lockRow(lock); lockRows.set(path, $("locks").querySelector(`tr[data-lock="${CSS.escape(path)}"]`)); }
+        else if (visible) {
+          const body = $("locks");
+          if (!lockRows.size) body.innerHTML = "";
+          body.insertAdjacentHTML("beforeend", lockRow(lock));
+          lockRows.set(path, body.lastElementChild);
+        }
+      } else if (ev.type === "lock.released" || ev.type === "lock.expired") {
+        if (at >= 0) data.locks.splice(at, 1);
+        const row = lockRows.get(path);
+        if (row) { row.remove(); lockRows.delete(path); }
+      }
+      changed = true;
+    }
+    if (changed) {
+      shownLocksKey = locksKey(data.locks);
+      $("locks-count").textContent = String(data.locks.length);
+      noteNewLocks();
+    }
+  }
+
+  function noteNewLocks() {
+    if (!metrics.seenLocks) return;
+    const now = Date.now();
+    for (const l of data.locks) {
+      const key = l.symbolPath + "#" + l.token;
+      if (!metrics.seenLocks.has(key)) { metrics.seenLocks.add(key); metrics.lockLatencies.push(now - Date.parse(l.acquiredAt)); }
+    }
   }
 
   // Waiters appear when lock records carry them (`waiters`: session ids in queue order).
@@ -287,6 +391,7 @@
   }
   function renderEvents() {
     const batch = pendingEvents; pendingEvents = [];
+    applyLockEvents(batch);
     events = events.concat(batch);
     if (events.length > MAX_EVENTS) events = events.slice(events.length - MAX_EVENTS);
     const shown = batch.filter(passes).slice(-MAX_ROWS).reverse();
@@ -296,7 +401,7 @@
       while (body.rows.length > MAX_ROWS) body.deleteRow(-1);
     }
     const now = Date.now();
-    for (const ev of batch) if (ev.at) metrics.latencies.push(now - ev.at);
+    for (const ev of batch) if (ev.at && !ev.history) metrics.latencies.push(now - ev.at);
     if (metrics.latencies.length > 5000) metrics.latencies.splice(0, metrics.latencies.length - 5000);
     rate.push(...batch.filter((e) => e.at).map(() => now));
   }
@@ -327,14 +432,30 @@
     const now = Date.now();
     for (const cell of document.querySelectorAll("[data-exp]")) {
       const ms = Number(cell.dataset.exp) - now;
-      cell.textContent = left(ms);
-      cell.className = "num " + (ms <= 0 ? "expired" : ms < 60000 ? "soon" : "");
+      const text = left(ms);
+      if (cell.textContent !== text) cell.textContent = text;
+      const cls = "num " + (ms <= 0 ? "expired" : ms < 60000 ? "soon" : "");
+      if (cell.className !== cls) cell.className = cls;
     }
     for (const span of document.querySelectorAll("[data-ago]")) span.textContent = ago(Number(span.dataset.ago));
     renderStats();
   }
 
   // ---- actions --------------------------------------------------------------------------
+  let armed = null;  // {key, until}: the button clicked once, awaiting its confirmation
+  function armKey(button) {
+    return `${button.dataset.act}|${button.dataset.session || ""}|${button.dataset.symbol || ""}`;
+  }
+  function paintArmed(button) {
+    const on = !!(armed && armed.key === armKey(button) && Date.now() < armed.until);
+    const label = button.dataset.act === "end-session" ? "end" : "release";
+    button.classList.toggle("armed", on);
+    button.textContent = on ? "confirm " + label : label;
+  }
+  function paintAllArmed() {
+    if (armed) for (const b of document.querySelectorAll("button[data-act]")) if (b.dataset.act !== "respond-contract") paintArmed(b);
+  }
+
   function toast(text, error) {
     const box = $("toast");
     box.textContent = text; box.className = "toast" + (error ? " error" : ""); box.hidden = false;
@@ -353,11 +474,17 @@
     const button = e.target.closest("button[data-act]");
     if (!button) return;
     const kind = button.dataset.act;
-    // Ending a session and releasing a lock take two clicks: the first arms the button.
-    if (kind !== "respond-contract" && !button.classList.contains("armed")) {
-      button.classList.add("armed"); button.textContent = "confirm " + button.textContent;
-      setTimeout(() => { if (button.isConnected) { button.classList.remove("armed"); button.textContent = button.textContent.replace("confirm ", ""); } }, 4000);
-      return;
+    // Ending a session and releasing a lock take two clicks: the first arms the button (the
+    // armed state outlives a re-render of the row).
+    if (kind !== "respond-contract") {
+      const key = armKey(button);
+      if (!(armed && armed.key === key && Date.now() < armed.until)) {
+        armed = { key, until: Date.now() + 4000 };
+        paintArmed(button);
+        setTimeout(() => { for (const b of document.querySelectorAll("button.armed")) paintArmed(b); }, 4100);
+        return;
+      }
+      armed = null;
     }
     if (kind === "end-session") act({ action: "end-session", sessionId: button.dataset.session });
     if (kind === "release-lock") act({ action: "release-lock", symbolPath: button.dataset.symbol, sessionId: button.dataset.session });
