@@ -1,6 +1,8 @@
 //! The only things a person may do from the page, each one ordinary protocol call: end a
-//! session, release a lock whose holder is no longer live, accept or reject a proposed
-//! contract (as the person's own session, so the event names the person).
+//! session the daemon cannot see die (ended or reaped already, or registered without a pid:
+//! a session with a live pid is ended by the daemon when its process exits), release a lock
+//! whose holder is no longer live, accept or reject a proposed contract (as the person's own
+//! session, so the event names the person).
 
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -11,7 +13,8 @@ use crate::mcp::dispatch::{CallError, Daemon};
 #[derive(Debug, Deserialize)]
 #[serde(tag = "action", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Action {
-    /// `session.end` of another session: releases its locks, abandons its intents.
+    /// `session.end` of a session that is not live or has no pid: releases its locks,
+    /// abandons its intents.
     #[serde(rename_all = "camelCase")]
     EndSession {
         /// The session to end.
@@ -55,6 +58,17 @@ pub async fn run(daemon: &Daemon, person: &str, action: Action) -> Result<Value,
                     "the page's own session ends when `wit ui` stops".into(),
                 ));
             }
+            let sessions = daemon.call("session.list", json!({})).await?;
+            let watched = sessions.as_array().into_iter().flatten().any(|session| {
+                session["sessionId"] == session_id.as_str()
+                    && session["live"] == true
+                    && !session["pid"].is_null()
+            });
+            if watched {
+                return Err(ActionError::NotAllowed(format!(
+                    "{session_id}'s process is alive: the daemon ends it when the process exits"
+                )));
+            }
             Ok(daemon
                 .call("session.end", json!({"sessionId": session_id}))
                 .await?)
@@ -88,5 +102,37 @@ pub async fn run(daemon: &Daemon, person: &str, action: Action) -> Result<Value,
                 json!({"contractId": contract_id, "sessionId": person, "accept": accept}),
             )
             .await?),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn only_the_three_actions_parse() {
+        let end: Action =
+            serde_json::from_str(r#"{"action":"end-session","sessionId":"s1"}"#).unwrap();
+        assert!(matches!(end, Action::EndSession { session_id } if session_id == "s1"));
+        let respond: Action = serde_json::from_str(
+            r#"{"action":"respond-contract","contractId":"c","accept":false}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            respond,
+            Action::RespondContract { accept: false, .. }
+        ));
+        for refused in [
+            r#"{"action":"lock.acquire","symbolPath":"a.ts:f","sessionId":"s1"}"#,
+            r#"{"action":"end-session","sessionId":"s1","extra":1}"#,
+            r#"{"action":"release-lock","symbolPath":"a.ts:f"}"#,
+            r#"{"sessionId":"s1"}"#,
+        ] {
+            assert!(
+                serde_json::from_str::<Action>(refused).is_err(),
+                "{refused}"
+            );
+        }
     }
 }

@@ -106,3 +106,24 @@ fn changed_frames(sent: &mut Sections, current: &Sections) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_section_is_sent_once_and_again_only_when_it_changed() {
+        let mut sent = Vec::new();
+        let first = vec![("locks", "[1]".to_owned()), ("sessions", "[]".to_owned())];
+        assert_eq!(
+            changed_frames(&mut sent, &first),
+            "event: locks\ndata: [1]\n\nevent: sessions\ndata: []\n\n"
+        );
+        assert_eq!(changed_frames(&mut sent, &first), "");
+        let second = vec![("locks", "[1,2]".to_owned()), ("sessions", "[]".to_owned())];
+        assert_eq!(
+            changed_frames(&mut sent, &second),
+            "event: locks\ndata: [1,2]\n\n"
+        );
+    }
+}

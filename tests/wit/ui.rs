@@ -431,6 +431,28 @@ fn requests_without_the_token_or_from_another_host_are_refused_and_learn_nothing
             .len(),
         1
     );
+    // A session whose process is alive is ended by the daemon when it exits, not by a person.
+    call(
+        &repo,
+        "register",
+        json!({"sessionId": "s-pid", "name": "watched", "pid": std::process::id()}),
+    );
+    let watched = http(
+        port,
+        "POST",
+        "/api/action",
+        &[("Cookie", &cookie), ("x-wit-token", &ui.token)],
+        br#"{"action":"end-session","sessionId":"s-pid"}"#,
+    );
+    assert_eq!(watched.status, 403);
+    let sessions = call(&repo, "session.list", json!({}));
+    let watched = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["sessionId"] == "s-pid")
+        .unwrap();
+    assert_eq!(watched["live"], true);
     // Only the three actions exist.
     let other = http(
         port,

@@ -176,8 +176,9 @@
       const me = s.sessionId === PERSON;
       const extra = ["harness", "worktree", "branch"].filter((k) => s[k])
         .map((k) => `<span class="chip" title="${k}">${esc(s[k])}</span>`).join("");
-      const end = me ? `<span class="chip you">you</span>` :
-        `<button class="danger" data-act="end-session" data-session="${esc(s.sessionId)}">end</button>`;
+      // A live session with a pid ends with its process (the daemon watches it): no button.
+      const end = me ? `<span class="chip you">you</span>` : s.live && s.pid != null ? "" :
+        `<button class="danger" data-act="end-session" data-session="${esc(s.sessionId)}" title="end this session: release its locks, abandon its intents">end</button>`;
       return `<div class="session ${state}" data-session-row="${esc(s.sessionId)}">
         <span class="dot ${state}" title="${state}"></span>
         <div class="main"><div><span class="name">${esc(s.name || "(unregistered)")}</span>
