@@ -1,5 +1,5 @@
 //! What the page shows, read from the daemon: one JSON text per section (sessions, locks,
-//! intents, contracts, violations), so that a section is sent to the page only when its text
+//! intents, contracts, violations, worktree forecast), so that a section is sent to the page only when its text
 //! changed.
 
 use std::collections::BTreeSet;
@@ -11,6 +11,9 @@ use crate::mcp::dispatch::{CallError, Daemon};
 
 /// The largest source file read to check accepted contracts against the working tree.
 const MAX_CHECKED_FILE: u64 = 1 << 20;
+
+/// JSON-RPC's "method not found".
+const METHOD_NOT_FOUND: i32 = -32601;
 
 /// The page's sections, each as its JSON text, in a fixed order.
 pub type Sections = Vec<(&'static str, String)>;
@@ -42,13 +45,25 @@ pub async fn take(daemon: &Daemon, root: &Path) -> Result<Sections, CallError> {
     intents.sort_by_key(|intent| intent["declaredAt"].as_i64().unwrap_or(0));
     let contracts = daemon.call("contract.query", json!({})).await?;
     let violations = violations(daemon, root, &contracts).await?;
+    let forecast = forecast(daemon).await?;
     Ok(vec![
         ("sessions", sessions.to_string()),
         ("locks", locks.to_string()),
         ("intents", Value::Array(intents).to_string()),
         ("contracts", contracts.to_string()),
         ("violations", violations.to_string()),
+        ("forecast", forecast.to_string()),
     ])
+}
+
+/// `worktree.forecast` (PROTOCOL-NOTES 14.5) where the daemon offers it; `null` where it
+/// does not (a daemon without worktree support answers METHOD_NOT_FOUND).
+async fn forecast(daemon: &Daemon) -> Result<Value, CallError> {
+    match daemon.call("worktree.forecast", json!({})).await {
+        Ok(answer) => Ok(answer),
+        Err(CallError::Rpc(error)) if error.code == METHOD_NOT_FOUND => Ok(Value::Null),
+        Err(other) => Err(other),
+    }
 }
 
 async fn violations(daemon: &Daemon, root: &Path, contracts: &Value) -> Result<Value, CallError> {

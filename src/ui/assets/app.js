@@ -13,7 +13,7 @@
     "lock.refreshed", "lock.released", "lock.expired", "intent.declared", "intent.updated",
     "contract.proposed", "contract.responded"];
 
-  const data = { sessions: [], locks: [], intents: [], contracts: [], violations: [] };
+  const data = { sessions: [], locks: [], intents: [], contracts: [], violations: [], forecast: null };
   const dirty = new Set();
   let events = [];           // oldest first
   let lastSeq = 0;
@@ -94,10 +94,10 @@
           }
           sessionsShape = shape;
           const key = data.sessions.map((s) => `${s.sessionId}\u0000${s.name}\u0000${s.live}`).join("\u0001");
-          if (key !== sessionsKey) { sessionsKey = key; dirty.add("locks"); dirty.add("workmap"); dirty.add("contracts"); dirty.add("waits"); }
+          if (key !== sessionsKey) { sessionsKey = key; dirty.add("names"); dirty.add("locks"); dirty.add("workmap"); dirty.add("contracts"); dirty.add("waits"); }
         }
         if (name === "locks") { dirty.add("waits"); dirty.add("workmap"); }
-        if (name === "intents") dirty.add("workmap");
+        if (name === "intents" || name === "forecast") dirty.add("workmap");
         if (name === "violations") dirty.add("contracts");
         schedule();
       });
@@ -147,7 +147,7 @@
     frameQueued = false;
     const started = performance.now();
     if (dirty.has("sessions")) renderSessions();
-    if (dirty.has("locks")) { renderLocks(); noteNewLocks(); }
+    if (dirty.has("locks")) { if (dirty.has("names")) renderLocks(); else reconcileLocks(); noteNewLocks(); }
     if (dirty.has("waits")) renderWaits();
     if (dirty.has("workmap")) renderWorkMap();
     if (dirty.has("contracts")) renderContracts();
@@ -207,6 +207,38 @@
     $("locks-count").textContent = String(data.locks.length);
   }
 
+  function rowKey(l) {
+    return `${l.token}#${l.expiresAt}#${l.sessionId}#${liveness.get(l.sessionId) === "dead"}`;
+  }
+
+  // A new locks section changes only the rows that differ (a full rebuild of 1,000 rows
+  // several times a second is what would make the page stutter).
+  function reconcileLocks() {
+    const filter = $("locks-filter").value.trim().toLowerCase();
+    const body = $("locks");
+    if (!lockRows.size) body.innerHTML = "";
+    const want = new Set();
+    let previous = null;
+    for (const l of data.locks) {
+      if (filter && !l.symbolPath.toLowerCase().includes(filter) && !who(l.sessionId).toLowerCase().includes(filter)) continue;
+      want.add(l.symbolPath);
+      let row = lockRows.get(l.symbolPath);
+      if (!row || row.dataset.key !== rowKey(l)) {
+        const fresh = document.createElement("tbody");
+        fresh.innerHTML = lockRow(l);
+        const made = fresh.firstElementChild;
+        if (row) row.replaceWith(made); else if (previous) previous.after(made); else body.prepend(made);
+        lockRows.set(l.symbolPath, made);
+        row = made;
+      }
+      previous = row;
+    }
+    for (const [path, row] of lockRows) if (!want.has(path)) { row.remove(); lockRows.delete(path); }
+    if (!lockRows.size) body.innerHTML = `<tr><td colspan="5" class="empty">no locks</td></tr>`;
+    shownLocksKey = locksKey(data.locks);
+    $("locks-count").textContent = String(data.locks.length);
+  }
+
   function locksKey(locks) {
     return locks.map((l) => `${l.symbolPath}#${l.token}#${l.expiresAt}`).join("\n");
   }
@@ -214,7 +246,7 @@
   function lockRow(l) {
     const dead = liveness.get(l.sessionId) === "dead";
     const exp = Date.parse(l.expiresAt);
-    return `<tr data-lock="${esc(l.symbolPath)}"><td class="sym">${esc(l.symbolPath)}</td>
+    return `<tr data-lock="${esc(l.symbolPath)}" data-key="${esc(rowKey(l))}"><td class="sym">${esc(l.symbolPath)}</td>
         <td>${esc(who(l.sessionId))}${dead ? ' <span class="chip bad">ended</span>' : ""}</td>
         <td class="num" data-exp="${exp}">${left(exp - Date.now())}</td><td class="num mono">${l.token}</td>
         <td>${dead ? `<button class="danger" data-act="release-lock" data-symbol="${esc(l.symbolPath)}" data-session="${esc(l.sessionId)}">release</button>` : ""}</td></tr>`;
@@ -232,6 +264,7 @@
         const lock = { symbolPath: path, sessionId: ev.sessionId, acquiredAt: ev.data.acquiredAt,
           expiresAt: ev.data.expiresAt, token: ev.data.token };
         if (at >= 0) data.locks[at] = lock; else data.locks.push(lock);
+        noteLock(lock, Date.now());
         const old = lockRows.get(path);
         const visible = !filter || path.toLowerCase().includes(filter) || who(lock.sessionId).toLowerCase().includes(filter);
         if (old) { old.outerHTML = lockRow(lock); lockRows.set(path, $("locks").querySelector(`tr[data-lock="${CSS.escape(path)}"]`)); }
@@ -251,16 +284,18 @@
     if (changed) {
       shownLocksKey = locksKey(data.locks);
       $("locks-count").textContent = String(data.locks.length);
-      noteNewLocks();
     }
   }
 
   function noteNewLocks() {
     if (!metrics.seenLocks) return;
     const now = Date.now();
-    for (const l of data.locks) {
-      const key = l.symbolPath + "#" + l.token;
-      if (!metrics.seenLocks.has(key)) { metrics.seenLocks.add(key); metrics.lockLatencies.push(now - Date.parse(l.acquiredAt)); }
+    for (const l of data.locks) noteLock(l, now);
+  }
+  function noteLock(l, now) {
+    const key = l.symbolPath + "#" + l.token;
+    if (metrics.seenLocks && !metrics.seenLocks.has(key)) {
+      metrics.seenLocks.add(key); metrics.lockLatencies.push(now - Date.parse(l.acquiredAt));
     }
   }
 
@@ -344,6 +379,16 @@
       const lockRows = locks.map((l) => `<div class="work"><span class="who">${esc(who(l.sessionId))}</span>
         <span><span class="chip">locked</span><span class="chip">${esc(l.symbolPath.slice(l.symbolPath.lastIndexOf(":") + 1))}</span></span></div>`).join("");
       out.push(`<div class="file ${cls}" data-file="${esc(file)}"><span class="path">${esc(file)}</span> ${badge}${rows}${lockRows}</div>`);
+    }
+    // Where worktrees' changes meet (worktree.forecast, when the daemon offers it).
+    const pairs = data.forecast && Array.isArray(data.forecast.pairs) ? data.forecast.pairs : [];
+    for (const p of pairs) {
+      const hits = (p.collisions || []).map((c) => `<div class="work"><span class="who">${esc(c.file)}</span><span>
+        ${(c.symbols || []).map((s) => `<span class="chip">${esc(s)}</span>`).join("")}
+        <span class="muted">lines ${esc(JSON.stringify(c.linesA))} × ${esc(JSON.stringify(c.linesB))}</span></span></div>`).join("");
+      const related = (p.related || []).map((r) => `<span class="chip info">${esc(r.type)} ${esc(r.symbolPath || "")}${r.otherSymbol ? " ↔ " + esc(r.otherSymbol) : ""}</span>`).join("");
+      out.push(`<div class="file ${(p.collisions || []).length ? "collision" : "shared"}"><span class="path">worktrees ${esc(p.a)} × ${esc(p.b)}</span>
+        ${(p.collisions || []).length ? '<span class="chip bad">merge would conflict</span>' : ""}${hits}${related ? `<div class="work">${related}</div>` : ""}</div>`);
     }
     $("workmap").innerHTML = out.join("") || `<div class="empty">no declared or observed work</div>`;
     $("workmap-count").textContent = `${byFile.size} file${byFile.size === 1 ? "" : "s"}${collisions ? ` · ${collisions} collision${collisions > 1 ? "s" : ""}` : ""}`;
