@@ -284,6 +284,8 @@
     if (changed) {
       shownLocksKey = locksKey(data.locks);
       $("locks-count").textContent = String(data.locks.length);
+      // The work map and the waits read the locks too: they follow at the next frame.
+      dirty.add("workmap"); dirty.add("waits"); schedule();
     }
   }
 
@@ -468,8 +470,9 @@
     rate = rate.filter((t) => now - t < 10000);
     const live = data.sessions.filter((s) => s.live).length;
     const proposed = data.contracts.filter((c) => c.status === "proposed").length;
-    $("stats").innerHTML = `<span><b>${live}</b>live sessions</span><span><b>${data.locks.length}</b>locks</span>
-      <span><b>${data.intents.length}</b>intents</span><span><b>${proposed}</b>contracts to answer</span>
+    const n = (count, one, many) => `<span><b>${count}</b>${count === 1 ? one : many}</span>`;
+    $("stats").innerHTML = n(live, "live session", "live sessions") + n(data.locks.length, "lock", "locks") +
+      n(data.intents.length, "intent", "intents") + n(proposed, "contract to answer", "contracts to answer") + `
       <span><b>${(rate.length / 10).toFixed(1)}</b>events/s</span>`;
   }
 
