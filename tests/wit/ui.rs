@@ -237,6 +237,34 @@ fn the_page_shows_the_state_follows_it_live_and_carries_out_a_persons_actions() 
         FIRST_PAINT,
     );
 
+    // The timeline filters by type, session and file.
+    let shown = |filters: Value| {
+        browser.eval(
+            "const [t, s, f] = arguments;
+             for (const [id, v] of [['f-type', t], ['f-session', s], ['f-file', f]]) {
+               const el = document.getElementById(id); el.value = v;
+               el.dispatchEvent(new Event('input'));
+             }
+             return [...document.querySelectorAll('#timeline tr[data-seq]')]
+               .map(r => [r.cells[2].textContent, r.cells[4].textContent]);",
+            filters,
+        )
+    };
+    let proposed = shown(json!(["contract.proposed", "", ""]));
+    let proposed = proposed.as_array().unwrap();
+    assert_eq!(proposed.len(), 2, "{proposed:?}");
+    assert!(proposed.iter().all(|row| row[0] == "contract.proposed"));
+    let bobs = shown(json!(["", "s-bob", ""]));
+    assert!(!bobs.as_array().unwrap().is_empty());
+    assert!(bobs
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|row| row[1].as_str().unwrap().starts_with("by bob")));
+    let on_b = shown(json!(["lock.acquired", "", "src/b.ts"]));
+    assert_eq!(on_b.as_array().unwrap().len(), 1, "{on_b}");
+    shown(json!(["", "", ""]));
+
     // A new lock appears within 1 s, without a reload.
     browser.eval("window.__marker = 'same page'", json!([]));
     let before = Instant::now();
