@@ -154,7 +154,8 @@ pub enum Command {
     ///
     /// Listens on 127.0.0.1 only and prints the address with its access token; the page
     /// offers what a person may do: end a session, release a lock of an ended session,
-    /// accept or reject a contract. Example: wit ui --port 8787 --no-open
+    /// accept or reject a contract. The page acts as its own session: --session ID, else
+    /// `ui:<user>:<pid>` (never $WIT_SESSION). Example: wit ui --port 8787 --no-open
     Ui(ui::UiArgs),
     /// Call any RPC method with raw JSON params (for scripts and debugging).
     ///

@@ -181,7 +181,11 @@ fn open_browser(url: &str) {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn();
-    if spawned.is_err() {
-        eprintln!("wit ui: could not run {opener}; open the address above yourself");
+    match spawned {
+        // Reaped on a thread of its own: the opener returns at once, the server runs on.
+        Ok(mut child) => {
+            std::thread::spawn(move || child.wait());
+        }
+        Err(_) => eprintln!("wit ui: could not run {opener}; open the address above yourself"),
     }
 }
