@@ -24,4 +24,6 @@ pub mod rpc;
 #[cfg(feature = "daemon")]
 pub mod store;
 #[cfg(feature = "daemon")]
+pub mod ui;
+#[cfg(feature = "daemon")]
 pub mod worktrees;

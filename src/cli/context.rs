@@ -37,6 +37,11 @@ impl Context {
         })
     }
 
+    /// Whether calls may start the daemon (unset by `WIT_NO_AUTOSTART=1`).
+    pub fn autostart(&self) -> bool {
+        self.autostart
+    }
+
     /// Runs `future` on a current-thread runtime (cheap to build, enough for one client).
     pub fn block_on(
         &self,

@@ -32,6 +32,7 @@ mod session;
 mod sessions;
 mod snapshots;
 mod status;
+mod ui;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -154,6 +155,13 @@ pub enum Command {
     /// this server; it is registered at `initialize` and ended when stdin closes.
     /// `wit init --agent claude|codex` adds this server to the agent's configuration.
     Mcp,
+    /// Serve a live page of sessions, locks, waits, the work map, contracts and events.
+    ///
+    /// Listens on 127.0.0.1 only and prints the address with its access token; the page
+    /// offers what a person may do: end a session, release a lock of an ended session,
+    /// accept or reject a contract. The page acts as its own session: --session ID, else
+    /// `ui:<user>:<pid>` (never $WIT_SESSION). Example: wit ui --port 8787 --no-open
+    Ui(ui::UiArgs),
     /// Call any RPC method with raw JSON params (for scripts and debugging).
     ///
     /// Example: wit call lock.query '{"sessionId":"agent-1"}'
@@ -283,6 +291,12 @@ fn run(cli: Cli) -> Result<Report, CliError> {
             cli.repo.as_deref(),
             cli.session.as_deref(),
         )),
+        // The page acts as the person's own session: only --session names it, never an
+        // agent's identity inherited from the environment.
+        Command::Ui(args) => {
+            let ctx = Context::new(cli.repo.as_deref(), None, cli.json)?;
+            ui::run(&ctx, &args, cli.session)
+        }
         command => {
             let ctx = Context::new(cli.repo.as_deref(), cli.session, cli.json)?;
             dispatch(&ctx, command)
@@ -311,9 +325,9 @@ fn dispatch(ctx: &Context, command: Command) -> Result<Report, CliError> {
         Command::CheckContracts(args) => ctx.block_on(contracts::check(ctx, &args)),
         Command::Commit(args) => ctx.block_on(commit::run(ctx, args)),
         Command::Snapshots { command } => snapshots::run(ctx, command),
-        Command::Completions { .. } | Command::Demo(_) | Command::Mcp => Err(CliError::Failed(
-            "internal: command dispatched twice".into(),
-        )),
+        Command::Completions { .. } | Command::Demo(_) | Command::Mcp | Command::Ui(_) => Err(
+            CliError::Failed("internal: command dispatched twice".into()),
+        ),
     }
 }
 

@@ -19,5 +19,7 @@ mod safegit;
 mod sessions;
 mod shared;
 mod spine;
+mod ui;
+mod webdriver;
 mod workmap;
 mod worktrees;

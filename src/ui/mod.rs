@@ -1,0 +1,191 @@
+//! `wit ui`: a local web page for the person supervising the agents: sessions, locks and
+//! waits, the work map, contracts and the live timeline, with the few actions a person may
+//! take.
+//!
+//! The server is one more client of the daemon, like the CLI and `wit mcp`: every read and
+//! action is an ordinary protocol call through the generated client
+//! ([`crate::mcp::dispatch::Daemon`]); the daemon stays on its Unix socket. [`guard`] admits
+//! requests (loopback `Host`, per-run token), [`routes`] answers them, [`feed`] follows
+//! `events.poll` and re-reads [`snapshot`]s, [`stream`] pushes both to each page over
+//! Server-Sent Events, [`actions`] holds what a person may do, [`assets`] the embedded page.
+//!
+//! Routing is a `match` on method and path over hyper (already the daemon's and the client's
+//! HTTP stack): six fixed routes do not justify a router crate and its tower stack.
+
+pub mod actions;
+pub mod assets;
+pub mod feed;
+pub mod guard;
+pub mod routes;
+pub mod snapshot;
+pub mod stream;
+
+use std::convert::Infallible;
+use std::io::Write as _;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use serde_json::json;
+use tokio::net::TcpListener;
+
+use crate::daemon::paths::WitPaths;
+use crate::mcp::dispatch::Daemon;
+
+/// How `wit ui` runs.
+#[derive(Debug, Clone)]
+pub struct UiOptions {
+    /// The port on 127.0.0.1 (0: any free one).
+    pub port: u16,
+    /// Whether to open the page in the browser.
+    pub open: bool,
+    /// The person's session id (default: `ui:<user>:<pid>`).
+    pub session: Option<String>,
+    /// Whether calls may start the daemon.
+    pub autostart: bool,
+}
+
+/// Why `wit ui` stopped or could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum UiError {
+    /// The async runtime could not be built.
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The port could not be bound.
+    #[error("cannot listen on 127.0.0.1:{port}: {source}")]
+    Bind {
+        /// The port asked for.
+        port: u16,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The daemon could not be reached (or started) to register the person's session.
+    #[error("{0}")]
+    Daemon(String),
+}
+
+/// Serves the page until Ctrl-C; prints its address (with the token) on stdout first.
+pub fn serve(paths: WitPaths, options: UiOptions) -> Result<(), UiError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(UiError::Runtime)?
+        .block_on(run(paths, options))
+}
+
+async fn run(paths: WitPaths, options: UiOptions) -> Result<(), UiError> {
+    let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, options.port)))
+        .await
+        .map_err(|source| UiError::Bind {
+            port: options.port,
+            source,
+        })?;
+    let port = listener
+        .local_addr()
+        .map_err(|source| UiError::Bind {
+            port: options.port,
+            source,
+        })?
+        .port();
+    let acting = Daemon::new(paths.clone(), options.autostart);
+    // Reads never start a daemon: a person who stopped it sees it stopped.
+    let watching = Daemon::new(paths.clone(), false);
+    let person = options.session.clone().unwrap_or_else(default_person);
+    let user = std::env::var("USER").unwrap_or_else(|_| "person".into());
+    acting
+        .call(
+            "register",
+            json!({"sessionId": person, "name": format!("{user} (wit ui)"),
+                   "pid": std::process::id()}),
+        )
+        .await
+        .map_err(|error| UiError::Daemon(error.to_string()))?;
+    let hub = feed::Hub::new();
+    tokio::spawn(feed::follow_events(Arc::clone(&hub), watching.clone()));
+    tokio::spawn(feed::refresh_sections(
+        Arc::clone(&hub),
+        watching,
+        paths.root.clone(),
+    ));
+    let guard = guard::Guard::new(port);
+    let url = format!("http://127.0.0.1:{port}/?token={}", guard.token());
+    // Written without panicking: a reader that went away must not stop the server.
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "wit ui: {url}");
+    let _ = writeln!(out, "(Ctrl-C to stop)");
+    let _ = out.flush();
+    drop(out);
+    if options.open {
+        open_browser(&url);
+    }
+    let title = paths
+        .root
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| paths.root.display().to_string());
+    let ui = Arc::new(routes::Ui {
+        guard,
+        hub,
+        daemon: acting.clone(),
+        person: person.clone(),
+        title,
+    });
+    let interrupted = tokio::signal::ctrl_c();
+    tokio::pin!(interrupted);
+    loop {
+        let stream = tokio::select! {
+            _ = &mut interrupted => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(_) => continue,
+            },
+        };
+        let ui = Arc::clone(&ui);
+        tokio::spawn(async move {
+            let service = service_fn(move |request| {
+                let ui = Arc::clone(&ui);
+                async move { Ok::<_, Infallible>(ui.handle(request).await) }
+            });
+            let _ = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(std::time::Duration::from_secs(10))
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+    let _ = acting
+        .call("session.end", json!({"sessionId": person}))
+        .await;
+    Ok(())
+}
+
+fn default_person() -> String {
+    let user = std::env::var("USER").unwrap_or_else(|_| "person".into());
+    format!("ui:{user}:{}", std::process::id())
+}
+
+/// Opens `url` in the desktop's browser, if there is one; the address is printed anyway.
+fn open_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    let spawned = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    match spawned {
+        // Reaped on a thread of its own: the opener returns at once, the server runs on.
+        Ok(mut child) => {
+            std::thread::spawn(move || child.wait());
+        }
+        Err(_) => eprintln!("wit ui: could not run {opener}; open the address above yourself"),
+    }
+}

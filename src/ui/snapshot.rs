@@ -1,0 +1,98 @@
+//! What the page shows, read from the daemon: one JSON text per section (sessions, locks,
+//! intents, contracts, violations, worktree forecast), so that a section is sent to the page only when its text
+//! changed.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::mcp::dispatch::{CallError, Daemon};
+
+/// The largest source file read to check accepted contracts against the working tree.
+const MAX_CHECKED_FILE: u64 = 1 << 20;
+
+/// JSON-RPC's "method not found".
+const METHOD_NOT_FOUND: i32 = -32601;
+
+/// The page's sections, each as its JSON text, in a fixed order.
+pub type Sections = Vec<(&'static str, String)>;
+
+/// Reads every section from the daemon. Violations come from `check-contracts` on the
+/// working-tree text of the files that hold accepted contracts (what an edit preview of
+/// those files reports).
+pub async fn take(daemon: &Daemon, root: &Path) -> Result<Sections, CallError> {
+    let sessions = daemon.call("session.list", json!({})).await?;
+    let mut locks = daemon.call("lock.query", json!({})).await?;
+    // Time left is shown from `expiresAt`: the relative figure would make every snapshot
+    // differ from the last one and defeat the change check.
+    if let Value::Array(items) = &mut locks {
+        for lock in items {
+            if let Value::Object(map) = lock {
+                map.remove("ttlRemainingMs");
+            }
+        }
+    }
+    let mut intents = Vec::new();
+    for status in ["declared", "active"] {
+        if let Value::Array(items) = daemon
+            .call("intent.query", json!({"status": status}))
+            .await?
+        {
+            intents.extend(items);
+        }
+    }
+    intents.sort_by_key(|intent| intent["declaredAt"].as_i64().unwrap_or(0));
+    let contracts = daemon.call("contract.query", json!({})).await?;
+    let violations = violations(daemon, root, &contracts).await?;
+    let forecast = forecast(daemon).await?;
+    Ok(vec![
+        ("sessions", sessions.to_string()),
+        ("locks", locks.to_string()),
+        ("intents", Value::Array(intents).to_string()),
+        ("contracts", contracts.to_string()),
+        ("violations", violations.to_string()),
+        ("forecast", forecast.to_string()),
+    ])
+}
+
+/// `worktree.forecast` (PROTOCOL-NOTES 14.5) where the daemon offers it; `null` where it
+/// does not (a daemon without worktree support answers METHOD_NOT_FOUND).
+async fn forecast(daemon: &Daemon) -> Result<Value, CallError> {
+    match daemon.call("worktree.forecast", json!({})).await {
+        Ok(answer) => Ok(answer),
+        Err(CallError::Rpc(error)) if error.code == METHOD_NOT_FOUND => Ok(Value::Null),
+        Err(other) => Err(other),
+    }
+}
+
+async fn violations(daemon: &Daemon, root: &Path, contracts: &Value) -> Result<Value, CallError> {
+    let files: BTreeSet<&str> = contracts
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|contract| contract["status"] == "accepted")
+        .filter_map(|contract| contract["symbolPath"].as_str())
+        .filter_map(|path| path.rsplit_once(':').map(|(file, _)| file))
+        .collect();
+    let files: Vec<Value> = files
+        .into_iter()
+        .filter_map(|file| {
+            let path = root.join(file);
+            let small = std::fs::metadata(&path).ok()?.len() <= MAX_CHECKED_FILE;
+            let content = if small {
+                std::fs::read_to_string(&path).ok()?
+            } else {
+                return None;
+            };
+            Some(json!({"path": file, "content": content}))
+        })
+        .collect();
+    if files.is_empty() {
+        return Ok(json!([]));
+    }
+    let answer = daemon
+        .call("check-contracts", json!({"files": files}))
+        .await?;
+    Ok(answer.get("violations").cloned().unwrap_or(json!([])))
+}

@@ -1,0 +1,678 @@
+//! `wit ui` (issue 25) in a real browser: headless Chromium driven through chromedriver
+//! shows the daemon's state, follows changes without a reload, carries out a person's
+//! actions, survives a daemon restart; raw requests without the token learn nothing.
+//!
+//! `WIT_UI_SCREENSHOT=1` writes the README's screenshot to `docs/ui.png`.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::harness::{block_on, wit_bin, Daemon, Repo};
+use crate::webdriver::{http, Browser};
+
+/// One browser at a time: two Chromiums at once would fight over two cores.
+static BROWSER: Mutex<()> = Mutex::new(());
+
+/// How long the page may take to show the state it opens on (Chromium's first start).
+const FIRST_PAINT: Duration = Duration::from_secs(20);
+
+fn call(repo: &Repo, method: &str, params: Value) -> Value {
+    block_on(repo.client().call_raw(method, params)).unwrap_or_else(|e| panic!("{method}: {e}"))
+}
+
+/// A running `wit ui --no-open`: its port and token; stopped on drop.
+struct UiServer {
+    child: Child,
+    port: u16,
+    token: String,
+}
+
+impl UiServer {
+    fn start(repo: &Repo) -> Self {
+        let mut child = Command::new(wit_bin())
+            .args(["ui", "--no-open", "--port", "0", "--repo"])
+            .arg(repo.path())
+            .env("WIT_NO_AUTOSTART", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        out.read_line(&mut first).unwrap();
+        // Keep reading: a closed pipe would be an error for the server's next line.
+        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+        let url = first
+            .trim()
+            .strip_prefix("wit ui: ")
+            .unwrap_or_else(|| panic!("no address printed: {first:?}"));
+        let rest = url.strip_prefix("http://127.0.0.1:").unwrap();
+        let (port, token) = rest.split_once("/?token=").unwrap();
+        Self {
+            child,
+            port: port.parse().unwrap(),
+            token: token.to_owned(),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/?token={}", self.port, self.token)
+    }
+
+    fn cookie(&self) -> String {
+        format!("wit_ui={}", self.token)
+    }
+}
+
+impl Drop for UiServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const SOURCE_A: &str = "export function f(a: number): number { return a; }\n\
+export function g(b: string): string { return b; }\n\
+export function h(): void { f(1); }\n\
+export function k(): void {}\n";
+
+/// Three agents: locks, a waiter, two intents colliding on `h`, two contracts.
+fn scene(repo: &Repo) -> std::thread::JoinHandle<Value> {
+    repo.write("src/a.ts", SOURCE_A);
+    repo.write("src/b.ts", "export function x(): number { return 1; }\n");
+    for (id, name) in [("s-alice", "alice"), ("s-bob", "bob"), ("s-carol", "carol")] {
+        call(repo, "register", json!({"sessionId": id, "name": name}));
+    }
+    call(
+        repo,
+        "lock.acquire",
+        json!({"sessionId": "s-alice", "symbolPath": "src/a.ts:f"}),
+    );
+    call(
+        repo,
+        "lock.acquire",
+        json!({"sessionId": "s-bob", "symbolPath": "src/a.ts:g"}),
+    );
+    call(
+        repo,
+        "lock.acquire",
+        json!({"sessionId": "s-carol", "symbolPath": "src/b.ts:x"}),
+    );
+    for (id, what) in [("s-alice", "tidy h"), ("s-bob", "rework h")] {
+        call(
+            repo,
+            "intent.declare",
+            json!({"sessionId": id, "description": what, "files": ["src/a.ts"], "symbols": ["h"]}),
+        );
+    }
+    call(
+        repo,
+        "contract.propose",
+        json!({"sessionId": "s-alice", "symbolPath": "src/a.ts:f"}),
+    );
+    call(
+        repo,
+        "contract.propose",
+        json!({"sessionId": "s-carol", "symbolPath": "src/b.ts:x"}),
+    );
+    // Carol waits for bob's lock (answered when bob's session ends).
+    let client = repo.client();
+    std::thread::spawn(move || {
+        block_on(client.call_raw(
+            "lock.acquire",
+            json!({"sessionId": "s-carol", "symbolPath": "src/a.ts:g", "waitMs": 120000}),
+        ))
+        .unwrap()
+    })
+}
+
+const LOCK_ROWS: &str = "return document.querySelectorAll('#locks tr[data-lock]').length";
+
+fn lock_holders(browser: &Browser) -> Vec<(String, String)> {
+    let rows = browser.eval(
+        "return [...document.querySelectorAll('#locks tr[data-lock]')]
+           .map(r => [r.dataset.lock, r.cells[1].textContent.trim()])",
+        json!([]),
+    );
+    serde_json::from_value(rows).unwrap()
+}
+
+#[test]
+fn the_page_shows_the_state_follows_it_live_and_carries_out_a_persons_actions() {
+    let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
+    let repo = Repo::new();
+    let mut daemon = Daemon::start(&repo);
+    let waiter = scene(&repo);
+    let ui = UiServer::start(&repo);
+    let browser = Browser::start(1480, 1010);
+    browser.goto(&ui.url());
+
+    // The state is shown: sessions, locks with holder/countdown/token, the collision on h,
+    // the contracts, the timeline.
+    browser.wait_for(
+        "the three locks",
+        &format!("{LOCK_ROWS} === 3"),
+        FIRST_PAINT,
+    );
+    let mut holders = lock_holders(&browser);
+    holders.sort();
+    assert_eq!(
+        holders,
+        [
+            ("src/a.ts:f".into(), "alice".into()),
+            ("src/a.ts:g".into(), "bob".into()),
+            ("src/b.ts:x".into(), "carol".into())
+        ]
+    );
+    let text = browser.eval("return document.body.innerText", json!([]));
+    let text = text.as_str().unwrap();
+    for expected in [
+        "alice",
+        "bob",
+        "carol",
+        "(a: number): number",
+        "tidy h",
+        "rework h",
+    ] {
+        assert!(
+            text.contains(expected),
+            "{expected} not on the page:\n{text}"
+        );
+    }
+    let countdown = browser.eval(
+        "return document.querySelector('#locks tr[data-lock=\"src/a.ts:f\"] [data-exp]').textContent",
+        json!([]),
+    );
+    assert!(countdown.as_str().unwrap().ends_with('s'), "{countdown}");
+    let tokens = browser.eval(
+        "return [...document.querySelectorAll('#locks tr[data-lock]')].map(r => Number(r.cells[3].textContent))",
+        json!([]),
+    );
+    assert!(tokens
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t.as_i64().unwrap() > 0));
+    let collision = browser.eval(
+        "const f = document.querySelector('#workmap [data-file=\"src/a.ts\"]');
+         return f && f.classList.contains('collision')",
+        json!([]),
+    );
+    assert_eq!(
+        collision, true,
+        "the collision on src/a.ts:h is not highlighted"
+    );
+    // An accepted contract whose function changes on disk shows as violated.
+    let on_f = call(&repo, "contract.query", json!({"symbolPath": "src/a.ts:f"}));
+    let on_f = on_f[0]["contractId"].as_str().unwrap().to_owned();
+    call(
+        &repo,
+        "contract.respond",
+        json!({"contractId": on_f, "sessionId": "s-bob", "accept": true}),
+    );
+    repo.write(
+        "src/a.ts",
+        &SOURCE_A.replace(
+            "f(a: number): number",
+            "f(a: number, strict: boolean): number",
+        ),
+    );
+    browser.wait_for(
+        "the violated contract",
+        &format!(
+            "const r = document.querySelector('[data-contract-row=\"{on_f}\"]');
+             return r && r.classList.contains('violated')
+               && r.textContent.includes('(a: number, strict: boolean): number')"
+        ),
+        Duration::from_secs(10),
+    );
+    browser.wait_for(
+        "timeline rows",
+        "return document.querySelectorAll('#timeline tr[data-seq]').length >= 10",
+        FIRST_PAINT,
+    );
+
+    // The timeline filters by type, session and file.
+    let shown = |filters: Value| {
+        browser.eval(
+            "const [t, s, f] = arguments;
+             for (const [id, v] of [['f-type', t], ['f-session', s], ['f-file', f]]) {
+               const el = document.getElementById(id); el.value = v;
+               el.dispatchEvent(new Event('input'));
+             }
+             return [...document.querySelectorAll('#timeline tr[data-seq]')]
+               .map(r => [r.cells[2].textContent, r.cells[4].textContent]);",
+            filters,
+        )
+    };
+    let proposed = shown(json!(["contract.proposed", "", ""]));
+    let proposed = proposed.as_array().unwrap();
+    assert_eq!(proposed.len(), 2, "{proposed:?}");
+    assert!(proposed.iter().all(|row| row[0] == "contract.proposed"));
+    let bobs = shown(json!(["", "s-bob", ""]));
+    assert!(!bobs.as_array().unwrap().is_empty());
+    assert!(bobs
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|row| row[1].as_str().unwrap().starts_with("by bob")));
+    let on_b = shown(json!(["lock.acquired", "", "src/b.ts"]));
+    assert_eq!(on_b.as_array().unwrap().len(), 1, "{on_b}");
+    shown(json!(["", "", ""]));
+
+    // A new lock appears within 1 s, without a reload.
+    browser.eval("window.__marker = 'same page'", json!([]));
+    let before = Instant::now();
+    call(
+        &repo,
+        "lock.acquire",
+        json!({"sessionId": "s-alice", "symbolPath": "src/a.ts:k"}),
+    );
+    browser.wait_for(
+        "the new lock",
+        "return !!document.querySelector('#locks tr[data-lock=\"src/a.ts:k\"]')",
+        Duration::from_secs(1),
+    );
+    let shown_after = before.elapsed();
+    assert_eq!(
+        browser.eval("return window.__marker", json!([])),
+        "same page"
+    );
+    eprintln!("new lock on the page {shown_after:?} after the acquire was sent");
+
+    if std::env::var_os("WIT_UI_SCREENSHOT").is_some() {
+        // Let the countdowns tick once so the shot shows the page at rest.
+        std::thread::sleep(Duration::from_millis(1100));
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ui.png");
+        browser.screenshot(&path);
+        eprintln!("screenshot written to {}", path.display());
+    }
+
+    // Ending bob's session through the page (two clicks: arm, confirm) removes his locks;
+    // carol, who waited for his lock, is handed it.
+    let end = "#sessions [data-session-row=\"s-bob\"] button[data-act=\"end-session\"]";
+    browser.click(end);
+    browser.click(end);
+    browser.wait_for(
+        "bob's locks gone",
+        "return ![...document.querySelectorAll('#locks tr[data-lock]')]
+            .some(r => r.cells[1].textContent.trim().startsWith('bob'))",
+        Duration::from_secs(10),
+    );
+    let granted = waiter.join().unwrap();
+    assert!(granted["token"].as_i64().is_some(), "{granted}");
+    browser.wait_for(
+        "carol holding src/a.ts:g",
+        "const r = document.querySelector('#locks tr[data-lock=\"src/a.ts:g\"]');
+         return r && r.cells[1].textContent.trim() === 'carol'",
+        Duration::from_secs(10),
+    );
+    let sessions = call(&repo, "session.list", json!({}));
+    let bob = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["sessionId"] == "s-bob")
+        .unwrap();
+    assert_eq!(bob["live"], false);
+
+    // Accepting carol's contract from the page: contract.respond by the person's session.
+    let contracts = call(&repo, "contract.query", json!({"symbolPath": "src/b.ts:x"}));
+    let id = contracts[0]["contractId"].as_str().unwrap().to_owned();
+    browser.click(&format!(
+        "[data-contract-row=\"{id}\"] button[data-act=\"respond-contract\"][data-accept=\"true\"]"
+    ));
+    browser.wait_for(
+        "the accepted contract",
+        &format!(
+            "const r = document.querySelector('[data-contract-row=\"{id}\"]');
+             return r && r.textContent.includes('accepted by')"
+        ),
+        Duration::from_secs(10),
+    );
+    let contract = &call(&repo, "contract.query", json!({"symbolPath": "src/b.ts:x"}))[0];
+    assert_eq!(contract["status"], "accepted");
+    let person = contract["responderSessionId"].as_str().unwrap();
+    assert!(person.starts_with("ui:"), "responder {person}");
+
+    // A daemon restart: the page says so and keeps following.
+    daemon.kill9();
+    browser.wait_for(
+        "the daemon reported down",
+        "return document.getElementById('daemon').classList.contains('down')",
+        Duration::from_secs(10),
+    );
+    let _daemon = Daemon::start(&repo);
+    call(
+        &repo,
+        "lock.acquire",
+        json!({"sessionId": "s-alice", "symbolPath": "src/b.ts:after"}),
+    );
+    browser.wait_for(
+        "a lock taken after the restart",
+        "return !!document.querySelector('#locks tr[data-lock=\"src/b.ts:after\"]')",
+        Duration::from_secs(10),
+    );
+    browser.wait_for(
+        "the restart in the timeline",
+        "return [...document.querySelectorAll('#timeline tr.marker')]
+           .some(r => r.textContent.includes('daemon back'))",
+        Duration::from_secs(10),
+    );
+}
+
+#[test]
+fn requests_without_the_token_or_from_another_host_are_refused_and_learn_nothing() {
+    let repo = Repo::new();
+    let _daemon = Daemon::start(&repo);
+    call(
+        &repo,
+        "lock.acquire",
+        json!({"sessionId": "s1", "symbolPath": "a.ts:secret"}),
+    );
+    let ui = UiServer::start(&repo);
+    let cookie = ui.cookie();
+    let port = ui.port;
+    let mut answers = Vec::new();
+    for target in [
+        "/",
+        "/app.js",
+        "/api/state",
+        "/api/stream",
+        "/nothing",
+        "/?token=wrong",
+    ] {
+        let answer = http(port, "GET", target, &[], b"");
+        assert_eq!(answer.status, 401, "{target}");
+        assert!(answer.body.is_empty(), "{target} said something");
+        answers.push(answer);
+    }
+    let wrong = http(port, "GET", "/api/state", &[("Cookie", "wit_ui=0000")], b"");
+    assert_eq!(wrong.status, 401);
+    // An action needs the token in its header too, and POST.
+    let action = br#"{"action":"end-session","sessionId":"s1"}"#;
+    let no_header = http(port, "POST", "/api/action", &[("Cookie", &cookie)], action);
+    assert_eq!(no_header.status, 401);
+    let by_get = http(port, "GET", "/api/action", &[("Cookie", &cookie)], b"");
+    assert_eq!(by_get.status, 405);
+    // Another name for this address (DNS rebinding) is refused even with the token.
+    let rebound = http(
+        port,
+        "GET",
+        "/api/state",
+        &[
+            ("Host", &format!("attacker.example:{port}")),
+            ("Cookie", &cookie),
+        ],
+        b"",
+    );
+    assert_eq!(rebound.status, 403);
+    assert!(rebound.body.is_empty());
+    // The token in the URL becomes an HttpOnly SameSite=Strict cookie and leaves the URL.
+    let first = http(port, "GET", &format!("/?token={}", ui.token), &[], b"");
+    assert_eq!(first.status, 303);
+    assert_eq!(first.header("location"), Some("/"));
+    let set = first.header("set-cookie").unwrap();
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+        "{set}"
+    );
+    let state = http(port, "GET", "/api/state", &[("Cookie", &cookie)], b"");
+    assert_eq!(state.status, 200);
+    let text = String::from_utf8(state.body.clone()).unwrap();
+    assert!(text.contains("a.ts:secret"), "{text}");
+    // No CORS, ever.
+    let preflight = http(
+        port,
+        "OPTIONS",
+        "/api/action",
+        &[("Origin", "http://attacker.example"), ("Cookie", &cookie)],
+        b"",
+    );
+    for answer in answers.iter().chain([&first, &state, &preflight]) {
+        assert!(
+            answer
+                .headers
+                .iter()
+                .all(|(n, _)| !n.starts_with("access-control-")),
+            "a CORS header was sent"
+        );
+    }
+    // A live session's lock cannot be released from the page.
+    let refused = http(
+        port,
+        "POST",
+        "/api/action",
+        &[("Cookie", &cookie), ("x-wit-token", &ui.token)],
+        br#"{"action":"release-lock","symbolPath":"a.ts:secret","sessionId":"s1"}"#,
+    );
+    assert_eq!(refused.status, 403);
+    assert_eq!(
+        call(&repo, "lock.query", json!({}))
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    // A session whose process is alive is ended by the daemon when it exits, not by a person.
+    call(
+        &repo,
+        "register",
+        json!({"sessionId": "s-pid", "name": "watched", "pid": std::process::id()}),
+    );
+    let watched = http(
+        port,
+        "POST",
+        "/api/action",
+        &[("Cookie", &cookie), ("x-wit-token", &ui.token)],
+        br#"{"action":"end-session","sessionId":"s-pid"}"#,
+    );
+    assert_eq!(watched.status, 403);
+    let sessions = call(&repo, "session.list", json!({}));
+    let watched = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["sessionId"] == "s-pid")
+        .unwrap();
+    assert_eq!(watched["live"], true);
+    // Only the three actions exist.
+    let other = http(
+        port,
+        "POST",
+        "/api/action",
+        &[("Cookie", &cookie), ("x-wit-token", &ui.token)],
+        br#"{"action":"lock.acquire","symbolPath":"a.ts:x","sessionId":"s1"}"#,
+    );
+    assert_eq!(other.status, 400);
+}
+
+fn median_and_p95(mut values: Vec<f64>) -> (f64, f64) {
+    assert!(!values.is_empty());
+    values.sort_by(f64::total_cmp);
+    let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.95))
+}
+
+/// 50 sessions holding 1,000 locks, then 100 events a second for 5 s: the page shows every
+/// lock and receives every event, and reports (on stderr) its size and update latencies,
+/// the figures of BENCHMARKS.md's `wit ui` section.
+#[test]
+fn the_page_keeps_up_with_50_sessions_1000_locks_and_100_events_a_second() {
+    const SESSIONS: usize = 50;
+    const LOCKS: usize = 1000;
+    const RATE: u64 = 100;
+    const LOAD_SECS: u64 = 5;
+    let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
+    let repo = Repo::new();
+    let _daemon = Daemon::start(&repo);
+    let client = repo.client();
+    block_on(async {
+        for s in 0..SESSIONS {
+            let params = json!({"sessionId": format!("s{s}"), "name": format!("agent-{s}")});
+            client.call_raw("register", params).await.unwrap();
+        }
+        for l in 0..LOCKS {
+            let params = json!({"sessionId": format!("s{}", l % SESSIONS),
+                                "symbolPath": format!("src/m{}.ts:f{l}", l % 40)});
+            client.call_raw("lock.acquire", params).await.unwrap();
+        }
+    });
+    let ui = UiServer::start(&repo);
+    let browser = Browser::start(1480, 1010);
+    browser.goto(&ui.url());
+    browser.wait_for(
+        "1,000 locks",
+        &format!("{LOCK_ROWS} === {LOCKS}"),
+        Duration::from_secs(60),
+    );
+
+    // What a page costs to open: the shell, script and style, and the state it is sent.
+    let cookie = ui.cookie();
+    let size = |target: &str| {
+        let answer = http(ui.port, "GET", target, &[("Cookie", &cookie)], b"");
+        assert_eq!(answer.status, 200, "{target}");
+        answer.body.len()
+    };
+    let assets = size("/") + size("/app.js") + size("/app.css");
+    let state = size("/api/state");
+
+    // The server's share of the latency: a raw stream reader notes when each event's frame
+    // arrives (event `at` -> frame on the socket, no browser involved).
+    let stream_latencies = std::sync::Arc::new(Mutex::new(Vec::<f64>::new()));
+    let reader = {
+        let (port, cookie, sink) = (ui.port, cookie.clone(), stream_latencies.clone());
+        std::thread::spawn(move || read_stream(port, &cookie, &sink))
+    };
+    browser.eval("window.witUi.trackLocks()", json!([]));
+    let before_load = browser.eval("return window.witUi.received", json!([]));
+    let first_seq = call(&repo, "events.poll", json!({}))["next"]
+        .as_i64()
+        .unwrap();
+    let sent = block_on(async {
+        let pace = Duration::from_micros(1_000_000 / RATE);
+        let start = tokio::time::Instant::now();
+        let mut sent = 0u64;
+        for i in 0..RATE * LOAD_SECS {
+            tokio::time::sleep_until(start + pace * i as u32).await;
+            // Each load lock lives about 1 s: acquired, released 50 pairs later (the first
+            // 50 odd calls refresh instead).
+            let k = i / 2;
+            let held = if i % 2 == 0 || k < 50 { k } else { k - 50 };
+            let method = if i % 2 == 1 && k >= 50 {
+                "lock.release"
+            } else {
+                "lock.acquire"
+            };
+            let params = json!({"sessionId": format!("s{}", held as usize % SESSIONS),
+                                "symbolPath": format!("src/load.ts:g{held}")});
+            client.call_raw(method, params).await.unwrap();
+            sent += 1;
+        }
+        sent
+    });
+    let last_seq = call(&repo, "events.poll", json!({}))["next"]
+        .as_i64()
+        .unwrap();
+    assert_eq!((last_seq - first_seq) as u64, sent, "one event per call");
+    // Every event reaches the page, and the table ends at the daemon's lock count.
+    browser.wait_for(
+        "every event",
+        &format!("return window.witUi.lastSeq >= {last_seq}"),
+        Duration::from_secs(30),
+    );
+    let received = browser.eval("return window.witUi.received", json!([]));
+    assert_eq!(
+        received.as_u64().unwrap() - before_load.as_u64().unwrap(),
+        sent
+    );
+    let held = call(&repo, "lock.query", json!({}))
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(held, LOCKS + 50);
+    browser.wait_for(
+        "the settled lock table",
+        &format!("{LOCK_ROWS} === {held}"),
+        Duration::from_secs(10),
+    );
+    let figures = browser.eval(
+        &format!(
+            "const m = window.witUi; return {{events: m.latencies.slice(-{sent}),
+               locks: m.lockLatencies, longTasks: m.longTasks, renderMs: m.renderMs}}"
+        ),
+        json!([]),
+    );
+    let list = |key: &str| -> Vec<f64> {
+        figures[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect()
+    };
+    let (events_median, events_p95) = median_and_p95(list("events"));
+    let locks = list("locks");
+    // Every lock the load acquired (every other call) reached the table.
+    assert_eq!(locks.len() as u64, sent / 2, "new locks the table showed");
+    let (locks_median, locks_p95) = median_and_p95(locks);
+    let stream: Vec<f64> = {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while stream_latencies.lock().unwrap().len() < sent as usize && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        stream_latencies.lock().unwrap().clone()
+    };
+    assert_eq!(stream.len() as u64, sent, "events on the raw stream");
+    drop(reader);
+    let (stream_median, stream_p95) = median_and_p95(stream);
+    let (render_median, _) = median_and_p95(list("renderMs"));
+    let render_longest = list("renderMs").into_iter().fold(0.0, f64::max);
+    let long_tasks = list("longTasks");
+    let longest = long_tasks.iter().copied().fold(0.0, f64::max);
+    eprintln!(
+        "wit ui figures: page {assets} B (HTML+JS+CSS), state {state} B for {SESSIONS} sessions \
+         and {LOCKS} locks; {sent} events at {RATE}/s: event->SSE frame median {stream_median} ms, \
+         p95 {stream_p95} ms; event->timeline median {events_median} ms, \
+         p95 {events_p95} ms; acquire->lock row median {locks_median} ms, p95 {locks_p95} ms; \
+         one render median {render_median:.1} ms, longest {render_longest:.1} ms; \
+         long tasks (>50 ms) {}, longest {longest} ms",
+        long_tasks.len()
+    );
+}
+
+/// Reads the page stream raw and notes, for each event of an `events` frame, the
+/// milliseconds from the event's `at` to the frame's arrival; runs until the server stops.
+fn read_stream(port: u16, cookie: &str, sink: &Mutex<Vec<f64>>) {
+    use std::io::Write;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "GET /api/stream HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nCookie: {cookie}\r\n\r\n"
+    )
+    .unwrap();
+    let mut lines = BufReader::new(stream).lines();
+    let mut event = String::new();
+    while let Some(Ok(line)) = lines.next() {
+        if let Some(name) = line.strip_prefix("event: ") {
+            event = name.to_owned();
+        } else if let Some(data) = line.strip_prefix("data: ") {
+            if event == "events" {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_millis() as f64;
+                let events: Value = serde_json::from_str(data).unwrap();
+                let mut sink = sink.lock().unwrap();
+                for e in events.as_array().unwrap() {
+                    sink.push(now - e["at"].as_f64().unwrap());
+                }
+            }
+        }
+    }
+}
