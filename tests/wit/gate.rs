@@ -619,7 +619,7 @@ fn wit_init_wires_the_gate_for_every_harness_idempotently_and_removably() {
     let settings: Value = serde_json::from_str(first[1].as_deref().unwrap()).unwrap();
     assert_eq!(settings["permissions"]["deny"][0], "Read(.env)");
     let gate = &settings["hooks"]["PreToolUse"][0];
-    assert_eq!(gate["matcher"], "Edit|MultiEdit|Write");
+    assert_eq!(gate["matcher"], "Edit|Write");
     assert!(gate["hooks"][0]["command"]
         .as_str()
         .unwrap()
@@ -664,7 +664,7 @@ fn the_claude_plugin_runs_the_gate_on_edits() {
     )
     .unwrap();
     let group = &hooks["hooks"]["PreToolUse"][0];
-    assert_eq!(group["matcher"], "Edit|MultiEdit|Write");
+    assert_eq!(group["matcher"], "Edit|Write");
     assert!(group["hooks"][0]["command"]
         .as_str()
         .unwrap()

@@ -1,6 +1,6 @@
 //! `wit hook …`: the git hooks ([`git`]) and the edit gate, the harness adapters that check
 //! an agent's edit before it is written ([`pre_edit`], the shared flow; [`claude`], [`codex`]
-//! with its `apply_patch` parser, [`gemini`], [`cursor`]: payload in, the harness's answer
+//! with its `apply_patch` parser, [`gemini`], [`cursor`], [`copilot`], [`opencode`]: payload in, the harness's answer
 //! out; [`policy`]: the `[gate]` configuration).
 //!
 //! The adapters are clients of the daemon like the rest of the CLI: every rule lives in
@@ -8,9 +8,11 @@
 
 pub mod claude;
 pub mod codex;
+pub mod copilot;
 pub mod cursor;
 pub mod gemini;
 pub mod git;
+pub mod opencode;
 pub mod policy;
 pub mod pre_edit;
 
@@ -37,7 +39,7 @@ pub enum HookCommand {
     /// stdin, checks the edit with the daemon (`edit.preflight`) and answers in the harness's
     /// format on stdout; lets the edit through when anything is wrong (always exit 0).
     ///
-    /// Wired by `wit init --agent claude|codex|gemini|cursor`.
+    /// Wired by `wit init --agent claude|codex|gemini|cursor|copilot|opencode`.
     PreEdit {
         /// The harness whose payload and answer format to use.
         #[arg(long, value_enum)]
