@@ -1016,4 +1016,52 @@ model = "o4-mini"
             .edit(Some(r#"{"hooks": []}"#), "wit", false)
             .is_err());
     }
+
+    #[test]
+    fn every_agents_entries_share_their_files_and_come_out_cleanly() {
+        for agent in Agent::ALL {
+            // All of an agent's entries, one after another (several may share a file).
+            let mut files: std::collections::BTreeMap<&str, Option<String>> = Default::default();
+            for &target in agent.targets() {
+                let text = files.get(target.label()).cloned().flatten();
+                files.insert(target.label(), run(target, text.as_deref(), false));
+            }
+            for &target in agent.targets() {
+                let text = files[target.label()].clone();
+                assert_eq!(
+                    target.edit(text.as_deref(), "wit", false).unwrap(),
+                    Edit::Unchanged,
+                    "{target:?} twice"
+                );
+            }
+            for &target in agent.targets() {
+                let text = files.get(target.label()).cloned().flatten();
+                files.insert(target.label(), run(target, text.as_deref(), true));
+            }
+            assert!(
+                files.values().all(Option::is_none),
+                "{agent:?}: files holding only wit's entries are deleted: {files:?}"
+            );
+        }
+        let plugin = plugin_text("/opt/wit bin/wit");
+        assert!(
+            plugin.contains("const WIT = \"/opt/wit bin/wit\";"),
+            "{plugin}"
+        );
+        assert!(plugin.starts_with(PLUGIN_MARK));
+        // Someone else's plugin of the same name is not removed.
+        assert_eq!(
+            Target::OpencodePlugin
+                .edit(Some("export const X = 1;\n"), "wit", true)
+                .unwrap(),
+            Edit::Unchanged
+        );
+        let opencode = run(Target::OpencodeMcp, Some("{\"theme\": \"dark\"}"), false).unwrap();
+        let value: Value = serde_json::from_str(&opencode).unwrap();
+        assert_eq!(
+            value["mcp"]["wit"],
+            json!({"type": "local", "command": ["wit", "mcp"]})
+        );
+        assert_eq!(value["theme"], "dark");
+    }
 }
