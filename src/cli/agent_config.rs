@@ -42,6 +42,9 @@ const SERVER: &str = "wit";
 const ARGS: [&str; 1] = ["mcp"];
 /// What marks a hook entry as wit's edit gate.
 pub const GATE_MARK: &str = "hook pre-edit";
+/// What marks a hook entry as wit's news hook (`wit hook post-tool`: what changed for the
+/// agent since its last tool call).
+pub const NEWS_MARK: &str = "hook post-tool";
 /// The first line of wit's OpenCode plugin (what marks the file as wit's).
 const PLUGIN_MARK: &str = "// wit's edit gate for OpenCode";
 
@@ -89,12 +92,13 @@ impl Agent {
     /// come more than once, one entry each time).
     pub fn targets(self) -> &'static [Target] {
         match self {
-            Self::Claude => &[Target::McpJson, Target::ClaudeSettings],
-            Self::Codex => &[Target::CodexToml, Target::CodexHooks],
+            Self::Claude => &[Target::McpJson, Target::ClaudeSettings, Target::ClaudeNews],
+            Self::Codex => &[Target::CodexToml, Target::CodexHooks, Target::CodexNews],
             Self::Gemini => &[
                 Target::GeminiSettings,
                 Target::GeminiAfterTool,
                 Target::GeminiMcp,
+                Target::GeminiNews,
             ],
             Self::Cursor => &[Target::CursorMcp, Target::CursorHooks],
             Self::Copilot => &[Target::CopilotMcp, Target::CopilotHooks],
@@ -132,6 +136,12 @@ pub enum Target {
     OpencodeMcp,
     /// `.opencode/plugins/wit.js`: wit's OpenCode plugin.
     OpencodePlugin,
+    /// `.claude/settings.json`: the news hook on PostToolUse.
+    ClaudeNews,
+    /// `.codex/hooks.json`: the news hook on PostToolUse.
+    CodexNews,
+    /// `.gemini/settings.json`: the news hook on AfterTool.
+    GeminiNews,
 }
 
 impl Target {
@@ -140,9 +150,9 @@ impl Target {
         match self {
             Self::McpJson => ".mcp.json",
             Self::CodexToml => ".codex/config.toml",
-            Self::ClaudeSettings => ".claude/settings.json",
-            Self::CodexHooks => ".codex/hooks.json",
-            Self::GeminiSettings | Self::GeminiAfterTool | Self::GeminiMcp => {
+            Self::ClaudeSettings | Self::ClaudeNews => ".claude/settings.json",
+            Self::CodexHooks | Self::CodexNews => ".codex/hooks.json",
+            Self::GeminiSettings | Self::GeminiAfterTool | Self::GeminiMcp | Self::GeminiNews => {
                 ".gemini/settings.json"
             }
             Self::CursorHooks => ".cursor/hooks.json",
@@ -169,14 +179,21 @@ impl Target {
             | Self::CopilotMcp
             | Self::OpencodeMcp => "wit server",
             Self::GeminiAfterTool => "wit gate notes (AfterTool)",
+            Self::ClaudeNews | Self::CodexNews | Self::GeminiNews => "wit news hook",
             Self::OpencodePlugin => "wit edit gate plugin",
             _ => "wit edit gate",
         }
     }
 
-    /// Whether this entry is an MCP server (else it is the edit gate).
+    /// Whether this entry is an MCP server.
     pub fn is_server(self) -> bool {
         self.what() == "wit server"
+    }
+
+    /// Whether this entry is the news hook (wired only by a wit that has `wit hook
+    /// post-tool`, see [`news_available`]).
+    pub fn is_news(self) -> bool {
+        matches!(self, Self::ClaudeNews | Self::CodexNews | Self::GeminiNews)
     }
 
     /// The file's new text for `existing` (`None`: no file), adding wit's entry running
@@ -218,9 +235,11 @@ impl Target {
     /// The agent whose configuration this is.
     pub fn agent(self) -> Agent {
         match self {
-            Self::ClaudeSettings | Self::McpJson => Agent::Claude,
-            Self::CodexHooks | Self::CodexToml => Agent::Codex,
-            Self::GeminiSettings | Self::GeminiAfterTool | Self::GeminiMcp => Agent::Gemini,
+            Self::ClaudeSettings | Self::McpJson | Self::ClaudeNews => Agent::Claude,
+            Self::CodexHooks | Self::CodexToml | Self::CodexNews => Agent::Codex,
+            Self::GeminiSettings | Self::GeminiAfterTool | Self::GeminiMcp | Self::GeminiNews => {
+                Agent::Gemini
+            }
             Self::CursorHooks | Self::CursorMcp => Agent::Cursor,
             Self::CopilotHooks | Self::CopilotMcp => Agent::Copilot,
             Self::OpencodeMcp | Self::OpencodePlugin => Agent::Opencode,
@@ -231,12 +250,29 @@ impl Target {
     fn gate(self, command: &str) -> Gate {
         let agent = self.agent();
         let line = gate_command(command, agent);
+        let news = news_command(command, agent);
         match self {
+            // Every tool: news comes at the agent's next tool call, whatever it is.
+            Self::ClaudeNews | Self::CodexNews => Gate {
+                event: "PostToolUse",
+                matcher: Some(""),
+                hook: json!({"type": "command", "command": news, "timeout": 5}),
+                version: false,
+                mark: NEWS_MARK,
+            },
+            Self::GeminiNews => Gate {
+                event: "AfterTool",
+                matcher: Some(""),
+                hook: json!({"type": "command", "command": news, "name": "wit-news", "timeout": 5000}),
+                version: false,
+                mark: NEWS_MARK,
+            },
             Self::CodexHooks | Self::CodexToml => Gate {
                 event: "PreToolUse",
                 matcher: Some("apply_patch|Edit|Write"),
                 hook: json!({"type": "command", "command": line, "timeout": 5}),
                 version: false,
+                mark: GATE_MARK,
             },
             // Gemini CLI's timeouts are in milliseconds; the hook's name is what
             // `hooksConfig.disabled` lists.
@@ -245,24 +281,28 @@ impl Target {
                 matcher: Some("replace|write_file"),
                 hook: json!({"type": "command", "command": line, "name": GEMINI_HOOK_NAME, "timeout": 5000}),
                 version: false,
+                mark: GATE_MARK,
             },
             Self::GeminiAfterTool => Gate {
                 event: "AfterTool",
                 matcher: Some("replace|write_file"),
                 hook: json!({"type": "command", "command": line, "name": GEMINI_HOOK_NAME, "timeout": 5000}),
                 version: false,
+                mark: GATE_MARK,
             },
             Self::CursorHooks | Self::CursorMcp => Gate {
                 event: "preToolUse",
                 matcher: None,
                 hook: json!({"command": line}),
                 version: true,
+                mark: GATE_MARK,
             },
             Self::CopilotHooks | Self::CopilotMcp => Gate {
                 event: "preToolUse",
                 matcher: None,
                 hook: json!({"type": "command", "bash": line, "timeoutSec": 5}),
                 version: true,
+                mark: GATE_MARK,
             },
             Self::ClaudeSettings | Self::McpJson | Self::OpencodeMcp | Self::OpencodePlugin => {
                 Gate {
@@ -270,6 +310,7 @@ impl Target {
                     matcher: Some(CLAUDE_MATCHER),
                     hook: json!({"type": "command", "command": line, "timeout": 5}),
                     version: false,
+                    mark: GATE_MARK,
                 }
             }
         }
@@ -281,6 +322,20 @@ pub const CLAUDE_MATCHER: &str = "Edit|Write";
 
 /// The name of wit's hook in Gemini CLI (what `hooksConfig.disabled` would list).
 pub const GEMINI_HOOK_NAME: &str = "wit-edit-gate";
+
+/// The command line of the news hook for `agent`, running `command` (the wit executable).
+pub fn news_command(command: &str, agent: Agent) -> String {
+    gate_command(command, agent).replace(GATE_MARK, NEWS_MARK)
+}
+
+/// Whether this wit has `wit hook post-tool` (the news hook): `wit init` wires it only then.
+pub fn news_available() -> bool {
+    use clap::CommandFactory;
+    super::Cli::command()
+        .find_subcommand("hook")
+        .and_then(|hook| hook.find_subcommand("post-tool"))
+        .is_some()
+}
 
 /// The command line of the gate for `agent`, running `command` (the wit executable).
 pub fn gate_command(command: &str, agent: Agent) -> String {
@@ -423,11 +478,13 @@ fn remove_json(existing: &str, key: &str) -> Result<Edit, EditError> {
     if servers.shift_remove(SERVER).is_none() {
         return Ok(Edit::Unchanged);
     }
-    let only_empty_servers = root.as_object().is_some_and(|top| {
-        top.iter()
-            .all(|(name, value)| name == key && value.as_object().is_some_and(Map::is_empty))
-    });
-    if only_empty_servers {
+    // The table wit's entry leaves empty goes too, and the file when nothing else is left.
+    if servers.is_empty() {
+        if let Some(top) = root.as_object_mut() {
+            top.shift_remove(key);
+        }
+    }
+    if root.as_object().is_some_and(Map::is_empty) {
         return Ok(Edit::Delete);
     }
     Ok(Edit::Write(print_json(&root, Some(existing))?))
@@ -579,15 +636,17 @@ struct Gate {
     hook: Value,
     /// Whether the file carries `"version": 1` (Cursor).
     version: bool,
+    /// What marks wit's entry (its command contains it).
+    mark: &'static str,
 }
 
-/// Whether a hook entry is wit's gate (Copilot CLI names its command `bash`).
-pub fn is_gate(entry: &Value) -> bool {
+/// Whether a hook entry's command contains `mark` (Copilot CLI names its command `bash`).
+fn is_marked(entry: &Value, mark: &str) -> bool {
     ["command", "bash"].iter().any(|key| {
         entry
             .get(*key)
             .and_then(Value::as_str)
-            .is_some_and(|command| command.contains(GATE_MARK))
+            .is_some_and(|command| command.contains(mark))
     })
 }
 
@@ -632,7 +691,7 @@ fn add_hook(existing: Option<&str>, gate: &Gate) -> Result<Edit, EditError> {
         )));
     };
     match gate.matcher {
-        None => match list.iter_mut().find(|entry| is_gate(entry)) {
+        None => match list.iter_mut().find(|entry| is_marked(entry, gate.mark)) {
             Some(entry) => merge_into(entry, &gate.hook)?,
             None => list.push(gate.hook.clone()),
         },
@@ -641,7 +700,7 @@ fn add_hook(existing: Option<&str>, gate: &Gate) -> Result<Edit, EditError> {
                 group
                     .get("hooks")
                     .and_then(Value::as_array)
-                    .is_some_and(|entries| entries.iter().any(is_gate))
+                    .is_some_and(|entries| entries.iter().any(|entry| is_marked(entry, gate.mark)))
             });
             match group {
                 Some(group) => {
@@ -651,7 +710,9 @@ fn add_hook(existing: Option<&str>, gate: &Gate) -> Result<Edit, EditError> {
                     if let Some(entry) = group
                         .get_mut("hooks")
                         .and_then(Value::as_array_mut)
-                        .and_then(|entries| entries.iter_mut().find(|entry| is_gate(entry)))
+                        .and_then(|entries| {
+                            entries.iter_mut().find(|entry| is_marked(entry, gate.mark))
+                        })
                     {
                         merge_into(entry, &gate.hook)?;
                     }
@@ -680,12 +741,12 @@ fn remove_hook(existing: &str, gate: &Gate) -> Result<Edit, EditError> {
     let before = list.len();
     let mut removed = false;
     match gate.matcher {
-        None => list.retain(|entry| !is_gate(entry)),
+        None => list.retain(|entry| !is_marked(entry, gate.mark)),
         Some(_) => {
             for group in list.iter_mut() {
                 if let Some(entries) = group.get_mut("hooks").and_then(Value::as_array_mut) {
                     let count = entries.len();
-                    entries.retain(|entry| !is_gate(entry));
+                    entries.retain(|entry| !is_marked(entry, gate.mark));
                     removed |= entries.len() != count;
                 }
             }

@@ -23,7 +23,9 @@ use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
-use super::agent_config::{self, gate_command, Agent, Target, GATE_MARK, GEMINI_HOOK_NAME};
+use super::agent_config::{
+    self, gate_command, Agent, Target, GATE_MARK, GEMINI_HOOK_NAME, NEWS_MARK,
+};
 use super::context::Context;
 use super::output::{CliError, Report};
 
@@ -138,8 +140,9 @@ impl Homes {
 /// Every finding for `agents` in the repository at `root`.
 pub fn check(root: &Path, agents: &[Agent], homes: &Homes) -> Vec<Finding> {
     let mut findings = Vec::new();
+    let news = agent_config::news_available();
     for &agent in agents {
-        for &target in agent.targets() {
+        for &target in agent.targets().iter().filter(|t| news || !t.is_news()) {
             findings.push(match entry_of(root, target) {
                 Some(_) => Finding::ok(agent, format!("{} in {}", target.what(), target.label())),
                 None => Finding::problem(
@@ -197,19 +200,22 @@ fn entry_of(root: &Path, target: Target) -> Option<String> {
         }
         hooks => {
             let value: Value = serde_json::from_str(&text).ok()?;
-            let event = match hooks {
-                Target::GeminiSettings => "BeforeTool",
-                Target::GeminiAfterTool => "AfterTool",
-                Target::CursorHooks | Target::CopilotHooks => "preToolUse",
-                _ => "PreToolUse",
+            let (event, mark) = match hooks {
+                Target::GeminiSettings => ("BeforeTool", GATE_MARK),
+                Target::GeminiAfterTool => ("AfterTool", GATE_MARK),
+                Target::GeminiNews => ("AfterTool", NEWS_MARK),
+                Target::ClaudeNews | Target::CodexNews => ("PostToolUse", NEWS_MARK),
+                Target::CursorHooks | Target::CopilotHooks => ("preToolUse", GATE_MARK),
+                _ => ("PreToolUse", GATE_MARK),
             };
-            gate_line(value.get("hooks")?.get(event)?)
+            hook_line(value.get("hooks")?.get(event)?, mark)
         }
     }
 }
 
-/// The gate's command line in a hooks list (grouped under matchers or not).
-fn gate_line(list: &Value) -> Option<String> {
+/// The command line of wit's hook marked `mark` in a hooks list (grouped under matchers or
+/// not).
+fn hook_line(list: &Value, mark: &str) -> Option<String> {
     let entries = list.as_array()?;
     entries
         .iter()
@@ -220,12 +226,12 @@ fn gate_line(list: &Value) -> Option<String> {
             }
             found
         })
-        .find(agent_config::is_gate)
-        .and_then(|entry| {
+        .filter_map(|entry| {
             ["command", "bash"]
                 .iter()
                 .find_map(|key| entry.get(*key).and_then(Value::as_str).map(str::to_string))
         })
+        .find(|command| command.contains(mark))
 }
 
 fn claude_approval(root: &Path, homes: &Homes) -> Vec<Finding> {
@@ -288,7 +294,7 @@ fn codex_trust(root: &Path, homes: &Homes) -> Vec<Finding> {
     let trusted = doc.as_ref().is_some_and(|doc| {
         root.ancestors().any(|dir| {
             doc.get("projects")
-                .and_then(|projects| projects.get(&dir.display().to_string()))
+                .and_then(|projects| projects.get(dir.display().to_string()))
                 .and_then(|project| project.get("trust_level"))
                 .and_then(|level| level.as_str())
                 == Some("trusted")
@@ -444,7 +450,7 @@ fn dry_run(root: &Path, agent: Agent) -> Finding {
     let gate = agent
         .targets()
         .iter()
-        .find(|target| !target.is_server())
+        .find(|target| !target.is_server() && !target.is_news())
         .and_then(|&target| entry_of(root, target));
     let Some(command) = gate else {
         return Finding::problem(

@@ -139,8 +139,9 @@ pub fn run(ctx: &Context, args: &InitArgs) -> Result<Report, CliError> {
     if !args.agent.is_empty() {
         let command = agent_config::wit_command();
         let wanted = dedup(&args.agent);
+        let news = agent_config::news_available();
         for &agent in &wanted {
-            for &target in agent.targets() {
+            for &target in agent.targets().iter().filter(|t| news || !t.is_news()) {
                 let action = agent_config::apply(target, &paths.root, &command, false)?;
                 human.push_str(&format!("  {:<12} {action}\n", target.label()));
                 add_action(&mut agents, target.label(), &action);
