@@ -99,6 +99,58 @@ function spawnLogged(cmd, args, opts, logFile, timeoutMs = 180_000) {
   });
 }
 
+/// Trusts the project's hooks the way Codex's `/hooks` screen does: through its app-server,
+/// `hooks/list` for each hook's key and current hash, then `config/value/write` of
+/// `hooks.state."<key>".trusted_hash`.
+async function trustCodexHooks(codex, repo, env) {
+  const child = spawn(codex, ["app-server"], { cwd: repo, env, stdio: ["pipe", "pipe", "ignore"] });
+  const pending = new Map();
+  let buffer = "";
+  child.stdout.on("data", (data) => {
+    buffer += data;
+    let end;
+    while ((end = buffer.indexOf("\n")) >= 0) {
+      const line = buffer.slice(0, end);
+      buffer = buffer.slice(end + 1);
+      let message;
+      try {
+        message = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      if (message.id !== undefined && pending.has(message.id)) {
+        pending.get(message.id)(message);
+        pending.delete(message.id);
+      }
+    }
+  });
+  let next = 0;
+  const call = (method, params) => new Promise((resolve, reject) => {
+    const id = ++next;
+    const timer = setTimeout(() => reject(new Error(`codex app-server: no answer to ${method}`)), 30_000);
+    pending.set(id, (message) => {
+      clearTimeout(timer);
+      if (message.error) reject(new Error(`codex app-server ${method}: ${JSON.stringify(message.error)}`));
+      else resolve(message.result);
+    });
+    child.stdin.write(JSON.stringify({ jsonrpc: "2.0", id, method, params }) + "\n");
+  });
+  try {
+    await call("initialize", { clientInfo: { name: "wit-harness-suite", version: "1" } });
+    child.stdin.write(JSON.stringify({ jsonrpc: "2.0", method: "initialized" }) + "\n");
+    const listed = await call("hooks/list", { cwds: [repo] });
+    const hooks = listed.data.flatMap((entry) => entry.hooks);
+    if (!hooks.some((hook) => (hook.command || "").includes("hook pre-edit"))) {
+      throw new Error(`codex lists no wit hook: ${JSON.stringify(listed)}`);
+    }
+    for (const hook of hooks) {
+      await call("config/value/write", { keyPath: `hooks.state."${hook.key}".trusted_hash`, value: hook.currentHash, mergeStrategy: "replace" });
+    }
+  } finally {
+    child.kill();
+  }
+}
+
 // ---- the three CLIs ------------------------------------------------------------------------
 
 const CLIS = {
@@ -129,7 +181,7 @@ const CLIS = {
   },
   codex: {
     api: "openai",
-    prepare(repo, home, mock) {
+    async prepare(repo, home, mock) {
       const dir = path.join(home, ".codex");
       fs.mkdirSync(dir, { recursive: true });
       fs.writeFileSync(path.join(dir, "config.toml"), [
@@ -146,6 +198,7 @@ const CLIS = {
         'trust_level = "trusted"',
         "",
       ].join("\n"));
+      await trustCodexHooks(path.join(binDir, "codex"), repo, witEnv(home));
     },
     steps(file, c) {
       const patch = ["*** Begin Patch", "*** Update File: src/auth.ts", "@@", `-${c.old}`, `+${c.new}`, "*** End Patch", ""].join("\n");
@@ -153,7 +206,7 @@ const CLIS = {
     },
     command(bin, mock) {
       return {
-        args: [path.join(bin, "codex"), "exec", "--dangerously-bypass-approvals-and-sandbox", "--dangerously-bypass-hook-trust", "--skip-git-repo-check", "Make the change."],
+        args: [path.join(bin, "codex"), "exec", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check", "Make the change."],
         env: { MOCK_API_KEY: "mock", CODEX_HOME: undefined },
       };
     },
@@ -195,7 +248,12 @@ async function runCase(name, cli, c) {
   const mock = await startMock(cli.api, script);
   let failure = null;
   try {
-    cli.prepare(repo, home, mock);
+    await cli.prepare(repo, home, mock);
+    // What `wit doctor` says once the harness is set up as a user would: nothing missing.
+    const doctor = spawnSync(wit, ["--json", "doctor"], { cwd: repo, env: witEnv(home), encoding: "utf8" });
+    const report = JSON.parse(doctor.stdout || "{}");
+    const mine = (report.findings || []).filter((f) => f.agent === name && !f.ok);
+    if (doctor.status !== 0 && mine.length) throw new Error(`wit doctor: ${mine.map((f) => `${f.what}: ${f.fix}`).join("; ")}`);
     othersWork(repo, home);
     const { args, env } = cli.command(binDir, mock);
     const fullEnv = { ...witEnv(home), ...env, NO_COLOR: "1", CI: "1" };
