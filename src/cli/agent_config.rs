@@ -8,7 +8,8 @@
 //! - Codex: `.codex/config.toml`, `[mcp_servers.wit]` with `command` and `args` (toml_edit,
 //!   which keeps the rest of the file byte for byte, comments included), and
 //!   `.codex/hooks.json`, a `hooks.PreToolUse` group for `apply_patch|Edit|Write`;
-//! - Gemini CLI: `.gemini/settings.json`, `mcpServers.wit` and a `hooks.BeforeTool` group
+//! - Gemini CLI: `.gemini/settings.json`, `mcpServers.wit` (`trust: true`, else Gemini asks
+//!   before each wit tool and offers none without a person there) and a `hooks.BeforeTool` group
 //!   for `replace|write_file`, plus the same command on `hooks.AfterTool` (Gemini shows the
 //!   model hook context only after the tool ran, see [`super::hooks::gemini`]);
 //! - Cursor: `.cursor/mcp.json` (`mcpServers.wit`) and `.cursor/hooks.json` (`version: 1`),
@@ -217,6 +218,14 @@ impl Target {
             (Self::OpencodeMcp, true) => {
                 existing.map_or(Ok(Edit::Unchanged), |text| remove_json(text, "mcp"))
             }
+            // Gemini CLI runs no MCP tool of an untrusted server without a confirmation, and
+            // offers none of them at all without a person there (`gemini -p`): wit's tools
+            // only coordinate (locks, intents, contracts), never touch files.
+            (Self::GeminiMcp, false) => add_json(
+                existing,
+                "mcpServers",
+                &json!({"command": command, "args": ARGS, "trust": true}),
+            ),
             (server, false) if server.is_server() => add_json(
                 existing,
                 "mcpServers",

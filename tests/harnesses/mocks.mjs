@@ -117,10 +117,10 @@ function anthropic(script, body, res) {
 
 function openai(script, body, res) {
   const tools = body.tools || [];
-  const find = (tool) => tools.find((t) => (t.name || t.function?.name) === tool);
+  const find = (tool) => tools.find((t) => (t.name || t.function?.name || t.type) === tool);
   const step = script.take((tool) => find(tool) !== undefined);
   const input = Array.isArray(body.input) ? body.input : [];
-  const outputs = input.filter((i) => /_call_output$/.test(i.type || ""));
+  const outputs = input.filter((i) => /_(call_)?output$/.test(i.type || ""));
   if (outputs.length > 0 && script.called) {
     // From the last call on: its output and what hooks added beside it (developer messages).
     const calls = input.filter((i) => /_call$/.test(i.type || ""));
@@ -134,7 +134,9 @@ function openai(script, body, res) {
   if (step) {
     const offered = find(step.tool);
     const callId = `call_${Math.random().toString(36).slice(2)}`;
-    item = offered.type === "custom"
+    item = offered.type === "tool_search"
+      ? { type: "tool_search_call", id: `tsc_${callId}`, call_id: callId, execution: "client", arguments: step.input, status: "completed" }
+      : offered.type === "custom"
       ? { type: "custom_tool_call", id: `ctc_${callId}`, call_id: callId, name: step.tool, input: typeof step.input === "string" ? step.input : JSON.stringify(step.input), status: "completed" }
       : { type: "function_call", id: `fc_${callId}`, call_id: callId, name: step.tool, arguments: typeof step.input === "string" ? JSON.stringify({ input: step.input }) : JSON.stringify(step.input), status: "completed" };
   } else {

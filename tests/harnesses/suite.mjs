@@ -1,7 +1,8 @@
 // The harness compatibility suite: the real Claude Code, Codex and Gemini CLI (pinned in
 // package.json / package-lock.json beside this file) driven non-interactively against local
 // mocks of their model APIs (mocks.mjs), each in a throwaway HOME, in a git repository set up
-// with `wit init --agent claude,codex,gemini`. Per CLI three scripted edits: a function
+// with `wit init --agent claude,codex,gemini`. Per CLI: wit's MCP tools are offered to the
+// model, and three scripted edits: a function
 // another session has locked (the file must stay as it was, and the model must be shown
 // wit's reason), a free function (the edit lands), and a function inside another session's
 // declared intent (the edit lands, and the model is shown the overlap).
@@ -156,6 +157,7 @@ async function trustCodexHooks(codex, repo, env) {
 const CLIS = {
   claude: {
     api: "anthropic",
+    mcpTool: "mcp__wit__lock_acquire",
     prepare(repo, home) {
       // Approves the project's .mcp.json server (else Claude Code would ask).
       fs.writeFileSync(path.join(repo, ".claude/settings.local.json"), JSON.stringify({ enabledMcpjsonServers: ["wit"] }));
@@ -181,6 +183,7 @@ const CLIS = {
   },
   codex: {
     api: "openai",
+    mcpTool: "lock_acquire",
     async prepare(repo, home, mock) {
       const dir = path.join(home, ".codex");
       fs.mkdirSync(dir, { recursive: true });
@@ -202,7 +205,8 @@ const CLIS = {
     },
     steps(file, c) {
       const patch = ["*** Begin Patch", "*** Update File: src/auth.ts", "@@", `-${c.old}`, `+${c.new}`, "*** End Patch", ""].join("\n");
-      return [{ tool: "apply_patch", input: patch }];
+      // Codex defers MCP tools behind its tool_search: the model finds wit's first.
+      return [{ tool: "tool_search", input: { query: "wit lock acquire", limit: 8 } }, { tool: "apply_patch", input: patch }];
     },
     command(bin, mock) {
       return {
@@ -213,6 +217,7 @@ const CLIS = {
   },
   gemini: {
     api: "gemini",
+    mcpTool: "mcp_wit_lock_acquire",
     prepare(repo, home) {
       const dir = path.join(home, ".gemini");
       fs.mkdirSync(dir, { recursive: true });
@@ -267,6 +272,8 @@ async function runCase(name, cli, c) {
     const shown = script.results.join("\n");
     const problems = [];
     if (script.next < script.steps.length) problems.push(`the CLI made only ${script.next} of ${script.steps.length} scripted tool calls (exit ${exit.code}${exit.signal ? ", " + exit.signal : ""})`);
+    // wit's MCP server connected: its tools are offered to the model.
+    if (!JSON.stringify(script.bodies).includes(cli.mcpTool)) problems.push(`wit's MCP tools were not offered (no ${cli.mcpTool})`);
     if (c.lands && !landed) problems.push("the edit did not land");
     if (!c.lands && !unchanged) problems.push("the file changed: the locked function was edited");
     if (c.shown && !shown.includes(c.shown)) {
