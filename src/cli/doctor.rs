@@ -313,27 +313,39 @@ fn codex_trust(root: &Path, homes: &Homes) -> Vec<Finding> {
             ),
         )
     }];
-    // Codex records a trusted hook as `[hooks.state."<source>…"] trusted_hash = "…"`.
+    // Codex records a trusted hook as `[hooks.state."<root>/.codex/hooks.json:<event>:<group>:
+    // <handler>"] trusted_hash = "sha256:…"` (what its app-server's `hooks/list` calls the
+    // hook's key). The hash itself is not checked: a hook changed since it was trusted is not
+    // noticed here.
     let hooks_file = root.join(".codex/hooks.json").display().to_string();
-    let hook_trusted = doc.as_ref().is_some_and(|doc| {
-        doc.get("hooks")
-            .and_then(|hooks| hooks.get("state"))
-            .and_then(|state| state.as_table_like())
-            .is_some_and(|state| {
-                state.iter().any(|(key, value)| {
-                    key.contains(&hooks_file) && value.get("trusted_hash").is_some()
+    let trusted = |event: &str| {
+        let prefix = format!("{hooks_file}:{event}:");
+        doc.as_ref().is_some_and(|doc| {
+            doc.get("hooks")
+                .and_then(|hooks| hooks.get("state"))
+                .and_then(|state| state.as_table_like())
+                .is_some_and(|state| {
+                    state.iter().any(|(key, value)| {
+                        key.starts_with(&prefix) && value.get("trusted_hash").is_some()
+                    })
                 })
-            })
-    });
-    findings.push(if hook_trusted {
-        Finding::ok(Agent::Codex, "wit's hook is trusted in Codex")
-    } else {
-        Finding::problem(
-            Agent::Codex,
-            "wit's hook is not trusted yet: Codex lists it as untrusted and does not run it",
-            "start `codex` in this repository, open /hooks and trust `wit hook pre-edit --agent codex`",
-        )
-    });
+        })
+    };
+    let mut hooks = vec![("pre_tool_use", "wit hook pre-edit --agent codex")];
+    if agent_config::news_available() && entry_of(root, Target::CodexNews).is_some() {
+        hooks.push(("post_tool_use", "wit hook post-tool --agent codex"));
+    }
+    for (event, command) in hooks {
+        findings.push(if trusted(event) {
+            Finding::ok(Agent::Codex, format!("`{command}` is trusted in Codex"))
+        } else {
+            Finding::problem(
+                Agent::Codex,
+                format!("`{command}` is not trusted yet: Codex lists it as untrusted and does not run it"),
+                format!("start `codex` in this repository, open /hooks and trust `{command}`"),
+            )
+        });
+    }
     findings
 }
 

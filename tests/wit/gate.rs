@@ -907,7 +907,7 @@ fn wit_init_takes_a_comma_list_and_wit_doctor_says_what_each_harness_still_needs
     let needed = &printed[printed.find("Still needed").expect(&printed)..];
     for expected in [
         "codex     ✗ the project is not trusted",
-        "codex     ✗ wit's hook is not trusted yet",
+        "codex     ✗ `wit hook pre-edit --agent codex` is not trusted yet",
         "gemini    ✗ the folder is not trusted",
         "claude    ✗ the wit server of .mcp.json is not approved yet",
     ] {
