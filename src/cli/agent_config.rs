@@ -1,15 +1,24 @@
-//! `wit init --agent claude|codex|gemini|cursor [--remove]`: wit's MCP server and the edit
-//! gate (`wit hook pre-edit`) in the agent's project configuration, added or taken out with
-//! real JSON and TOML editors.
+//! `wit init --agent claude,codex,gemini,cursor,copilot,opencode [--remove]`: wit's MCP
+//! server and the edit gate (`wit hook pre-edit`) in each agent's project configuration,
+//! added or taken out with real JSON and TOML editors.
 //!
 //! - Claude Code: `.mcp.json` at the root, `mcpServers.wit = {command, args: ["mcp"]}`, and
-//!   `.claude/settings.json`, a `hooks.PreToolUse` group for `Edit|MultiEdit|Write|Bash`;
+//!   `.claude/settings.json`, a `hooks.PreToolUse` group for `Edit|Write|Bash` (Claude Code 2.1
+//!   has no `MultiEdit` tool any more);
 //! - Codex: `.codex/config.toml`, `[mcp_servers.wit]` with `command` and `args` (toml_edit,
 //!   which keeps the rest of the file byte for byte, comments included), and
 //!   `.codex/hooks.json`, a `hooks.PreToolUse` group for `apply_patch|Edit|Write|Bash`;
-//! - Gemini CLI: `.gemini/settings.json`, a `hooks.BeforeTool` group for `replace|write_file|run_shell_command`;
-//! - Cursor: `.cursor/hooks.json` (`version: 1`), a `hooks.preToolUse` entry (no matcher: the
-//!   gate itself lets every tool that is not a file edit through at once).
+//! - Gemini CLI: `.gemini/settings.json`, `mcpServers.wit` (`trust: true`, else Gemini asks
+//!   before each wit tool and offers none without a person there) and a `hooks.BeforeTool` group
+//!   for `replace|write_file|run_shell_command`, plus the same command on `hooks.AfterTool` (Gemini shows the
+//!   model hook context only after the tool ran, see [`super::hooks::gemini`]);
+//! - Cursor: `.cursor/mcp.json` (`mcpServers.wit`) and `.cursor/hooks.json` (`version: 1`),
+//!   a `hooks.preToolUse` entry (no matcher: the gate itself lets every tool that is not a
+//!   file edit through at once);
+//! - GitHub Copilot CLI: `.github/mcp.json` (`mcpServers.wit`) and `.github/hooks/wit.json`
+//!   (`version: 1`), a `hooks.preToolUse` entry `{type: "command", bash, timeoutSec}`;
+//! - OpenCode: `opencode.json`, `mcp.wit = {type: "local", command: [wit, "mcp"]}`, and the
+//!   plugin `.opencode/plugins/wit.js` (a file of wit's own, see [`super::hooks::opencode`]).
 //!
 //! JSON is edited with serde_json (`preserve_order`: every other entry keeps its place; the
 //! file's indentation is kept). wit's hook entry is the one whose command runs
@@ -33,7 +42,12 @@ const SERVER: &str = "wit";
 /// The arguments that start it.
 const ARGS: [&str; 1] = ["mcp"];
 /// What marks a hook entry as wit's edit gate.
-const GATE_MARK: &str = "hook pre-edit";
+pub const GATE_MARK: &str = "hook pre-edit";
+/// What marks a hook entry as wit's news hook (`wit hook post-tool`: what changed for the
+/// agent since its last tool call).
+pub const NEWS_MARK: &str = "hook post-tool";
+/// The first line of wit's OpenCode plugin (what marks the file as wit's).
+const PLUGIN_MARK: &str = "// wit's edit gate for OpenCode";
 
 /// A coding agent whose project configuration `wit init --agent` edits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -44,11 +58,25 @@ pub enum Agent {
     Codex,
     /// Gemini CLI: `.gemini/settings.json`.
     Gemini,
-    /// Cursor: `.cursor/hooks.json`.
+    /// Cursor: `.cursor/mcp.json` and `.cursor/hooks.json`.
     Cursor,
+    /// GitHub Copilot CLI: `.github/mcp.json` and `.github/hooks/wit.json`.
+    Copilot,
+    /// OpenCode: `opencode.json` and `.opencode/plugins/wit.js`.
+    Opencode,
 }
 
 impl Agent {
+    /// Every agent, in the order of `wit doctor`'s report.
+    pub const ALL: [Agent; 6] = [
+        Self::Claude,
+        Self::Codex,
+        Self::Gemini,
+        Self::Cursor,
+        Self::Copilot,
+        Self::Opencode,
+    ];
+
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
         match self {
@@ -56,21 +84,31 @@ impl Agent {
             Self::Codex => "codex",
             Self::Gemini => "gemini",
             Self::Cursor => "cursor",
+            Self::Copilot => "copilot",
+            Self::Opencode => "opencode",
         }
     }
 
-    /// The configuration files `wit init --agent` edits for this agent, in order.
+    /// The configuration files `wit init --agent` edits for this agent, in order (one file may
+    /// come more than once, one entry each time).
     pub fn targets(self) -> &'static [Target] {
         match self {
-            Self::Claude => &[Target::McpJson, Target::ClaudeSettings],
-            Self::Codex => &[Target::CodexToml, Target::CodexHooks],
-            Self::Gemini => &[Target::GeminiSettings],
-            Self::Cursor => &[Target::CursorHooks],
+            Self::Claude => &[Target::McpJson, Target::ClaudeSettings, Target::ClaudeNews],
+            Self::Codex => &[Target::CodexToml, Target::CodexHooks, Target::CodexNews],
+            Self::Gemini => &[
+                Target::GeminiSettings,
+                Target::GeminiAfterTool,
+                Target::GeminiMcp,
+                Target::GeminiNews,
+            ],
+            Self::Cursor => &[Target::CursorMcp, Target::CursorHooks],
+            Self::Copilot => &[Target::CopilotMcp, Target::CopilotHooks],
+            Self::Opencode => &[Target::OpencodeMcp, Target::OpencodePlugin],
         }
     }
 }
 
-/// One configuration file and what wit puts in it.
+/// One entry wit puts in one configuration file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
     /// `.mcp.json`: Claude Code's MCP servers.
@@ -83,8 +121,28 @@ pub enum Target {
     CodexHooks,
     /// `.gemini/settings.json`: Gemini CLI's BeforeTool hook.
     GeminiSettings,
+    /// `.gemini/settings.json`: Gemini CLI's AfterTool hook (warnings reach the model there).
+    GeminiAfterTool,
+    /// `.gemini/settings.json`: Gemini CLI's MCP servers.
+    GeminiMcp,
     /// `.cursor/hooks.json`: Cursor's preToolUse hook.
     CursorHooks,
+    /// `.cursor/mcp.json`: Cursor's MCP servers.
+    CursorMcp,
+    /// `.github/hooks/wit.json`: GitHub Copilot CLI's preToolUse hook.
+    CopilotHooks,
+    /// `.github/mcp.json`: GitHub Copilot CLI's project MCP servers.
+    CopilotMcp,
+    /// `opencode.json`: OpenCode's MCP servers.
+    OpencodeMcp,
+    /// `.opencode/plugins/wit.js`: wit's OpenCode plugin.
+    OpencodePlugin,
+    /// `.claude/settings.json`: the news hook on PostToolUse.
+    ClaudeNews,
+    /// `.codex/hooks.json`: the news hook on PostToolUse.
+    CodexNews,
+    /// `.gemini/settings.json`: the news hook on AfterTool.
+    GeminiNews,
 }
 
 impl Target {
@@ -93,10 +151,17 @@ impl Target {
         match self {
             Self::McpJson => ".mcp.json",
             Self::CodexToml => ".codex/config.toml",
-            Self::ClaudeSettings => ".claude/settings.json",
-            Self::CodexHooks => ".codex/hooks.json",
-            Self::GeminiSettings => ".gemini/settings.json",
+            Self::ClaudeSettings | Self::ClaudeNews => ".claude/settings.json",
+            Self::CodexHooks | Self::CodexNews => ".codex/hooks.json",
+            Self::GeminiSettings | Self::GeminiAfterTool | Self::GeminiMcp | Self::GeminiNews => {
+                ".gemini/settings.json"
+            }
             Self::CursorHooks => ".cursor/hooks.json",
+            Self::CursorMcp => ".cursor/mcp.json",
+            Self::CopilotHooks => ".github/hooks/wit.json",
+            Self::CopilotMcp => ".github/mcp.json",
+            Self::OpencodeMcp => "opencode.json",
+            Self::OpencodePlugin => ".opencode/plugins/wit.js",
         }
     }
 
@@ -106,11 +171,30 @@ impl Target {
     }
 
     /// What wit puts in this file, for the report.
-    fn what(self) -> &'static str {
+    pub fn what(self) -> &'static str {
         match self {
-            Self::McpJson | Self::CodexToml => "wit server",
+            Self::McpJson
+            | Self::CodexToml
+            | Self::GeminiMcp
+            | Self::CursorMcp
+            | Self::CopilotMcp
+            | Self::OpencodeMcp => "wit server",
+            Self::GeminiAfterTool => "wit gate notes (AfterTool)",
+            Self::ClaudeNews | Self::CodexNews | Self::GeminiNews => "wit news hook",
+            Self::OpencodePlugin => "wit edit gate plugin",
             _ => "wit edit gate",
         }
+    }
+
+    /// Whether this entry is an MCP server.
+    pub fn is_server(self) -> bool {
+        self.what() == "wit server"
+    }
+
+    /// Whether this entry is the news hook (wired only by a wit that has `wit hook
+    /// post-tool`, see [`news_available`]).
+    pub fn is_news(self) -> bool {
+        matches!(self, Self::ClaudeNews | Self::CodexNews | Self::GeminiNews)
     }
 
     /// The file's new text for `existing` (`None`: no file), adding wit's entry running
@@ -122,10 +206,34 @@ impl Target {
         remove: bool,
     ) -> Result<Edit, EditError> {
         match (self, remove) {
-            (Self::McpJson, false) => add_json(existing, command),
-            (Self::McpJson, true) => existing.map_or(Ok(Edit::Unchanged), remove_json),
             (Self::CodexToml, false) => add_toml(existing, command),
             (Self::CodexToml, true) => existing.map_or(Ok(Edit::Unchanged), remove_toml),
+            (Self::OpencodePlugin, false) => Ok(add_plugin(existing, command)),
+            (Self::OpencodePlugin, true) => Ok(existing.map_or(Edit::Unchanged, remove_plugin)),
+            (Self::OpencodeMcp, false) => add_json(
+                existing,
+                "mcp",
+                &json!({"type": "local", "command": [command, ARGS[0]]}),
+            ),
+            (Self::OpencodeMcp, true) => {
+                existing.map_or(Ok(Edit::Unchanged), |text| remove_json(text, "mcp"))
+            }
+            // Gemini CLI runs no MCP tool of an untrusted server without a confirmation, and
+            // offers none of them at all without a person there (`gemini -p`): wit's tools
+            // only coordinate (locks, intents, contracts), never touch files.
+            (Self::GeminiMcp, false) => add_json(
+                existing,
+                "mcpServers",
+                &json!({"command": command, "args": ARGS, "trust": true}),
+            ),
+            (server, false) if server.is_server() => add_json(
+                existing,
+                "mcpServers",
+                &json!({"command": command, "args": ARGS}),
+            ),
+            (server, true) if server.is_server() => {
+                existing.map_or(Ok(Edit::Unchanged), |text| remove_json(text, "mcpServers"))
+            }
             (hooks, false) => add_hook(existing, &hooks.gate(command)),
             (hooks, true) => existing.map_or(Ok(Edit::Unchanged), |text| {
                 remove_hook(text, &hooks.gate(command))
@@ -133,51 +241,122 @@ impl Target {
         }
     }
 
+    /// The agent whose configuration this is.
+    pub fn agent(self) -> Agent {
+        match self {
+            Self::ClaudeSettings | Self::McpJson | Self::ClaudeNews => Agent::Claude,
+            Self::CodexHooks | Self::CodexToml | Self::CodexNews => Agent::Codex,
+            Self::GeminiSettings | Self::GeminiAfterTool | Self::GeminiMcp | Self::GeminiNews => {
+                Agent::Gemini
+            }
+            Self::CursorHooks | Self::CursorMcp => Agent::Cursor,
+            Self::CopilotHooks | Self::CopilotMcp => Agent::Copilot,
+            Self::OpencodeMcp | Self::OpencodePlugin => Agent::Opencode,
+        }
+    }
+
     /// Where and how the edit gate is wired in this file.
     fn gate(self, command: &str) -> Gate {
-        let agent = match self {
-            Self::ClaudeSettings | Self::McpJson => Agent::Claude,
-            Self::CodexHooks | Self::CodexToml => Agent::Codex,
-            Self::GeminiSettings => Agent::Gemini,
-            Self::CursorHooks => Agent::Cursor,
-        };
-        let program = if command
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
-        {
-            command.to_string()
-        } else {
-            super::hooks::shell_quote(command)
-        };
-        let line = format!("{program} {GATE_MARK} --agent {}", agent.name());
-        match agent {
-            Agent::Claude => Gate {
-                event: "PreToolUse",
-                matcher: Some("Edit|MultiEdit|Write|Bash"),
-                hook: json!({"type": "command", "command": line, "timeout": 5}),
+        let agent = self.agent();
+        let line = gate_command(command, agent);
+        let news = news_command(command, agent);
+        match self {
+            // Every tool: news comes at the agent's next tool call, whatever it is.
+            Self::ClaudeNews | Self::CodexNews => Gate {
+                event: "PostToolUse",
+                matcher: Some(""),
+                hook: json!({"type": "command", "command": news, "timeout": 5}),
                 version: false,
+                mark: NEWS_MARK,
             },
-            Agent::Codex => Gate {
+            Self::GeminiNews => Gate {
+                event: "AfterTool",
+                matcher: Some(""),
+                hook: json!({"type": "command", "command": news, "name": "wit-news", "timeout": 5000}),
+                version: false,
+                mark: NEWS_MARK,
+            },
+            Self::CodexHooks | Self::CodexToml => Gate {
                 event: "PreToolUse",
                 matcher: Some("apply_patch|Edit|Write|Bash"),
                 hook: json!({"type": "command", "command": line, "timeout": 5}),
                 version: false,
+                mark: GATE_MARK,
             },
-            // Gemini CLI's timeouts are in milliseconds.
-            Agent::Gemini => Gate {
+            // Gemini CLI's timeouts are in milliseconds; the hook's name is what
+            // `hooksConfig.disabled` lists.
+            Self::GeminiSettings | Self::GeminiMcp => Gate {
                 event: "BeforeTool",
                 matcher: Some("replace|write_file|run_shell_command"),
-                hook: json!({"type": "command", "command": line, "name": "wit-edit-gate", "timeout": 5000}),
+                hook: json!({"type": "command", "command": line, "name": GEMINI_HOOK_NAME, "timeout": 5000}),
                 version: false,
+                mark: GATE_MARK,
             },
-            Agent::Cursor => Gate {
+            Self::GeminiAfterTool => Gate {
+                event: "AfterTool",
+                matcher: Some("replace|write_file"),
+                hook: json!({"type": "command", "command": line, "name": GEMINI_HOOK_NAME, "timeout": 5000}),
+                version: false,
+                mark: GATE_MARK,
+            },
+            Self::CursorHooks | Self::CursorMcp => Gate {
                 event: "preToolUse",
                 matcher: None,
                 hook: json!({"command": line}),
                 version: true,
+                mark: GATE_MARK,
             },
+            Self::CopilotHooks | Self::CopilotMcp => Gate {
+                event: "preToolUse",
+                matcher: None,
+                hook: json!({"type": "command", "bash": line, "timeoutSec": 5}),
+                version: true,
+                mark: GATE_MARK,
+            },
+            Self::ClaudeSettings | Self::McpJson | Self::OpencodeMcp | Self::OpencodePlugin => {
+                Gate {
+                    event: "PreToolUse",
+                    matcher: Some(CLAUDE_MATCHER),
+                    hook: json!({"type": "command", "command": line, "timeout": 5}),
+                    version: false,
+                    mark: GATE_MARK,
+                }
+            }
         }
     }
+}
+
+/// The tools Claude Code's gate group matches.
+pub const CLAUDE_MATCHER: &str = "Edit|Write|Bash";
+
+/// The name of wit's hook in Gemini CLI (what `hooksConfig.disabled` would list).
+pub const GEMINI_HOOK_NAME: &str = "wit-edit-gate";
+
+/// The command line of the news hook for `agent`, running `command` (the wit executable).
+pub fn news_command(command: &str, agent: Agent) -> String {
+    gate_command(command, agent).replace(GATE_MARK, NEWS_MARK)
+}
+
+/// Whether this wit has `wit hook post-tool` (the news hook): `wit init` wires it only then.
+pub fn news_available() -> bool {
+    use clap::CommandFactory;
+    super::Cli::command()
+        .find_subcommand("hook")
+        .and_then(|hook| hook.find_subcommand("post-tool"))
+        .is_some()
+}
+
+/// The command line of the gate for `agent`, running `command` (the wit executable).
+pub fn gate_command(command: &str, agent: Agent) -> String {
+    let program = if command
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
+    {
+        command.to_string()
+    } else {
+        super::hooks::shell_quote(command)
+    };
+    format!("{program} {GATE_MARK} --agent {}", agent.name())
 }
 
 /// What an edit does to the file.
@@ -267,7 +446,8 @@ pub fn wit_command() -> String {
     }
 }
 
-fn add_json(existing: Option<&str>, command: &str) -> Result<Edit, EditError> {
+/// Sets `top[key].wit` to `wanted` (an existing entry keeps its other keys).
+fn add_json(existing: Option<&str>, key: &str, wanted: &Value) -> Result<Edit, EditError> {
     let mut root = match existing {
         Some(text) if !text.trim().is_empty() => serde_json::from_str(text)?,
         _ => json!({}),
@@ -278,45 +458,66 @@ fn add_json(existing: Option<&str>, command: &str) -> Result<Edit, EditError> {
             "the top level is not a JSON object".into(),
         ));
     };
-    let servers = top
-        .entry("mcpServers")
-        .or_insert_with(|| Value::Object(Map::new()));
+    let servers = top.entry(key).or_insert_with(|| Value::Object(Map::new()));
     let Value::Object(servers) = servers else {
-        return Err(EditError::Shape("`mcpServers` is not an object".into()));
+        return Err(EditError::Shape(format!("`{key}` is not an object")));
     };
     let entry = servers
         .entry(SERVER)
         .or_insert_with(|| Value::Object(Map::new()));
-    let Value::Object(entry) = entry else {
-        return Err(EditError::Shape("`mcpServers.wit` is not an object".into()));
-    };
-    entry.insert("command".into(), json!(command));
-    entry.insert("args".into(), json!(ARGS));
+    if !entry.is_object() {
+        return Err(EditError::Shape(format!("`{key}.wit` is not an object")));
+    }
+    merge_into(entry, wanted)?;
     if existing.is_some() && root == before {
         return Ok(Edit::Unchanged);
     }
     Ok(Edit::Write(print_json(&root, existing)?))
 }
 
-fn remove_json(existing: &str) -> Result<Edit, EditError> {
+/// Takes `top[key].wit` out; deletes the file when nothing else was in it.
+fn remove_json(existing: &str, key: &str) -> Result<Edit, EditError> {
     if existing.trim().is_empty() {
         return Ok(Edit::Unchanged);
     }
     let mut root: Value = serde_json::from_str(existing)?;
-    let Some(servers) = root.get_mut("mcpServers").and_then(Value::as_object_mut) else {
+    let Some(servers) = root.get_mut(key).and_then(Value::as_object_mut) else {
         return Ok(Edit::Unchanged);
     };
     if servers.shift_remove(SERVER).is_none() {
         return Ok(Edit::Unchanged);
     }
-    let only_empty_servers = root.as_object().is_some_and(|top| {
-        top.iter()
-            .all(|(key, value)| key == "mcpServers" && value.as_object().is_some_and(Map::is_empty))
-    });
-    if only_empty_servers {
+    // The table wit's entry leaves empty goes too, and the file when nothing else is left.
+    if servers.is_empty() {
+        if let Some(top) = root.as_object_mut() {
+            top.shift_remove(key);
+        }
+    }
+    if root.as_object().is_some_and(Map::is_empty) {
         return Ok(Edit::Delete);
     }
     Ok(Edit::Write(print_json(&root, Some(existing))?))
+}
+
+/// wit's OpenCode plugin running `command`.
+pub fn plugin_text(command: &str) -> String {
+    super::hooks::opencode::PLUGIN.replace("{{WIT}}", &json!(command).to_string())
+}
+
+fn add_plugin(existing: Option<&str>, command: &str) -> Edit {
+    let wanted = plugin_text(command);
+    if existing == Some(wanted.as_str()) {
+        return Edit::Unchanged;
+    }
+    Edit::Write(wanted)
+}
+
+fn remove_plugin(existing: &str) -> Edit {
+    if existing.starts_with(PLUGIN_MARK) {
+        Edit::Delete
+    } else {
+        Edit::Unchanged
+    }
 }
 
 /// Pretty JSON with the indentation of `existing` (two spaces when it has none) and a final
@@ -444,13 +645,18 @@ struct Gate {
     hook: Value,
     /// Whether the file carries `"version": 1` (Cursor).
     version: bool,
+    /// What marks wit's entry (its command contains it).
+    mark: &'static str,
 }
 
-fn is_gate(entry: &Value) -> bool {
-    entry
-        .get("command")
-        .and_then(Value::as_str)
-        .is_some_and(|command| command.contains(GATE_MARK))
+/// Whether a hook entry's command contains `mark` (Copilot CLI names its command `bash`).
+fn is_marked(entry: &Value, mark: &str) -> bool {
+    ["command", "bash"].iter().any(|key| {
+        entry
+            .get(*key)
+            .and_then(Value::as_str)
+            .is_some_and(|command| command.contains(mark))
+    })
 }
 
 /// Sets every key of `wanted` in `entry`, keeping its other keys.
@@ -494,7 +700,7 @@ fn add_hook(existing: Option<&str>, gate: &Gate) -> Result<Edit, EditError> {
         )));
     };
     match gate.matcher {
-        None => match list.iter_mut().find(|entry| is_gate(entry)) {
+        None => match list.iter_mut().find(|entry| is_marked(entry, gate.mark)) {
             Some(entry) => merge_into(entry, &gate.hook)?,
             None => list.push(gate.hook.clone()),
         },
@@ -503,7 +709,7 @@ fn add_hook(existing: Option<&str>, gate: &Gate) -> Result<Edit, EditError> {
                 group
                     .get("hooks")
                     .and_then(Value::as_array)
-                    .is_some_and(|entries| entries.iter().any(is_gate))
+                    .is_some_and(|entries| entries.iter().any(|entry| is_marked(entry, gate.mark)))
             });
             match group {
                 Some(group) => {
@@ -513,7 +719,9 @@ fn add_hook(existing: Option<&str>, gate: &Gate) -> Result<Edit, EditError> {
                     if let Some(entry) = group
                         .get_mut("hooks")
                         .and_then(Value::as_array_mut)
-                        .and_then(|entries| entries.iter_mut().find(|entry| is_gate(entry)))
+                        .and_then(|entries| {
+                            entries.iter_mut().find(|entry| is_marked(entry, gate.mark))
+                        })
                     {
                         merge_into(entry, &gate.hook)?;
                     }
@@ -542,12 +750,12 @@ fn remove_hook(existing: &str, gate: &Gate) -> Result<Edit, EditError> {
     let before = list.len();
     let mut removed = false;
     match gate.matcher {
-        None => list.retain(|entry| !is_gate(entry)),
+        None => list.retain(|entry| !is_marked(entry, gate.mark)),
         Some(_) => {
             for group in list.iter_mut() {
                 if let Some(entries) = group.get_mut("hooks").and_then(Value::as_array_mut) {
                     let count = entries.len();
-                    entries.retain(|entry| !is_gate(entry));
+                    entries.retain(|entry| !is_marked(entry, gate.mark));
                     removed |= entries.len() != count;
                 }
             }
@@ -780,7 +988,7 @@ model = "o4-mini"
         assert_eq!(groups[0]["matcher"], "Bash");
         assert_eq!(
             groups[1],
-            json!({"matcher": "Edit|MultiEdit|Write|Bash", "hooks": [
+            json!({"matcher": "Edit|Write|Bash", "hooks": [
                 {"type": "command", "command": "wit hook pre-edit --agent claude", "timeout": 5}
             ]})
         );
@@ -827,7 +1035,7 @@ model = "o4-mini"
             (
                 Target::ClaudeSettings,
                 "PreToolUse",
-                Some("Edit|MultiEdit|Write|Bash"),
+                Some("Edit|Write|Bash"),
             ),
             (
                 Target::CodexHooks,
@@ -881,5 +1089,53 @@ model = "o4-mini"
         assert!(Target::GeminiSettings
             .edit(Some(r#"{"hooks": []}"#), "wit", false)
             .is_err());
+    }
+
+    #[test]
+    fn every_agents_entries_share_their_files_and_come_out_cleanly() {
+        for agent in Agent::ALL {
+            // All of an agent's entries, one after another (several may share a file).
+            let mut files: std::collections::BTreeMap<&str, Option<String>> = Default::default();
+            for &target in agent.targets() {
+                let text = files.get(target.label()).cloned().flatten();
+                files.insert(target.label(), run(target, text.as_deref(), false));
+            }
+            for &target in agent.targets() {
+                let text = files[target.label()].clone();
+                assert_eq!(
+                    target.edit(text.as_deref(), "wit", false).unwrap(),
+                    Edit::Unchanged,
+                    "{target:?} twice"
+                );
+            }
+            for &target in agent.targets() {
+                let text = files.get(target.label()).cloned().flatten();
+                files.insert(target.label(), run(target, text.as_deref(), true));
+            }
+            assert!(
+                files.values().all(Option::is_none),
+                "{agent:?}: files holding only wit's entries are deleted: {files:?}"
+            );
+        }
+        let plugin = plugin_text("/opt/wit bin/wit");
+        assert!(
+            plugin.contains("const WIT = \"/opt/wit bin/wit\";"),
+            "{plugin}"
+        );
+        assert!(plugin.starts_with(PLUGIN_MARK));
+        // Someone else's plugin of the same name is not removed.
+        assert_eq!(
+            Target::OpencodePlugin
+                .edit(Some("export const X = 1;\n"), "wit", true)
+                .unwrap(),
+            Edit::Unchanged
+        );
+        let opencode = run(Target::OpencodeMcp, Some("{\"theme\": \"dark\"}"), false).unwrap();
+        let value: Value = serde_json::from_str(&opencode).unwrap();
+        assert_eq!(
+            value["mcp"]["wit"],
+            json!({"type": "local", "command": ["wit", "mcp"]})
+        );
+        assert_eq!(value["theme"], "dark");
     }
 }

@@ -15,6 +15,7 @@ use serde_json::json;
 
 use super::agent_config::{self, Agent};
 use super::context::{block_on, Context};
+use super::doctor;
 use super::hooks;
 use super::output::{CliError, Report};
 use super::session::ensure_session_file;
@@ -64,11 +65,12 @@ pub struct InitArgs {
     /// Do not write the wit section into AGENTS.md and CLAUDE.md.
     #[arg(long)]
     pub no_docs: bool,
-    /// Also wire wit into this agent's project configuration: `claude` (MCP server in
-    /// .mcp.json, edit gate in .claude/settings.json), `codex` (.codex/config.toml,
-    /// .codex/hooks.json), `gemini` (edit gate in .gemini/settings.json) or `cursor` (edit
-    /// gate in .cursor/hooks.json). Repeatable.
-    #[arg(long, value_enum, value_name = "AGENT")]
+    /// Also wire wit (MCP server and edit gate) into these agents' project configuration:
+    /// `claude` (.mcp.json, .claude/settings.json), `codex` (.codex/config.toml,
+    /// .codex/hooks.json), `gemini` (.gemini/settings.json), `cursor` (.cursor/mcp.json,
+    /// .cursor/hooks.json), `copilot` (.github/mcp.json, .github/hooks/wit.json) or `opencode`
+    /// (opencode.json, .opencode/plugins/wit.js). A comma list or repeated.
+    #[arg(long, value_enum, value_name = "AGENT", value_delimiter = ',')]
     pub agent: Vec<Agent>,
     /// With --agent: take wit's entries out of the agent's configuration (nothing else).
     #[arg(long, requires = "agent")]
@@ -138,14 +140,28 @@ pub fn run(ctx: &Context, args: &InitArgs) -> Result<Report, CliError> {
         }
     }
     let mut agents = serde_json::Map::new();
+    let mut needed = Vec::new();
     if !args.agent.is_empty() {
         let command = agent_config::wit_command();
-        for agent in dedup(&args.agent) {
-            for &target in agent.targets() {
+        let wanted = dedup(&args.agent);
+        let news = agent_config::news_available();
+        for &agent in &wanted {
+            for &target in agent.targets().iter().filter(|t| news || !t.is_news()) {
                 let action = agent_config::apply(target, &paths.root, &command, false)?;
                 human.push_str(&format!("  {:<12} {action}\n", target.label()));
-                agents.insert(target.label().to_string(), json!(action));
+                add_action(&mut agents, target.label(), &action);
             }
+        }
+        // What the harnesses still need before they run what was just wired (`wit doctor`).
+        needed = doctor::check(&paths.root, &wanted, &doctor::Homes::from_env())
+            .into_iter()
+            .filter(|finding| !finding.ok)
+            .collect();
+    }
+    if !needed.is_empty() {
+        human.push_str("Still needed (`wit doctor` checks again):\n");
+        for finding in &needed {
+            human.push_str(&format!("  {}\n", finding.line()));
         }
     }
     human.push_str(
@@ -159,8 +175,22 @@ pub fn run(ctx: &Context, args: &InitArgs) -> Result<Report, CliError> {
         "hooks": hooks_value,
         "docs": docs,
         "agents": agents,
+        "stillNeeded": needed.iter().map(doctor::Finding::line).collect::<Vec<_>>(),
     });
     Ok(Report::new(value, human))
+}
+
+/// Records `action` for `label` (several entries in one file: their actions, joined).
+fn add_action(actions: &mut serde_json::Map<String, serde_json::Value>, label: &str, action: &str) {
+    match actions.get_mut(label) {
+        Some(serde_json::Value::String(before)) => {
+            before.push_str("; ");
+            before.push_str(action);
+        }
+        _ => {
+            actions.insert(label.to_string(), json!(action));
+        }
+    }
 }
 
 /// `wit init --agent .. --remove`: wit's MCP server out of each agent's configuration.
@@ -172,7 +202,7 @@ fn remove_agents(ctx: &Context, agents: &[Agent]) -> Result<Report, CliError> {
         for &target in agent.targets() {
             let action = agent_config::apply(target, root, "", true)?;
             human.push_str(&format!("  {:<21} {action}\n", target.label()));
-            actions.insert(target.label().to_string(), json!(action));
+            add_action(&mut actions, target.label(), &action);
         }
     }
     let value = json!({ "root": root.display().to_string(), "agents": actions });

@@ -17,6 +17,7 @@ mod context;
 mod contracts;
 mod daemon_cmd;
 mod demo;
+mod doctor;
 mod duration;
 mod gitio;
 mod hooks;
@@ -110,9 +111,15 @@ pub enum Command {
     /// Running it again changes nothing; an existing session id is never replaced.
     /// `--agent claude` / `--agent codex` also add wit's MCP server (`wit mcp`) to .mcp.json /
     /// .codex/config.toml and the edit gate to .claude/settings.json / .codex/hooks.json;
-    /// `--agent gemini` / `--agent cursor` add the edit gate to .gemini/settings.json /
-    /// .cursor/hooks.json; `--agent .. --remove` takes them out again (and does nothing else).
+    /// `--agent gemini,cursor,copilot,opencode` wire the others (a comma list or repeated; see
+    /// `wit init --help`); `--agent .. --remove` takes them out again (and does nothing else).
     Init(init::InitArgs),
+    /// Check each harness wired here: its configuration where the harness reads it, whether
+    /// the harness will run it (Codex trust, Gemini hooksConfig and trusted folders, Claude's
+    /// MCP approval) and a dry run of the gate with a payload of that harness.
+    ///
+    /// One line per finding with its fix; exit code 1 when something needs fixing.
+    Doctor,
     /// Show intents, locks (with time left) and contracts.
     Status,
     /// Live view of `wit status` that redraws when something changes (Ctrl-C to quit).
@@ -307,6 +314,7 @@ fn run(cli: Cli) -> Result<Report, CliError> {
 fn dispatch(ctx: &Context, command: Command) -> Result<Report, CliError> {
     match command {
         Command::Init(args) => init::run(ctx, &args),
+        Command::Doctor => doctor::run(ctx),
         Command::Status => ctx.block_on(status::status(ctx)),
         Command::Watch(args) => ctx.block_on(status::watch(ctx, &args)),
         Command::Declare(args) => ctx.block_on(intents::declare(ctx, args)),

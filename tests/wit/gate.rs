@@ -202,6 +202,12 @@ fn every_harness_gets_its_own_answer_shape() {
         ("gemini", "gemini/write_file.json"),
         ("cursor", "cursor/edit.json"),
         ("cursor", "cursor/write.json"),
+        ("copilot", "copilot/edit.json"),
+        ("copilot", "copilot/create.json"),
+        ("copilot", "copilot/apply_patch.json"),
+        ("opencode", "opencode/edit.json"),
+        ("opencode", "opencode/write.json"),
+        ("opencode", "opencode/apply_patch.json"),
     ];
     for (agent, name) in payloads {
         let denied = answer(&gate(&repo, agent, &fixture(name, &repo, "alice")));
@@ -212,6 +218,17 @@ fn every_harness_gets_its_own_answer_shape() {
                     "{name}"
                 );
                 denied["hookSpecificOutput"]["permissionDecisionReason"].clone()
+            }
+            // Cursor's hooks answer with `permission`, the agent's text in `agent_message`.
+            "cursor" => {
+                assert_eq!(denied["permission"], "deny", "{name}: {denied}");
+                assert!(denied["user_message"].is_string(), "{name}: {denied}");
+                denied["agent_message"].clone()
+            }
+            // Copilot CLI reads `permissionDecision` at the top level.
+            "copilot" => {
+                assert_eq!(denied["permissionDecision"], "deny", "{name}: {denied}");
+                denied["permissionDecisionReason"].clone()
             }
             _ => {
                 assert_eq!(denied["decision"], "deny", "{name}: {denied}");
@@ -232,15 +249,17 @@ fn every_harness_gets_its_own_answer_shape() {
         };
         assert_eq!(allowed, expected, "{name}");
     }
-    // Not an edit: Codex's shell tool, Cursor's too.
-    assert_eq!(
-        answer(&gate(
-            &repo,
-            "codex",
-            &fixture("codex/exec.json", &repo, "alice")
-        )),
-        Value::Null
-    );
+    // Not an edit: Codex's shell tool, Copilot CLI's too.
+    for (agent, name) in [
+        ("codex", "codex/exec.json"),
+        ("copilot", "copilot/bash.json"),
+    ] {
+        assert_eq!(
+            answer(&gate(&repo, agent, &fixture(name, &repo, "alice"))),
+            Value::Null,
+            "{name}"
+        );
+    }
 }
 
 #[test]
@@ -619,7 +638,7 @@ fn wit_init_wires_the_gate_for_every_harness_idempotently_and_removably() {
     let settings: Value = serde_json::from_str(first[1].as_deref().unwrap()).unwrap();
     assert_eq!(settings["permissions"]["deny"][0], "Read(.env)");
     let gate = &settings["hooks"]["PreToolUse"][0];
-    assert_eq!(gate["matcher"], "Edit|MultiEdit|Write|Bash");
+    assert_eq!(gate["matcher"], "Edit|Write|Bash");
     assert!(gate["hooks"][0]["command"]
         .as_str()
         .unwrap()
@@ -664,7 +683,7 @@ fn the_claude_plugin_runs_the_gate_on_edits() {
     )
     .unwrap();
     let group = &hooks["hooks"]["PreToolUse"][0];
-    assert_eq!(group["matcher"], "Edit|MultiEdit|Write|Bash");
+    assert_eq!(group["matcher"], "Edit|Write|Bash");
     assert!(group["hooks"][0]["command"]
         .as_str()
         .unwrap()
@@ -781,4 +800,306 @@ fn related_work_is_context_and_never_stops_the_edit() {
     .unwrap();
     let out = gate(&repo, "claude", &payload);
     assert_eq!(answer(&out), Value::Null, "{}", text(&out.stderr));
+}
+
+/// `src/auth.ts` with the word `string` in two functions, the locked one among them.
+const TWO_FUNCTIONS_TS: &str = "export function validateToken(token: string): boolean {\n  return token.length > 3;\n}\n\nexport function formatName(name: string): string {\n  return name.trim();\n}\n";
+
+#[test]
+fn an_edit_whose_text_occurs_several_times_is_checked_at_every_occurrence() {
+    let (repo, _daemon) = setup();
+    repo.write("src/auth.ts", TWO_FUNCTIONS_TS);
+    wit_as(
+        &repo,
+        "bob",
+        &["lock", "src/auth.ts:validateToken", "--ttl", "10m"],
+    );
+    // Gemini CLI 0.61's `replace` with `allow_multiple: true`: every occurrence.
+    let multiple = fixture("gemini/replace_allow_multiple.json", &repo, "alice");
+    let denied = answer(&gate(&repo, "gemini", &multiple));
+    assert_eq!(denied["decision"], "deny", "{denied}");
+    assert!(
+        denied["reason"]
+            .as_str()
+            .unwrap()
+            .contains("src/auth.ts:validateToken is locked by session bob"),
+        "{denied}"
+    );
+    // Without it (the harness would refuse a text that is not unique, but the gate never
+    // lets it through unchecked), and Claude Code's Edit alike.
+    let single = multiple.replace("\"allow_multiple\": true", "\"allow_multiple\": false");
+    assert_eq!(answer(&gate(&repo, "gemini", &single))["decision"], "deny");
+    let claude = fixture("claude/edit-body.json", &repo, "alice")
+        .replace("\"  return token.length > 3;\"", "\"string\"");
+    assert!(claude.contains("\"old_string\": \"string\""), "{claude}");
+    let value = answer(&gate(&repo, "claude", &claude));
+    assert_eq!(
+        value["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{value}"
+    );
+    // The holder's own edit of every occurrence goes through.
+    assert_eq!(
+        answer(&gate(
+            &repo,
+            "gemini",
+            &fixture("gemini/replace_allow_multiple.json", &repo, "bob")
+        )),
+        serde_json::json!({})
+    );
+}
+
+#[test]
+fn gemini_gets_warnings_after_the_tool_and_asks_stay_asks() {
+    let (repo, _daemon) = setup();
+    wit_as(
+        &repo,
+        "bob",
+        &[
+            "declare",
+            "-d",
+            "Audit log",
+            "-f",
+            "src/auth.ts",
+            "-s",
+            "validateToken",
+        ],
+    );
+    // BeforeTool: Gemini CLI ignores its additionalContext, so the person sees the warning
+    // (systemMessage) and the AfterTool call of the same command gives it to the model.
+    let before = answer(&gate(
+        &repo,
+        "gemini",
+        &fixture("gemini/replace.json", &repo, "alice"),
+    ));
+    assert!(before.get("decision").is_none(), "{before}");
+    assert!(before.get("hookSpecificOutput").is_none(), "{before}");
+    assert!(
+        before["systemMessage"]
+            .as_str()
+            .unwrap()
+            .contains("overlaps intent"),
+        "{before}"
+    );
+    let after_payload = fixture("gemini/after_tool.json", &repo, "alice");
+    let after = answer(&gate(&repo, "gemini", &after_payload));
+    assert_eq!(after["hookSpecificOutput"]["hookEventName"], "AfterTool");
+    let context = after["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        context.contains("this edit overlaps intent ") && context.contains("\"Audit log\""),
+        "{context}"
+    );
+    // Each warning once; another session's AfterTool gets nothing of alice's.
+    assert_eq!(
+        answer(&gate(&repo, "gemini", &after_payload)),
+        serde_json::json!({})
+    );
+    assert_eq!(
+        answer(&gate(
+            &repo,
+            "gemini",
+            &fixture("gemini/after_tool.json", &repo, "carol")
+        )),
+        serde_json::json!({})
+    );
+
+    // A lock under `locks = "ask"`: Gemini CLI and Cursor ask; Copilot CLI cannot and denies.
+    wit_as(
+        &repo,
+        "bob",
+        &["lock", "src/auth.ts:validateToken", "--ttl", "10m"],
+    );
+    repo.write("wit.toml", "[gate]\nlocks = \"ask\"\nintents = \"off\"\n");
+    let gemini = answer(&gate(
+        &repo,
+        "gemini",
+        &fixture("gemini/replace.json", &repo, "alice"),
+    ));
+    assert_eq!(gemini["decision"], "ask", "{gemini}");
+    assert!(gemini["reason"].as_str().unwrap().contains("is locked by"));
+    let cursor = answer(&gate(
+        &repo,
+        "cursor",
+        &fixture("cursor/edit.json", &repo, "alice"),
+    ));
+    assert_eq!(cursor["permission"], "ask", "{cursor}");
+    let copilot = answer(&gate(
+        &repo,
+        "copilot",
+        &fixture("copilot/edit.json", &repo, "alice"),
+    ));
+    assert_eq!(copilot["permissionDecision"], "deny", "{copilot}");
+    assert!(copilot["permissionDecisionReason"]
+        .as_str()
+        .unwrap()
+        .contains("ask the user"));
+    let opencode = answer(&gate(
+        &repo,
+        "opencode",
+        &fixture("opencode/edit.json", &repo, "alice"),
+    ));
+    assert_eq!(opencode["decision"], "ask", "{opencode}");
+}
+
+/// `wit` in `repo` with `home` as HOME (the harnesses' per-user trust files live there).
+fn wit_home(repo: &Repo, home: &Path, args: &[&str]) -> Output {
+    wit_cmd(repo.path())
+        .env("HOME", home)
+        .env_remove("CODEX_HOME")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn wit_init_takes_a_comma_list_and_wit_doctor_says_what_each_harness_still_needs() {
+    let repo = Repo::new();
+    let home = tempfile::tempdir().unwrap();
+    let out = wit_home(
+        &repo,
+        home.path(),
+        &[
+            "init",
+            "--no-docs",
+            "--no-hooks",
+            "--agent",
+            "claude,codex,gemini,cursor,copilot,opencode",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let printed = text(&out.stdout);
+    // It ends with what is still needed: Codex's two trust steps, Gemini's trusted folder,
+    // Claude's approval of the MCP server.
+    let needed = &printed[printed.find("Still needed").expect(&printed)..];
+    for expected in [
+        "codex     ✗ the project is not trusted",
+        "codex     ✗ `wit hook pre-edit --agent codex` is not trusted yet",
+        "gemini    ✗ the folder is not trusted",
+        "claude    ✗ the wit server of .mcp.json is not approved yet",
+    ] {
+        assert!(needed.contains(expected), "{expected}: {needed}");
+    }
+    for file in [
+        ".mcp.json",
+        ".claude/settings.json",
+        ".codex/config.toml",
+        ".codex/hooks.json",
+        ".gemini/settings.json",
+        ".cursor/mcp.json",
+        ".cursor/hooks.json",
+        ".github/mcp.json",
+        ".github/hooks/wit.json",
+        "opencode.json",
+        ".opencode/plugins/wit.js",
+    ] {
+        assert!(repo.path().join(file).is_file(), "{file}");
+    }
+    let gemini: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo.path().join(".gemini/settings.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(gemini["mcpServers"]["wit"]["args"][0], "mcp");
+    assert_eq!(
+        gemini["hooks"]["AfterTool"][0]["matcher"],
+        "replace|write_file"
+    );
+    let copilot: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo.path().join(".github/hooks/wit.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(copilot["version"], 1);
+    assert!(copilot["hooks"]["preToolUse"][0]["bash"]
+        .as_str()
+        .unwrap()
+        .ends_with("hook pre-edit --agent copilot"));
+
+    let doctor = |home: &Path| {
+        let out = wit_home(&repo, home, &["--json", "doctor"]);
+        let value: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}{}", text(&out.stdout), text(&out.stderr)));
+        (out.status.code(), value)
+    };
+    let (code, report) = doctor(home.path());
+    assert_eq!(code, Some(1), "{report}");
+    assert_eq!(report["problems"], 4, "{report}");
+    assert_eq!(report["agents"].as_array().unwrap().len(), 6);
+    // Every harness's gate answered a dry run with its own payload.
+    let dry_runs: Vec<&Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["what"].as_str().unwrap().starts_with("dry run"))
+        .collect();
+    assert_eq!(dry_runs.len(), 6, "{report}");
+    assert!(dry_runs.iter().all(|f| f["ok"] == true), "{report}");
+
+    // The fixes the lines give: Codex trust, Gemini trusted folder, Claude's approval.
+    let root = repo.path().display().to_string();
+    std::fs::create_dir_all(home.path().join(".codex")).unwrap();
+    std::fs::write(
+        home.path().join(".codex/config.toml"),
+        format!(
+            "[projects.\"{root}\"]\ntrust_level = \"trusted\"\n\n[hooks.state.\"{root}/.codex/hooks.json:pre_tool_use:0:0\"]\ntrusted_hash = \"sha256:0\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
+    std::fs::write(
+        home.path().join(".gemini/trustedFolders.json"),
+        serde_json::json!({ root.clone(): "TRUST_FOLDER" }).to_string(),
+    )
+    .unwrap();
+    repo.write(
+        ".claude/settings.local.json",
+        "{\"enabledMcpjsonServers\": [\"wit\"]}",
+    );
+    let (code, report) = doctor(home.path());
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["problems"], 0);
+
+    // Gemini's hooks turned off, or wit's hook disabled by name: said, with the fix.
+    std::fs::write(
+        home.path().join(".gemini/settings.json"),
+        "{\"hooksConfig\": {\"disabled\": [\"wit-edit-gate\"]}}",
+    )
+    .unwrap();
+    let (_, report) = doctor(home.path());
+    let line = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["ok"] == false)
+        .cloned()
+        .unwrap();
+    assert!(
+        line["what"]
+            .as_str()
+            .unwrap()
+            .contains("wit's hook is disabled"),
+        "{line}"
+    );
+    assert!(line["fix"]
+        .as_str()
+        .unwrap()
+        .contains("hooksConfig.disabled"));
+
+    // A moved binary: the dry run of the configured command fails and says so.
+    let hooks = repo.path().join(".cursor/hooks.json");
+    let moved = std::fs::read_to_string(&hooks)
+        .unwrap()
+        .replace(&wit_bin().display().to_string(), "/nonexistent/wit");
+    std::fs::write(&hooks, moved).unwrap();
+    let (_, report) = doctor(home.path());
+    assert!(
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["ok"] == false
+                && f["agent"] == "cursor"
+                && f["what"].as_str().unwrap().starts_with("dry run")),
+        "{report}"
+    );
+    let _ = wit_cmd(repo.path()).args(["daemon", "stop"]).output();
 }

@@ -1,9 +1,10 @@
 //! Claude Code's PreToolUse hook (`wit hook pre-edit --agent claude`, wired in
-//! `.claude/settings.json` and in the plugin's `hooks/hooks.json` for `Edit|MultiEdit|Write|Bash`).
+//! `.claude/settings.json` and in the plugin's `hooks/hooks.json` for `Edit|Write|Bash`).
 //!
 //! Payload: `{session_id, cwd, hook_event_name: "PreToolUse", tool_name, tool_input}` with
-//! `Edit {file_path, old_string, new_string, replace_all?}`, `MultiEdit {file_path, edits:
-//! [{old_string, new_string, replace_all?}]}` and `Write {file_path, content}`.
+//! `Edit {file_path, old_string, new_string, replace_all?}` and `Write {file_path, content}`.
+//! `MultiEdit {file_path, edits: [{old_string, new_string, replace_all?}]}` (gone in Claude
+//! Code 2.1, still read for older releases and for Cursor) too.
 //!
 //! Answer (stdout, exit 0): `{"hookSpecificOutput": {"hookEventName": "PreToolUse",
 //! "permissionDecision": "deny"|"ask", "permissionDecisionReason": …, "additionalContext": …}}`.

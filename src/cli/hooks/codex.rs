@@ -283,17 +283,11 @@ pub fn parse(payload: &Value) -> Result<Option<EditRequest>, PayloadError> {
 /// The answer on stdout: Claude Code's shape, with an ask turned into a deny.
 pub fn answer(verdict: &Verdict) -> Option<Value> {
     match verdict.decision {
-        Decision::Ask => {
-            let reason = format!(
-                "{} (wit asks for a person's go-ahead: ask the user before making this edit)",
-                verdict.reason.as_deref().unwrap_or_default()
-            );
-            Some(json!({"hookSpecificOutput": {
-                "hookEventName": "PreToolUse",
-                "permissionDecision": "deny",
-                "permissionDecisionReason": reason,
-            }}))
-        }
+        Decision::Ask => Some(json!({"hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": verdict.refusal(),
+        }})),
         _ => claude::answer(verdict),
     }
 }

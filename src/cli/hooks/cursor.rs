@@ -7,10 +7,11 @@
 //! (or `edits`), `Delete {file_path}`; every other tool is not an edit. The session is the
 //! conversation (`conversation_id`); the directory `cwd`, else the first workspace root.
 //!
-//! Answer (stdout, exit 0): `{"decision": "deny", "reason": …}` to refuse; `{}` when the gate
-//! has nothing against the edit (never an explicit `allow`, which could skip an approval
-//! Cursor would otherwise ask for). preToolUse has no "ask": an ask is a deny whose reason asks
-//! the agent to get the person's go-ahead. A warning is `{"agent_message": …}`.
+//! Answer (stdout, exit 0), per Cursor's hooks documentation: `{"permission": "deny"|"ask",
+//! "user_message": …, "agent_message": …}` (`user_message` is shown to the person,
+//! `agent_message` to the agent); `{}` when the gate has nothing against the edit (never an
+//! explicit `allow`, which could skip an approval Cursor would otherwise ask for). A warning
+//! is `{"agent_message": …}` alone.
 
 use serde_json::{json, Value};
 
@@ -78,14 +79,16 @@ pub fn parse(payload: &Value) -> Result<Option<EditRequest>, PayloadError> {
 /// The answer on stdout.
 pub fn answer(verdict: &Verdict) -> Option<Value> {
     let reason = verdict.reason.as_deref().unwrap_or_default();
+    let refuse = |permission: &str| {
+        json!({
+            "permission": permission,
+            "user_message": format!("wit: {reason}"),
+            "agent_message": reason,
+        })
+    };
     Some(match verdict.decision {
-        Decision::Deny => json!({"decision": "deny", "reason": reason}),
-        Decision::Ask => json!({
-            "decision": "deny",
-            "reason": format!(
-                "{reason} (wit asks for a person's go-ahead: ask the user before making this edit)"
-            ),
-        }),
+        Decision::Deny => refuse("deny"),
+        Decision::Ask => refuse("ask"),
         // Never an explicit allow: the gate only takes rights away, and an allow could skip
         // an approval Cursor would otherwise ask for.
         Decision::Allow => match &verdict.context {

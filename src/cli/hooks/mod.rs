@@ -1,19 +1,22 @@
 //! `wit hook …`: the git hooks ([`git`]) and the edit gate, the harness adapters that check
 //! an agent's edit before it is written ([`pre_edit`], the shared flow; [`claude`], [`codex`]
-//! with its `apply_patch` parser, [`gemini`], [`cursor`]: payload in, the harness's answer
-//! out; [`policy`]: the `[gate]` configuration), the shell gate for git commands that would
-//! take or drop other sessions' work ([`shell`], reached through the same `pre-edit` entry
-//! for shell tools) and the pre-commit check for staged foreign lines ([`foreign`]).
+//! with its `apply_patch` parser, [`gemini`], [`cursor`], [`copilot`], [`opencode`]: payload
+//! in, the harness's answer out; [`policy`]: the `[gate]` configuration), the shell gate for
+//! git commands that would take or drop other sessions' work ([`shell`], reached through the
+//! same `pre-edit` entry for shell tools) and the pre-commit check for staged foreign lines
+//! ([`foreign`]).
 //!
 //! The adapters are clients of the daemon like the rest of the CLI: every rule lives in
 //! `edit.preflight`; they only translate and weigh its findings.
 
 pub mod claude;
 pub mod codex;
+pub mod copilot;
 pub mod cursor;
 pub mod foreign;
 pub mod gemini;
 pub mod git;
+pub mod opencode;
 pub mod policy;
 pub mod pre_edit;
 pub mod shell;
@@ -41,7 +44,7 @@ pub enum HookCommand {
     /// stdin, checks the edit with the daemon (`edit.preflight`) and answers in the harness's
     /// format on stdout; lets the edit through when anything is wrong (always exit 0).
     ///
-    /// Wired by `wit init --agent claude|codex|gemini|cursor`.
+    /// Wired by `wit init --agent claude|codex|gemini|cursor|copilot|opencode`.
     PreEdit {
         /// The harness whose payload and answer format to use.
         #[arg(long, value_enum)]

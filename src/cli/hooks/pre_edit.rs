@@ -1,4 +1,5 @@
-//! `wit hook pre-edit --agent claude|codex|gemini|cursor`: the edit gate's shared flow.
+//! `wit hook pre-edit --agent claude|codex|gemini|cursor|copilot|opencode`: the edit gate's
+//! shared flow.
 //!
 //! payload (the harness adapter reads it) → the files and their changes → one
 //! `edit.preflight` per file (`record` as the policy says) → each conflict and violation
@@ -27,7 +28,7 @@ use super::super::session::{
 };
 use super::super::NO_AUTOSTART_ENV;
 use super::policy::{self, Action, Policy};
-use super::{claude, codex, cursor, gemini};
+use super::{claude, codex, copilot, cursor, gemini, opencode};
 use crate::client::{ClientError, WitClient};
 use crate::daemon::launcher;
 use crate::daemon::paths::{discover_root, WitPaths, ROOT_ENV};
@@ -128,34 +129,66 @@ impl Verdict {
             context: None,
         }
     }
+
+    /// The reason as a refusal for harnesses without an "ask" answer: an ask becomes a deny
+    /// whose reason asks the agent to get the person's go-ahead.
+    pub fn refusal(&self) -> String {
+        let reason = self.reason.as_deref().unwrap_or_default();
+        match self.decision {
+            Decision::Ask => format!(
+                "{reason} (wit asks for a person's go-ahead: ask the user before making this edit)"
+            ),
+            _ => reason.to_string(),
+        }
+    }
 }
 
 /// Runs the gate for `agent` on the payload on stdin; always exit code 0.
 pub fn run(agent: Agent, repo: Option<&Path>, session_flag: Option<&str>) -> Report {
     let started = Instant::now();
-    let mut input = Vec::new();
-    if !std::io::stdin().is_terminal() {
-        let _ = std::io::stdin().take(MAX_PAYLOAD).read_to_end(&mut input);
-    }
-    let payload = serde_json::from_slice::<Value>(&input);
+    let mut notes = Vec::new();
+    let payload = read_payload();
     // A shell tool's call goes to the shell gate (it answers in the same harness's shape).
     if let Some(request) = payload.as_ref().ok().and_then(super::shell::shell_request) {
         return super::shell::run(agent, request, repo, session_flag, started);
     }
-    let mut notes = Vec::new();
-    let verdict = gate(agent, payload, repo, session_flag, started, &mut notes);
-    let mut report = match answer(agent, &verdict) {
+    // Gemini CLI shows hook context to the model only after the tool ran (AfterTool): the
+    // same command answers there with what the gate kept for it.
+    if let (Agent::Gemini, Ok(payload)) = (agent, &payload) {
+        if let Some(delivered) = gemini::after_tool(payload, repo) {
+            return raw_answer(Some(delivered));
+        }
+    }
+    let verdict = gate(agent, &payload, repo, session_flag, started, &mut notes);
+    if let (Agent::Gemini, Ok(payload)) = (agent, &payload) {
+        gemini::keep_for_after_tool(payload, repo, &verdict);
+    }
+    let mut report = raw_answer(answer(agent, &verdict));
+    for note in notes {
+        report = report.with_note(note);
+    }
+    report
+}
+
+/// The harness's answer as one JSON line, or nothing.
+fn raw_answer(answer: Option<Value>) -> Report {
+    match answer {
         Some(value) => {
             let mut bytes = value.to_string().into_bytes();
             bytes.push(b'\n');
             Report::raw(bytes)
         }
         None => Report::nothing(),
-    };
-    for note in notes {
-        report = report.with_note(note);
     }
-    report
+}
+
+/// The payload on stdin (nothing when stdin is a terminal).
+fn read_payload() -> Result<Value, PayloadError> {
+    let mut input = Vec::new();
+    if !std::io::stdin().is_terminal() {
+        let _ = std::io::stdin().take(MAX_PAYLOAD).read_to_end(&mut input);
+    }
+    Ok(serde_json::from_slice::<Value>(&input)?)
 }
 
 /// The harness's answer for `verdict`.
@@ -165,6 +198,8 @@ pub fn answer(agent: Agent, verdict: &Verdict) -> Option<Value> {
         Agent::Codex => codex::answer(verdict),
         Agent::Gemini => gemini::answer(verdict),
         Agent::Cursor => cursor::answer(verdict),
+        Agent::Copilot => copilot::answer(verdict),
+        Agent::Opencode => opencode::answer(verdict),
     }
 }
 
@@ -175,6 +210,8 @@ pub fn parse(agent: Agent, payload: &Value) -> Result<Option<EditRequest>, Paylo
         Agent::Codex => codex::parse(payload),
         Agent::Gemini => gemini::parse(payload),
         Agent::Cursor => cursor::parse(payload),
+        Agent::Copilot => copilot::parse(payload),
+        Agent::Opencode => opencode::parse(payload),
     }
 }
 
@@ -193,16 +230,17 @@ fn allowed(note: &str) -> String {
 
 fn gate(
     agent: Agent,
-    payload: Result<Value, serde_json::Error>,
+    payload: &Result<Value, PayloadError>,
     repo: Option<&Path>,
     session_flag: Option<&str>,
     started: Instant,
     notes: &mut Vec<String>,
 ) -> Verdict {
-    let request = match payload
-        .map_err(PayloadError::from)
-        .and_then(|payload| parse(agent, &payload))
-    {
+    let parsed = match payload {
+        Ok(payload) => parse(agent, payload),
+        Err(error) => Err(PayloadError::Shape(error.to_string())),
+    };
+    let request = match parsed {
         Ok(Some(request)) => request,
         Ok(None) => return Verdict::allow(),
         Err(error) => {
@@ -405,6 +443,11 @@ async fn check(
             }
             other => other?,
         };
+        let result = if result.applies {
+            result
+        } else {
+            every_occurrence(&client, params).await?.unwrap_or(result)
+        };
         results.push((params.file.clone(), result));
     }
     let needs_names = results.iter().any(|(_, r)| {
@@ -432,6 +475,27 @@ async fn check(
         }
     }
     Ok((verdict, notes))
+}
+
+/// An edit whose old text occurs several times is checked at every occurrence: the same
+/// edits with `replaceAll`. `None` when there is nothing to widen (the first answer stands).
+async fn every_occurrence(
+    client: &WitClient,
+    params: &EditPreflightParams,
+) -> Result<Option<EditPreflightResult>, CliError> {
+    if params
+        .edits
+        .iter()
+        .all(|edit| edit.replace_all == Some(true))
+    {
+        return Ok(None);
+    }
+    let mut widened = params.clone();
+    for edit in &mut widened.edits {
+        edit.replace_all = Some(true);
+    }
+    let result = client.edit_preflight(widened).await?;
+    Ok(result.applies.then_some(result))
 }
 
 fn preflight_params(
