@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use super::context::Context;
 use super::duration::parse_duration;
+use super::render;
 use super::output::{self, CliError, Report};
 use crate::client::{ClientError, WitClient};
 use crate::protocol::{
@@ -96,9 +97,9 @@ fn render(ctx: &Context, snapshot: &Snapshot) -> Result<(Value, String), CliErro
         ctx.paths.root.display(),
         super::index_progress::current(&ctx.paths)
             .map_or_else(|| "not published yet".to_owned(), |s| s.summary()),
-        output::intents_section(&snapshot.intents),
-        output::locks_section(&snapshot.locks),
-        output::contracts_section(&snapshot.contracts),
+        render::intents_section(&snapshot.intents),
+        render::locks_section(&snapshot.locks),
+        render::contracts_section(&snapshot.contracts),
     );
     Ok((value, human))
 }

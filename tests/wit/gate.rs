@@ -715,3 +715,29 @@ fn the_agents_own_mcp_session_does_not_stop_its_edits() {
     other.kill().unwrap();
     other.wait().unwrap();
 }
+
+#[test]
+fn a_deny_names_the_holders_session_in_full() {
+    let (repo, _daemon) = setup();
+    let holder = "holder-3f1c2b7e-9d4a-4c8e-b1f0-0123456789ab";
+    wit_as(&repo, holder, &["register", "codex-agent"]);
+    wit_as(
+        &repo,
+        holder,
+        &["lock", "src/auth.ts:validateToken", "--ttl", "10m"],
+    );
+    let out = gate(
+        &repo,
+        "claude",
+        &fixture("claude/edit-body.json", &repo, "alice"),
+    );
+    let value = answer(&out);
+    let reason = value["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(
+        reason.contains(&format!("codex-agent (session {holder}, live)")),
+        "{reason}"
+    );
+    assert!(!reason.contains('…'), "{reason}");
+}

@@ -10,6 +10,8 @@ pub mod claude;
 pub mod codex;
 pub mod cursor;
 pub mod gemini;
+pub mod harness_session;
+pub mod hook_input;
 pub mod git;
 pub mod policy;
 pub mod pre_edit;
@@ -58,8 +60,8 @@ pub enum HookCommand {
         /// The commit id, for amends.
         sha: Option<String>,
     },
-    /// What the post-commit hook runs: resolves the committing session's observed-edit
-    /// intents on the committed files.
+    /// What the post-commit hook runs: resolves the observed-edit intents on the committed
+    /// files, whichever session recorded them.
     #[command(hide = true)]
     PostCommit,
     /// What the Claude Code plugin's SessionStart hook runs: exports the Claude session id
