@@ -162,6 +162,10 @@ fn gate(
     {
         Ok(Some(request)) => request,
         Ok(None) => return Verdict::allow(),
+        Err(error @ PayloadError::TimedOut(_)) => {
+            notes.push(allowed(&error.to_string()));
+            return Verdict::allow();
+        }
         Err(error) => {
             notes.push(allowed(&format!(
                 "unreadable {} hook payload ({error})",
