@@ -34,6 +34,8 @@ const SERVER: &str = "wit";
 const ARGS: [&str; 1] = ["mcp"];
 /// What marks a hook entry as wit's edit gate.
 const GATE_MARK: &str = "hook pre-edit";
+/// What marks a hook entry as wit's news hook (`wit hook post-tool`).
+const NEWS_MARK: &str = "hook post-tool";
 
 /// A coding agent whose project configuration `wit init --agent` edits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -126,6 +128,19 @@ impl Target {
             (Self::McpJson, true) => existing.map_or(Ok(Edit::Unchanged), remove_json),
             (Self::CodexToml, false) => add_toml(existing, command),
             (Self::CodexToml, true) => existing.map_or(Ok(Edit::Unchanged), remove_toml),
+            // Claude Code also gets the news hook after every tool call.
+            (Self::ClaudeSettings, false) => then(
+                add_hook(existing, &self.gate(command))?,
+                existing,
+                |text| add_hook(text, &news_gate(command)),
+            ),
+            (Self::ClaudeSettings, true) => existing.map_or(Ok(Edit::Unchanged), |text| {
+                then(remove_hook(text, &self.gate(command))?, Some(text), |text| {
+                    text.map_or(Ok(Edit::Unchanged), |text| {
+                        remove_hook(text, &news_gate(command))
+                    })
+                })
+            }),
             (hooks, false) => add_hook(existing, &hooks.gate(command)),
             (hooks, true) => existing.map_or(Ok(Edit::Unchanged), |text| {
                 remove_hook(text, &hooks.gate(command))
@@ -178,6 +193,36 @@ impl Target {
             },
         }
     }
+}
+
+/// Claude Code's news hook (`wit hook post-tool`), after every tool.
+fn news_gate(command: &str) -> Gate {
+    let mut gate = Target::ClaudeSettings.gate(command);
+    let line = gate.hook["command"]
+        .as_str()
+        .unwrap_or_default()
+        .replace(GATE_MARK, NEWS_MARK);
+    gate.event = "PostToolUse";
+    gate.matcher = Some("*");
+    gate.hook["command"] = json!(line);
+    gate
+}
+
+/// `second` applied to the text `first` left of `existing`.
+fn then(
+    first: Edit,
+    existing: Option<&str>,
+    second: impl FnOnce(Option<&str>) -> Result<Edit, EditError>,
+) -> Result<Edit, EditError> {
+    let text = match &first {
+        Edit::Unchanged => existing.map(str::to_string),
+        Edit::Write(text) => Some(text.clone()),
+        Edit::Delete => None,
+    };
+    Ok(match second(text.as_deref())? {
+        Edit::Unchanged => first,
+        other => other,
+    })
 }
 
 /// What an edit does to the file.
@@ -446,11 +491,12 @@ struct Gate {
     version: bool,
 }
 
+/// Whether `entry` is wit's (the gate or the news hook: each lives under its own event).
 fn is_gate(entry: &Value) -> bool {
     entry
         .get("command")
         .and_then(Value::as_str)
-        .is_some_and(|command| command.contains(GATE_MARK))
+        .is_some_and(|command| command.contains(GATE_MARK) || command.contains(NEWS_MARK))
 }
 
 /// Sets every key of `wanted` in `entry`, keeping its other keys.

@@ -263,6 +263,11 @@ fn run(cli: Cli) -> Result<Report, CliError> {
             cli.repo.as_deref(),
             cli.session.as_deref(),
         )),
+        Command::Hook(hooks::HookCommand::PostTool { agent }) => Ok(hooks::post_tool::run(
+            agent,
+            cli.repo.as_deref(),
+            cli.session.as_deref(),
+        )),
         command => {
             let ctx = Context::new(cli.repo.as_deref(), cli.session, cli.json)?;
             dispatch(&ctx, command)

@@ -39,6 +39,8 @@ pub struct HarnessSession {
     pub told: BTreeMap<String, i64>,
     /// When each topic last had a line (unix ms): one line per topic per five minutes.
     pub topics: BTreeMap<String, i64>,
+    /// News waiting for its topic's next line, by topic: `(key, text)`.
+    pub pending: BTreeMap<String, Vec<(String, String)>>,
 }
 
 /// The file of `session_id`'s state.

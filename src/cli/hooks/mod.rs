@@ -1,7 +1,9 @@
 //! `wit hook …`: the git hooks ([`git`]) and the edit gate, the harness adapters that check
 //! an agent's edit before it is written ([`pre_edit`], the shared flow; [`claude`], [`codex`]
 //! with its `apply_patch` parser, [`gemini`], [`cursor`]: payload in, the harness's answer
-//! out; [`policy`]: the `[gate]` configuration).
+//! out; [`policy`]: the `[gate]` configuration); the news hook after each tool call
+//! ([`post_tool`]). What both harness hooks share: [`hook_input`] (one deadline, the payload,
+//! the repository) and [`harness_session`] (the session's pulse and remembered state).
 //!
 //! The adapters are clients of the daemon like the rest of the CLI: every rule lives in
 //! `edit.preflight`; they only translate and weigh its findings.
@@ -14,6 +16,7 @@ pub mod harness_session;
 pub mod hook_input;
 pub mod git;
 pub mod policy;
+pub mod post_tool;
 pub mod pre_edit;
 
 use std::path::PathBuf;
@@ -41,6 +44,17 @@ pub enum HookCommand {
     ///
     /// Wired by `wit init --agent claude|codex|gemini|cursor`.
     PreEdit {
+        /// The harness whose payload and answer format to use.
+        #[arg(long, value_enum)]
+        agent: Agent,
+    },
+    /// News at the next tool call: what an agent's post-tool hook runs (Claude Code and Codex
+    /// PostToolUse, Gemini CLI AfterTool, Cursor postToolUse). Tells the agent, as context in
+    /// the harness's answer format, what changed for it since its last tool call: its lock
+    /// expires within a minute, another agent started work that meets its own, a contract on
+    /// its code was proposed or rejected. Each piece of news once, at most one line per topic
+    /// per five minutes, nothing when nothing changed; never starts a daemon (always exit 0).
+    PostTool {
         /// The harness whose payload and answer format to use.
         #[arg(long, value_enum)]
         agent: Agent,
@@ -86,6 +100,7 @@ pub fn run(ctx: &Context, command: HookCommand) -> Result<Report, CliError> {
         }
         HookCommand::Uninstall => Ok(uninstall(&ctx.paths.root)?.report()),
         HookCommand::PreEdit { agent } => Ok(pre_edit::run(agent, Some(&ctx.paths.root), None)),
+        HookCommand::PostTool { agent } => Ok(post_tool::run(agent, Some(&ctx.paths.root), None)),
         HookCommand::Policy => policy_report(ctx),
         HookCommand::PrepareCommitMsg { file, .. } => {
             // Never in the way of a commit: any failure leaves the message as it is.
