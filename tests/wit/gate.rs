@@ -942,3 +942,106 @@ fn the_post_commit_hook_resolves_the_observed_work_of_the_session_that_recorded_
     assert!(observed_intents(&repo, "claude-1", "active").is_empty());
     assert_eq!(observed_intents(&repo, "claude-1", "resolved").len(), 1);
 }
+
+/// A PostToolUse payload of Claude Code for `session` in `repo`.
+fn post_tool_payload(repo: &Repo, session: &str) -> String {
+    serde_json::json!({
+        "session_id": session,
+        "cwd": repo.path().display().to_string(),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": "README.md"},
+        "tool_response": {},
+    })
+    .to_string()
+}
+
+/// Runs the news hook as `session`'s harness; the context it gave (`None`: nothing).
+fn news(repo: &Repo, session: &str) -> Option<String> {
+    let payload = post_tool_payload(repo, session);
+    let out = with_harness(repo, session, |stand_in| {
+        stand_in.run(&["hook", "post-tool", "--agent", "claude"], &payload, &[])
+    });
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), "");
+    let value = answer(&out);
+    if value.is_null() {
+        return None;
+    }
+    assert_eq!(value["hookSpecificOutput"]["hookEventName"], "PostToolUse");
+    Some(
+        value["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+    )
+}
+
+#[test]
+fn news_is_told_once_one_line_per_topic_and_nothing_when_nothing_changed() {
+    let (repo, _daemon) = setup();
+    // The first call only starts the cursor; the agent's own edit is no news to it.
+    assert_eq!(news(&repo, "alice"), None);
+    let edit = fixture("claude/edit-body.json", &repo, "alice");
+    assert_eq!(answer(&gate(&repo, "claude", &edit)), Value::Null);
+    assert_eq!(news(&repo, "alice"), None);
+
+    // Another agent declares work on the function alice edits: told once.
+    wit_as(&repo, "bob", &["register", "bob-agent"]);
+    wit_as(
+        &repo,
+        "bob",
+        &["declare", "-d", "Audit log", "-f", "src/auth.ts", "-s", "validateToken"],
+    );
+    let told = news(&repo, "alice").expect("news of bob's work");
+    assert!(told.starts_with("wit news since your last tool call:\n- "), "{told}");
+    assert!(
+        told.contains("bob-agent (session bob) works on src/auth.ts (validateToken)"),
+        "{told}"
+    );
+    assert!(told.contains("\"Audit log\""), "{told}");
+    assert_eq!(told.lines().count(), 2, "{told}");
+    assert_eq!(news(&repo, "alice"), None, "each piece of news once");
+
+    // More of the same topic within five minutes waits; another topic is told at once.
+    wit_as(
+        &repo,
+        "carol",
+        &["declare", "-d", "Rename", "-f", "src/auth.ts", "-s", "validateToken"],
+    );
+    wit_as(&repo, "bob", &["contract", "propose", "src/auth.ts:validateToken"]);
+    let told = news(&repo, "alice").expect("news of the contract");
+    assert!(
+        told.contains("proposed contract") && told.contains("src/auth.ts:validateToken"),
+        "{told}"
+    );
+    assert!(!told.contains("carol"), "the collision topic waits: {told}");
+
+    // Its own lock about to expire.
+    wit_as(
+        &repo,
+        "alice",
+        &["lock", "src/auth.ts:validateToken", "--ttl", "30s"],
+    );
+    let told = news(&repo, "alice").expect("news of the expiry");
+    assert!(
+        told.contains("your lock on src/auth.ts:validateToken expires in"),
+        "{told}"
+    );
+    assert_eq!(news(&repo, "alice"), None);
+
+    // Work elsewhere is no news to alice.
+    wit_as(&repo, "dave", &["declare", "-d", "Docs", "-f", "src/other.ts"]);
+    assert_eq!(news(&repo, "alice"), None);
+}
+
+#[test]
+fn the_news_hook_never_starts_a_daemon_and_says_nothing_without_one() {
+    let (repo, mut daemon) = setup();
+    daemon.kill9();
+    assert_eq!(news(&repo, "alice"), None);
+    assert!(
+        std::os::unix::net::UnixStream::connect(repo.socket()).is_err(),
+        "no daemon was started"
+    );
+}

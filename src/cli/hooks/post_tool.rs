@@ -476,3 +476,129 @@ async fn gather(
     let _ = state.ensure_pulse(doorway, harness, agent.name()).await;
     Ok(lines)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    fn item(topic: Topic, key: &str) -> Item {
+        Item {
+            topic,
+            key: key.into(),
+            text: format!("text of {key}"),
+        }
+    }
+
+    #[test]
+    fn each_piece_once_and_one_line_per_topic_per_window() {
+        let mut state = HarnessSession::default();
+        let lines = release(
+            &mut state,
+            vec![item(Topic::Collision, "a"), item(Topic::Contract, "c")],
+            0,
+        );
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].ends_with("text of a"), "{lines:?}");
+        // Told: never again.
+        assert!(release(&mut state, vec![item(Topic::Collision, "a")], 1_000).is_empty());
+        // New news of a topic within the window waits, and comes with the next line.
+        assert!(release(&mut state, vec![item(Topic::Collision, "b")], 2_000).is_empty());
+        assert!(release(&mut state, Vec::new(), TOPIC_WINDOW_MS - 1).is_empty());
+        let lines = release(&mut state, Vec::new(), TOPIC_WINDOW_MS);
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].ends_with("text of b"), "{lines:?}");
+        // Expiry news that is no longer true is dropped, not told late.
+        let mut state = HarnessSession::default();
+        state.topics.insert("expiry".into(), 0);
+        assert!(release(&mut state, vec![item(Topic::Expiry, "e")], 1).is_empty());
+        assert!(release(&mut state, Vec::new(), TOPIC_WINDOW_MS).is_empty());
+    }
+
+    #[test]
+    fn many_items_make_one_line() {
+        let mut state = HarnessSession::default();
+        let items = (0..5).map(|i| item(Topic::Collision, &i.to_string())).collect();
+        let lines = release(&mut state, items, 0);
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].ends_with("and 2 more (`wit status`)"), "{lines:?}");
+        assert_eq!(state.told.len(), 5);
+    }
+
+    fn event(type_: EventRecordType, session: &str, subject: &str, data: Value) -> EventRecord {
+        EventRecord {
+            at: 0,
+            data: data.as_object().cloned().unwrap_or_default(),
+            seq: 1,
+            session_id: Some(session.into()),
+            subject: subject.into(),
+            type_,
+        }
+    }
+
+    #[test]
+    fn work_meets_work_on_the_same_symbols_or_the_whole_file() {
+        let work = Work {
+            locks: Vec::new(),
+            intents: vec![IntentRecord {
+                intent_id: "mine".into(),
+                session_id: "me".into(),
+                description: "observed edit".into(),
+                files: ",a.ts,".into(),
+                symbols: "[\"C.m\"]".into(),
+                start_byte: None,
+                end_byte: None,
+                status: crate::protocol::IntentRecordStatus::Active,
+                declared_at: 0,
+                updated_at: 0,
+            }],
+        };
+        let declared = |session: &str, symbols: Value| {
+            event(
+                EventRecordType::IntentDeclared,
+                session,
+                "i-2",
+                json!({"files": ["a.ts"], "symbols": symbols, "description": "x"}),
+            )
+        };
+        let none = HashSet::new();
+        let names = BTreeMap::new();
+        let found = |events: &[EventRecord], same: &HashSet<String>| {
+            news("me", &work, events, same, &names).len()
+        };
+        assert_eq!(found(&[declared("bob", json!(["C"]))], &none), 1, "the class");
+        assert_eq!(found(&[declared("bob", json!([]))], &none), 1, "the file");
+        assert_eq!(found(&[declared("bob", json!(["D"]))], &none), 0);
+        assert_eq!(found(&[declared("me", json!(["C"]))], &none), 0, "its own");
+        let same = HashSet::from(["mcp".to_string()]);
+        assert_eq!(found(&[declared("mcp", json!(["C"]))], &same), 0, "same agent");
+        let accepted = event(
+            EventRecordType::ContractResponded,
+            "bob",
+            "c-1",
+            json!({"symbolPath": "a.ts:C.m", "status": "accepted"}),
+        );
+        let rejected = event(
+            EventRecordType::ContractResponded,
+            "bob",
+            "c-1",
+            json!({"symbolPath": "a.ts:C.m", "status": "rejected"}),
+        );
+        assert_eq!(found(&[accepted], &none), 0);
+        assert_eq!(found(&[rejected], &none), 1);
+    }
+
+    #[test]
+    fn each_harness_gets_its_own_answer_shape() {
+        assert_eq!(
+            answer(Agent::Claude, "n")["hookSpecificOutput"]["additionalContext"],
+            "n"
+        );
+        assert_eq!(
+            answer(Agent::Gemini, "n")["hookSpecificOutput"]["hookEventName"],
+            "AfterTool"
+        );
+        assert_eq!(answer(Agent::Cursor, "n")["additional_context"], "n");
+    }
+}
