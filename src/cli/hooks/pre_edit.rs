@@ -6,9 +6,10 @@
 //!
 //! The gate fails open, fast: a payload it cannot read, a file outside the repository or in
 //! a language wit does not know, a repository without `.wit/`, a broken policy file, an edit
-//! whose old text is not in the file, or no daemon answer within the budget (1 s in all,
-//! daemon auto-start included) lets the edit through, with a note on stderr where something
-//! is wrong. It never panics and never exits non-zero.
+//! whose old text is not in the file, or no answer by the deadline (1 s in all: reading the
+//! payload, daemon auto-start and the calls, [`super::hook_input`]) lets the edit through,
+//! with a note on stderr where something is wrong. It never panics and never exits non-zero.
+//! On a session's first contact it gives the session its pulse ([`HarnessSession`]).
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
