@@ -129,17 +129,21 @@ impl Target {
             (Self::CodexToml, false) => add_toml(existing, command),
             (Self::CodexToml, true) => existing.map_or(Ok(Edit::Unchanged), remove_toml),
             // Claude Code also gets the news hook after every tool call.
-            (Self::ClaudeSettings, false) => then(
-                add_hook(existing, &self.gate(command))?,
-                existing,
-                |text| add_hook(text, &news_gate(command)),
-            ),
-            (Self::ClaudeSettings, true) => existing.map_or(Ok(Edit::Unchanged), |text| {
-                then(remove_hook(text, &self.gate(command))?, Some(text), |text| {
-                    text.map_or(Ok(Edit::Unchanged), |text| {
-                        remove_hook(text, &news_gate(command))
-                    })
+            (Self::ClaudeSettings, false) => {
+                then(add_hook(existing, &self.gate(command))?, existing, |text| {
+                    add_hook(text, &news_gate(command))
                 })
+            }
+            (Self::ClaudeSettings, true) => existing.map_or(Ok(Edit::Unchanged), |text| {
+                then(
+                    remove_hook(text, &self.gate(command))?,
+                    Some(text),
+                    |text| {
+                        text.map_or(Ok(Edit::Unchanged), |text| {
+                            remove_hook(text, &news_gate(command))
+                        })
+                    },
+                )
             }),
             (hooks, false) => add_hook(existing, &hooks.gate(command)),
             (hooks, true) => existing.map_or(Ok(Edit::Unchanged), |text| {

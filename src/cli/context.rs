@@ -94,7 +94,6 @@ impl Context {
 
 /// Runs `future` on a fresh current-thread runtime.
 pub fn block_on<T>(future: impl Future<Output = Result<T, CliError>>) -> Result<T, CliError> {
-    crate::doorway::block_on(future).map_err(|error| {
-        CliError::Failed(format!("cannot start the async runtime: {error}"))
-    })?
+    crate::doorway::block_on(future)
+        .map_err(|error| CliError::Failed(format!("cannot start the async runtime: {error}")))?
 }

@@ -8,8 +8,8 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::context::Context;
-use super::render;
 use super::output::{self, CliError, Report};
+use super::render;
 use crate::protocol::{
     CheckContractsParams, CheckContractsParamsFilesItem, ContractProposeParams,
     ContractQueryParams, ContractRespondParams,

@@ -4,8 +4,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 
 use super::context::Context;
-use super::render;
 use super::output::{CliError, Report};
+use super::render;
 use crate::protocol::{
     IntentDeclareParams, IntentQueryParams, IntentRecord, IntentUpdateParams,
     IntentUpdateParamsStatus,

@@ -7,8 +7,8 @@ use serde_json::json;
 
 use super::context::Context;
 use super::duration::{format_left, parse_duration};
-use super::render;
 use super::output::{CliError, Report};
+use super::render;
 use crate::protocol::{LockAcquireParams, LockQueryParams, LockReleaseParams};
 
 /// The longest lock the protocol accepts (7 days).
@@ -83,7 +83,12 @@ pub async fn lock(ctx: &Context, args: LockArgs) -> Result<Report, CliError> {
         })
         .await?;
     let left = crate::doorway::clock::parse_iso_ms(&result.expires_at)
-        .map(|at| format!(" ({} left)", format_left(at - crate::doorway::clock::now_ms())))
+        .map(|at| {
+            format!(
+                " ({} left)",
+                format_left(at - crate::doorway::clock::now_ms())
+            )
+        })
         .unwrap_or_default();
     let human = format!(
         "locked {} for {} until {}{left}\n{}",

@@ -35,11 +35,11 @@ use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::analysis::worker;
 
-pub use duration::parse_duration;
 pub use crate::doorway::session::{
     resolve_session, session_from_flag_or_env, SessionSource, CLAUDE_SESSION_ENV, SESSION_ENV,
 };
 pub use crate::doorway::NO_AUTOSTART_ENV;
+pub use duration::parse_duration;
 
 use crate::doorway::session;
 

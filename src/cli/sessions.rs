@@ -5,8 +5,8 @@ use serde_json::json;
 
 use super::context::Context;
 use super::duration::format_left;
-use super::render;
 use super::output::{CliError, Report};
+use super::render;
 use crate::protocol::{SessionEndParams, SessionHeartbeatParams, SessionRecord};
 
 /// `wit session …`.

@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 
 use super::context::Context;
 use super::duration::parse_duration;
-use super::render;
 use super::output::{self, CliError, Report};
+use super::render;
 use crate::client::{ClientError, WitClient};
 use crate::protocol::{
     ContractQueryParams, ContractRecord, ContractRecordStatus, EventsPollParams, IntentQueryParams,

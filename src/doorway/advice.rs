@@ -67,9 +67,7 @@ pub fn for_person(error: &ProtocolError, now_ms: i64) -> String {
         } => Some(format!(
             "the daemon has never seen session {session} (register it first)"
         )),
-        Refusal::InvalidRequest { problems } => {
-            (!problems.is_empty()).then(|| problems.join("; "))
-        }
+        Refusal::InvalidRequest { problems } => (!problems.is_empty()).then(|| problems.join("; ")),
         _ => None,
     };
     if let Some(detail) = detail {

@@ -94,6 +94,9 @@ mod tests {
         assert_eq!(format_left(599_001), "10m 00s");
         assert_eq!(format_left(3_900_000), "1h 05m");
         assert_eq!(format_left(183_600_000), "2d 03h");
-        assert_eq!(until_text("1970-01-01T00:00:01.000Z", 0), " until 1970-01-01T00:00:01.000Z (1s left)");
+        assert_eq!(
+            until_text("1970-01-01T00:00:01.000Z", 0),
+            " until 1970-01-01T00:00:01.000Z (1s left)"
+        );
     }
 }

@@ -128,13 +128,11 @@ impl Doorway {
         let client = self.client.clone().with_timeout(limit);
         let work = async {
             call(client).await.map_err(|error| match error {
-                ClientError::Unreachable(source) => {
-                    Failure::Unavailable(Unavailable::NotRunning {
-                        socket: self.paths.socket.clone(),
-                        cause: source.to_string(),
-                        autostart_off: false,
-                    })
-                }
+                ClientError::Unreachable(source) => Failure::Unavailable(Unavailable::NotRunning {
+                    socket: self.paths.socket.clone(),
+                    cause: source.to_string(),
+                    autostart_off: false,
+                }),
                 other => Failure::from(other),
             })
         };
@@ -142,7 +140,10 @@ impl Doorway {
     }
 
     /// `work`, ended at the deadline if there is one.
-    async fn bounded<T>(&self, work: impl Future<Output = Result<T, Failure>>) -> Result<T, Failure> {
+    async fn bounded<T>(
+        &self,
+        work: impl Future<Output = Result<T, Failure>>,
+    ) -> Result<T, Failure> {
         match self.deadline {
             None => work.await,
             Some((deadline, budget)) => {

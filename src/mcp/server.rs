@@ -149,7 +149,12 @@ impl WitMcp {
             Ok(params) => params,
             Err(errors) => return Ok(render::invalid_arguments(spec, errors).into()),
         };
-        let result = match self.shared.daemon.call_raw(&spec.method, params.clone()).await {
+        let result = match self
+            .shared
+            .daemon
+            .call_raw(&spec.method, params.clone())
+            .await
+        {
             Ok(result) => render::success(spec, result),
             Err(Failure::Rpc(error)) => render::protocol_error(spec, &error, &params),
             Err(Failure::Unavailable(why)) => render::unavailable(spec, &why),

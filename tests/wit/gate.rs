@@ -103,9 +103,7 @@ fn harness_pid_of(repo: &Repo, session: &str) -> u32 {
 fn gate_with(repo: &Repo, agent: &str, payload: &str, env: &[(&str, &str)]) -> Output {
     let args = ["hook", "pre-edit", "--agent", agent];
     let out = match payload_session(payload) {
-        Some(session) => with_harness(repo, &session, |stand_in| {
-            stand_in.run(&args, payload, env)
-        }),
+        Some(session) => with_harness(repo, &session, |stand_in| stand_in.run(&args, payload, env)),
         None => {
             let mut command = wit_cmd(repo.path());
             command
@@ -266,10 +264,7 @@ fn every_harness_gets_its_own_answer_shape() {
             }
         };
         assert!(
-            reason
-                .as_str()
-                .unwrap()
-                .contains("session bob"),
+            reason.as_str().unwrap().contains("session bob"),
             "{name}: {denied}"
         );
         let allowed = answer(&gate(&repo, agent, &fixture(name, &repo, "bob")));
@@ -819,8 +814,18 @@ fn finished(mut child: std::process::Child) -> Output {
     let mut stdout = Vec::new();
     let mut stderr = Vec::new();
     use std::io::Read;
-    child.stdout.take().unwrap().read_to_end(&mut stdout).unwrap();
-    child.stderr.take().unwrap().read_to_end(&mut stderr).unwrap();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_end(&mut stderr)
+        .unwrap();
     Output {
         status,
         stdout,
@@ -850,8 +855,7 @@ fn the_gate_ends_by_its_deadline_when_stdin_stays_open() {
     );
     // Half a payload and stdin left open: allowed at the deadline, with the note.
     let half = &payload[..payload.len() / 2];
-    let (child, stdin) =
-        gate_keeping_stdin_open(&repo, half, &[("WIT_GATE_TIMEOUT_MS", "300")]);
+    let (child, stdin) = gate_keeping_stdin_open(&repo, half, &[("WIT_GATE_TIMEOUT_MS", "300")]);
     let out = finished(child);
     drop(stdin);
     assert_eq!(out.status.code(), Some(0));
@@ -917,7 +921,10 @@ fn a_harness_that_exits_takes_its_observed_work_with_it() {
     claude.exit();
     let deadline = Instant::now() + Duration::from_secs(20);
     while observed_intents(&repo, "claude-1", "abandoned").is_empty() {
-        assert!(Instant::now() < deadline, "the observed intent was not abandoned");
+        assert!(
+            Instant::now() < deadline,
+            "the observed intent was not abandoned"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(observed_intents(&repo, "claude-1", "active").is_empty());
@@ -991,10 +998,21 @@ fn news_is_told_once_one_line_per_topic_and_nothing_when_nothing_changed() {
     wit_as(
         &repo,
         "bob",
-        &["declare", "-d", "Audit log", "-f", "src/auth.ts", "-s", "validateToken"],
+        &[
+            "declare",
+            "-d",
+            "Audit log",
+            "-f",
+            "src/auth.ts",
+            "-s",
+            "validateToken",
+        ],
     );
     let told = news(&repo, "alice").expect("news of bob's work");
-    assert!(told.starts_with("wit news since your last tool call:\n- "), "{told}");
+    assert!(
+        told.starts_with("wit news since your last tool call:\n- "),
+        "{told}"
+    );
     assert!(
         told.contains("bob-agent (session bob) works on src/auth.ts (validateToken)"),
         "{told}"
@@ -1007,9 +1025,21 @@ fn news_is_told_once_one_line_per_topic_and_nothing_when_nothing_changed() {
     wit_as(
         &repo,
         "carol",
-        &["declare", "-d", "Rename", "-f", "src/auth.ts", "-s", "validateToken"],
+        &[
+            "declare",
+            "-d",
+            "Rename",
+            "-f",
+            "src/auth.ts",
+            "-s",
+            "validateToken",
+        ],
     );
-    wit_as(&repo, "bob", &["contract", "propose", "src/auth.ts:validateToken"]);
+    wit_as(
+        &repo,
+        "bob",
+        &["contract", "propose", "src/auth.ts:validateToken"],
+    );
     let told = news(&repo, "alice").expect("news of the contract");
     assert!(
         told.contains("proposed contract") && told.contains("src/auth.ts:validateToken"),
@@ -1031,7 +1061,11 @@ fn news_is_told_once_one_line_per_topic_and_nothing_when_nothing_changed() {
     assert_eq!(news(&repo, "alice"), None);
 
     // Work elsewhere is no news to alice.
-    wit_as(&repo, "dave", &["declare", "-d", "Docs", "-f", "src/other.ts"]);
+    wit_as(
+        &repo,
+        "dave",
+        &["declare", "-d", "Docs", "-f", "src/other.ts"],
+    );
     assert_eq!(news(&repo, "alice"), None);
 }
 

@@ -346,7 +346,12 @@ impl StandIn {
 
     /// Runs `wit ARGS` as the stand-in's child with `input` on stdin and `env` added; returns
     /// its output.
-    pub fn run(&mut self, args: &[&str], input: &str, env: &[(&str, &str)]) -> std::process::Output {
+    pub fn run(
+        &mut self,
+        args: &[&str],
+        input: &str,
+        env: &[(&str, &str)],
+    ) -> std::process::Output {
         use std::io::BufRead;
         self.calls += 1;
         let base = self.dir.path().join(format!("call-{}", self.calls));

@@ -246,7 +246,10 @@ fn worst_case(wit: &std::path::Path) -> Result<(Duration, Duration)> {
     let root = dir.as_path();
     std::fs::create_dir_all(root.join(".git"))?;
     std::fs::create_dir_all(root.join(".wit"))?;
-    std::fs::write(root.join("a.ts"), "export function f() {\n  return c * 1;\n}\n")?;
+    std::fs::write(
+        root.join("a.ts"),
+        "export function f() {\n  return c * 1;\n}\n",
+    )?;
     let lock = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)

@@ -17,8 +17,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::super::context::Context;
-use super::super::render;
 use super::super::output::{CliError, Report};
+use super::super::render;
 use crate::protocol::{IntentQueryParams, IntentUpdateParams, IntentUpdateParamsStatus};
 
 /// The hooks wit installs.

@@ -45,7 +45,10 @@ pub struct HarnessSession {
 
 /// The file of `session_id`'s state.
 fn state_file(paths: &WitPaths, session_id: &str) -> PathBuf {
-    paths.dir.join("harness").join(format!("{}.json", file_key(session_id)))
+    paths
+        .dir
+        .join("harness")
+        .join(format!("{}.json", file_key(session_id)))
 }
 
 /// A file name for a session id: its safe characters (at most 64), then a stable hash of the

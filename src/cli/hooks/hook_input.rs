@@ -71,7 +71,9 @@ pub enum PayloadError {
 /// thread blocked, and the process exits without it.
 pub fn read_payload(deadline: Deadline) -> Result<Value, PayloadError> {
     if std::io::stdin().is_terminal() {
-        return Err(PayloadError::Shape("no payload (stdin is a terminal)".into()));
+        return Err(PayloadError::Shape(
+            "no payload (stdin is a terminal)".into(),
+        ));
     }
     let (sender, receiver) = mpsc::channel();
     let spawned = std::thread::Builder::new()

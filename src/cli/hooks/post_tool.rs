@@ -192,10 +192,21 @@ pub fn news(
                 .data
                 .get(key)
                 .and_then(Value::as_array)
-                .map(|list| list.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .map(|list| {
+                    list.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
                 .unwrap_or_default()
         };
-        let text_of = |key: &str| event.data.get(key).and_then(Value::as_str).unwrap_or_default();
+        let text_of = |key: &str| {
+            event
+                .data
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
         match event.type_ {
             EventRecordType::IntentDeclared => {
                 let theirs: Vec<String> = strings("symbols");
@@ -397,7 +408,12 @@ fn told(
         .ok()?
         .ok()?;
     state.save(&paths);
-    (!lines.is_empty()).then(|| format!("wit news since your last tool call:\n- {}", lines.join("\n- ")))
+    (!lines.is_empty()).then(|| {
+        format!(
+            "wit news since your last tool call:\n- {}",
+            lines.join("\n- ")
+        )
+    })
 }
 
 /// Polls the events since the cursor and the session's work, moves the cursor, and returns
@@ -435,7 +451,11 @@ async fn gather(
     let polled = polled?;
     let locks = locks?;
     // The first call only sets the cursor: history is not news.
-    let events = if since.is_some() { polled.events } else { Vec::new() };
+    let events = if since.is_some() {
+        polled.events
+    } else {
+        Vec::new()
+    };
     state.cursor = Some(polled.next);
     let mut work = Work {
         locks,
@@ -519,7 +539,9 @@ mod tests {
     #[test]
     fn many_items_make_one_line() {
         let mut state = HarnessSession::default();
-        let items = (0..5).map(|i| item(Topic::Collision, &i.to_string())).collect();
+        let items = (0..5)
+            .map(|i| item(Topic::Collision, &i.to_string()))
+            .collect();
         let lines = release(&mut state, items, 0);
         assert_eq!(lines.len(), 1);
         assert!(lines[0].ends_with("and 2 more (`wit status`)"), "{lines:?}");
@@ -567,12 +589,20 @@ mod tests {
         let found = |events: &[EventRecord], same: &HashSet<String>| {
             news("me", &work, events, same, &names).len()
         };
-        assert_eq!(found(&[declared("bob", json!(["C"]))], &none), 1, "the class");
+        assert_eq!(
+            found(&[declared("bob", json!(["C"]))], &none),
+            1,
+            "the class"
+        );
         assert_eq!(found(&[declared("bob", json!([]))], &none), 1, "the file");
         assert_eq!(found(&[declared("bob", json!(["D"]))], &none), 0);
         assert_eq!(found(&[declared("me", json!(["C"]))], &none), 0, "its own");
         let same = HashSet::from(["mcp".to_string()]);
-        assert_eq!(found(&[declared("mcp", json!(["C"]))], &same), 0, "same agent");
+        assert_eq!(
+            found(&[declared("mcp", json!(["C"]))], &same),
+            0,
+            "same agent"
+        );
         let accepted = event(
             EventRecordType::ContractResponded,
             "bob",

@@ -158,23 +158,22 @@ fn gate(
     deadline: Deadline,
     notes: &mut Vec<String>,
 ) -> Verdict {
-    let request = match hook_input::read_payload(deadline)
-        .and_then(|payload| parse(agent, &payload))
-    {
-        Ok(Some(request)) => request,
-        Ok(None) => return Verdict::allow(),
-        Err(error @ PayloadError::TimedOut(_)) => {
-            notes.push(allowed(&error.to_string()));
-            return Verdict::allow();
-        }
-        Err(error) => {
-            notes.push(allowed(&format!(
-                "unreadable {} hook payload ({error})",
-                agent.name()
-            )));
-            return Verdict::allow();
-        }
-    };
+    let request =
+        match hook_input::read_payload(deadline).and_then(|payload| parse(agent, &payload)) {
+            Ok(Some(request)) => request,
+            Ok(None) => return Verdict::allow(),
+            Err(error @ PayloadError::TimedOut(_)) => {
+                notes.push(allowed(&error.to_string()));
+                return Verdict::allow();
+            }
+            Err(error) => {
+                notes.push(allowed(&format!(
+                    "unreadable {} hook payload ({error})",
+                    agent.name()
+                )));
+                return Verdict::allow();
+            }
+        };
     let Some(cwd) = working_dir(request.cwd.clone()) else {
         return Verdict::allow();
     };
