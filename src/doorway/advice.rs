@@ -74,22 +74,21 @@ pub fn for_person(error: &ProtocolError, now_ms: i64) -> String {
         let _ = write!(text, ": {detail}");
     }
     // Everything in `data` stays visible, whether or not the summary used it.
+    let listed = !matches!(Refusal::of(error), Refusal::InvalidRequest { .. });
     match &error.data {
-        Some(Value::Object(data)) => {
-            if !matches!(Refusal::of(error), Refusal::InvalidRequest { .. }) {
-                for (key, value) in data {
-                    let value = match value {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    };
-                    let _ = write!(text, "\n  {key}: {value}");
-                }
+        Some(Value::Object(data)) if listed => {
+            for (key, value) in data {
+                let value = match value {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let _ = write!(text, "\n  {key}: {value}");
             }
         }
+        Some(Value::Object(_)) | None => {}
         Some(other) => {
             let _ = write!(text, "\n  data: {other}");
         }
-        None => {}
     }
     text
 }
