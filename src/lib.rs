@@ -16,6 +16,8 @@ pub mod coord;
 #[cfg(feature = "daemon")]
 pub mod daemon;
 #[cfg(feature = "daemon")]
+pub mod doorway;
+#[cfg(feature = "daemon")]
 pub mod harness;
 #[cfg(feature = "daemon")]
 pub mod mcp;

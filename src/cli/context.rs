@@ -1,15 +1,14 @@
-//! What every repository command shares: the root, the session, the runtime and the client
-//! with auto-start.
+//! What every repository command shares: the root, the session, the runtime and the
+//! [`Doorway`] to the daemon (call, auto-start, retry).
 
 use std::future::Future;
 use std::path::Path;
 
 use super::output::{CliError, Report};
 use super::session::{ensure_session_file, resolve_session, SessionSource};
-use super::NO_AUTOSTART_ENV;
 use crate::client::{ClientError, WitClient};
-use crate::daemon::launcher;
 use crate::daemon::paths::{discover_root, WitPaths};
+use crate::doorway::Doorway;
 
 /// The repository, session and daemon a command works with.
 #[derive(Debug)]
@@ -19,7 +18,7 @@ pub struct Context {
     /// Whether `--json` was given.
     pub json: bool,
     session_flag: Option<String>,
-    autostart: bool,
+    doorway: Doorway,
 }
 
 impl Context {
@@ -27,19 +26,18 @@ impl Context {
     pub fn new(repo: Option<&Path>, session: Option<String>, json: bool) -> Result<Self, CliError> {
         let root = discover_root(repo)
             .map_err(|error| CliError::Usage(format!("cannot use the repository root: {error}")))?;
-        let autostart =
-            std::env::var_os(NO_AUTOSTART_ENV).is_none_or(|value| value.is_empty() || value == "0");
+        let paths = WitPaths::for_root(&root);
         Ok(Self {
-            paths: WitPaths::for_root(&root),
+            doorway: Doorway::from_env(paths.clone()),
+            paths,
             json,
             session_flag: session,
-            autostart,
         })
     }
 
     /// Whether calls may start the daemon (unset by `WIT_NO_AUTOSTART=1`).
     pub fn autostart(&self) -> bool {
-        self.autostart
+        self.doorway.autostarts()
     }
 
     /// Runs `future` on a current-thread runtime (cheap to build, enough for one client).
@@ -78,45 +76,29 @@ impl Context {
             })
     }
 
-    /// A client of this repository's daemon (connects on first use).
+    /// A client of this repository's daemon (connects on first use; never starts it).
     pub fn client(&self) -> WitClient {
-        WitClient::new(&self.paths.socket)
+        self.doorway.client()
     }
 
-    /// Sends one call; when no daemon answers (no socket, or a stale one), starts the daemon
-    /// and sends it once more. A refused connection proves the request was never delivered,
-    /// so the retry cannot run anything twice.
+    /// The doorway to this repository's daemon.
+    pub fn doorway(&self) -> &Doorway {
+        &self.doorway
+    }
+
+    /// Sends one call through the doorway: the daemon is started when none answers, and the
+    /// call sent once more.
     pub async fn call<T, F, Fut>(&self, call: F) -> Result<T, CliError>
     where
         F: Fn(WitClient) -> Fut,
         Fut: Future<Output = Result<T, ClientError>>,
     {
-        let client = self.client();
-        match call(client.clone()).await {
-            Err(ClientError::Unreachable(source)) => {
-                if !self.autostart {
-                    return Err(CliError::Unreachable(format!(
-                        "no wit daemon answers on {} ({source}) and {NO_AUTOSTART_ENV} is set",
-                        self.paths.socket.display()
-                    )));
-                }
-                launcher::ensure_running(&self.paths, &launcher::LaunchOptions::default())
-                    .await
-                    .map_err(|error| {
-                        CliError::Unreachable(format!("cannot start the wit daemon: {error}"))
-                    })?;
-                call(client).await.map_err(CliError::from)
-            }
-            other => other.map_err(CliError::from),
-        }
+        self.doorway.call(call).await.map_err(CliError::from)
     }
 }
 
 /// Runs `future` on a fresh current-thread runtime.
 pub fn block_on<T>(future: impl Future<Output = Result<T, CliError>>) -> Result<T, CliError> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
+    crate::doorway::block_on(future)
         .map_err(|error| CliError::Failed(format!("cannot start the async runtime: {error}")))?
-        .block_on(future)
 }

@@ -9,6 +9,7 @@ use serde_json::json;
 
 use super::context::Context;
 use super::output::{self, CliError, Report};
+use super::render;
 use crate::protocol::{
     CheckContractsParams, CheckContractsParamsFilesItem, ContractProposeParams,
     ContractQueryParams, ContractRespondParams,
@@ -113,7 +114,7 @@ pub async fn run(ctx: &Context, command: ContractCommand) -> Result<Report, CliE
                     async move { client.contract_query(params).await }
                 })
                 .await?;
-            let human = output::contracts_section(&contracts);
+            let human = render::contracts_section(&contracts);
             Ok(Report::new(json!(contracts), human))
         }
     }
@@ -246,7 +247,7 @@ async fn check_files(ctx: &Context, args: &CheckArgs, autostart: bool) -> Result
             human,
         ))
     } else {
-        let human = output::violations(&result.violations);
+        let human = render::violations(&result.violations);
         Ok(Report::new(
             json!({"violations": result.violations, "checked": true}),
             human,

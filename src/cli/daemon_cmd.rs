@@ -6,7 +6,7 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::context::{block_on, Context};
-use super::output::{self, CliError, Report};
+use super::output::{CliError, Report};
 use super::EXIT_UNREACHABLE;
 use crate::analysis::worker::{self, ParseWorker};
 use crate::daemon::launcher;
@@ -111,7 +111,8 @@ pub fn run(ctx: &Context, command: DaemonCommand) -> Result<Report, CliError> {
             let socket = status.socket.display().to_string();
             match (&status.record, status.answering) {
                 (Some(record), true) => {
-                    let uptime_ms = (output::now_ms() as u64).saturating_sub(record.started_at_ms);
+                    let uptime_ms = (crate::doorway::clock::now_ms() as u64)
+                        .saturating_sub(record.started_at_ms);
                     let index = super::index_progress::current(paths);
                     let human = format!(
                         "running\n  pid      {}\n  socket   {socket}\n  uptime   {}s\n  version  {}\n  store    {}\n  index    {}",

@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+pub use crate::doorway::clock::format_left;
+
 /// Parses a duration made of one or more `<integer><unit>` parts, units `ms`, `s`, `m`, `h`,
 /// `d` (e.g. `90s`, `10m`, `1h30m`). Zero, a bare number, an unknown unit and overflow are
 /// errors with a message that says what is accepted.
@@ -47,30 +49,6 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_millis(total_ms))
 }
 
-/// Formats a remaining time compactly: `45s`, `9m 59s`, `1h 05m`, `2d 03h`; `expired` at or
-/// below zero.
-pub fn format_left(ms: i64) -> String {
-    if ms <= 0 {
-        return "expired".to_string();
-    }
-    let seconds = (ms + 999) / 1000;
-    let (d, h, m, s) = (
-        seconds / 86_400,
-        seconds % 86_400 / 3_600,
-        seconds % 3_600 / 60,
-        seconds % 60,
-    );
-    if d > 0 {
-        format!("{d}d {h:02}h")
-    } else if h > 0 {
-        format!("{h}h {m:02}m")
-    } else if m > 0 {
-        format!("{m}m {s:02}s")
-    } else {
-        format!("{s}s")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
@@ -109,16 +87,5 @@ mod tests {
     fn overflow_is_an_error() {
         assert!(parse_duration("99999999999999999999s").is_err());
         assert!(parse_duration("18446744073709551615d").is_err());
-    }
-
-    #[test]
-    fn time_left_reads_well() {
-        assert_eq!(format_left(0), "expired");
-        assert_eq!(format_left(-5), "expired");
-        assert_eq!(format_left(1), "1s");
-        assert_eq!(format_left(45_000), "45s");
-        assert_eq!(format_left(599_001), "10m 00s");
-        assert_eq!(format_left(3_900_000), "1h 05m");
-        assert_eq!(format_left(183_600_000), "2d 03h");
     }
 }

@@ -4,7 +4,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 
 use super::context::Context;
-use super::output::{self, CliError, Report};
+use super::output::{CliError, Report};
+use super::render;
 use crate::protocol::{
     IntentDeclareParams, IntentQueryParams, IntentRecord, IntentUpdateParams,
     IntentUpdateParamsStatus,
@@ -98,7 +99,7 @@ pub async fn declare(ctx: &Context, args: DeclareArgs) -> Result<Report, CliErro
     let human = format!(
         "declared intent {}\n{}",
         result.intent_id,
-        output::conflicts(&result.conflicts)
+        render::conflicts(&result.conflicts)
     );
     Ok(Report::new(json!(result), human))
 }
@@ -159,6 +160,6 @@ async fn list(ctx: &Context, args: ListArgs) -> Result<Report, CliError> {
         // Stable: each status's answer keeps the daemon's order (time, then creation).
         intents.sort_by_key(|intent| intent.declared_at);
     }
-    let human = output::intents_section(&intents);
+    let human = render::intents_section(&intents);
     Ok(Report::new(json!(intents), human))
 }

@@ -7,7 +7,8 @@ use serde_json::json;
 
 use super::context::Context;
 use super::duration::{format_left, parse_duration};
-use super::output::{self, CliError, Report};
+use super::output::{CliError, Report};
+use super::render;
 use crate::protocol::{LockAcquireParams, LockQueryParams, LockReleaseParams};
 
 /// The longest lock the protocol accepts (7 days).
@@ -81,15 +82,20 @@ pub async fn lock(ctx: &Context, args: LockArgs) -> Result<Report, CliError> {
             async move { client.lock_acquire(params).await }
         })
         .await?;
-    let left = output::parse_iso_ms(&result.expires_at)
-        .map(|at| format!(" ({} left)", format_left(at - output::now_ms())))
+    let left = crate::doorway::clock::parse_iso_ms(&result.expires_at)
+        .map(|at| {
+            format!(
+                " ({} left)",
+                format_left(at - crate::doorway::clock::now_ms())
+            )
+        })
         .unwrap_or_default();
     let human = format!(
         "locked {} for {} until {}{left}\n{}",
         result.symbol_path,
         result.session_id,
         result.expires_at,
-        output::caller_warnings(&result.warnings)
+        render::caller_warnings(&result.warnings)
     );
     Ok(Report::new(json!(result), human))
 }
@@ -123,6 +129,6 @@ pub async fn list(ctx: &Context, args: LocksArgs) -> Result<Report, CliError> {
             async move { client.lock_query(params).await }
         })
         .await?;
-    let human = output::locks_section(&locks);
+    let human = render::locks_section(&locks);
     Ok(Report::new(json!(locks), human))
 }

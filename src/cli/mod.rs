@@ -29,7 +29,7 @@ mod locks;
 mod log;
 mod output;
 mod owners;
-mod session;
+mod render;
 mod sessions;
 mod snapshots;
 mod status;
@@ -42,10 +42,13 @@ use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::analysis::worker;
 
-pub use duration::parse_duration;
-pub use session::{
+pub use crate::doorway::session::{
     resolve_session, session_from_flag_or_env, SessionSource, CLAUDE_SESSION_ENV, SESSION_ENV,
 };
+pub use crate::doorway::NO_AUTOSTART_ENV;
+pub use duration::parse_duration;
+
+use crate::doorway::session;
 
 use context::Context;
 use output::{CliError, Report};
@@ -58,10 +61,6 @@ pub const EXIT_PROTOCOL: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 /// Exit code when no daemon could be reached or started.
 pub const EXIT_UNREACHABLE: u8 = 3;
-
-/// Environment variable that turns auto-start off (`1`): commands fail with exit code 3
-/// instead of starting a daemon.
-pub const NO_AUTOSTART_ENV: &str = "WIT_NO_AUTOSTART";
 
 const EXAMPLES: &str = "\
 Examples:
@@ -285,8 +284,7 @@ fn run(cli: Cli) -> Result<Report, CliError> {
         Command::Demo(args) => demo::run(&args, cli.json),
         // Stdout is the MCP channel: nothing else may be printed there.
         Command::Mcp => {
-            let autostart = std::env::var_os(NO_AUTOSTART_ENV)
-                .is_none_or(|value| value.is_empty() || value == "0");
+            let autostart = crate::doorway::autostart_from_env();
             crate::mcp::serve(cli.repo.as_deref(), cli.session.as_deref(), autostart)
                 .map(|()| Report::nothing())
                 .map_err(|error| CliError::Failed(format!("wit mcp: {error}")))
@@ -304,6 +302,11 @@ fn run(cli: Cli) -> Result<Report, CliError> {
             let ctx = Context::new(cli.repo.as_deref(), None, cli.json)?;
             ui::run(&ctx, &args, cli.session)
         }
+        Command::Hook(hooks::HookCommand::PostTool { agent }) => Ok(hooks::post_tool::run(
+            agent,
+            cli.repo.as_deref(),
+            cli.session.as_deref(),
+        )),
         command => {
             let ctx = Context::new(cli.repo.as_deref(), cli.session, cli.json)?;
             dispatch(&ctx, command)

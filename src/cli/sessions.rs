@@ -5,7 +5,8 @@ use serde_json::json;
 
 use super::context::Context;
 use super::duration::format_left;
-use super::output::{self, CliError, Report};
+use super::output::{CliError, Report};
+use super::render;
 use crate::protocol::{SessionEndParams, SessionHeartbeatParams, SessionRecord};
 
 /// `wit session …`.
@@ -87,7 +88,7 @@ fn sessions_table(sessions: &[SessionRecord], me: Option<&str>) -> String {
     if sessions.is_empty() {
         return "no sessions".to_string();
     }
-    let now = output::now_ms();
+    let now = crate::doorway::clock::now_ms();
     let rows: Vec<Vec<String>> = sessions
         .iter()
         .map(|s| {
@@ -109,7 +110,7 @@ fn sessions_table(sessions: &[SessionRecord], me: Option<&str>) -> String {
             ]
         })
         .collect();
-    output::table(
+    render::table(
         &[
             "SESSION",
             "NAME",
@@ -149,7 +150,7 @@ mod tests {
             agent_id: Some(1),
             pid: Some(42),
             live,
-            last_seen_at: output::now_ms(),
+            last_seen_at: crate::doorway::clock::now_ms(),
             locks: 2,
             intents: 1,
             worktree: live.then(|| "/tmp/repo-w1".into()),

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use super::context::Context;
 use super::duration::parse_duration;
 use super::output::{self, CliError, Report};
+use super::render;
 use crate::client::{ClientError, WitClient};
 use crate::protocol::{
     ContractQueryParams, ContractRecord, ContractRecordStatus, EventsPollParams, IntentQueryParams,
@@ -107,9 +108,9 @@ fn render(ctx: &Context, snapshot: &Snapshot) -> Result<(Value, String), CliErro
         ctx.paths.root.display(),
         super::index_progress::current(&ctx.paths)
             .map_or_else(|| "not published yet".to_owned(), |s| s.summary()),
-        output::intents_section(&snapshot.intents),
-        output::locks_section(&snapshot.locks),
-        output::contracts_section(&snapshot.contracts),
+        render::intents_section(&snapshot.intents),
+        render::locks_section(&snapshot.locks),
+        render::contracts_section(&snapshot.contracts),
         sessions_section(&snapshot.sessions),
     );
     Ok((value, human))
@@ -128,10 +129,10 @@ fn sessions_section(sessions: &[SessionRecord]) -> String {
             ]
         })
         .collect();
-    output::section(
+    render::section(
         "SESSIONS",
         sessions.len(),
-        output::table(&["SESSION", "NAME", "WORKTREE", "BRANCH"], &rows),
+        render::table(&["SESSION", "NAME", "WORKTREE", "BRANCH"], &rows),
     )
 }
 

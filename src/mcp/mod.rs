@@ -2,13 +2,12 @@
 //!
 //! The server is one more client of the daemon, like the CLI: the tools come from the table
 //! `wit-codegen` generates out of `openrpc.json` ([`tools`]), each call goes to the daemon
-//! through the generated [`crate::client::WitClient`] and starts the daemon when none answers
-//! ([`dispatch`]), results and protocol errors become tool results an agent can act on
+//! through the shared [`crate::doorway::Doorway`] (which starts the daemon when none
+//! answers), results and protocol errors become tool results an agent can act on
 //! ([`render`]). The session the server acts for comes from [`identity`]; [`server`] holds the
 //! rmcp handler, the registration at `initialize` and the `session.end` when stdin closes;
 //! [`stdio`] the line transport that answers every line it cannot serve.
 
-pub mod dispatch;
 pub mod identity;
 pub mod render;
 pub mod server;

@@ -18,12 +18,12 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::json;
 use tokio::sync::Mutex;
 
-use super::dispatch::{CallError, Daemon};
 use super::identity::{self, Identity};
 use super::stdio::LineTransport;
 use super::tools::{self, ToolTable};
 use super::{render, Result, ServeError};
 use crate::daemon::paths::WitPaths;
+use crate::doorway::{Doorway, Failure};
 use crate::protocol::{RegisterParams, SessionEndParams};
 
 /// What `initialize` tells the agent, once per session: the workflow in two lines.
@@ -44,7 +44,7 @@ pub struct WitMcp {
 #[derive(Debug)]
 struct Shared {
     table: ToolTable,
-    daemon: Daemon,
+    daemon: Doorway,
     identity: Identity,
     registration: Mutex<Registration>,
 }
@@ -60,7 +60,7 @@ struct Registration {
 
 impl WitMcp {
     /// A server of the daemon at `paths`, acting as `identity`.
-    pub fn new(table: ToolTable, daemon: Daemon, identity: Identity) -> Self {
+    pub fn new(table: ToolTable, daemon: Doorway, identity: Identity) -> Self {
         Self {
             shared: Arc::new(Shared {
                 table,
@@ -89,9 +89,9 @@ impl WitMcp {
             lease_ms: None,
         };
         let params = serde_json::to_value(&params).unwrap_or_default();
-        match self.shared.daemon.call("register", params).await {
+        match self.shared.daemon.call_raw("register", params).await {
             Ok(_) => registration.settled = true,
-            Err(CallError::Rpc(error)) => {
+            Err(Failure::Rpc(error)) => {
                 registration.settled = true;
                 eprintln!(
                     "wit mcp: the daemon refused to register session {}: {error}",
@@ -118,7 +118,9 @@ impl WitMcp {
         if let Err(error) = self
             .shared
             .daemon
-            .call_if_running("session.end", params, END_TIMEOUT)
+            .call_if_running(END_TIMEOUT, |client| async move {
+                client.call_raw("session.end", params).await
+            })
             .await
         {
             eprintln!(
@@ -148,12 +150,15 @@ impl WitMcp {
             Ok(params) => params,
             Err(errors) => return Ok(render::invalid_arguments(spec, errors).into()),
         };
-        let result = match self.shared.daemon.call(&spec.method, params.clone()).await {
+        let result = match self
+            .shared
+            .daemon
+            .call_raw(&spec.method, params.clone())
+            .await
+        {
             Ok(result) => render::success(spec, result),
-            Err(CallError::Rpc(error)) => render::protocol_error(spec, &error, &params),
-            Err(CallError::Unavailable { detail, delivered }) => {
-                render::unavailable(spec, &detail, delivered)
-            }
+            Err(Failure::Rpc(error)) => render::protocol_error(spec, &error, &params),
+            Err(Failure::Unavailable(why)) => render::unavailable(spec, &why),
         };
         Ok(result.into())
     }
@@ -209,7 +214,7 @@ pub fn serve(repo: Option<&Path>, session_flag: Option<&str>, autostart: bool) -
     })?;
     let identity = identity::resolve(session_flag, |name| std::env::var(name).ok())?;
     let table = ToolTable::load().map_err(ServeError::Table)?;
-    let daemon = Daemon::new(WitPaths::for_root(&root), autostart);
+    let daemon = Doorway::new(WitPaths::for_root(&root), autostart);
     let server = WitMcp::new(table, daemon, identity);
     tokio::runtime::Builder::new_current_thread()
         .enable_all()

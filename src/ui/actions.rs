@@ -7,7 +7,7 @@
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::mcp::dispatch::{CallError, Daemon};
+use crate::doorway::{Doorway, Failure};
 
 /// An action as the page posts it (`{"action": "end-session", "sessionId": ..}`, ...).
 #[derive(Debug, Deserialize)]
@@ -46,11 +46,11 @@ pub enum ActionError {
     NotAllowed(String),
     /// The daemon refused or could not be reached.
     #[error(transparent)]
-    Call(#[from] CallError),
+    Call(#[from] Failure),
 }
 
 /// Carries out `action` for the person's session `person`; the protocol call's result.
-pub async fn run(daemon: &Daemon, person: &str, action: Action) -> Result<Value, ActionError> {
+pub async fn run(daemon: &Doorway, person: &str, action: Action) -> Result<Value, ActionError> {
     match action {
         Action::EndSession { session_id } => {
             if session_id == person {
@@ -58,7 +58,7 @@ pub async fn run(daemon: &Daemon, person: &str, action: Action) -> Result<Value,
                     "the page's own session ends when `wit ui` stops".into(),
                 ));
             }
-            let sessions = daemon.call("session.list", json!({})).await?;
+            let sessions = daemon.call_raw("session.list", json!({})).await?;
             let watched = sessions.as_array().into_iter().flatten().any(|session| {
                 session["sessionId"] == session_id.as_str()
                     && session["live"] == true
@@ -70,14 +70,14 @@ pub async fn run(daemon: &Daemon, person: &str, action: Action) -> Result<Value,
                 )));
             }
             Ok(daemon
-                .call("session.end", json!({"sessionId": session_id}))
+                .call_raw("session.end", json!({"sessionId": session_id}))
                 .await?)
         }
         Action::ReleaseLock {
             symbol_path,
             session_id,
         } => {
-            let sessions = daemon.call("session.list", json!({})).await?;
+            let sessions = daemon.call_raw("session.list", json!({})).await?;
             let live = sessions.as_array().into_iter().flatten().any(|session| {
                 session["sessionId"] == session_id.as_str() && session["live"] == true
             });
@@ -87,7 +87,7 @@ pub async fn run(daemon: &Daemon, person: &str, action: Action) -> Result<Value,
                 )));
             }
             Ok(daemon
-                .call(
+                .call_raw(
                     "lock.release",
                     json!({"symbolPath": symbol_path, "sessionId": session_id}),
                 )
@@ -97,7 +97,7 @@ pub async fn run(daemon: &Daemon, person: &str, action: Action) -> Result<Value,
             contract_id,
             accept,
         } => Ok(daemon
-            .call(
+            .call_raw(
                 "contract.respond",
                 json!({"contractId": contract_id, "sessionId": person, "accept": accept}),
             )

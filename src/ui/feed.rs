@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use tokio::sync::{broadcast, watch, Notify};
 
 use super::snapshot::{self, Sections};
-use crate::mcp::dispatch::Daemon;
+use crate::doorway::Doorway;
 
 /// How long one `events.poll` waits for news.
 const POLL_WAIT_MS: i64 = 20_000;
@@ -124,11 +124,13 @@ fn status_frame(up: bool) -> String {
 /// Follows `events.poll` for as long as the server runs, never starting the daemon (a person
 /// who stops it should see it stopped); after an outage it resumes from where it was and
 /// reports a gap when events were lost (retention, or a store that started afresh).
-pub async fn follow_events(hub: Arc<Hub>, daemon: Daemon) {
+pub async fn follow_events(hub: Arc<Hub>, daemon: Doorway) {
     let limit = Duration::from_millis(POLL_WAIT_MS as u64 + 5_000);
-    let newest = |daemon: Daemon| async move {
+    let newest = |daemon: Doorway| async move {
         daemon
-            .call_if_running("events.poll", json!({}), limit)
+            .call_if_running(limit, |client| async move {
+                client.call_raw("events.poll", json!({})).await
+            })
             .await
             .ok()
             .and_then(|page| page["next"].as_i64())
@@ -143,7 +145,10 @@ pub async fn follow_events(hub: Arc<Hub>, daemon: Daemon) {
     let mut was_down = false;
     loop {
         let params = json!({"since": since, "waitMs": POLL_WAIT_MS, "limit": POLL_LIMIT});
-        match daemon.call_if_running("events.poll", params, limit).await {
+        let poll = daemon.call_if_running(limit, |client| async move {
+            client.call_raw("events.poll", params).await
+        });
+        match poll.await {
             Ok(mut page) => {
                 hub.set_daemon_up(true);
                 if was_down {
@@ -179,7 +184,7 @@ pub async fn follow_events(hub: Arc<Hub>, daemon: Daemon) {
 
 /// Re-reads the sections whenever [`Hub::refresh_soon`] was called, and every
 /// [`IDLE_REFRESH`] anyway; publishes only what changed.
-pub async fn refresh_sections(hub: Arc<Hub>, daemon: Daemon, root: PathBuf) {
+pub async fn refresh_sections(hub: Arc<Hub>, daemon: Doorway, root: PathBuf) {
     loop {
         let started = Instant::now();
         match snapshot::take(&daemon, &root).await {

@@ -4,7 +4,7 @@
 //!
 //! The server is one more client of the daemon, like the CLI and `wit mcp`: every read and
 //! action is an ordinary protocol call through the generated client
-//! ([`crate::mcp::dispatch::Daemon`]); the daemon stays on its Unix socket. [`guard`] admits
+//! ([`crate::doorway::Doorway`]); the daemon stays on its Unix socket. [`guard`] admits
 //! requests (loopback `Host`, per-run token), [`routes`] answers them, [`feed`] follows
 //! `events.poll` and re-reads [`snapshot`]s, [`stream`] pushes both to each page over
 //! Server-Sent Events, [`actions`] holds what a person may do, [`assets`] the embedded page.
@@ -32,7 +32,7 @@ use serde_json::json;
 use tokio::net::TcpListener;
 
 use crate::daemon::paths::WitPaths;
-use crate::mcp::dispatch::Daemon;
+use crate::doorway::Doorway;
 
 /// How `wit ui` runs.
 #[derive(Debug, Clone)]
@@ -91,13 +91,13 @@ async fn run(paths: WitPaths, options: UiOptions) -> Result<(), UiError> {
             source,
         })?
         .port();
-    let acting = Daemon::new(paths.clone(), options.autostart);
+    let acting = Doorway::new(paths.clone(), options.autostart);
     // Reads never start a daemon: a person who stopped it sees it stopped.
-    let watching = Daemon::new(paths.clone(), false);
+    let watching = Doorway::new(paths.clone(), false);
     let person = options.session.clone().unwrap_or_else(default_person);
     let user = std::env::var("USER").unwrap_or_else(|_| "person".into());
     acting
-        .call(
+        .call_raw(
             "register",
             json!({"sessionId": person, "name": format!("{user} (wit ui)"),
                    "pid": std::process::id()}),
@@ -158,7 +158,7 @@ async fn run(paths: WitPaths, options: UiOptions) -> Result<(), UiError> {
         });
     }
     let _ = acting
-        .call("session.end", json!({"sessionId": person}))
+        .call_raw("session.end", json!({"sessionId": person}))
         .await;
     Ok(())
 }

@@ -28,7 +28,7 @@ use super::assets;
 use super::feed::Hub;
 use super::guard::{Guard, Refusal};
 use super::stream;
-use crate::mcp::dispatch::{CallError, Daemon};
+use crate::doorway::{Doorway, Failure};
 
 /// The largest action body accepted.
 const MAX_ACTION_BODY: usize = 16 * 1024;
@@ -44,7 +44,7 @@ pub struct Ui {
     /// The live state shared by the pages.
     pub hub: Arc<Hub>,
     /// Actions go through this (auto-starting) daemon handle.
-    pub daemon: Daemon,
+    pub daemon: Doorway,
     /// The person's own session: the author of contract responses.
     pub person: String,
     /// The repository's name, shown in the page's title.
@@ -147,7 +147,7 @@ impl Ui {
                 StatusCode::FORBIDDEN,
                 json!({"error": {"message": message}}),
             ),
-            Err(ActionError::Call(CallError::Rpc(error))) => answer(
+            Err(ActionError::Call(Failure::Rpc(error))) => answer(
                 StatusCode::CONFLICT,
                 json!({"error": {"code": error.code, "message": error.message, "data": error.data}}),
             ),

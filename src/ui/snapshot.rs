@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::mcp::dispatch::{CallError, Daemon};
+use crate::doorway::{Doorway, Failure};
 
 /// The largest source file read to check accepted contracts against the working tree.
 const MAX_CHECKED_FILE: u64 = 1 << 20;
@@ -21,9 +21,9 @@ pub type Sections = Vec<(&'static str, String)>;
 /// Reads every section from the daemon. Violations come from `check-contracts` on the
 /// working-tree text of the files that hold accepted contracts (what an edit preview of
 /// those files reports).
-pub async fn take(daemon: &Daemon, root: &Path) -> Result<Sections, CallError> {
-    let sessions = daemon.call("session.list", json!({})).await?;
-    let mut locks = daemon.call("lock.query", json!({})).await?;
+pub async fn take(daemon: &Doorway, root: &Path) -> Result<Sections, Failure> {
+    let sessions = daemon.call_raw("session.list", json!({})).await?;
+    let mut locks = daemon.call_raw("lock.query", json!({})).await?;
     // Time left is shown from `expiresAt`: the relative figure would make every snapshot
     // differ from the last one and defeat the change check.
     if let Value::Array(items) = &mut locks {
@@ -36,14 +36,14 @@ pub async fn take(daemon: &Daemon, root: &Path) -> Result<Sections, CallError> {
     let mut intents = Vec::new();
     for status in ["declared", "active"] {
         if let Value::Array(items) = daemon
-            .call("intent.query", json!({"status": status}))
+            .call_raw("intent.query", json!({"status": status}))
             .await?
         {
             intents.extend(items);
         }
     }
     intents.sort_by_key(|intent| intent["declaredAt"].as_i64().unwrap_or(0));
-    let contracts = daemon.call("contract.query", json!({})).await?;
+    let contracts = daemon.call_raw("contract.query", json!({})).await?;
     let violations = violations(daemon, root, &contracts).await?;
     let forecast = forecast(daemon).await?;
     Ok(vec![
@@ -58,15 +58,15 @@ pub async fn take(daemon: &Daemon, root: &Path) -> Result<Sections, CallError> {
 
 /// `worktree.forecast` (PROTOCOL-NOTES 14.5) where the daemon offers it; `null` where it
 /// does not (a daemon without worktree support answers METHOD_NOT_FOUND).
-async fn forecast(daemon: &Daemon) -> Result<Value, CallError> {
-    match daemon.call("worktree.forecast", json!({})).await {
+async fn forecast(daemon: &Doorway) -> Result<Value, Failure> {
+    match daemon.call_raw("worktree.forecast", json!({})).await {
         Ok(answer) => Ok(answer),
-        Err(CallError::Rpc(error)) if error.code == METHOD_NOT_FOUND => Ok(Value::Null),
+        Err(Failure::Rpc(error)) if error.code == METHOD_NOT_FOUND => Ok(Value::Null),
         Err(other) => Err(other),
     }
 }
 
-async fn violations(daemon: &Daemon, root: &Path, contracts: &Value) -> Result<Value, CallError> {
+async fn violations(daemon: &Doorway, root: &Path, contracts: &Value) -> Result<Value, Failure> {
     let files: BTreeSet<&str> = contracts
         .as_array()
         .into_iter()
@@ -92,7 +92,7 @@ async fn violations(daemon: &Daemon, root: &Path, contracts: &Value) -> Result<V
         return Ok(json!([]));
     }
     let answer = daemon
-        .call("check-contracts", json!({"files": files}))
+        .call_raw("check-contracts", json!({"files": files}))
         .await?;
     Ok(answer.get("violations").cloned().unwrap_or(json!([])))
 }

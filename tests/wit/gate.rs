@@ -2,8 +2,9 @@
 //! of `tests/fixtures/hooks/<harness>/` on stdin, against real daemons in temporary git
 //! repositories; the post-commit hook; the `[gate]` policy files; failing open.
 
+use std::collections::HashMap;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -60,25 +61,32 @@ fn fixture(name: &str, repo: &Repo, session: &str) -> String {
         .replace("{{SESSION}}", session)
 }
 
-/// Runs the gate for `agent` with `payload` on stdin and `env`; checks it exits 0.
+/// Runs the gate for `agent` with `payload` on stdin and `env`, from the stand-in harness of
+/// the payload's session (from this test process when it names none); checks it exits 0.
 fn gate_with(repo: &Repo, agent: &str, payload: &str, env: &[(&str, &str)]) -> Output {
-    let mut command = wit_cmd(repo.path());
-    command
-        .args(["hook", "pre-edit", "--agent", agent])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    let mut child = command.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(payload.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let args = ["hook", "pre-edit", "--agent", agent];
+    let out = match payload_session(payload) {
+        Some(session) => with_harness(repo, &session, |stand_in| stand_in.run(&args, payload, env)),
+        None => {
+            let mut command = wit_cmd(repo.path());
+            command
+                .args(args)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            for (key, value) in env {
+                command.env(key, value);
+            }
+            let mut child = command.spawn().unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(payload.as_bytes())
+                .unwrap();
+            child.wait_with_output().unwrap()
+        }
+    };
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     out
 }
@@ -236,10 +244,7 @@ fn every_harness_gets_its_own_answer_shape() {
             }
         };
         assert!(
-            reason
-                .as_str()
-                .unwrap()
-                .contains("is locked by session bob"),
+            reason.as_str().unwrap().contains("session bob"),
             "{name}: {denied}"
         );
         let allowed = answer(&gate(&repo, agent, &fixture(name, &repo, "bob")));
@@ -694,8 +699,8 @@ fn the_claude_plugin_runs_the_gate_on_edits() {
 fn the_agents_own_mcp_session_does_not_stop_its_edits() {
     let (repo, _daemon) = setup();
     // The agent's `wit mcp` registers with the agent's pid; the hook's harness is the same
-    // process (here: this test, which runs the hook).
-    let me = std::process::id().to_string();
+    // process (here: alice's stand-in harness, which runs the hook).
+    let me = harness_pid_of(&repo, "alice").to_string();
     wit_as(
         &repo,
         "mcp-of-alice",
@@ -1102,4 +1107,363 @@ fn wit_init_takes_a_comma_list_and_wit_doctor_says_what_each_harness_still_needs
         "{report}"
     );
     let _ = wit_cmd(repo.path()).args(["daemon", "stop"]).output();
+}
+
+thread_local! {
+    /// Each session's stand-in harness, per repository, for the test running on this thread
+    /// (killed when the test's thread ends).
+    static HARNESSES: std::cell::RefCell<HashMap<(PathBuf, String), StandIn>> =
+        std::cell::RefCell::new(HashMap::new());
+}
+
+/// The harness's session id in a payload (`session_id`, Cursor's `conversation_id`).
+fn payload_session(payload: &str) -> Option<String> {
+    let value: Value = serde_json::from_str(payload).ok()?;
+    ["session_id", "conversation_id"]
+        .iter()
+        .find_map(|key| value.get(*key).and_then(Value::as_str))
+        .map(str::to_string)
+}
+
+/// Runs `with` on the stand-in harness of `session` in `repo` (started on first use): each
+/// agent of a test is its own harness process, as in the field.
+fn with_harness<T>(repo: &Repo, session: &str, with: impl FnOnce(&mut StandIn) -> T) -> T {
+    HARNESSES.with(|harnesses| {
+        let mut harnesses = harnesses.borrow_mut();
+        let name: String = format!("agent-{session}")
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        let stand_in = harnesses
+            .entry((repo.path().to_path_buf(), session.to_string()))
+            .or_insert_with(|| StandIn::spawn(repo, &name));
+        with(stand_in)
+    })
+}
+
+/// The pid of `session`'s stand-in harness.
+fn harness_pid_of(repo: &Repo, session: &str) -> u32 {
+    with_harness(repo, session, |stand_in| stand_in.pid())
+}
+
+#[test]
+fn a_deny_names_the_holders_session_in_full() {
+    let (repo, _daemon) = setup();
+    let holder = "holder-3f1c2b7e-9d4a-4c8e-b1f0-0123456789ab";
+    wit_as(&repo, holder, &["register", "codex-agent"]);
+    wit_as(
+        &repo,
+        holder,
+        &["lock", "src/auth.ts:validateToken", "--ttl", "10m"],
+    );
+    let out = gate(
+        &repo,
+        "claude",
+        &fixture("claude/edit-body.json", &repo, "alice"),
+    );
+    let value = answer(&out);
+    let reason = value["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(
+        reason.contains(&format!("codex-agent (session {holder}, live)")),
+        "{reason}"
+    );
+    assert!(!reason.contains('…'), "{reason}");
+}
+
+/// The gate's payload on stdin of a directly spawned hook whose stdin stays open (as some
+/// harnesses leave it); returns the child and the open pipe.
+fn gate_keeping_stdin_open(
+    repo: &Repo,
+    payload: &str,
+    env: &[(&str, &str)],
+) -> (std::process::Child, std::process::ChildStdin) {
+    let mut command = wit_cmd(repo.path());
+    command
+        .args(["hook", "pre-edit", "--agent", "claude"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(payload.as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    (child, stdin)
+}
+
+/// Waits for `child` (at most a minute: a hang fails the test rather than the suite) and
+/// returns its output.
+fn finished(mut child: std::process::Child) -> Output {
+    let status = wait_with_timeout(&mut child, Duration::from_secs(60));
+    let mut stdout = Vec::new();
+    let mut stderr = Vec::new();
+    use std::io::Read;
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_end(&mut stderr)
+        .unwrap();
+    Output {
+        status,
+        stdout,
+        stderr,
+    }
+}
+
+#[test]
+fn the_gate_ends_by_its_deadline_when_stdin_stays_open() {
+    let (repo, _daemon) = setup();
+    wit_as(
+        &repo,
+        "bob",
+        &["lock", "src/auth.ts:validateToken", "--ttl", "10m"],
+    );
+    // A whole payload and stdin left open: answered at once, without waiting for EOF.
+    let payload = fixture("claude/edit-body.json", &repo, "alice");
+    let (child, stdin) = gate_keeping_stdin_open(&repo, &payload, &[]);
+    let out = finished(child);
+    drop(stdin);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        answer(&out)["hookSpecificOutput"]["permissionDecision"],
+        "deny",
+        "{}",
+        text(&out.stderr)
+    );
+    // Half a payload and stdin left open: allowed at the deadline, with the note.
+    let half = &payload[..payload.len() / 2];
+    let (child, stdin) = gate_keeping_stdin_open(&repo, half, &[("WIT_GATE_TIMEOUT_MS", "300")]);
+    let out = finished(child);
+    drop(stdin);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(answer(&out), Value::Null);
+    assert!(
+        text(&out.stderr).contains("no payload on stdin within 300 ms; edit allowed"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn the_gate_ends_by_its_deadline_while_another_process_holds_the_launch_lock() {
+    let (repo, mut daemon) = setup();
+    daemon.kill9();
+    // Another process is starting the daemon (and never finishes): it holds the launch lock.
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(repo.path().join(".wit/launch.lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    let payload = fixture("claude/edit-body.json", &repo, "alice");
+    let (child, stdin) =
+        gate_keeping_stdin_open(&repo, &payload, &[("WIT_GATE_TIMEOUT_MS", "300")]);
+    drop(stdin);
+    let out = finished(child);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(answer(&out), Value::Null);
+    assert!(
+        text(&out.stderr).contains("edit not checked (no answer within 300 ms); edit allowed"),
+        "{}",
+        text(&out.stderr)
+    );
+    drop(lock);
+}
+
+#[test]
+fn a_harness_that_exits_takes_its_observed_work_with_it() {
+    let (repo, _daemon) = setup();
+    let mut claude = StandIn::spawn(&repo, "claude");
+    let payload = fixture("claude/edit-body.json", &repo, "claude-1");
+    let out = claude.run(&["hook", "pre-edit", "--agent", "claude"], &payload, &[]);
+    assert_eq!(answer(&out), Value::Null, "{}", text(&out.stderr));
+    assert_eq!(observed_intents(&repo, "claude-1", "active").len(), 1);
+    // The gate gave the session its pulse: the harness's pid.
+    let sessions: Value = serde_json::from_slice(
+        &wit_as(&repo, "x", &["--json", "call", "session.list", "{}"]).stdout,
+    )
+    .unwrap();
+    let session = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["sessionId"] == "claude-1")
+        .unwrap()
+        .clone();
+    assert_eq!(session["pid"], i64::from(claude.pid()), "{session}");
+    assert_eq!(session["live"], true);
+
+    // Claude exits: within seconds its observed work is abandoned (PROTOCOL-NOTES 7.3).
+    claude.exit();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while observed_intents(&repo, "claude-1", "abandoned").is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the observed intent was not abandoned"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(observed_intents(&repo, "claude-1", "active").is_empty());
+    // A later edit of the same code by another harness is not told to coordinate with it.
+    let codex = fixture("claude/edit-body.json", &repo, "codex-1");
+    let out = gate(&repo, "claude", &codex);
+    assert_eq!(answer(&out), Value::Null, "{}", text(&out.stderr));
+}
+
+#[test]
+fn the_post_commit_hook_resolves_the_observed_work_of_the_session_that_recorded_it() {
+    let (repo, _daemon) = setup();
+    wit_as(&repo, "committer", &["hook", "install"]);
+    // The harness's session edits (observed); a person (another session) commits the file.
+    let payload = fixture("claude/edit-body.json", &repo, "claude-1");
+    assert_eq!(answer(&gate(&repo, "claude", &payload)), Value::Null);
+    assert_eq!(observed_intents(&repo, "claude-1", "active").len(), 1);
+    repo.write("src/auth.ts", &AUTH_TS.replace("> 3", "> 8"));
+    git(repo.path(), &["add", "src/auth.ts"], "committer");
+    let out = git(repo.path(), &["commit", "-q", "-m", "longer"], "committer");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(observed_intents(&repo, "claude-1", "active").is_empty());
+    assert_eq!(observed_intents(&repo, "claude-1", "resolved").len(), 1);
+}
+
+/// A PostToolUse payload of Claude Code for `session` in `repo`.
+fn post_tool_payload(repo: &Repo, session: &str) -> String {
+    serde_json::json!({
+        "session_id": session,
+        "cwd": repo.path().display().to_string(),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": "README.md"},
+        "tool_response": {},
+    })
+    .to_string()
+}
+
+/// Runs the news hook as `session`'s harness; the context it gave (`None`: nothing).
+fn news(repo: &Repo, session: &str) -> Option<String> {
+    let payload = post_tool_payload(repo, session);
+    let out = with_harness(repo, session, |stand_in| {
+        stand_in.run(&["hook", "post-tool", "--agent", "claude"], &payload, &[])
+    });
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), "");
+    let value = answer(&out);
+    if value.is_null() {
+        return None;
+    }
+    assert_eq!(value["hookSpecificOutput"]["hookEventName"], "PostToolUse");
+    Some(
+        value["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+    )
+}
+
+#[test]
+fn news_is_told_once_one_line_per_topic_and_nothing_when_nothing_changed() {
+    let (repo, _daemon) = setup();
+    // The first call only starts the cursor; the agent's own edit is no news to it.
+    assert_eq!(news(&repo, "alice"), None);
+    let edit = fixture("claude/edit-body.json", &repo, "alice");
+    assert_eq!(answer(&gate(&repo, "claude", &edit)), Value::Null);
+    assert_eq!(news(&repo, "alice"), None);
+
+    // Another agent declares work on the function alice edits: told once.
+    wit_as(&repo, "bob", &["register", "bob-agent"]);
+    wit_as(
+        &repo,
+        "bob",
+        &[
+            "declare",
+            "-d",
+            "Audit log",
+            "-f",
+            "src/auth.ts",
+            "-s",
+            "validateToken",
+        ],
+    );
+    let told = news(&repo, "alice").expect("news of bob's work");
+    assert!(
+        told.starts_with("wit news since your last tool call:\n- "),
+        "{told}"
+    );
+    assert!(
+        told.contains("bob-agent (session bob) works on src/auth.ts (validateToken)"),
+        "{told}"
+    );
+    assert!(told.contains("\"Audit log\""), "{told}");
+    assert_eq!(told.lines().count(), 2, "{told}");
+    assert_eq!(news(&repo, "alice"), None, "each piece of news once");
+
+    // More of the same topic within five minutes waits; another topic is told at once.
+    wit_as(
+        &repo,
+        "carol",
+        &[
+            "declare",
+            "-d",
+            "Rename",
+            "-f",
+            "src/auth.ts",
+            "-s",
+            "validateToken",
+        ],
+    );
+    wit_as(
+        &repo,
+        "bob",
+        &["contract", "propose", "src/auth.ts:validateToken"],
+    );
+    let told = news(&repo, "alice").expect("news of the contract");
+    assert!(
+        told.contains("proposed contract") && told.contains("src/auth.ts:validateToken"),
+        "{told}"
+    );
+    assert!(!told.contains("carol"), "the collision topic waits: {told}");
+
+    // Its own lock about to expire.
+    wit_as(
+        &repo,
+        "alice",
+        &["lock", "src/auth.ts:validateToken", "--ttl", "30s"],
+    );
+    let told = news(&repo, "alice").expect("news of the expiry");
+    assert!(
+        told.contains("your lock on src/auth.ts:validateToken expires in"),
+        "{told}"
+    );
+    assert_eq!(news(&repo, "alice"), None);
+
+    // Work elsewhere is no news to alice.
+    wit_as(
+        &repo,
+        "dave",
+        &["declare", "-d", "Docs", "-f", "src/other.ts"],
+    );
+    assert_eq!(news(&repo, "alice"), None);
+}
+
+#[test]
+fn the_news_hook_never_starts_a_daemon_and_says_nothing_without_one() {
+    let (repo, mut daemon) = setup();
+    daemon.kill9();
+    assert_eq!(news(&repo, "alice"), None);
+    assert!(
+        std::os::unix::net::UnixStream::connect(repo.socket()).is_err(),
+        "no daemon was started"
+    );
 }

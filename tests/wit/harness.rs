@@ -300,3 +300,113 @@ pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
         .unwrap()
         .block_on(future)
 }
+
+/// A stand-in for an agent harness (Claude Code, Codex, …): a long-lived process whose name is
+/// not a shell's, which runs `wit hook …` as its child on request, as a harness runs its
+/// hooks. The hook finds it as its harness (`wit::harness`), registers its session with its
+/// pid, and the session dies with it.
+pub struct StandIn {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    dir: tempfile::TempDir,
+    calls: usize,
+}
+
+impl StandIn {
+    /// A stand-in named `name` (at most 15 bytes, the kernel's `comm`) in `repo`.
+    pub fn spawn(repo: &Repo, name: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let program = dir.path().join(name);
+        std::os::unix::fs::symlink("/bin/sh", &program).unwrap();
+        let script = "while IFS= read -r line; do eval \"$line\"; echo \"done $?\"; done";
+        let mut child = Command::new(&program)
+            .args(["-c", script])
+            .current_dir(repo.path())
+            .envs(store_env(repo.path()))
+            .env_remove("WIT_SESSION")
+            .env_remove("CLAUDE_SESSION_ID")
+            .env_remove("WIT_REPO_ROOT")
+            .env_remove("WIT_NO_AUTOSTART")
+            .env("WIT_GATE_TIMEOUT_MS", "20000")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        Self {
+            child,
+            stdin,
+            stdout,
+            dir,
+            calls: 0,
+        }
+    }
+
+    /// The stand-in's pid (the harness pid its sessions are registered with).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Runs `wit ARGS` as the stand-in's child with `input` on stdin and `env` added; returns
+    /// its output.
+    pub fn run(
+        &mut self,
+        args: &[&str],
+        input: &str,
+        env: &[(&str, &str)],
+    ) -> std::process::Output {
+        use std::io::BufRead;
+        self.calls += 1;
+        let base = self.dir.path().join(format!("call-{}", self.calls));
+        let (stdin_file, out_file, err_file) = (
+            base.with_extension("in"),
+            base.with_extension("out"),
+            base.with_extension("err"),
+        );
+        std::fs::write(&stdin_file, input).unwrap();
+        let quote = |text: &str| format!("'{}'", text.replace('\'', r"'\''"));
+        let mut line = String::from("env");
+        for (key, value) in env {
+            line.push_str(&format!(" {key}={}", quote(value)));
+        }
+        line.push(' ');
+        line.push_str(&quote(&wit_bin().display().to_string()));
+        for arg in args {
+            line.push(' ');
+            line.push_str(&quote(arg));
+        }
+        line.push_str(&format!(
+            " < {} > {} 2> {}\n",
+            quote(&stdin_file.display().to_string()),
+            quote(&out_file.display().to_string()),
+            quote(&err_file.display().to_string())
+        ));
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        let mut done = String::new();
+        self.stdout.read_line(&mut done).unwrap();
+        let code: i32 = done.trim().strip_prefix("done ").unwrap().parse().unwrap();
+        std::process::Output {
+            status: std::os::unix::process::ExitStatusExt::from_raw(code << 8),
+            stdout: std::fs::read(&out_file).unwrap(),
+            stderr: std::fs::read(&err_file).unwrap(),
+        }
+    }
+
+    /// The harness exits (its stdin closes, its loop ends).
+    pub fn exit(mut self) {
+        drop(self.stdin.take());
+        wait_with_timeout(&mut self.child, Duration::from_secs(10));
+    }
+}
+
+impl Drop for StandIn {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

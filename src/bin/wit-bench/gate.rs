@@ -6,6 +6,10 @@
 //! wall time; and `edit.preflight` alone on one keep-alive connection, p50/p99. Then
 //! `edit.preflight` on Python files of 32k, 64k and 128k one-line functions (issue 20.3):
 //! the first call (the index parses the file) and the median of the next ones.
+//! the news hook, `wit hook post-tool --agent claude`, end to end: when nothing changed (the
+//! usual case) and when other sessions declared work since the last call. Last, the gate's
+//! worst case (issue 20.4): in a repository where no daemon runs and another process holds
+//! `.wit/launch.lock`, and with stdin left open, the gate's wall time against its 1 s budget.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -49,11 +53,24 @@ pub(crate) fn gate_runs(
     runs: usize,
     check: impl Fn(&str) -> bool,
 ) -> Result<Vec<Duration>> {
+    hook_runs(wit, "pre-edit", root, body, runs, check)
+}
+
+/// Wall times of `runs` processes of `wit hook HOOK --agent claude` fed `body`; checks each
+/// answer with `check`.
+fn hook_runs(
+    wit: &std::path::Path,
+    hook: &str,
+    root: &std::path::Path,
+    body: &[u8],
+    runs: usize,
+    check: impl Fn(&str) -> bool,
+) -> Result<Vec<Duration>> {
     let mut samples = Vec::with_capacity(runs);
     for _ in 0..runs {
         let started = Instant::now();
         let mut child = Command::new(wit)
-            .args(["hook", "pre-edit", "--agent", "claude"])
+            .args(["hook", hook, "--agent", "claude"])
             .current_dir(root)
             .env_remove("WIT_SESSION")
             .env_remove("CLAUDE_SESSION_ID")
@@ -67,7 +84,7 @@ pub(crate) fn gate_runs(
         let stdout = String::from_utf8_lossy(&output.stdout);
         if !output.status.success() || !output.stderr.is_empty() || !check(&stdout) {
             bail!(
-                "unexpected gate answer: {stdout}{}",
+                "unexpected {hook} answer: {stdout}{}",
                 String::from_utf8_lossy(&output.stderr)
             );
         }
@@ -140,14 +157,14 @@ pub(crate) async fn gate(b: &mut Bench, wit: &std::path::Path) -> Result<()> {
     // The whole hook, as a harness runs it.
     let runs = b.scale(200, 40);
     let root = b.root.clone();
-    let wit = wit.to_path_buf();
+    let wit_exe = wit.to_path_buf();
     let clean_body = payload(&root, &file, clean, "gate-bench");
     let locked_body = payload(&root, &file, HELD / 2, "gate-bench");
     let (mut allowed, mut denied) = tokio::task::spawn_blocking(move || -> Result<_> {
         // One unmeasured run records the observed intent, as an agent's first edit would.
-        gate_runs(&wit, &root, &clean_body, 1, |out| out.is_empty())?;
-        let allowed = gate_runs(&wit, &root, &clean_body, runs, |out| out.is_empty())?;
-        let denied = gate_runs(&wit, &root, &locked_body, runs, |out| {
+        gate_runs(&wit_exe, &root, &clean_body, 1, |out| out.is_empty())?;
+        let allowed = gate_runs(&wit_exe, &root, &clean_body, runs, |out| out.is_empty())?;
+        let denied = gate_runs(&wit_exe, &root, &locked_body, runs, |out| {
             out.contains("\"permissionDecision\":\"deny\"")
         })?;
         Ok((allowed, denied))
@@ -162,6 +179,51 @@ pub(crate) async fn gate(b: &mut Bench, wit: &std::path::Path) -> Result<()> {
         fmt_duration(a99),
         fmt_duration(d50),
         fmt_duration(d99)
+    );
+
+    // The news hook after each tool call: nothing changed, then others' work since each call.
+    let news_body = post_tool_payload(&b.root, "gate-bench");
+    let (wit_path, root) = (wit.to_path_buf(), b.root.clone());
+    let body = news_body.clone();
+    let mut quiet = tokio::task::spawn_blocking(move || -> Result<_> {
+        // The first call starts the session's cursor (and its pulse).
+        hook_runs(&wit_path, "post-tool", &root, &body, 1, |_| true)?;
+        hook_runs(&wit_path, "post-tool", &root, &body, runs, str::is_empty)
+    })
+    .await??;
+    let mut busy = Vec::with_capacity(runs);
+    for i in 0..runs {
+        b.setup
+            .call(
+                "intent.declare",
+                json!({"sessionId": format!("news-peer-{i}"), "description": "peer work", "files": [file], "symbols": [format!("fn_{clean}")]}),
+            )
+            .await?;
+        let (wit_path, root, body) = (wit.to_path_buf(), b.root.clone(), news_body.clone());
+        let sample = tokio::task::spawn_blocking(move || {
+            hook_runs(&wit_path, "post-tool", &root, &body, 1, |_| true)
+        })
+        .await??;
+        busy.extend(sample);
+    }
+    let (q50, q99) = p50_p99(&mut quiet);
+    let (n50, n99) = p50_p99(&mut busy);
+    println!(
+        "| `wit hook post-tool --agent claude` end to end, {runs} processes: nothing changed p50 {} p99 {} | another session declared work since the last call p50 {} p99 {} | | | | | |",
+        fmt_duration(q50),
+        fmt_duration(q99),
+        fmt_duration(n50),
+        fmt_duration(n99)
+    );
+
+    // The gate's worst case: no daemon, and another process holds the launch lock (it is
+    // starting one that never answers); then stdin left open with half a payload.
+    let wit_path = wit.to_path_buf();
+    let (locked, open) = tokio::task::spawn_blocking(move || worst_case(&wit_path)).await??;
+    println!(
+        "| gate worst case, budget 1 s (median of 3): launch lock held by another process {} | stdin left open {} | | | | | |",
+        fmt_duration(locked),
+        fmt_duration(open)
     );
     Ok(())
 }
@@ -208,4 +270,73 @@ async fn many_functions(b: &mut Bench) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// A Claude Code PostToolUse payload of `session`.
+fn post_tool_payload(root: &std::path::Path, session: &str) -> Vec<u8> {
+    json!({
+        "session_id": session,
+        "cwd": root.display().to_string(),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": root.join("README.md").display().to_string()},
+        "tool_response": {},
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// The gate's wall time (median of 3) in a fresh repository with no daemon while another
+/// process holds `.wit/launch.lock`, and with stdin left open after half a payload.
+fn worst_case(wit: &std::path::Path) -> Result<(Duration, Duration)> {
+    let dir = std::env::temp_dir().join(format!("witgate-{}", std::process::id()));
+    let root = dir.as_path();
+    std::fs::create_dir_all(root.join(".git"))?;
+    std::fs::create_dir_all(root.join(".wit"))?;
+    std::fs::write(
+        root.join("a.ts"),
+        "export function f() {\n  return c * 1;\n}\n",
+    )?;
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(root.join(".wit/launch.lock"))?;
+    lock.lock()?;
+    let body = json!({
+        "session_id": "worst",
+        "cwd": root.display().to_string(),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Edit",
+        "tool_input": {"file_path": root.join("a.ts").display().to_string(), "old_string": "c * 1", "new_string": "c * 2"},
+    })
+    .to_string()
+    .into_bytes();
+    let run = |payload: &[u8], close: bool| -> Result<Duration> {
+        let started = Instant::now();
+        let mut child = Command::new(wit)
+            .args(["hook", "pre-edit", "--agent", "claude"])
+            .current_dir(root)
+            .env_remove("WIT_GATE_TIMEOUT_MS")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let mut stdin = child.stdin.take().context("no stdin")?;
+        stdin.write_all(payload)?;
+        let kept = (!close).then_some(stdin);
+        child.wait()?;
+        drop(kept);
+        Ok(started.elapsed())
+    };
+    let median = |mut samples: Vec<Duration>| {
+        samples.sort();
+        samples[samples.len() / 2]
+    };
+    let locked = median((0..3).map(|_| run(&body, true)).collect::<Result<_>>()?);
+    drop(lock);
+    let half = &body[..body.len() / 2];
+    let open = median((0..3).map(|_| run(half, false)).collect::<Result<_>>()?);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok((locked, open))
 }

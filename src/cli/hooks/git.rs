@@ -1,6 +1,6 @@
 //! Git hooks (`wit hook install|uninstall`, PROTOCOL-NOTES 6), the `prepare-commit-msg`
-//! trailer step and the `post-commit` step that resolves the committing session's observed
-//! intents (PROTOCOL-NOTES 10.3); the Claude Code session steps live in
+//! trailer step and the `post-commit` step that resolves the observed intents on the
+//! committed files, whichever session recorded them (PROTOCOL-NOTES 10.3, issue 22.4); the Claude Code session steps live in
 //! [`crate::cli::claude`].
 //!
 //! The installed scripts call the `wit` binary by the absolute path it was installed from,
@@ -17,7 +17,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::super::context::Context;
-use super::super::output::{self, CliError, Report};
+use super::super::output::{CliError, Report};
+use super::super::render;
 use crate::protocol::{IntentQueryParams, IntentUpdateParams, IntentUpdateParamsStatus};
 
 /// The hooks wit installs.
@@ -274,22 +275,26 @@ pub async fn add_trailers(ctx: &Context, file: &Path) -> Result<Vec<String>, Cli
     Ok(ids)
 }
 
-/// `post-commit`: resolves the committing session's open observed intents whose file list
-/// holds a file of the commit (`HEAD`; the root commit too). Never starts a daemon; returns
-/// the ids it resolved.
+/// `post-commit`: resolves the open observed intents whose file list holds a file of the
+/// commit (`HEAD`; the root commit too), whichever session recorded them: the harness session
+/// whose edits the gate observed is seldom the one that commits (issue 22.4). Each is
+/// resolved as its own session (only the owner may update an intent). Never starts a daemon;
+/// returns the ids it resolved.
 pub async fn resolve_observed(ctx: &Context) -> Result<Vec<String>, CliError> {
-    let Some((session_id, _)) = ctx.session_if_any()? else {
-        return Ok(Vec::new());
-    };
     if !ctx.paths.socket.exists() {
         return Ok(Vec::new());
     }
-    let client = ctx.client().with_timeout(TRAILER_BUDGET);
-    let intents = client
-        .intent_query(IntentQueryParams {
-            session_id: Some(session_id.clone()),
-            file: None,
-            status: None,
+    let doorway = ctx.doorway();
+    let intents = doorway
+        .call_if_running(TRAILER_BUDGET, |client| async move {
+            client
+                .intent_query(IntentQueryParams {
+                    session_id: None,
+                    file: None,
+                    // The default: declared and active intents.
+                    status: None,
+                })
+                .await
         })
         .await?;
     let observed: Vec<_> = intents
@@ -302,15 +307,18 @@ pub async fn resolve_observed(ctx: &Context) -> Result<Vec<String>, CliError> {
     let committed = committed_files(ctx).await?;
     let mut resolved = Vec::new();
     for intent in observed {
-        let files = output::intent_files(&intent.files);
+        let files = render::intent_files(&intent.files);
         if !files.iter().any(|file| committed.contains(file)) {
             continue;
         }
-        client
-            .intent_update(IntentUpdateParams {
-                intent_id: intent.intent_id.clone(),
-                session_id: session_id.clone(),
-                status: IntentUpdateParamsStatus::Resolved,
+        let params = IntentUpdateParams {
+            intent_id: intent.intent_id.clone(),
+            session_id: intent.session_id.clone(),
+            status: IntentUpdateParamsStatus::Resolved,
+        };
+        doorway
+            .call_if_running(TRAILER_BUDGET, |client| async move {
+                client.intent_update(params).await
             })
             .await?;
         resolved.push(intent.intent_id);

@@ -3,8 +3,10 @@
 //! with its `apply_patch` parser, [`gemini`], [`cursor`], [`copilot`], [`opencode`]: payload
 //! in, the harness's answer out; [`policy`]: the `[gate]` configuration), the shell gate for
 //! git commands that would take or drop other sessions' work ([`shell`], reached through the
-//! same `pre-edit` entry for shell tools) and the pre-commit check for staged foreign lines
-//! ([`foreign`]).
+//! same `pre-edit` entry for shell tools), the pre-commit check for staged foreign lines
+//! ([`foreign`]) and the news hook after each tool call ([`post_tool`]). What the harness
+//! hooks share: [`hook_input`] (one deadline, the payload, the repository) and
+//! [`harness_session`] (the session's pulse and remembered state).
 //!
 //! The adapters are clients of the daemon like the rest of the CLI: every rule lives in
 //! `edit.preflight`; they only translate and weigh its findings.
@@ -16,8 +18,11 @@ pub mod cursor;
 pub mod foreign;
 pub mod gemini;
 pub mod git;
+pub mod harness_session;
+pub mod hook_input;
 pub mod opencode;
 pub mod policy;
+pub mod post_tool;
 pub mod pre_edit;
 pub mod shell;
 
@@ -50,6 +55,17 @@ pub enum HookCommand {
         #[arg(long, value_enum)]
         agent: Agent,
     },
+    /// News at the next tool call: what an agent's post-tool hook runs (Claude Code and Codex
+    /// PostToolUse, Gemini CLI AfterTool, Cursor postToolUse). Tells the agent, as context in
+    /// the harness's answer format, what changed for it since its last tool call: its lock
+    /// expires within a minute, another agent started work that meets its own, a contract on
+    /// its code was proposed or rejected. Each piece of news once, at most one line per topic
+    /// per five minutes, nothing when nothing changed; never starts a daemon (always exit 0).
+    PostTool {
+        /// The harness whose payload and answer format to use.
+        #[arg(long, value_enum)]
+        agent: Agent,
+    },
     /// Print the edit gate's policy ([gate] in wit.toml, overridden by .wit/config.toml).
     ///
     /// Exit code 2 when a value is wrong (the gate then lets every edit through).
@@ -70,8 +86,8 @@ pub enum HookCommand {
     /// overrides).
     #[command(hide = true)]
     CheckForeign,
-    /// What the post-commit hook runs: resolves the committing session's observed-edit
-    /// intents on the committed files.
+    /// What the post-commit hook runs: resolves the observed-edit intents on the committed
+    /// files, whichever session recorded them.
     #[command(hide = true)]
     PostCommit,
     /// What the Claude Code plugin's SessionStart hook runs: exports the Claude session id
@@ -96,6 +112,7 @@ pub fn run(ctx: &Context, command: HookCommand) -> Result<Report, CliError> {
         }
         HookCommand::Uninstall => Ok(uninstall(&ctx.paths.root)?.report()),
         HookCommand::PreEdit { agent } => Ok(pre_edit::run(agent, Some(&ctx.paths.root), None)),
+        HookCommand::PostTool { agent } => Ok(post_tool::run(agent, Some(&ctx.paths.root), None)),
         HookCommand::Policy => policy_report(ctx),
         HookCommand::PrepareCommitMsg { file, .. } => {
             // Never in the way of a commit: any failure leaves the message as it is.

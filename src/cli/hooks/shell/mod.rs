@@ -16,7 +16,6 @@ pub mod words;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use serde_json::{json, Value};
 
@@ -26,10 +25,11 @@ use super::super::output::{self, CliError, Report};
 use super::super::owners::{AtStake, WorkMap};
 use super::super::{gitio, snapshots};
 use super::claude::string_field;
+use super::hook_input::{find_root, working_dir, Deadline};
 use super::policy::{self, Action};
 use super::pre_edit::{self, Decision, Verdict};
-use crate::client::WitClient;
 use crate::daemon::paths::WitPaths;
+use crate::doorway::{self, session, Doorway};
 
 /// A shell command a harness is about to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,10 +132,10 @@ pub fn run(
     request: ShellRequest,
     repo: Option<&Path>,
     session_flag: Option<&str>,
-    started: Instant,
+    deadline: Deadline,
 ) -> Report {
     let mut notes = Vec::new();
-    let verdict = gate(&request, repo, session_flag, started, &mut notes);
+    let verdict = gate(&request, repo, session_flag, deadline, &mut notes);
     let answer = if request.cursor_shell_event {
         cursor_shell_answer(&verdict)
     } else {
@@ -183,19 +183,14 @@ fn gate(
     request: &ShellRequest,
     repo: Option<&Path>,
     session_flag: Option<&str>,
-    started: Instant,
+    deadline: Deadline,
     notes: &mut Vec<String>,
 ) -> Verdict {
     // The common case costs no parse: a line that never says "git".
     if !git::may_hold_git(&request.command) {
         return Verdict::allow();
     }
-    let cwd = request
-        .cwd
-        .clone()
-        .filter(|dir| dir.is_absolute() && dir.is_dir())
-        .or_else(|| std::env::current_dir().ok());
-    let Some(cwd) = cwd else {
+    let Some(cwd) = working_dir(request.cwd.clone()) else {
         return Verdict::allow();
     };
     let analysis = git::analyse(&request.command, &cwd, &git::GitConfigAliases);
@@ -206,7 +201,7 @@ fn gate(
     let Some(root) = analysis
         .risks
         .iter()
-        .find_map(|risk| pre_edit::find_root(repo, risk.work_tree.as_deref().unwrap_or(&risk.dir)))
+        .find_map(|risk| find_root(repo, risk.work_tree.as_deref().unwrap_or(&risk.dir)))
     else {
         return Verdict::allow();
     };
@@ -221,29 +216,28 @@ fn gate(
             return Verdict::allow();
         }
     };
-    let Some(session) = pre_edit::resolve_session(session_flag, request.session.as_deref(), &paths)
-    else {
+    let Some((session, _)) = session::resolve_for_hook(
+        session_flag,
+        request.session.as_deref(),
+        |name| std::env::var(name).ok(),
+        &paths.session_id,
+    ) else {
         notes.push(passed("no session id"));
         return Verdict::allow();
     };
-    let left = pre_edit::budget().saturating_sub(started.elapsed());
-    let client = WitClient::new(&paths.socket).with_timeout(left);
-    let loaded = super::super::context::block_on(async {
-        tokio::time::timeout(left, WorkMap::load(&client))
-            .await
-            .map_err(|_| CliError::Unreachable("no daemon answer in time".into()))?
-            .map_err(CliError::from)
-    });
+    let doorway = Doorway::from_env(paths.clone()).with_deadline(deadline.at, deadline.budget);
+    let loaded =
+        doorway::block_on(doorway.call(|client| async move { WorkMap::load(&client).await }));
     let map = match loaded {
-        Ok(map) => map,
-        Err(error) => {
-            let text = output::error_text(&error);
-            let first = text
-                .trim_start_matches("wit: ")
-                .lines()
-                .next()
-                .unwrap_or_default();
+        Ok(Ok(map)) => map,
+        Ok(Err(error)) => {
+            let text = error.to_string();
+            let first = text.lines().next().unwrap_or_default();
             notes.push(passed(&format!("command not checked ({first})")));
+            return Verdict::allow();
+        }
+        Err(error) => {
+            notes.push(passed(&format!("command not checked ({error})")));
             return Verdict::allow();
         }
     };

@@ -1,8 +1,11 @@
-//! Which session (agent identity) a command acts for (PROTOCOL-NOTES 6).
+//! Which session (agent identity) each face acts for (PROTOCOL-NOTES 6), in one place.
 //!
-//! Order: `--session`, else `WIT_SESSION` when non-empty, else `CLAUDE_SESSION_ID` when
-//! non-empty, else the contents of `.wit/session.id`. The file is created once (by `wit init`,
-//! or by the first command that needs a session) and never replaced.
+//! The CLI: `--session`, else `WIT_SESSION` when non-empty, else `CLAUDE_SESSION_ID` when
+//! non-empty, else the contents of `.wit/session.id` ([`resolve_session`]). The file is
+//! created once (by `wit init`, or by the first command that needs a session) and never
+//! replaced. `wit mcp` stops before the file ([`session_from_flag_or_env`]; each server gets a
+//! fresh id instead). The harness hooks put the harness's own session id from the payload
+//! after `WIT_SESSION` ([`resolve_for_hook`]).
 
 use std::fs;
 use std::io::ErrorKind;
@@ -25,6 +28,8 @@ pub enum SessionSource {
     ClaudeSession,
     /// `.wit/session.id`.
     File,
+    /// The harness's own session id, from a hook's payload.
+    Harness,
 }
 
 impl SessionSource {
@@ -35,6 +40,7 @@ impl SessionSource {
             Self::WitSession => SESSION_ENV,
             Self::ClaudeSession => CLAUDE_SESSION_ENV,
             Self::File => ".wit/session.id",
+            Self::Harness => "the harness's payload",
         }
     }
 }
@@ -78,6 +84,37 @@ pub fn session_from_flag_or_env(
         }
     }
     Ok(None)
+}
+
+/// The session a harness hook acts for: `flag`, else `WIT_SESSION`, else the harness's own
+/// session id from its payload (`harness`), else `CLAUDE_SESSION_ID`, else `file` (created
+/// once when missing). `None` when even the file cannot be made.
+pub fn resolve_for_hook(
+    flag: Option<&str>,
+    harness: Option<&str>,
+    env: impl Fn(&str) -> Option<String>,
+    file: &Path,
+) -> Option<(String, SessionSource)> {
+    let given = |value: Option<String>| {
+        value
+            .map(|value| value.trim().to_string())
+            .filter(|value| !value.is_empty())
+    };
+    if let Some(flag) = given(flag.map(str::to_string)) {
+        return Some((flag, SessionSource::Flag));
+    }
+    if let Some(id) = given(env(SESSION_ENV)) {
+        return Some((id, SessionSource::WitSession));
+    }
+    if let Some(id) = given(harness.map(str::to_string)) {
+        return Some((id, SessionSource::Harness));
+    }
+    if let Some(id) = given(env(CLAUDE_SESSION_ENV)) {
+        return Some((id, SessionSource::ClaudeSession));
+    }
+    read_session_file(file)
+        .or_else(|| ensure_session_file(file).ok().map(|(id, _)| id))
+        .map(|id| (id, SessionSource::File))
 }
 
 /// The session id stored in `file`, if there is a non-empty one.
@@ -156,6 +193,23 @@ mod tests {
         fs::remove_file(&file).unwrap();
         assert_eq!(resolve_session(None, env_of(&[]), &file).unwrap(), None);
         assert!(resolve_session(Some(""), env_of(&[]), &file).is_err());
+    }
+
+    #[test]
+    fn a_hook_puts_the_harness_after_wit_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("session.id");
+        let all = env_of(&[("WIT_SESSION", "env"), ("CLAUDE_SESSION_ID", "claude")]);
+        let got = resolve_for_hook(None, Some("h"), &all, &file).unwrap();
+        assert_eq!(got, ("env".into(), SessionSource::WitSession));
+        let claude = env_of(&[("CLAUDE_SESSION_ID", "claude")]);
+        let got = resolve_for_hook(None, Some("h"), &claude, &file).unwrap();
+        assert_eq!(got, ("h".into(), SessionSource::Harness));
+        let got = resolve_for_hook(None, Some(" "), &claude, &file).unwrap();
+        assert_eq!(got, ("claude".into(), SessionSource::ClaudeSession));
+        let (made, source) = resolve_for_hook(None, None, env_of(&[]), &file).unwrap();
+        assert_eq!(source, SessionSource::File);
+        assert_eq!(read_session_file(&file), Some(made));
     }
 
     #[test]

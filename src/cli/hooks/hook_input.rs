@@ -1,0 +1,186 @@
+//! What every harness hook (the edit gate, the news hook) does before its own work, under one
+//! deadline: the payload read from stdin (a harness may keep stdin open: the first JSON value
+//! is the payload, and nothing waits past the deadline), the repository found from the
+//! payload's working directory, and the session.
+
+use std::io::{IsTerminal, Read};
+use std::path::{Component, Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::daemon::paths::{discover_root, ROOT_ENV};
+
+/// The whole budget of a hook, process start to answer; past it the hook lets the harness go
+/// on.
+pub const BUDGET: Duration = Duration::from_secs(1);
+
+/// The environment variable that overrides [`BUDGET`], in milliseconds (a value that is not a
+/// positive integer is ignored).
+pub const BUDGET_ENV: &str = "WIT_GATE_TIMEOUT_MS";
+
+/// The largest payload read from stdin (the daemon's default body limit).
+const MAX_PAYLOAD: u64 = 32 << 20;
+
+/// When a hook must have answered.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline {
+    /// The moment.
+    pub at: Instant,
+    /// The budget it came from.
+    pub budget: Duration,
+}
+
+impl Deadline {
+    /// [`BUDGET_ENV`] (or [`BUDGET`]) from `started`.
+    pub fn from_env(started: Instant) -> Self {
+        let budget = std::env::var(BUDGET_ENV)
+            .ok()
+            .and_then(|ms| ms.trim().parse::<u64>().ok())
+            .filter(|&ms| ms > 0)
+            .map_or(BUDGET, Duration::from_millis);
+        Self {
+            at: started + budget,
+            budget,
+        }
+    }
+
+    /// The time left (zero once passed).
+    pub fn left(&self) -> Duration {
+        self.at.saturating_duration_since(Instant::now())
+    }
+}
+
+/// Why no payload was read.
+#[derive(Debug, thiserror::Error)]
+pub enum PayloadError {
+    /// Not JSON at all.
+    #[error("not JSON: {0}")]
+    NotJson(#[from] serde_json::Error),
+    /// JSON of the wrong shape.
+    #[error("{0}")]
+    Shape(String),
+    /// Nothing complete arrived before the deadline (stdin kept open).
+    #[error("no payload on stdin within {} ms", .0.as_millis())]
+    TimedOut(Duration),
+}
+
+/// Reads the first JSON value on stdin, waiting no later than `deadline`. The read runs on
+/// its own thread: a harness that keeps stdin open without sending a whole payload leaves that
+/// thread blocked, and the process exits without it.
+pub fn read_payload(deadline: Deadline) -> Result<Value, PayloadError> {
+    if std::io::stdin().is_terminal() {
+        return Err(PayloadError::Shape(
+            "no payload (stdin is a terminal)".into(),
+        ));
+    }
+    let (sender, receiver) = mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("hook-stdin".into())
+        .spawn(move || {
+            let stdin = std::io::stdin().lock().take(MAX_PAYLOAD);
+            let first = serde_json::Deserializer::from_reader(stdin)
+                .into_iter::<Value>()
+                .next();
+            let _ = sender.send(first);
+        });
+    if let Err(error) = spawned {
+        return Err(PayloadError::Shape(format!("cannot read stdin: {error}")));
+    }
+    match receiver.recv_timeout(deadline.left()) {
+        Ok(Some(Ok(value))) => Ok(value),
+        Ok(Some(Err(error))) => Err(PayloadError::NotJson(error)),
+        Ok(None) => Err(PayloadError::Shape("empty payload".into())),
+        Err(_) => Err(PayloadError::TimedOut(deadline.budget)),
+    }
+}
+
+/// The repository root: `--repo` or `$WIT_REPO_ROOT`, else the nearest ancestor of `cwd`
+/// with a `.git`.
+pub fn find_root(repo: Option<&Path>, cwd: &Path) -> Option<PathBuf> {
+    if repo.is_some() || std::env::var_os(ROOT_ENV).is_some_and(|v| !v.is_empty()) {
+        return discover_root(repo).ok();
+    }
+    cwd.ancestors()
+        .find(|dir| dir.join(".git").exists())
+        .map(Path::to_path_buf)
+}
+
+/// The harness's working directory: `given` when it is an absolute directory, else this
+/// process's.
+pub fn working_dir(given: Option<PathBuf>) -> Option<PathBuf> {
+    given
+        .filter(|dir| dir.is_absolute() && dir.is_dir())
+        .or_else(|| std::env::current_dir().ok())
+}
+
+/// `path` (absolute, or relative to `cwd`) relative to `root`; `None` outside it (or inside
+/// `.git/` or `.wit/`).
+pub fn relative_path(root: &Path, cwd: &Path, path: &str) -> Option<String> {
+    let absolute = normalise(&cwd.join(path));
+    let inside = |root: &Path, file: &Path| {
+        file.strip_prefix(root).ok().and_then(|rest| {
+            let text = rest.to_str()?.to_string();
+            (!text.is_empty() && !text.starts_with(".git/") && !text.starts_with(".wit/"))
+                .then_some(text)
+        })
+    };
+    if let Some(relative) = inside(root, &absolute) {
+        return Some(relative);
+    }
+    // Through symlinks (e.g. /tmp → /private/tmp): the real root and the real path of the
+    // file's nearest existing ancestor.
+    let real_root = root.canonicalize().ok()?;
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        rest.push(existing.file_name()?);
+        existing = existing.parent()?;
+    }
+    let mut real = existing.canonicalize().ok()?;
+    for part in rest.iter().rev() {
+        real.push(part);
+    }
+    inside(&real_root, &real)
+}
+
+/// Folds `.` and `..` lexically.
+fn normalise(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    #[test]
+    fn paths_are_made_relative_to_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        assert_eq!(
+            relative_path(root, root, &root.join("src/a.ts").display().to_string()),
+            Some("src/a.ts".into())
+        );
+        assert_eq!(
+            relative_path(root, &root.join("src"), "./b.ts"),
+            Some("src/b.ts".into())
+        );
+        assert_eq!(relative_path(root, root, "../outside.ts"), None);
+        assert_eq!(relative_path(root, root, "/etc/passwd"), None);
+        assert_eq!(relative_path(root, root, ".git/config"), None);
+    }
+}

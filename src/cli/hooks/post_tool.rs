@@ -1,0 +1,638 @@
+//! `wit hook post-tool --agent claude|codex|gemini|cursor`: news at the next tool call.
+//!
+//! Nothing can push into a running agent on every harness, but each runs a hook after every
+//! tool call (Claude Code and Codex `PostToolUse`, Gemini CLI `AfterTool`, Cursor
+//! `postToolUse`) whose answer may carry context for the model. This hook tells the agent
+//! what changed for it since its last tool call, one line per topic:
+//!
+//! - `expiry`: a lock of its session expires within a minute;
+//! - `collision`: another session declared, or was observed doing, work on a file the agent
+//!   declared, edits (its observed work) or holds a lock in, on the same symbols (or the
+//!   whole file);
+//! - `contract`: a contract on a symbol of such a file was proposed, or rejected.
+//!
+//! Each piece of news is told once; a topic gets at most one line per five minutes (news
+//! that arrives meanwhile waits for the next line of its topic); nothing at all when nothing
+//! changed. The hook never starts a daemon and never gets in the way: past its deadline, or
+//! on any failure, it says nothing (exit 0).
+//!
+//! Where "since the last tool call" starts: the `next` of the session's last `events.poll`,
+//! kept with what it told in the harness session's small state file under `.wit/harness/`
+//! ([`HarnessSession`]). The hook is a fresh process each time, so the cursor must outlive it;
+//! a file beside the daemon's socket costs a read and a rename (well under a millisecond),
+//! survives daemon restarts (event `seq`s are never reused), and needs no protocol method of
+//! its own, which keeping it in the daemon would.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use super::super::agent_config::Agent;
+use super::super::output::Report;
+use super::harness_session::HarnessSession;
+use super::hook_input::{self, find_root, working_dir, Deadline};
+use crate::daemon::paths::WitPaths;
+use crate::doorway::{self, clock, session, Doorway, Failure};
+use crate::protocol::{
+    EventRecord, EventRecordType, EventsPollParams, EventsPollParamsTypesItem, IntentQueryParams,
+    IntentRecord, LockQueryParams, LockRecord, SessionRecord,
+};
+
+/// How close to its expiry a lock is news.
+pub const EXPIRY_WARNING_MS: i64 = 60_000;
+
+/// At most one line per topic in this window.
+pub const TOPIC_WINDOW_MS: i64 = 5 * 60_000;
+
+/// How long a told piece of news is remembered (longer than any lock or event it names
+/// stays news).
+const TOLD_KEPT_MS: i64 = 24 * 60 * 60_000;
+
+/// The most events read per tool call.
+const POLL_LIMIT: i64 = 1000;
+
+/// The most items one line names; the rest are counted.
+const ITEMS_PER_LINE: usize = 3;
+
+/// What a piece of news is about; one line per topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Topic {
+    /// A lock of the session expires soon.
+    Expiry,
+    /// Another session started work that meets the session's.
+    Collision,
+    /// A contract on the session's code was proposed or rejected.
+    Contract,
+}
+
+impl Topic {
+    /// The topic's name in the state file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Expiry => "expiry",
+            Self::Collision => "collision",
+            Self::Contract => "contract",
+        }
+    }
+
+    fn heading(self) -> &'static str {
+        match self {
+            Self::Expiry => "your lock expires soon",
+            Self::Collision => "another agent started work that meets yours",
+            Self::Contract => "a contract on code you work on changed",
+        }
+    }
+}
+
+/// One piece of news.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    /// Its topic.
+    pub topic: Topic,
+    /// What makes it the same piece of news next time (told once).
+    pub key: String,
+    /// What to tell.
+    pub text: String,
+}
+
+/// What the session works on: its locks and open intents.
+#[derive(Debug, Default)]
+pub struct Work {
+    /// Its live locks.
+    pub locks: Vec<LockRecord>,
+    /// Its declared and active intents.
+    pub intents: Vec<IntentRecord>,
+}
+
+impl Work {
+    /// Per file, the symbols worked on (`None`: the whole file).
+    fn files(&self) -> BTreeMap<String, Option<BTreeSet<String>>> {
+        let mut files: BTreeMap<String, Option<BTreeSet<String>>> = BTreeMap::new();
+        for intent in &self.intents {
+            let symbols = symbol_names(&intent.symbols);
+            for file in intent.files.split(',').filter(|f| !f.is_empty()) {
+                merge(&mut files, file, &symbols);
+            }
+        }
+        for lock in &self.locks {
+            if let Some((file, symbol)) = lock.symbol_path.split_once(':') {
+                merge(&mut files, file, &[symbol.to_string()]);
+            }
+        }
+        files
+    }
+}
+
+fn merge(files: &mut BTreeMap<String, Option<BTreeSet<String>>>, file: &str, symbols: &[String]) {
+    let entry = files
+        .entry(file.to_string())
+        .or_insert_with(|| Some(BTreeSet::new()));
+    match (entry.as_mut(), symbols.is_empty()) {
+        (Some(_), true) => *entry = None,
+        (Some(known), false) => known.extend(symbols.iter().cloned()),
+        (None, _) => {}
+    }
+}
+
+/// `"[\"f\",\"C.m\"]"` → `["f", "C.m"]`; `C.m` also counts as `C` (work in a method is work
+/// in its class).
+fn symbol_names(json: &str) -> Vec<String> {
+    let names: Vec<String> = serde_json::from_str(json).unwrap_or_default();
+    let mut all = names.clone();
+    for name in &names {
+        let mut rest = name.as_str();
+        while let Some((outer, _)) = rest.rsplit_once('.') {
+            all.push(outer.to_string());
+            rest = outer;
+        }
+    }
+    all
+}
+
+/// The news in `events` and `work` for `session`. `same_agent` are the agent's
+/// other sessions (never news to it); `names` name sessions where known.
+pub fn news(
+    session: &str,
+    work: &Work,
+    events: &[EventRecord],
+    same_agent: &HashSet<String>,
+    names: &BTreeMap<String, String>,
+) -> Vec<Item> {
+    let mut items = Vec::new();
+    for lock in &work.locks {
+        if lock.ttl_remaining_ms > 0 && lock.ttl_remaining_ms <= EXPIRY_WARNING_MS {
+            items.push(Item {
+                topic: Topic::Expiry,
+                key: format!("expiry:{}:{}", lock.symbol_path, lock.expires_at),
+                text: format!(
+                    "your lock on {} expires in {}: lock it again to extend it (`wit lock {} --ttl 20m`), or release it when done",
+                    lock.symbol_path,
+                    clock::format_left(lock.ttl_remaining_ms),
+                    lock.symbol_path
+                ),
+            });
+        }
+    }
+    let files = work.files();
+    let who = |id: &str| match names.get(id) {
+        Some(name) => format!("{name} (session {id})"),
+        None => format!("session {id}"),
+    };
+    for event in events {
+        let Some(actor) = event.session_id.as_deref() else {
+            continue;
+        };
+        if actor == session || same_agent.contains(actor) {
+            continue;
+        }
+        let strings = |key: &str| -> Vec<String> {
+            event
+                .data
+                .get(key)
+                .and_then(Value::as_array)
+                .map(|list| {
+                    list.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let text_of = |key: &str| {
+            event
+                .data
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        match event.type_ {
+            EventRecordType::IntentDeclared => {
+                let theirs: Vec<String> = strings("symbols");
+                let met: Vec<String> = strings("files")
+                    .into_iter()
+                    .filter(|file| match files.get(file) {
+                        None => false,
+                        Some(None) => true,
+                        Some(Some(mine)) => {
+                            theirs.is_empty() || theirs.iter().any(|s| mine.contains(s))
+                        }
+                    })
+                    .collect();
+                if met.is_empty() {
+                    continue;
+                }
+                let what = if theirs.is_empty() {
+                    met.join(", ")
+                } else {
+                    format!("{} ({})", met.join(", "), theirs.join(", "))
+                };
+                let description: String = text_of("description").chars().take(80).collect();
+                items.push(Item {
+                    topic: Topic::Collision,
+                    key: format!("collision:{}", event.subject),
+                    text: format!(
+                        "{} works on {what}, which you work on too: \"{description}\" (intent {}): coordinate, or keep clear of that code",
+                        who(actor),
+                        event.subject
+                    ),
+                });
+            }
+            EventRecordType::ContractProposed | EventRecordType::ContractResponded => {
+                let symbol = text_of("symbolPath");
+                let Some((file, _)) = symbol.split_once(':') else {
+                    continue;
+                };
+                if !files.contains_key(file) {
+                    continue;
+                }
+                let (key, text) = if event.type_ == EventRecordType::ContractProposed {
+                    (
+                        format!("contract:{}:proposed", event.subject),
+                        format!(
+                            "{} proposed contract {} on {symbol}: `{}`: accept or reject it (`wit contract accept|reject {}`), and keep that signature meanwhile",
+                            who(actor),
+                            event.subject,
+                            text_of("signature"),
+                            event.subject
+                        ),
+                    )
+                } else if text_of("status") == "rejected" {
+                    (
+                        format!("contract:{}:rejected", event.subject),
+                        format!(
+                            "{} rejected contract {} on {symbol}: its signature is not agreed",
+                            who(actor),
+                            event.subject
+                        ),
+                    )
+                } else {
+                    continue;
+                };
+                items.push(Item {
+                    topic: Topic::Contract,
+                    key,
+                    text,
+                });
+            }
+            _ => {}
+        }
+    }
+    items
+}
+
+/// Decides what is told now: news not told before joins its topic's waiting list; a topic
+/// whose last line is at least [`TOPIC_WINDOW_MS`] old gets one line with everything
+/// waiting. Expiry news waits only while it is still true (it is found again each time).
+/// Returns the lines, in topic order.
+pub fn release(state: &mut HarnessSession, items: Vec<Item>, now_ms: i64) -> Vec<String> {
+    state.told.retain(|_, at| now_ms - *at < TOLD_KEPT_MS);
+    state.pending.remove(Topic::Expiry.as_str());
+    for item in items {
+        if state.told.contains_key(&item.key) {
+            continue;
+        }
+        let waiting = state
+            .pending
+            .entry(item.topic.as_str().to_string())
+            .or_default();
+        if !waiting.iter().any(|(key, _)| *key == item.key) {
+            waiting.push((item.key, item.text));
+        }
+    }
+    let mut lines = Vec::new();
+    for topic in [Topic::Expiry, Topic::Collision, Topic::Contract] {
+        let name = topic.as_str();
+        let open = state
+            .topics
+            .get(name)
+            .is_none_or(|last| now_ms - *last >= TOPIC_WINDOW_MS);
+        if !open {
+            continue;
+        }
+        let Some(waiting) = state.pending.remove(name).filter(|w| !w.is_empty()) else {
+            continue;
+        };
+        let mut texts: Vec<&str> = waiting
+            .iter()
+            .take(ITEMS_PER_LINE)
+            .map(|(_, text)| text.as_str())
+            .collect();
+        let more = waiting.len().saturating_sub(ITEMS_PER_LINE);
+        let more_text = format!("and {more} more (`wit status`)");
+        if more > 0 {
+            texts.push(&more_text);
+        }
+        lines.push(format!("{}: {}", topic.heading(), texts.join("; ")));
+        for (key, _) in &waiting {
+            state.told.insert(key.clone(), now_ms);
+        }
+        state.topics.insert(name.to_string(), now_ms);
+    }
+    lines
+}
+
+/// The harness's answer carrying `context` for the model.
+pub fn answer(agent: Agent, context: &str) -> Value {
+    match agent {
+        Agent::Claude | Agent::Codex => json!({"hookSpecificOutput": {
+            "hookEventName": "PostToolUse",
+            "additionalContext": context,
+        }}),
+        Agent::Gemini => json!({"hookSpecificOutput": {
+            "hookEventName": "AfterTool",
+            "additionalContext": context,
+        }}),
+        Agent::Cursor => json!({ "additional_context": context }),
+        // Neither wires the news hook (`wit init` does not): Copilot CLI reads nothing a
+        // postToolUse hook answers, and OpenCode's plugin appends to the tool's output itself.
+        Agent::Copilot | Agent::Opencode => json!({ "additionalContext": context }),
+    }
+}
+
+/// The payload's session id and working directory, whatever the harness (`session_id`,
+/// Cursor's `conversation_id`; `cwd`, Cursor's first `workspace_roots`).
+fn envelope(payload: &Value) -> (Option<String>, Option<PathBuf>) {
+    let text = |key: &str| payload.get(key).and_then(Value::as_str);
+    let session = text("session_id")
+        .or_else(|| text("conversation_id"))
+        .map(str::to_string);
+    let cwd = text("cwd")
+        .or_else(|| {
+            payload
+                .get("workspace_roots")
+                .and_then(Value::as_array)
+                .and_then(|roots| roots.first())
+                .and_then(Value::as_str)
+        })
+        .map(PathBuf::from);
+    (session, cwd)
+}
+
+/// Runs the news hook for `agent` on the payload on stdin; always exit code 0.
+pub fn run(agent: Agent, repo: Option<&Path>, session_flag: Option<&str>) -> Report {
+    let deadline = Deadline::from_env(Instant::now());
+    match told(agent, repo, session_flag, deadline) {
+        Some(context) => {
+            let mut bytes = answer(agent, &context).to_string().into_bytes();
+            bytes.push(b'\n');
+            Report::raw(bytes)
+        }
+        None => Report::nothing(),
+    }
+}
+
+/// What to tell, if anything.
+fn told(
+    agent: Agent,
+    repo: Option<&Path>,
+    session_flag: Option<&str>,
+    deadline: Deadline,
+) -> Option<String> {
+    let payload = hook_input::read_payload(deadline).ok()?;
+    let (harness_session, cwd) = envelope(&payload);
+    let cwd = working_dir(cwd)?;
+    let root = find_root(repo, &cwd)?;
+    let paths = WitPaths::for_root(&root);
+    // News needs a running daemon; the hook never starts one.
+    if !paths.socket.exists() {
+        return None;
+    }
+    let (session, _) = session::resolve_for_hook(
+        session_flag,
+        harness_session.as_deref(),
+        |name| std::env::var(name).ok(),
+        &paths.session_id,
+    )?;
+    let doorway = Doorway::new(paths.clone(), false).with_deadline(deadline.at, deadline.budget);
+    let mut state = HarnessSession::load(&paths, &session);
+    let lines = doorway::block_on(gather(&doorway, &session, agent, &mut state))
+        .ok()?
+        .ok()?;
+    state.save(&paths);
+    (!lines.is_empty()).then(|| {
+        format!(
+            "wit news since your last tool call:\n- {}",
+            lines.join("\n- ")
+        )
+    })
+}
+
+/// Polls the events since the cursor and the session's work, moves the cursor, and returns
+/// the lines to tell now.
+async fn gather(
+    doorway: &Doorway,
+    session: &str,
+    agent: Agent,
+    state: &mut HarnessSession,
+) -> Result<Vec<String>, Failure> {
+    let harness = crate::harness::harness_pid();
+    let since = state.cursor;
+    let poll = doorway.call(|client| async move {
+        client
+            .events_poll(EventsPollParams {
+                since,
+                limit: Some(POLL_LIMIT),
+                types: vec![
+                    EventsPollParamsTypesItem::IntentDeclared,
+                    EventsPollParamsTypesItem::ContractProposed,
+                    EventsPollParamsTypesItem::ContractResponded,
+                ],
+                wait_ms: None,
+            })
+            .await
+    });
+    let locks = doorway.call(|client| async move {
+        client
+            .lock_query(LockQueryParams {
+                session_id: Some(session.to_string()),
+            })
+            .await
+    });
+    let (polled, locks) = tokio::join!(poll, locks);
+    let polled = polled?;
+    let locks = locks?;
+    // The first call only sets the cursor: history is not news.
+    let events = if since.is_some() {
+        polled.events
+    } else {
+        Vec::new()
+    };
+    state.cursor = Some(polled.next);
+    let mut work = Work {
+        locks,
+        intents: Vec::new(),
+    };
+    let mut same_agent = HashSet::new();
+    let mut names = BTreeMap::new();
+    let others = events
+        .iter()
+        .any(|e| e.session_id.as_deref().is_some_and(|id| id != session));
+    if others {
+        let intents = doorway.call(|client| async move {
+            client
+                .intent_query(IntentQueryParams {
+                    session_id: Some(session.to_string()),
+                    file: None,
+                    status: None,
+                })
+                .await
+        });
+        let sessions = doorway.call(|client| async move { client.session_list().await });
+        let (intents, sessions) = tokio::join!(intents, sessions);
+        work.intents = intents?;
+        let sessions: Vec<SessionRecord> = sessions.unwrap_or_default();
+        for record in &sessions {
+            if record.live && record.pid.is_some() && record.pid == harness {
+                same_agent.insert(record.session_id.clone());
+            }
+            if let Some(name) = &record.name {
+                names.insert(record.session_id.clone(), name.clone());
+            }
+        }
+    }
+    let now = clock::now_ms();
+    let items = news(session, &work, &events, &same_agent, &names);
+    let lines = release(state, items, now);
+    // The harness's pulse, once per session (the news does not wait on its failure).
+    let _ = state.ensure_pulse(doorway, harness, agent.name()).await;
+    Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    fn item(topic: Topic, key: &str) -> Item {
+        Item {
+            topic,
+            key: key.into(),
+            text: format!("text of {key}"),
+        }
+    }
+
+    #[test]
+    fn each_piece_once_and_one_line_per_topic_per_window() {
+        let mut state = HarnessSession::default();
+        let lines = release(
+            &mut state,
+            vec![item(Topic::Collision, "a"), item(Topic::Contract, "c")],
+            0,
+        );
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].ends_with("text of a"), "{lines:?}");
+        // Told: never again.
+        assert!(release(&mut state, vec![item(Topic::Collision, "a")], 1_000).is_empty());
+        // New news of a topic within the window waits, and comes with the next line.
+        assert!(release(&mut state, vec![item(Topic::Collision, "b")], 2_000).is_empty());
+        assert!(release(&mut state, Vec::new(), TOPIC_WINDOW_MS - 1).is_empty());
+        let lines = release(&mut state, Vec::new(), TOPIC_WINDOW_MS);
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].ends_with("text of b"), "{lines:?}");
+        // Expiry news that is no longer true is dropped, not told late.
+        let mut state = HarnessSession::default();
+        state.topics.insert("expiry".into(), 0);
+        assert!(release(&mut state, vec![item(Topic::Expiry, "e")], 1).is_empty());
+        assert!(release(&mut state, Vec::new(), TOPIC_WINDOW_MS).is_empty());
+    }
+
+    #[test]
+    fn many_items_make_one_line() {
+        let mut state = HarnessSession::default();
+        let items = (0..5)
+            .map(|i| item(Topic::Collision, &i.to_string()))
+            .collect();
+        let lines = release(&mut state, items, 0);
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].ends_with("and 2 more (`wit status`)"), "{lines:?}");
+        assert_eq!(state.told.len(), 5);
+    }
+
+    fn event(type_: EventRecordType, session: &str, subject: &str, data: Value) -> EventRecord {
+        EventRecord {
+            at: 0,
+            data: data.as_object().cloned().unwrap_or_default(),
+            seq: 1,
+            session_id: Some(session.into()),
+            subject: subject.into(),
+            type_,
+        }
+    }
+
+    #[test]
+    fn work_meets_work_on_the_same_symbols_or_the_whole_file() {
+        let work = Work {
+            locks: Vec::new(),
+            intents: vec![IntentRecord {
+                intent_id: "mine".into(),
+                session_id: "me".into(),
+                description: "observed edit".into(),
+                files: ",a.ts,".into(),
+                symbols: "[\"C.m\"]".into(),
+                start_byte: None,
+                end_byte: None,
+                status: crate::protocol::IntentRecordStatus::Active,
+                declared_at: 0,
+                updated_at: 0,
+                regions: Vec::new(),
+            }],
+        };
+        let declared = |session: &str, symbols: Value| {
+            event(
+                EventRecordType::IntentDeclared,
+                session,
+                "i-2",
+                json!({"files": ["a.ts"], "symbols": symbols, "description": "x"}),
+            )
+        };
+        let none = HashSet::new();
+        let names = BTreeMap::new();
+        let found = |events: &[EventRecord], same: &HashSet<String>| {
+            news("me", &work, events, same, &names).len()
+        };
+        assert_eq!(
+            found(&[declared("bob", json!(["C"]))], &none),
+            1,
+            "the class"
+        );
+        assert_eq!(found(&[declared("bob", json!([]))], &none), 1, "the file");
+        assert_eq!(found(&[declared("bob", json!(["D"]))], &none), 0);
+        assert_eq!(found(&[declared("me", json!(["C"]))], &none), 0, "its own");
+        let same = HashSet::from(["mcp".to_string()]);
+        assert_eq!(
+            found(&[declared("mcp", json!(["C"]))], &same),
+            0,
+            "same agent"
+        );
+        let accepted = event(
+            EventRecordType::ContractResponded,
+            "bob",
+            "c-1",
+            json!({"symbolPath": "a.ts:C.m", "status": "accepted"}),
+        );
+        let rejected = event(
+            EventRecordType::ContractResponded,
+            "bob",
+            "c-1",
+            json!({"symbolPath": "a.ts:C.m", "status": "rejected"}),
+        );
+        assert_eq!(found(&[accepted], &none), 0);
+        assert_eq!(found(&[rejected], &none), 1);
+    }
+
+    #[test]
+    fn each_harness_gets_its_own_answer_shape() {
+        assert_eq!(
+            answer(Agent::Claude, "n")["hookSpecificOutput"]["additionalContext"],
+            "n"
+        );
+        assert_eq!(
+            answer(Agent::Gemini, "n")["hookSpecificOutput"]["hookEventName"],
+            "AfterTool"
+        );
+        assert_eq!(answer(Agent::Cursor, "n")["additional_context"], "n");
+    }
+}
