@@ -413,3 +413,36 @@ fn the_forecast_names_the_worktrees_files_and_symbols_that_will_collide() {
         "M src/shapes.py"
     );
 }
+
+#[test]
+fn wit_init_in_a_linked_worktree_wires_the_repository() {
+    let family = Family::new(&[("src/shapes.py", SHAPES)]);
+    let one = family.add("w1");
+    let output = Command::new(wit_bin())
+        .args(["init"])
+        .current_dir(&one)
+        .envs(store_env(&family.main()))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // The repository's state and daemon live in the main worktree, the hooks in the common
+    // directory (every worktree runs them); the linked worktree has its socket.
+    assert!(family.main().join(".wit/daemon.pid").exists());
+    assert!(!one.join(".wit/daemon.pid").exists());
+    let hook = std::fs::read_to_string(family.main().join(".git/hooks/pre-commit")).unwrap();
+    assert!(hook.contains("wit"), "{hook}");
+    wait_answering(&one, true);
+    wait_answering(&family.main(), true);
+    let stop = Command::new(wit_bin())
+        .args(["daemon", "stop"])
+        .current_dir(&one)
+        .envs(store_env(&family.main()))
+        .output()
+        .unwrap();
+    assert!(stop.status.success());
+    wait_answering(&family.main(), false);
+}
