@@ -34,6 +34,7 @@ mod sessions;
 mod snapshots;
 mod status;
 mod ui;
+mod worktrees;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -148,6 +149,8 @@ pub enum Command {
     Register(agents::RegisterArgs),
     /// List every session the daemon knows: live ones first, with their locks and intents.
     Sessions,
+    /// Which worktrees of the repository will collide where when merged, by symbol.
+    Worktrees,
     /// End a session (release its locks, abandon its intents) or renew its lease.
     #[command(subcommand)]
     Session(sessions::SessionCommand),
@@ -328,6 +331,7 @@ fn dispatch(ctx: &Context, command: Command) -> Result<Report, CliError> {
         Command::Contract(command) => ctx.block_on(contracts::run(ctx, command)),
         Command::Register(args) => ctx.block_on(agents::register(ctx, args)),
         Command::Sessions => ctx.block_on(sessions::list(ctx)),
+        Command::Worktrees => ctx.block_on(worktrees::forecast(ctx)),
         Command::Session(command) => ctx.block_on(sessions::run(ctx, command)),
         Command::Log(args) => ctx.block_on(log::run(ctx, args)),
         Command::Call(args) => ctx.block_on(call::run(ctx, args)),

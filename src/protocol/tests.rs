@@ -290,7 +290,8 @@ fn methods_table_lists_every_method() {
             "session.end",
             "session.list",
             "events.poll",
-            "edit.preflight"
+            "edit.preflight",
+            "worktree.forecast"
         ]
     );
     assert_eq!(

@@ -15,6 +15,7 @@ mod convert;
 mod edits;
 pub mod errors;
 mod events;
+mod forecast;
 mod intents;
 mod locks;
 mod services;

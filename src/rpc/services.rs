@@ -18,6 +18,7 @@ use crate::coord::{CodeIndex, Coord, CoordError, SystemClock};
 use crate::protocol::server::{
     register_contract_methods, register_discover, register_edit_methods, register_events_methods,
     register_intent_methods, register_lock_methods, register_session_methods, register_wit_methods,
+    register_worktree_methods,
 };
 use crate::protocol::ProtocolError;
 use crate::store::{Store, StoreError};
@@ -56,6 +57,8 @@ pub struct App {
     /// The index of the worktree this app serves (`None`: the main worktree's): the one its
     /// requests' work sees (PROTOCOL-NOTES 14.2).
     worktree: Option<Arc<dyn CodeIndex>>,
+    /// The main worktree's root (the repository's), when the app serves one on disk.
+    main_root: Option<Arc<std::path::PathBuf>>,
 }
 
 impl std::fmt::Debug for App {
@@ -78,7 +81,19 @@ impl App {
             accepting_waits: Arc::new(AtomicBool::new(true)),
             pulse: Arc::new(tokio::sync::Notify::new()),
             worktree: None,
+            main_root: None,
         }
+    }
+
+    /// The app of the repository whose main worktree is at `root`.
+    pub fn with_main_root(mut self, root: &Path) -> Self {
+        self.main_root = Some(Arc::new(root.to_path_buf()));
+        self
+    }
+
+    /// The main worktree's root, when known.
+    pub(super) fn main_root(&self) -> Option<std::path::PathBuf> {
+        self.main_root.as_deref().cloned()
     }
 
     /// The same app serving a linked worktree: the same state, its requests resolved in the
@@ -202,7 +217,7 @@ impl Services {
             )))),
         );
         coord.join()?;
-        let app = App::new(coord);
+        let app = App::new(coord).with_main_root(root);
         let pulse = tokio::spawn(pulse(app.clone()));
         Ok(Self {
             app,
@@ -276,6 +291,7 @@ pub fn build_methods(app: App) -> Result<Methods, OpenError> {
     register_session_methods(&mut module)?;
     register_events_methods(&mut module)?;
     register_edit_methods(&mut module)?;
+    register_worktree_methods(&mut module)?;
     register_discover(&mut module)?;
     Ok(module.into())
 }

@@ -341,3 +341,108 @@ fn sessions_know_their_worktree_and_branch() {
         assert!(stdout.contains("w1"), "{args:?}: {stdout}");
     }
 }
+
+#[test]
+fn the_forecast_names_the_worktrees_files_and_symbols_that_will_collide() {
+    let shapes = "def area(r):\n    return r * r\n\n\ndef perimeter(r):\n    return 2 * r\n\n\ndef volume(r):\n    return r * r * r\n";
+    let family = Family::new(&[("src/shapes.py", shapes)]);
+    let one = family.add("w1");
+    let two = family.add("w2");
+    let three = family.add("w3");
+    // w1 changes area, uncommitted; w2 changes area too, committed on its branch; w3 changes
+    // volume only: it collides with nobody.
+    write_file(
+        &one,
+        "src/shapes.py",
+        &shapes.replace("r * r\n\n\ndef perimeter", "r ** 2\n\n\ndef perimeter"),
+    );
+    write_file(
+        &two,
+        "src/shapes.py",
+        &shapes.replace(
+            "r * r\n\n\ndef perimeter",
+            "abs(r) * abs(r)\n\n\ndef perimeter",
+        ),
+    );
+    family.git(&two, &["commit", "-qam", "area by abs"]);
+    write_file(
+        &three,
+        "src/shapes.py",
+        &shapes.replace("r * r * r", "r ** 3"),
+    );
+    let _daemon = family.daemon();
+    wait_answering(&one, true);
+    let forecast = block_on(client(&family.main()).worktree_forecast()).unwrap();
+    let pairs: Vec<(String, String)> = forecast
+        .pairs
+        .iter()
+        .map(|p| (p.a.clone(), p.b.clone()))
+        .collect();
+    assert_eq!(
+        pairs,
+        [(one.display().to_string(), two.display().to_string())],
+        "{forecast:?}"
+    );
+    let collision = &forecast.pairs[0].collisions[0];
+    assert_eq!(collision.file, "src/shapes.py");
+    assert_eq!(collision.symbols, ["area"]);
+    assert_eq!(collision.lines_a.len(), 1);
+    assert_eq!(collision.lines_a[0].start_line, 2);
+    // `wit worktrees` says the same.
+    let output = Command::new(wit_bin())
+        .args(["worktrees"])
+        .current_dir(&three)
+        .envs(store_env(&family.main()))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains("will collide"), "{stdout}");
+    assert!(
+        stdout.contains("src/shapes.py") && stdout.contains("area"),
+        "{stdout}"
+    );
+    // The worktrees were not touched: w1's change is still uncommitted, its index as it was.
+    let status = Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(&one)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&status.stdout).trim(),
+        "M src/shapes.py"
+    );
+}
+
+#[test]
+fn wit_init_in_a_linked_worktree_wires_the_repository() {
+    let family = Family::new(&[("src/shapes.py", SHAPES)]);
+    let one = family.add("w1");
+    let output = Command::new(wit_bin())
+        .args(["init"])
+        .current_dir(&one)
+        .envs(store_env(&family.main()))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // The repository's state and daemon live in the main worktree, the hooks in the common
+    // directory (every worktree runs them); the linked worktree has its socket.
+    assert!(family.main().join(".wit/daemon.pid").exists());
+    assert!(!one.join(".wit/daemon.pid").exists());
+    let hook = std::fs::read_to_string(family.main().join(".git/hooks/pre-commit")).unwrap();
+    assert!(hook.contains("wit"), "{hook}");
+    wait_answering(&one, true);
+    wait_answering(&family.main(), true);
+    let stop = Command::new(wit_bin())
+        .args(["daemon", "stop"])
+        .current_dir(&one)
+        .envs(store_env(&family.main()))
+        .output()
+        .unwrap();
+    assert!(stop.status.success());
+    wait_answering(&family.main(), false);
+}

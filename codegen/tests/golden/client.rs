@@ -229,4 +229,21 @@ impl crate::client::WitClient {
     > {
         self.call("edit.preflight", ::std::option::Option::Some(&params)).await
     }
+    /// Which worktrees of the repository will collide where, by symbol.
+    ///
+    /// For every two worktrees of the repository whose changes meet: collisions where merging their states (each worktree's HEAD with its uncommitted and untracked changes) would conflict textually, as git merge-tree says, with the changed lines of each side against their merge-base and the symbols those lines touch. Pairs whose changes do not meet are left out.
+    ///
+    /// Sends `worktree.forecast`.
+    pub async fn worktree_forecast(
+        &self,
+    ) -> ::std::result::Result<
+        crate::protocol::WorktreeForecastResult,
+        crate::client::ClientError,
+    > {
+        self.call::<
+                crate::protocol::WorktreeForecastParams,
+                _,
+            >("worktree.forecast", ::std::option::Option::None)
+            .await
+    }
 }

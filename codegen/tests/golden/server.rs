@@ -589,3 +589,48 @@ where
         )?;
     ::std::result::Result::Ok(())
 }
+/// The `worktree.*` methods of the protocol: `worktree.forecast`.
+///
+/// Implement each method with `async fn`; the returned future must be `Send`.
+pub trait WorktreeMethods {
+    /// Which worktrees of the repository will collide where, by symbol.
+    ///
+    /// For every two worktrees of the repository whose changes meet: collisions where merging their states (each worktree's HEAD with its uncommitted and untracked changes) would conflict textually, as git merge-tree says, with the changed lines of each side against their merge-base and the symbols those lines touch. Pairs whose changes do not meet are left out.
+    fn worktree_forecast(
+        &self,
+        params: crate::protocol::WorktreeForecastParams,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            crate::protocol::WorktreeForecastResult,
+            crate::protocol::ProtocolError,
+        >,
+    > + ::std::marker::Send;
+}
+/// Registers the `worktree.*` methods (`worktree.forecast`) on `module` under their wire names.
+///
+/// Each handler decodes its params with the generated decoder (problems answer -32600 INVALID_REQUEST with `{formErrors, fieldErrors}`), calls the trait method and maps a `ProtocolError` to the JSON-RPC error object.
+pub fn register_worktree_methods<T>(
+    module: &mut ::jsonrpsee::RpcModule<T>,
+) -> ::std::result::Result<(), ::jsonrpsee::core::RegisterMethodError>
+where
+    T: WorktreeMethods + ::std::marker::Send + ::std::marker::Sync + 'static,
+{
+    module
+        .register_async_method(
+            "worktree.forecast",
+            |params, context, _extensions| async move {
+                match crate::protocol::server::decode_params(
+                    &params,
+                    crate::protocol::WorktreeForecastParams::from_params,
+                ) {
+                    ::std::result::Result::Ok(params) => {
+                        context.worktree_forecast(params).await
+                    }
+                    ::std::result::Result::Err(error) => {
+                        ::std::result::Result::Err(error)
+                    }
+                }
+            },
+        )?;
+    ::std::result::Result::Ok(())
+}

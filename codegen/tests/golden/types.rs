@@ -1506,6 +1506,39 @@ pub struct Violation {
     #[serde(rename = "symbolPath")]
     pub symbol_path: ::std::string::String,
 }
+///A file where merging the two worktrees would conflict.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct WorktreeCollision {
+    ///Path relative to the worktree roots
+    pub file: ::std::string::String,
+    ///Lines of a's text changed since the merge-base
+    #[serde(rename = "linesA")]
+    pub lines_a: ::std::vec::Vec<LineRegion>,
+    ///Lines of b's text changed since the merge-base
+    #[serde(rename = "linesB")]
+    pub lines_b: ::std::vec::Vec<LineRegion>,
+    ///Qualified names of the symbols the changed lines of either side touch, sorted
+    pub symbols: ::std::vec::Vec<::std::string::String>,
+}
+///The params of `worktree.forecast`: Which worktrees of the repository will collide where, by symbol
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorktreeForecastParams {}
+///The result of `worktree.forecast`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct WorktreeForecastResult {
+    pub pairs: ::std::vec::Vec<WorktreePair>,
+}
+///Two worktrees whose changes meet (PROTOCOL-NOTES 14.5).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct WorktreePair {
+    ///Root path of the first worktree
+    pub a: ::std::string::String,
+    ///Root path of the second worktree
+    pub b: ::std::string::String,
+    pub collisions: ::std::vec::Vec<WorktreeCollision>,
+    pub related: ::std::vec::Vec<RelatedItem>,
+}
 /// Error types.
 pub mod error {
     /// Error from a `TryFrom` or `FromStr` implementation.
@@ -2828,6 +2861,14 @@ impl EditPreflightParams {
         }
     }
 }
+impl WorktreeForecastParams {
+    /// Decodes the params of `worktree.forecast`. The method declares no params, so whatever `params` holds is ignored.
+    pub fn from_params(
+        _params: ::std::option::Option<&::serde_json::Value>,
+    ) -> ::std::result::Result<Self, crate::protocol::params::ParamErrors> {
+        ::std::result::Result::Ok(Self {})
+    }
+}
 /// Every method of the protocol, in spec order: wire name, summary, param names and
 /// the rules the params decoder checks.
 pub const METHODS: &[crate::protocol::MethodInfo] = &[
@@ -2932,5 +2973,11 @@ pub const METHODS: &[crate::protocol::MethodInfo] = &[
         summary: "Check an edit before it is written: touched symbols, other sessions' locks and intents, broken contracts",
         params: &["sessionId", "file", "edits", "content", "record"],
         rules: EditPreflightParams::PARAM_RULES,
+    },
+    crate::protocol::MethodInfo {
+        name: "worktree.forecast",
+        summary: "Which worktrees of the repository will collide where, by symbol",
+        params: &[],
+        rules: &[],
     },
 ];

@@ -10,6 +10,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod forecast;
+
 /// The repository a worktree belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Repository {
@@ -49,6 +51,14 @@ fn admin_dir(root: &Path) -> Option<PathBuf> {
     let text = std::fs::read_to_string(root.join(".git")).ok()?;
     let target = text.trim().strip_prefix("gitdir:")?.trim();
     Some(canonical(&root.join(target)))
+}
+
+/// Every worktree of the repository that exists now: the main one first, then the linked
+/// ones (canonical, sorted).
+pub fn all_worktrees(repository: &Repository) -> Vec<PathBuf> {
+    let mut roots = vec![repository.main_root.clone()];
+    roots.extend(linked_worktrees(repository));
+    roots
 }
 
 /// The roots of the repository's linked worktrees that exist now (canonical, sorted); the
