@@ -23,3 +23,6 @@ pub mod mcp;
 pub mod rpc;
 #[cfg(feature = "daemon")]
 pub mod store;
+
+#[cfg(all(test, feature = "daemon"))]
+mod fuzz;

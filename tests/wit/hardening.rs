@@ -377,3 +377,58 @@ fn a_restarted_daemon_drops_its_dead_waiters_at_once() {
         "the newcomer got the lock: {answer}"
     );
 }
+
+/// Keep it from coming back: random `edit.preflight` edits built to multiply (a small
+/// alphabet, `replaceAll`, long replacements) against one daemon, with a fixed seed: every
+/// answer is a result or INVALID_REQUEST, and the daemon's peak memory stays a small
+/// multiple of the body limit.
+#[test]
+fn random_amplifying_edits_keep_the_daemon_bounded() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let repo = Repo::new();
+    repo.write(
+        "src/a.ts",
+        &"export function f() { return 'ab'; }\n".repeat(50),
+    );
+    let daemon = Daemon::start(&repo);
+    call(
+        &repo,
+        "register",
+        json!({"name": "fuzz", "sessionId": "s1"}),
+    );
+    let edit = ("[ab]{0,2}", 0usize..4000, any::<bool>()).prop_map(|(old, times, all)| {
+        json!({"oldText": old, "newText": "ab".repeat(times), "replaceAll": all})
+    });
+    let strategy = (
+        prop::sample::select(vec!["src/a.ts", "src/new.ts"]),
+        prop::collection::vec(edit, 1..6),
+    );
+    let mut runner = TestRunner::new_with_rng(
+        Config {
+            cases: 48,
+            failure_persistence: None,
+            ..Config::default()
+        },
+        TestRng::from_seed(RngAlgorithm::ChaCha, b"wit issue 20: amplifying edits.."),
+    );
+    runner
+        .run(&strategy, |(file, edits)| {
+            let (status, answer) = call(
+                &repo,
+                "edit.preflight",
+                json!({"sessionId": "s1", "file": file, "edits": edits}),
+            );
+            prop_assert_eq!(status, 200, "{}", answer);
+            let refused = answer["error"]["code"] == -32600;
+            prop_assert!(answer.get("result").is_some() || refused, "{}", answer);
+            Ok(())
+        })
+        .unwrap();
+    let peak = peak_rss(daemon.child.id());
+    println!(
+        "daemon peak RSS after random amplifying edits: {} MiB",
+        peak >> 20
+    );
+    assert!(peak < 512 << 20, "peak RSS {} MiB", peak >> 20);
+}

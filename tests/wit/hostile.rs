@@ -174,11 +174,7 @@ fn random_params_for_every_method_get_json_rpc_answers() {
     );
     let _daemon = Daemon::start(&repo);
     let socket = repo.socket();
-    let strategy = (
-        prop::sample::select(methods()),
-        json_value(),
-        any::<u32>(),
-    );
+    let strategy = (prop::sample::select(methods()), json_value(), any::<u32>());
     runner()
         .run(&strategy, |(method, params, id)| {
             let params = without_long_waits(params);

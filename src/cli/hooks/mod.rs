@@ -14,6 +14,9 @@ pub mod git;
 pub mod policy;
 pub mod pre_edit;
 
+#[cfg(test)]
+mod fuzz_tests;
+
 use std::path::PathBuf;
 
 use clap::Subcommand;
