@@ -432,3 +432,28 @@ fn random_amplifying_edits_keep_the_daemon_bounded() {
     );
     assert!(peak < 512 << 20, "peak RSS {} MiB", peak >> 20);
 }
+
+/// Item 5: `ping` always answers, even with every connection slot taken (here by idle
+/// keep-alive connections, which hold theirs); other calls over the cap get the JSON 503.
+#[test]
+fn ping_answers_with_every_connection_slot_taken() {
+    let repo = Repo::new();
+    let _daemon = ArgDaemon::start(&repo, &["--max-connections", "4"], &store_env(repo.path()));
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        let mut stream = std::os::unix::net::UnixStream::connect(repo.socket()).unwrap();
+        let (status, _) = exchange(&mut stream, "POST", "/rpc", PING.as_bytes()).unwrap();
+        assert_eq!(status, 200);
+        held.push(stream);
+    }
+    for _ in 0..5 {
+        let (status, body) = post(&repo.socket(), PING);
+        assert_eq!((status, body.contains(r#""result":"pong""#)), (200, true), "{body}");
+        let (status, body) = post(
+            &repo.socket(),
+            r#"{"jsonrpc":"2.0","witVersion":"1","id":2,"method":"lock.query","params":{}}"#,
+        );
+        assert_eq!(status, 503, "{body}");
+        assert!(body.contains("too many connections"), "{body}");
+    }
+}
