@@ -29,3 +29,6 @@ pub mod store;
 pub mod ui;
 #[cfg(feature = "daemon")]
 pub mod worktrees;
+
+#[cfg(all(test, feature = "daemon"))]
+mod fuzz;

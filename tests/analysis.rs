@@ -736,6 +736,36 @@ fn indexed(root: &Path, db: &Path) -> RepoIndex {
     index
 }
 
+/// Issue 20 item 11: after a restart the stored analyses of large files are read back once
+/// the index is built, so the first call on such a file costs what a later one does (its
+/// analysis is in memory) instead of decoding it then.
+#[test]
+fn a_restart_reads_large_analyses_back_before_the_first_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("r");
+    let db = dir.path().join("index.db");
+    let big: String = (0..2000)
+        .map(|i| format!("export function f{i}(a: number): number {{\n  return a + {i};\n}}\n"))
+        .collect();
+    assert!(big.len() >= 64 * 1024);
+    write(&root, "big.ts", &big);
+    write(&root, "small.ts", "export function s() { return 1; }\n");
+    let analysis = analyze(Language::TypeScript, &big).approx_heap_bytes();
+    drop(indexed(&root, &db));
+
+    let restarted = indexed(&root, &db);
+    assert_eq!(
+        restarted.parse_count(),
+        0,
+        "nothing changed: nothing parsed"
+    );
+    assert!(
+        restarted.resident_bytes() >= analysis,
+        "the large file's analysis is held: {} < {analysis}",
+        restarted.resident_bytes()
+    );
+}
+
 #[test]
 fn a_restart_reuses_the_index_database() {
     let dir = tempfile::tempdir().unwrap();

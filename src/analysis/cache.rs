@@ -121,6 +121,11 @@ impl ContentCache {
         }
     }
 
+    /// The most the cached analyses may weigh.
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     /// The weight of the cached analyses now (at most the capacity).
     pub(crate) fn bytes(&self) -> usize {
         self.inner.lock().map(|i| i.bytes).unwrap_or(0)

@@ -10,9 +10,10 @@
 use std::collections::HashSet;
 use std::sync::{MutexGuard, PoisonError};
 
-use super::waits::Grant;
+use super::locks::Handover;
+use super::waits::{Grant, LocalWaiters};
 use super::{Coord, Result};
-use crate::store::DaemonBeat;
+use crate::store::{DaemonBeat, Writer};
 
 /// How long a host's daemons may stay silent before its pid-based sessions count as dead.
 pub const HOST_SILENCE_MS: i64 = 30_000;
@@ -30,6 +31,11 @@ impl Coord {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// This daemon's id in the store (new at every start).
+    pub fn store_daemon_id(&self) -> &str {
+        self.store.daemon_id()
+    }
+
     /// The host this daemon runs on.
     pub fn host_id(&self) -> &str {
         &self.host_id
@@ -37,9 +43,16 @@ impl Coord {
 
     /// Records this daemon at start. With the embedded store only one daemon ever serves the
     /// state, so every other daemon row (and its waiting requests) is a leftover of an
-    /// earlier run and goes at once.
-    pub fn join(&self) -> Result<()> {
+    /// earlier run and goes at once. With a shared store, other daemons' rows keep the
+    /// [`HOST_SILENCE_MS`] rule, but `previous`, this daemon's own previous incarnation (on
+    /// this root, which only one daemon at a time serves), is known dead: its waiting
+    /// requests died with it and go at once, locks already handed to them to the next
+    /// waiter (issue 20 item 2: otherwise each dead waiter in turn got the lock for 30 s).
+    pub fn join(&self, previous: Option<&str>) -> Result<()> {
         let shared = self.store.is_shared();
+        let own = self.store.daemon_id();
+        let mut waits = self.waits();
+        let mut handovers = Vec::new();
         let live = self.store.write(|w| {
             let now = self.clock.now_ms();
             let cutoff = if shared {
@@ -48,14 +61,42 @@ impl Coord {
                 i64::MAX
             };
             // This daemon's id is new, so none of the rows dropped here is its own.
-            for gone in w.delete_stale_daemons(cutoff)? {
-                w.delete_daemon_waiters(&gone)?;
+            let mut gone = w.delete_stale_daemons(cutoff)?;
+            if let Some(previous) = previous.filter(|p| *p != own && !gone.iter().any(|g| g == p)) {
+                w.delete_daemon(previous)?;
+                gone.push(previous.to_owned());
+            }
+            for daemon in &gone {
+                handovers.extend(self.drop_daemon_waiters(w, &mut waits, daemon, now)?);
             }
             w.beat_daemon(&self.beat(now))?;
             Ok::<_, super::CoordError>(w.live_hosts(now - HOST_SILENCE_MS)?)
         })?;
+        self.deliver_all(&mut waits, handovers);
+        drop(waits);
         self.set_live_hosts(live);
         Ok(())
+    }
+
+    /// Drops the waiting requests of the dead daemon `daemon`; locks already granted to them
+    /// never reached them and go to the next waiter. The hand-overs to deliver.
+    fn drop_daemon_waiters(
+        &self,
+        w: &Writer<'_>,
+        waits: &mut LocalWaiters,
+        daemon: &str,
+        now: i64,
+    ) -> Result<Vec<Handover>> {
+        let mut handovers = Vec::new();
+        for row in w.granted_waiters(daemon)? {
+            if let Some(granted) = row.granted.as_deref().and_then(Grant::decode) {
+                if let Some(h) = self.give_back_in(w, waits, &granted.lock, now)? {
+                    handovers.push(h);
+                }
+            }
+        }
+        w.delete_daemon_waiters(daemon)?;
+        Ok(handovers)
     }
 
     /// The daemon's heartbeat (once a second with a shared store; the embedded store has one
@@ -74,15 +115,7 @@ impl Coord {
             w.beat_daemon(&self.beat(now))?;
             let gone = w.delete_stale_daemons(now - HOST_SILENCE_MS)?;
             for daemon in &gone {
-                // Locks granted to its requests never reached them: they go to the next.
-                for row in w.granted_waiters(daemon)? {
-                    if let Some(granted) = row.granted.as_deref().and_then(Grant::decode) {
-                        if let Some(h) = self.give_back_in(w, &mut waits, &granted.lock, now)? {
-                            handovers.push(h);
-                        }
-                    }
-                }
-                w.delete_daemon_waiters(daemon)?;
+                handovers.extend(self.drop_daemon_waiters(w, &mut waits, daemon, now)?);
             }
             Ok::<_, super::CoordError>((gone, w.live_hosts(now - HOST_SILENCE_MS)?))
         })?;

@@ -385,7 +385,7 @@ impl SharedPair {
             let coord = super::Coord::new(store, Arc::new(clock.clone()), index.clone())
                 .with_processes(processes.clone())
                 .with_host_id(host);
-            coord.join().expect("join");
+            coord.join(None).expect("join");
             Arc::new(coord)
         };
         let a = open("host-a");

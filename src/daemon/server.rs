@@ -180,11 +180,24 @@ fn log_connection_end(result: Result<(), hyper::Error>) {
     }
 }
 
-/// Answers a connection over the cap with a JSON 503 and closes it.
+/// Answers a connection over the cap and closes it: a `ping` (one small request read within
+/// a second) with its `pong` — `ping` always answers, it is how clients tell a busy daemon
+/// from a dead one —, anything else with a JSON 503.
 async fn refuse_connection(mut stream: UnixStream) {
-    let body = r#"{"jsonrpc":"2.0","witVersion":"1","id":null,"error":{"code":-32603,"message":"INTERNAL_ERROR","data":{"reason":"too many connections; retry later"}}}"#;
+    let answer =
+        match tokio::time::timeout(Duration::from_secs(1), read_small_request(&mut stream)).await {
+            Ok(Some(body)) => pong_for(&body),
+            _ => None,
+        };
+    let (status, body) = match &answer {
+        Some(pong) => ("200 OK", pong.as_str()),
+        None => (
+            "503 Service Unavailable",
+            r#"{"jsonrpc":"2.0","witVersion":"1","id":null,"error":{"code":-32603,"message":"INTERNAL_ERROR","data":{"reason":"too many connections; retry later"}}}"#,
+        ),
+    };
     let response = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     );
     let write = async {
@@ -195,6 +208,54 @@ async fn refuse_connection(mut stream: UnixStream) {
         .await
         .is_err()
     {
-        tracing::debug!("refused connection did not take its 503 in time");
+        tracing::debug!("refused connection did not take its answer in time");
     }
+}
+
+/// The most a refused connection's request may take to be read for a `ping`.
+const SMALL_REQUEST_BYTES: usize = 4096;
+
+/// The body of one small HTTP request (`None` when it is larger, malformed or incomplete).
+async fn read_small_request(stream: &mut UnixStream) -> Option<Vec<u8>> {
+    use tokio::io::AsyncReadExt;
+    let mut buffer = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    loop {
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+        if buffer.len() > SMALL_REQUEST_BYTES {
+            return None;
+        }
+        let Some(split) = buffer.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        let head = std::str::from_utf8(&buffer[..split]).ok()?;
+        let length: usize = head
+            .lines()
+            .find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                name.eq_ignore_ascii_case("content-length")
+                    .then(|| value.trim().parse().ok())?
+            })
+            .unwrap_or(0);
+        if buffer.len() >= split + 4 + length {
+            return Some(buffer[split + 4..split + 4 + length].to_vec());
+        }
+    }
+}
+
+/// The answer to `body` if it is one `ping` of this protocol version.
+fn pong_for(body: &[u8]) -> Option<String> {
+    let request: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let is_ping = request.get("method").and_then(|m| m.as_str()) == Some("ping")
+        && request.get("witVersion").and_then(|v| v.as_str()) == Some(crate::protocol::WIT_VERSION)
+        && request.get("jsonrpc").and_then(|v| v.as_str()) == Some("2.0");
+    let id = request.get("id")?;
+    is_ping.then(|| {
+        serde_json::json!({"jsonrpc": "2.0", "witVersion": crate::protocol::WIT_VERSION, "id": id, "result": "pong"})
+            .to_string()
+    })
 }

@@ -179,6 +179,27 @@ pub const INDEX_STATUS: &str = "index.json";
 /// Where a linked worktree's index lives under the repository's state directory.
 const WORKTREES_DIR: &str = "worktrees";
 
+/// The id of the daemon serving this root under `.wit/`: the next daemon of the root knows
+/// from it which daemon's waiting requests died with it.
+pub const DAEMON_ID: &str = "daemon.id";
+
+/// Writes `text` to `path` (mode 0600); a failure is only logged: the next daemon then
+/// drops this one's waiting requests after the usual silence.
+fn write_private(path: &Path, text: &str) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut file| file.write_all(text.as_bytes()));
+    if let Err(error) = written {
+        tracing::warn!(%error, path = %path.display(), "could not record the daemon id");
+    }
+}
+
 /// The opened state of a daemon and its background tasks.
 #[derive(Debug)]
 pub struct Services {
@@ -216,7 +237,11 @@ impl Services {
                 Arc::clone(&main_index),
             )))),
         );
-        coord.join()?;
+        // The previous daemon of this root (one at a time serves it) is known dead.
+        let id_file = state_dir.join(DAEMON_ID);
+        let previous = std::fs::read_to_string(&id_file).ok();
+        coord.join(previous.as_deref().map(str::trim))?;
+        write_private(&id_file, coord.store_daemon_id());
         let app = App::new(coord).with_main_root(root);
         let pulse = tokio::spawn(pulse(app.clone()));
         Ok(Self {

@@ -312,3 +312,152 @@ fn waiting_connections_leave_the_cap_to_everyone_else() {
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("\"token\""), "{body}");
 }
+
+/// Item 2: a daemon killed with five queued waiters and started again drops their rows at
+/// once (they died with it): when the holder releases, a live newcomer gets the lock, not a
+/// dead waiter's row for 30 s each. SQLite always passed; PostgreSQL (WIT_TEST_STORE) did not.
+#[test]
+fn a_restarted_daemon_drops_its_dead_waiters_at_once() {
+    let repo = Repo::new();
+    let mut first = Daemon::start(&repo);
+    call(
+        &repo,
+        "register",
+        json!({"name": "holder", "sessionId": "holder", "leaseMs": 600000}),
+    );
+    let (_, held) = call(
+        &repo,
+        "lock.acquire",
+        json!({"symbolPath": "src/a.ts:f", "sessionId": "holder", "ttlMs": 600000}),
+    );
+    assert!(held.get("result").is_some(), "{held}");
+    let mut dead = Vec::new();
+    for i in 0..5 {
+        let session = format!("dead{i}");
+        call(
+            &repo,
+            "register",
+            json!({"name": session, "sessionId": session, "leaseMs": 600000}),
+        );
+        let mut stream = std::os::unix::net::UnixStream::connect(repo.socket()).unwrap();
+        let body = json!({"jsonrpc": "2.0", "witVersion": "1", "id": i, "method": "lock.acquire",
+            "params": {"symbolPath": "src/a.ts:f", "sessionId": session, "ttlMs": 600000, "waitMs": 600000}});
+        write_request(&mut stream, "POST", "/rpc", body.to_string().as_bytes()).unwrap();
+        dead.push(stream);
+    }
+    // Let the five queue (no answer shows a queued waiter; fewer queued only weakens the
+    // test, never fails it).
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    first.kill9();
+    drop(dead);
+    let _second = Daemon::start(&repo);
+    call(
+        &repo,
+        "register",
+        json!({"name": "newcomer", "sessionId": "newcomer"}),
+    );
+    let mut newcomer = std::os::unix::net::UnixStream::connect(repo.socket()).unwrap();
+    let body = json!({"jsonrpc": "2.0", "witVersion": "1", "id": 9, "method": "lock.acquire",
+        "params": {"symbolPath": "src/a.ts:f", "sessionId": "newcomer", "ttlMs": 60000, "waitMs": 15000}});
+    write_request(&mut newcomer, "POST", "/rpc", body.to_string().as_bytes()).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let (_, released) = call(
+        &repo,
+        "lock.release",
+        json!({"symbolPath": "src/a.ts:f", "sessionId": "holder"}),
+    );
+    assert!(released.get("result").is_some(), "{released}");
+    newcomer
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let (status, answer) = read_response(&mut newcomer).unwrap();
+    assert_eq!(status, 200, "{answer}");
+    assert!(
+        answer.contains("\"token\""),
+        "the newcomer got the lock: {answer}"
+    );
+}
+
+/// Keep it from coming back: random `edit.preflight` edits built to multiply (a small
+/// alphabet, `replaceAll`, long replacements) against one daemon, with a fixed seed: every
+/// answer is a result or INVALID_REQUEST, and the daemon's peak memory stays a small
+/// multiple of the body limit.
+#[test]
+fn random_amplifying_edits_keep_the_daemon_bounded() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let repo = Repo::new();
+    repo.write(
+        "src/a.ts",
+        &"export function f() { return 'ab'; }\n".repeat(50),
+    );
+    let daemon = Daemon::start(&repo);
+    call(
+        &repo,
+        "register",
+        json!({"name": "fuzz", "sessionId": "s1"}),
+    );
+    let edit = ("[ab]{0,2}", 0usize..4000, any::<bool>()).prop_map(|(old, times, all)| {
+        json!({"oldText": old, "newText": "ab".repeat(times), "replaceAll": all})
+    });
+    let strategy = (
+        prop::sample::select(vec!["src/a.ts", "src/new.ts"]),
+        prop::collection::vec(edit, 1..6),
+    );
+    let mut runner = TestRunner::new_with_rng(
+        Config {
+            cases: 48,
+            failure_persistence: None,
+            ..Config::default()
+        },
+        TestRng::from_seed(RngAlgorithm::ChaCha, b"wit issue 20: amplifying edits.."),
+    );
+    runner
+        .run(&strategy, |(file, edits)| {
+            let (status, answer) = call(
+                &repo,
+                "edit.preflight",
+                json!({"sessionId": "s1", "file": file, "edits": edits}),
+            );
+            prop_assert_eq!(status, 200, "{}", answer);
+            let refused = answer["error"]["code"] == -32600;
+            prop_assert!(answer.get("result").is_some() || refused, "{}", answer);
+            Ok(())
+        })
+        .unwrap();
+    let peak = peak_rss(daemon.child.id());
+    println!(
+        "daemon peak RSS after random amplifying edits: {} MiB",
+        peak >> 20
+    );
+    assert!(peak < 512 << 20, "peak RSS {} MiB", peak >> 20);
+}
+
+/// Item 5: `ping` always answers, even with every connection slot taken (here by idle
+/// keep-alive connections, which hold theirs); other calls over the cap get the JSON 503.
+#[test]
+fn ping_answers_with_every_connection_slot_taken() {
+    let repo = Repo::new();
+    let _daemon = ArgDaemon::start(&repo, &["--max-connections", "4"], &store_env(repo.path()));
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        let mut stream = std::os::unix::net::UnixStream::connect(repo.socket()).unwrap();
+        let (status, _) = exchange(&mut stream, "POST", "/rpc", PING.as_bytes()).unwrap();
+        assert_eq!(status, 200);
+        held.push(stream);
+    }
+    for _ in 0..5 {
+        let (status, body) = post(&repo.socket(), PING);
+        assert_eq!(
+            (status, body.contains(r#""result":"pong""#)),
+            (200, true),
+            "{body}"
+        );
+        let (status, body) = post(
+            &repo.socket(),
+            r#"{"jsonrpc":"2.0","witVersion":"1","id":2,"method":"lock.query","params":{}}"#,
+        );
+        assert_eq!(status, 503, "{body}");
+        assert!(body.contains("too many connections"), "{body}");
+    }
+}

@@ -26,6 +26,9 @@ pub mod post_tool;
 pub mod pre_edit;
 pub mod shell;
 
+#[cfg(test)]
+mod fuzz_tests;
+
 use std::path::PathBuf;
 
 use clap::Subcommand;
