@@ -15,7 +15,7 @@
 //!   changes.
 //! - **Context** ([`Related`]): SAME_SYMBOL and COUPLED (13.5), never a collision.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 
 use super::preflight::spans::{meets, Change};
@@ -205,19 +205,19 @@ fn to_usize(n: i64) -> usize {
 pub struct Others<'c> {
     coord: &'c Coord,
     me: String,
-    /// The acting session's process, when it registered one: `(pid, start, host)`.
-    my_process: Option<(i64, i64, Option<String>)>,
+    /// The acting session's process, when it registered one: `(pid, start, host)`; read
+    /// when first needed.
+    my_process: OnceCell<Option<(i64, i64, Option<String>)>>,
     verdicts: RefCell<HashMap<String, bool>>,
 }
 
 impl<'c> Others<'c> {
-    /// The view of `session_id` (one read of its session row).
+    /// The view of `session_id` (nothing is read until a question needs it).
     pub fn of(coord: &'c Coord, session_id: &str) -> Result<Others<'c>> {
-        let row = coord.store.read(|r| r.session(session_id))?;
         Ok(Others {
             coord,
             me: session_id.to_owned(),
-            my_process: row.as_ref().and_then(process_of),
+            my_process: OnceCell::new(),
             verdicts: RefCell::new(HashMap::new()),
         })
     }
@@ -228,7 +228,7 @@ impl<'c> Others<'c> {
     }
 
     /// Whether work of `session_id` stands against the acting session: another session, not
-    /// the same agent (registered with the same live process), and live.
+    /// the same agent (both registered with the same live process), and live.
     pub fn against(&self, session_id: &str) -> Result<bool> {
         if session_id == self.me {
             return Ok(false);
@@ -240,7 +240,8 @@ impl<'c> Others<'c> {
         let verdict = match row {
             None => true,
             Some(row) => {
-                let same_agent = self.my_process.is_some() && process_of(&row) == self.my_process;
+                let theirs = process_of(&row);
+                let same_agent = theirs.is_some() && theirs == *self.my_process()?;
                 !same_agent && self.coord.row_is_live(&row)
             }
         };
@@ -248,6 +249,16 @@ impl<'c> Others<'c> {
             .borrow_mut()
             .insert(session_id.to_owned(), verdict);
         Ok(verdict)
+    }
+
+    fn my_process(&self) -> Result<&Option<(i64, i64, Option<String>)>> {
+        if let Some(known) = self.my_process.get() {
+            return Ok(known);
+        }
+        let row = self.coord.store.read(|r| r.session(&self.me))?;
+        Ok(self
+            .my_process
+            .get_or_init(|| row.as_ref().and_then(process_of)))
     }
 
     /// `items` whose session (as `session_of` names it) stands against the acting one.

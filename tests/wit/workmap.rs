@@ -362,7 +362,7 @@ fn a_method_appended_to_a_python_class_is_named_with_it() {
 }
 
 #[test]
-fn a_method_appended_to_a_python_class_does_not_meet_another_class_lock() {
+fn a_method_appended_to_a_python_class_is_not_another_class_method_of_that_name() {
     let (repo, _daemon) = setup(&[("app.py", APP)]);
     let client = repo.client();
     block_on(async {
@@ -370,18 +370,33 @@ fn a_method_appended_to_a_python_class_does_not_meet_another_class_lock() {
             .lock_acquire(acquire("app.py:Other.process", "holder", None))
             .await
             .unwrap();
-        let result = preflight(
-            &client,
-            "a",
-            "app.py",
-            &[(
-                "        return 1\n",
-                "        return 1\n\n    def process(self):\n        return 3\n",
-            )],
-            false,
-        )
-        .await;
-        assert!(result.conflicts.is_empty(), "{:?}", result.conflicts);
+        let content = APP.replacen(
+            "        return 1\n",
+            "        return 1\n\n    def process(self):\n        return 3\n",
+            1,
+        );
+        let a = client
+            .edit_preflight(EditPreflightParams {
+                content: Some(content.clone()),
+                edits: Vec::new(),
+                ..params("a", "app.py", &[], true)
+            })
+            .await
+            .unwrap();
+        assert!(a.conflicts.is_empty(), "{:?}", a.conflicts);
+        assert!(
+            a.symbols.contains(&"app.py:Child.process".to_string()),
+            "{:?}",
+            a.symbols
+        );
+        repo.write("app.py", &content);
+        // B's edit of Other.process meets nothing of A's work.
+        let b = preflight(&client, "b", "app.py", &[("return 2", "return 4")], false).await;
+        assert!(
+            !overlap_sessions(&b).contains(&"a".to_string()),
+            "{:?}",
+            b.conflicts
+        );
     });
 }
 

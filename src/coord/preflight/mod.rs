@@ -175,8 +175,9 @@ impl Coord {
     }
 
     /// The collisions of an edit (10.2, 13.4): other live agents' intents it meets, oldest
-    /// first, then their locks on the touched symbols; and the rows of their intents in this
-    /// file that it does not meet (the candidates for context).
+    /// first, then their locks on the touched symbols; and the rows of other sessions'
+    /// intents in this file that it does not meet (the candidates for context, not yet
+    /// filtered by [`Others`]).
     fn collisions(
         &self,
         others: &Others<'_>,
@@ -185,13 +186,14 @@ impl Coord {
         let me = others.me();
         let rows = self.store.read(|r| r.live_ranges_in_file(edit.file, me))?;
         let rows = self.regions_in(edit.file, edit.current, rows)?;
-        let rows = others.filter(rows, |row| row.session_id.as_str())?;
         let work = Work::Edit {
             changes: edit.changes,
             lines: edit.lines,
         };
+        // Whose work counts is asked only of what the geometry keeps (a read per session).
         let (hits, near): (Vec<RangeHit>, Vec<RangeHit>) =
             rows.into_iter().partition(|row| collides(work, row));
+        let hits = others.filter(hits, |row| row.session_id.as_str())?;
         let hit_ids: HashSet<i64> = hits.iter().map(|h| h.intent_seq).collect();
         let near = near
             .into_iter()

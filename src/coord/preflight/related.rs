@@ -31,6 +31,9 @@ impl Coord {
                 .iter()
                 .filter(|row| works_in(row, range, Some(edit.lines)))
             {
+                if !others.against(&row.session_id)? {
+                    continue;
+                }
                 items.push(Related::SameSymbol {
                     symbol_path: join_symbol_path(edit.file, &touched.name),
                     session_id: row.session_id.clone(),
@@ -73,6 +76,7 @@ impl Coord {
                     if ranges
                         .iter()
                         .any(|&range| works_in(row, range, lines.as_ref()))
+                        && others.against(&row.session_id)?
                     {
                         items.push(Related::Coupled {
                             symbol_path: join_symbol_path(edit.file, &touched.name),
@@ -88,8 +92,8 @@ impl Coord {
         Ok(order_related(items))
     }
 
-    /// Other live agents' intent rows in another file, their regions as lines of its current
-    /// text, and those lines when a row has regions.
+    /// Other sessions' intent rows in another file (whose work counts is asked per item),
+    /// their regions as lines of its current text, and those lines when a row has regions.
     fn rows_elsewhere(
         &self,
         others: &Others<'_>,
@@ -97,7 +101,6 @@ impl Coord {
     ) -> Result<(Vec<RangeHit>, Option<Lines>)> {
         let me = others.me();
         let rows = self.store.read(|r| r.live_ranges_in_file(file, me))?;
-        let rows = others.filter(rows, |row| row.session_id.as_str())?;
         if rows.iter().all(|row| row.regions.is_none()) {
             return Ok((rows, None));
         }
