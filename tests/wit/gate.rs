@@ -2,9 +2,8 @@
 //! of `tests/fixtures/hooks/<harness>/` on stdin, against real daemons in temporary git
 //! repositories; the post-commit hook; the `[gate]` policy files; failing open.
 
-use std::collections::HashMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -1107,43 +1106,6 @@ fn wit_init_takes_a_comma_list_and_wit_doctor_says_what_each_harness_still_needs
         "{report}"
     );
     let _ = wit_cmd(repo.path()).args(["daemon", "stop"]).output();
-}
-
-thread_local! {
-    /// Each session's stand-in harness, per repository, for the test running on this thread
-    /// (killed when the test's thread ends).
-    static HARNESSES: std::cell::RefCell<HashMap<(PathBuf, String), StandIn>> =
-        std::cell::RefCell::new(HashMap::new());
-}
-
-/// The harness's session id in a payload (`session_id`, Cursor's `conversation_id`).
-fn payload_session(payload: &str) -> Option<String> {
-    let value: Value = serde_json::from_str(payload).ok()?;
-    ["session_id", "conversation_id"]
-        .iter()
-        .find_map(|key| value.get(*key).and_then(Value::as_str))
-        .map(str::to_string)
-}
-
-/// Runs `with` on the stand-in harness of `session` in `repo` (started on first use): each
-/// agent of a test is its own harness process, as in the field.
-fn with_harness<T>(repo: &Repo, session: &str, with: impl FnOnce(&mut StandIn) -> T) -> T {
-    HARNESSES.with(|harnesses| {
-        let mut harnesses = harnesses.borrow_mut();
-        let name: String = format!("agent-{session}")
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
-            .collect();
-        let stand_in = harnesses
-            .entry((repo.path().to_path_buf(), session.to_string()))
-            .or_insert_with(|| StandIn::spawn(repo, &name));
-        with(stand_in)
-    })
-}
-
-/// The pid of `session`'s stand-in harness.
-fn harness_pid_of(repo: &Repo, session: &str) -> u32 {
-    with_harness(repo, session, |stand_in| stand_in.pid())
 }
 
 #[test]

@@ -7,6 +7,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use std::collections::HashMap;
+
+use serde_json::Value;
 use wit::client::WitClient;
 
 /// The `wit` binary under test.
@@ -409,4 +412,41 @@ impl Drop for StandIn {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+thread_local! {
+    /// Each session's stand-in harness, per repository, for the test running on this thread
+    /// (killed when the test's thread ends).
+    static HARNESSES: std::cell::RefCell<HashMap<(PathBuf, String), StandIn>> =
+        std::cell::RefCell::new(HashMap::new());
+}
+
+/// The harness's session id in a payload (`session_id`, Cursor's `conversation_id`).
+pub fn payload_session(payload: &str) -> Option<String> {
+    let value: Value = serde_json::from_str(payload).ok()?;
+    ["session_id", "conversation_id"]
+        .iter()
+        .find_map(|key| value.get(*key).and_then(Value::as_str))
+        .map(str::to_string)
+}
+
+/// Runs `with` on the stand-in harness of `session` in `repo` (started on first use): each
+/// agent of a test is its own harness process, as in the field.
+pub fn with_harness<T>(repo: &Repo, session: &str, with: impl FnOnce(&mut StandIn) -> T) -> T {
+    HARNESSES.with(|harnesses| {
+        let mut harnesses = harnesses.borrow_mut();
+        let name: String = format!("agent-{session}")
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        let stand_in = harnesses
+            .entry((repo.path().to_path_buf(), session.to_string()))
+            .or_insert_with(|| StandIn::spawn(repo, &name));
+        with(stand_in)
+    })
+}
+
+/// The pid of `session`'s stand-in harness.
+pub fn harness_pid_of(repo: &Repo, session: &str) -> u32 {
+    with_harness(repo, session, |stand_in| stand_in.pid())
 }

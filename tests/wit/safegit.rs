@@ -3,7 +3,6 @@
 //! (`wit hook pre-edit` fed shell-tool payloads), `wit commit`, the pre-commit hook's
 //! foreign-lines check and snapshots, against real daemons and real git.
 
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
@@ -91,23 +90,14 @@ fn git_text(repo: &Path, args: &[&str]) -> String {
     text(&out.stdout)
 }
 
-/// Runs the gate (`wit hook pre-edit --agent AGENT`) with `payload` on stdin; exit 0 always.
+/// Runs the gate (`wit hook pre-edit --agent AGENT`) with `payload` on stdin, from the
+/// stand-in harness of the payload's session (each agent its own harness process, as in the
+/// field); exit 0 always.
 fn hook(repo: &Repo, agent: &str, payload: &Value) -> Output {
-    let mut child = wit_cmd(repo.path(), "unused")
-        .env_remove("WIT_SESSION")
-        .args(["hook", "pre-edit", "--agent", agent])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(payload.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let payload = payload.to_string();
+    let args = ["hook", "pre-edit", "--agent", agent];
+    let session = payload_session(&payload).unwrap_or_else(|| "unused".to_string());
+    let out = with_harness(repo, &session, |stand_in| stand_in.run(&args, &payload, &[]));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     out
 }
