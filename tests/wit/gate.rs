@@ -104,8 +104,14 @@ fn answer(out: &Output) -> Value {
 }
 
 fn git(repo: &Path, args: &[&str], session: &str) -> Output {
+    git_with(repo, args, session, &[])
+}
+
+/// [`git`] with `env` added.
+fn git_with(repo: &Path, args: &[&str], session: &str, env: &[(&str, &str)]) -> Output {
     Command::new("git")
         .current_dir(repo)
+        .envs(env.iter().copied())
         .env("GIT_AUTHOR_NAME", "t")
         .env("GIT_AUTHOR_EMAIL", "t@example.com")
         .env("GIT_COMMITTER_NAME", "t")
@@ -1026,7 +1032,9 @@ fn wit_init_takes_a_comma_list_and_wit_doctor_says_what_each_harness_still_needs
     };
     let (code, report) = doctor(home.path());
     assert_eq!(code, Some(1), "{report}");
-    assert_eq!(report["problems"], 4, "{report}");
+    // Claude's server approval, Codex's project trust and its two hooks' trust (the gate and
+    // the news hook), Gemini's folder trust.
+    assert_eq!(report["problems"], 5, "{report}");
     assert_eq!(report["agents"].as_array().unwrap().len(), 6);
     // Every harness's gate answered a dry run with its own payload.
     let dry_runs: Vec<&Value> = report["findings"]
@@ -1044,7 +1052,7 @@ fn wit_init_takes_a_comma_list_and_wit_doctor_says_what_each_harness_still_needs
     std::fs::write(
         home.path().join(".codex/config.toml"),
         format!(
-            "[projects.\"{root}\"]\ntrust_level = \"trusted\"\n\n[hooks.state.\"{root}/.codex/hooks.json:pre_tool_use:0:0\"]\ntrusted_hash = \"sha256:0\"\n"
+            "[projects.\"{root}\"]\ntrust_level = \"trusted\"\n\n[hooks.state.\"{root}/.codex/hooks.json:pre_tool_use:0:0\"]\ntrusted_hash = \"sha256:0\"\n\n[hooks.state.\"{root}/.codex/hooks.json:post_tool_use:0:0\"]\ntrusted_hash = \"sha256:0\"\n"
         ),
     )
     .unwrap();
@@ -1294,7 +1302,21 @@ fn the_post_commit_hook_resolves_the_observed_work_of_the_session_that_recorded_
     assert_eq!(observed_intents(&repo, "claude-1", "active").len(), 1);
     repo.write("src/auth.ts", &AUTH_TS.replace("> 3", "> 8"));
     git(repo.path(), &["add", "src/auth.ts"], "committer");
+    // The staged lines are the live agent's: the pre-commit hook stops a plain commit of them
+    // (safe git), and a person who means it says so.
     let out = git(repo.path(), &["commit", "-q", "-m", "longer"], "committer");
+    assert!(!out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("claude-1"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = git_with(
+        repo.path(),
+        &["commit", "-q", "-m", "longer"],
+        "committer",
+        &[("WIT_ALLOW_FOREIGN", "1")],
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(observed_intents(&repo, "claude-1", "active").is_empty());
     assert_eq!(observed_intents(&repo, "claude-1", "resolved").len(), 1);

@@ -97,7 +97,9 @@ fn hook(repo: &Repo, agent: &str, payload: &Value) -> Output {
     let payload = payload.to_string();
     let args = ["hook", "pre-edit", "--agent", agent];
     let session = payload_session(&payload).unwrap_or_else(|| "unused".to_string());
-    let out = with_harness(repo, &session, |stand_in| stand_in.run(&args, &payload, &[]));
+    let out = with_harness(repo, &session, |stand_in| {
+        stand_in.run(&args, &payload, &[])
+    });
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     out
 }
