@@ -49,9 +49,14 @@ impl Transport {
             match sender.try_send_request(request(body.clone())?).await {
                 Ok(response) => return self.finish(sender, response).await,
                 Err(mut error) => {
-                    if error.take_message().is_none() {
+                    let unsent = error.take_message().is_some();
+                    let error = error.into_error();
+                    // A broken pipe means the peer had closed the connection before the
+                    // request was written: the daemon cannot have read it (a pooled
+                    // connection whose daemon died, the close not yet seen).
+                    if !unsent && !broken_pipe(&error) {
                         // The request went out: it may have run, so it must not be resent.
-                        return Err(ClientError::Transport(error.into_error().to_string()));
+                        return Err(ClientError::Transport(error.to_string()));
                     }
                     // Never sent (the connection was closed or busy): try the next one.
                 }
@@ -130,4 +135,16 @@ fn request(body: Bytes) -> Result<Request<Full<Bytes>>, ClientError> {
         .header(header::CONTENT_TYPE, "application/json")
         .body(Full::new(body))
         .map_err(|e| ClientError::Transport(format!("building the request: {e}")))
+}
+
+/// Whether `error` comes from writing to a connection its peer had already closed.
+fn broken_pipe(error: &hyper::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            return io.kind() == std::io::ErrorKind::BrokenPipe;
+        }
+        source = cause.source();
+    }
+    false
 }
