@@ -422,8 +422,17 @@ fn requests_without_the_token_or_from_another_host_are_refused_and_learn_nothing
         set.contains("HttpOnly") && set.contains("SameSite=Strict"),
         "{set}"
     );
-    let state = http(port, "GET", "/api/state", &[("Cookie", &cookie)], b"");
-    assert_eq!(state.status, 200);
+    // The page's first state is read from the daemon in the background: wait for it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let state = loop {
+        let state = http(port, "GET", "/api/state", &[("Cookie", &cookie)], b"");
+        assert_eq!(state.status, 200);
+        let text = String::from_utf8(state.body.clone()).unwrap();
+        if text.contains("a.ts:secret") || std::time::Instant::now() > deadline {
+            break state;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
     let text = String::from_utf8(state.body.clone()).unwrap();
     assert!(text.contains("a.ts:secret"), "{text}");
     // No CORS, ever.
