@@ -12,7 +12,7 @@ mod agent_config;
 mod agents;
 mod call;
 mod claude;
-mod commit;
+pub mod commit;
 mod context;
 mod contracts;
 mod daemon_cmd;
