@@ -48,11 +48,12 @@ pub use crate::doorway::session::{
 };
 pub use crate::doorway::NO_AUTOSTART_ENV;
 pub use duration::parse_duration;
+pub use output::CliError;
 
 use crate::doorway::session;
 
 use context::Context;
-use output::{CliError, Report};
+use output::Report;
 
 /// Exit code of a successful command.
 pub const EXIT_OK: u8 = 0;

@@ -8,6 +8,7 @@
 //! rmcp handler, the registration at `initialize` and the `session.end` when stdin closes;
 //! [`stdio`] the line transport that answers every line it cannot serve.
 
+pub mod commit_tool;
 pub mod identity;
 pub mod render;
 pub mod server;
