@@ -24,10 +24,9 @@ use super::render;
 pub const NAME: &str = "commit";
 
 /// The tool's description (what `tools/list` shows).
-const DESCRIPTION: &str = "Commit only your own changes (the lines your recorded edits \
-    touched) with message; other agents' lines in the same files stay uncommitted and the \
-    working tree is untouched. Refused when another session changed the same lines. Use \
-    instead of git add/commit.";
+const DESCRIPTION: &str = "Commit only the lines your recorded edits changed; others' lines \
+    stay uncommitted, the working tree untouched. Refused if another session changed the same \
+    lines. Use instead of git commit.";
 
 /// The `message` of a refusal: a hunk shared with another session.
 pub const REFUSED: &str = "COMMIT_REFUSED";
@@ -57,15 +56,15 @@ fn input_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "message": {"type": "string", "minLength": 1, "description": "The commit message"},
+            "message": {"type": "string", "minLength": 1},
             "paths": {
                 "type": "array",
                 "items": {"type": "string"},
-                "description": "Only these files or directories (relative to the root)"
+                "description": "Only these files or directories"
             },
             "includeUnowned": {
                 "type": "boolean",
-                "description": "Also commit changed lines no live session owns (a person's)"
+                "description": "Also lines no session changed (a person's)"
             }
         },
         "required": ["message"],
