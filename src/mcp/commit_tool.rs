@@ -166,3 +166,51 @@ fn failure(error: &CommitError) -> CallToolResult {
     };
     render::failure(structured, text)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+    use super::*;
+
+    fn line(result: &CallToolResult) -> String {
+        result.content[0].as_text().unwrap().text.clone()
+    }
+
+    #[test]
+    fn refusals_are_one_line_errors_naming_the_overlaps() {
+        let error = CommitError::Shared(vec![
+            "a.ts line 4: changed by this session (alice) and by bob".into(),
+            "b.ts line 9: changed by this session (alice) and by carol".into(),
+        ]);
+        let result = failure(&error);
+        assert_eq!(result.is_error, Some(true));
+        let text = line(&result);
+        assert!(!text.contains('\n'), "{text}");
+        assert!(
+            text.contains("by bob") && text.contains("by carol"),
+            "{text}"
+        );
+        let structured = result.structured_content.unwrap();
+        assert_eq!(structured["message"], REFUSED);
+        assert_eq!(
+            structured["data"]["overlaps"][1],
+            "b.ts line 9: changed by this session (alice) and by carol"
+        );
+
+        let nothing = failure(&CommitError::NoObservedWork)
+            .structured_content
+            .unwrap();
+        assert_eq!(nothing["message"], NOTHING);
+    }
+
+    #[test]
+    fn the_schemas_are_objects_and_the_message_is_required() {
+        let tool = tool();
+        assert_eq!(tool.name, NAME);
+        assert_eq!(tool.input_schema["required"], json!(["message"]));
+        let output = tool.output_schema.unwrap();
+        assert!(output["properties"].get("commit").is_some());
+        assert!(output.get("required").is_none());
+    }
+}
