@@ -10,21 +10,27 @@
 //! `Wit-Intent` trailer per intent committed) and `HEAD` moved with `git update-ref`. The
 //! working tree is never touched; the repository's index is brought along for the committed
 //! files only where it held `HEAD`'s version. Finally the committed intents are resolved.
+//!
+//! [`commit_own_changes`] does all of this and answers a typed [`Committed`] or
+//! [`CommitError`]; the CLI prints them ([`run`]), `wit mcp`'s `commit` tool renders them
+//! (`mcp::commit_tool`).
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::Path;
 
 use clap::Args;
-use serde_json::json;
+use serde::Serialize;
 
 use super::context::Context;
 use super::gitio::{self, TreeEntry};
 use super::hunks::{self, Hunk};
 use super::output::{CliError, Report};
 use super::owners::{Work, WorkMap};
+use crate::doorway::Doorway;
 use crate::protocol::{IntentUpdateParams, IntentUpdateParamsStatus};
 
-/// `wit commit`.
-#[derive(Debug, Args)]
+/// What to commit: `wit commit`'s arguments, and the `commit` MCP tool's.
+#[derive(Debug, Clone, Default, Args)]
 pub struct CommitArgs {
     /// The commit message.
     #[arg(short, long, value_name = "MSG")]
@@ -34,6 +40,94 @@ pub struct CommitArgs {
     pub include_unowned: bool,
     /// Only these files or directories (relative to the root).
     pub paths: Vec<String>,
+}
+
+/// A commit made by [`commit_own_changes`].
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Committed {
+    /// The new commit's id (now `HEAD`).
+    pub commit: String,
+    /// The committed files, in path order.
+    pub files: Vec<CommittedFile>,
+    /// The intents resolved by the commit (named in its `Wit-Intent` trailers).
+    pub intents_resolved: Vec<String>,
+    /// The first line of the message.
+    #[serde(skip)]
+    pub subject: String,
+}
+
+/// One committed file.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommittedFile {
+    /// The path, relative to the root.
+    pub file: String,
+    /// How many of its hunks were committed.
+    pub hunks: usize,
+    /// How many were left in the working tree (other sessions' or nobody's).
+    pub left_uncommitted: usize,
+}
+
+/// Why [`commit_own_changes`] committed nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum CommitError {
+    /// The session has no observed edits in the paths asked for.
+    #[error("nothing of this session to commit (no observed edits in these paths)")]
+    NoObservedWork,
+    /// The session's observed lines are all in `HEAD` already.
+    #[error("nothing of this session to commit: its observed lines are already committed")]
+    AlreadyCommitted,
+    /// Hunks changed by this session and by others: one line each, `file lines: who`.
+    #[error("wit commit refused: lines changed by two sessions cannot be split:\n  {}\nagree who commits them (or one of you undoes the overlap), then commit again", .0.join("\n  "))]
+    Shared(Vec<String>),
+    /// The daemon or git failed.
+    #[error(transparent)]
+    Failed(#[from] CliError),
+}
+
+impl From<CommitError> for CliError {
+    fn from(error: CommitError) -> Self {
+        match error {
+            CommitError::NoObservedWork | CommitError::AlreadyCommitted => {
+                Self::Usage(error.to_string())
+            }
+            CommitError::Shared(_) => Self::Failed(error.to_string()),
+            CommitError::Failed(error) => error,
+        }
+    }
+}
+
+impl Committed {
+    /// What `wit commit` prints.
+    pub fn human(&self) -> String {
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        let hunks_total: usize = self.files.iter().map(|f| f.hunks).sum();
+        let left_total: usize = self.files.iter().map(|f| f.left_uncommitted).sum();
+        let mut human = format!(
+            "committed {} ({hunks_total} hunk{} in {} file{}): {}\n",
+            &self.commit[..12.min(self.commit.len())],
+            plural(hunks_total),
+            self.files.len(),
+            plural(self.files.len()),
+            self.subject
+        );
+        for file in &self.files {
+            human.push_str(&format!(
+                "  {} ({} hunk{})\n",
+                file.file,
+                file.hunks,
+                plural(file.hunks)
+            ));
+        }
+        if left_total > 0 {
+            human.push_str(&format!(
+                "left uncommitted: {left_total} hunk{} of other sessions or nobody (untouched in the working tree)\n",
+                plural(left_total)
+            ));
+        }
+        human
+    }
 }
 
 /// What one file contributes.
@@ -86,11 +180,27 @@ fn choose(all: &[Hunk], work: &[&Work], selves: &HashSet<String>, include_unowne
 /// Runs `wit commit`.
 pub async fn run(ctx: &Context, args: CommitArgs) -> Result<Report, CliError> {
     let session = ctx.session()?;
-    let root = ctx.paths.root.clone();
-    let map = ctx
+    let done = commit_own_changes(ctx.doorway(), &ctx.paths.root, &session, &args).await?;
+    let value = serde_json::to_value(&done)
+        .map_err(|error| CliError::Failed(format!("cannot write the result: {error}")))?;
+    let human = done.human();
+    Ok(Report::new(value, human))
+}
+
+/// Commits `session`'s own changes in the repository at `root` (the daemon reached through
+/// `daemon`) as `args` asks; the working tree is not touched. What `wit commit` and the
+/// `commit` MCP tool both run.
+pub async fn commit_own_changes(
+    daemon: &Doorway,
+    root: &Path,
+    session: &str,
+    args: &CommitArgs,
+) -> Result<Committed, CommitError> {
+    let map = daemon
         .call(|client| async move { WorkMap::load(&client).await })
-        .await?;
-    let selves = map.selves(&session);
+        .await
+        .map_err(CliError::from)?;
+    let selves = map.selves(session);
     let wanted = |file: &str| {
         args.paths.is_empty()
             || args.paths.iter().any(|p| {
@@ -105,17 +215,15 @@ pub async fn run(ctx: &Context, args: CommitArgs) -> Result<Report, CliError> {
         .map(|w| w.file.clone())
         .collect();
     if args.include_unowned {
-        files.extend(changed_files(&root)?.into_iter().filter(|f| wanted(f)));
+        files.extend(changed_files(root)?.into_iter().filter(|f| wanted(f)));
     }
     if files.is_empty() {
-        return Err(CliError::Usage(
-            "nothing of this session to commit (no observed edits in these paths)".into(),
-        ));
+        return Err(CommitError::NoObservedWork);
     }
-    let head = gitio::head(&root);
+    let head = gitio::head(root);
     let names: Vec<&str> = files.iter().map(String::as_str).collect();
     let committed = match &head {
-        Some(head) => gitio::blobs(&root, head, &names)?,
+        Some(head) => gitio::blobs(root, head, &names)?,
         None => Default::default(),
     };
     let mut plans = Vec::new();
@@ -137,7 +245,7 @@ pub async fn run(ctx: &Context, args: CommitArgs) -> Result<Report, CliError> {
             refusals.push(format!(
                 "{file} {}: changed by this session ({}) and by {}",
                 hunk.describe(),
-                map.who(&session),
+                map.who(session),
                 others.join(", ")
             ));
         }
@@ -170,43 +278,38 @@ pub async fn run(ctx: &Context, args: CommitArgs) -> Result<Report, CliError> {
         });
     }
     if !refusals.is_empty() {
-        return Err(CliError::Failed(format!(
-            "wit commit refused: lines changed by two sessions cannot be split:\n  {}\nagree who commits them (or one of you undoes the overlap), then commit again",
-            refusals.join("\n  ")
-        )));
+        return Err(CommitError::Shared(refusals));
     }
     if plans.is_empty() {
-        return Err(CliError::Usage(
-            "nothing of this session to commit: its observed lines are already committed".into(),
-        ));
+        return Err(CommitError::AlreadyCommitted);
     }
     let entries: Vec<(String, TreeEntry)> = plans
         .iter()
         .map(|p| (p.file.clone(), p.entry.clone()))
         .collect();
-    let tree = gitio::write_tree(&root, head.as_deref(), &entries)?;
+    let tree = gitio::write_tree(root, head.as_deref(), &entries)?;
     let message = with_trailers(&args.message, &intents);
     let mut commit_args = vec!["commit-tree", tree.as_str(), "-m", message.as_str()];
     if let Some(head) = &head {
         commit_args.push("-p");
         commit_args.push(head);
     }
-    let commit = gitio::run(&root, &commit_args)?;
+    let commit = gitio::run(root, &commit_args)?;
     let commit = String::from_utf8_lossy(&commit).trim().to_string();
     let reflog = format!(
         "wit commit: {}",
         args.message.lines().next().unwrap_or_default()
     );
     let old = head.clone().unwrap_or_else(|| "0".repeat(40));
-    gitio::run(&root, &["update-ref", "-m", &reflog, "HEAD", &commit, &old])?;
-    sync_index(&root, head.as_deref(), &commit, &plans);
+    gitio::run(root, &["update-ref", "-m", &reflog, "HEAD", &commit, &old])?;
+    sync_index(root, head.as_deref(), &commit, &plans);
     let mut resolved = Vec::new();
     for intent in &intents {
-        let update = ctx
+        let update = daemon
             .call(|client| {
                 let params = IntentUpdateParams {
                     intent_id: intent.clone(),
-                    session_id: session.clone(),
+                    session_id: session.to_string(),
                     status: IntentUpdateParamsStatus::Resolved,
                 };
                 async move { client.intent_update(params).await }
@@ -216,36 +319,19 @@ pub async fn run(ctx: &Context, args: CommitArgs) -> Result<Report, CliError> {
             resolved.push(intent.clone());
         }
     }
-    let hunks_total: usize = plans.iter().map(|p| p.hunks).sum();
-    let left_total: usize = plans.iter().map(|p| p.left_to_others).sum();
-    let mut human = format!(
-        "committed {} ({hunks_total} hunk{} in {} file{}): {}\n",
-        &commit[..12.min(commit.len())],
-        if hunks_total == 1 { "" } else { "s" },
-        plans.len(),
-        if plans.len() == 1 { "" } else { "s" },
-        args.message.lines().next().unwrap_or_default()
-    );
-    for plan in &plans {
-        human.push_str(&format!(
-            "  {} ({} hunk{})\n",
-            plan.file,
-            plan.hunks,
-            if plan.hunks == 1 { "" } else { "s" }
-        ));
-    }
-    if left_total > 0 {
-        human.push_str(&format!(
-            "left uncommitted: {left_total} hunk{} of other sessions or nobody (untouched in the working tree)\n",
-            if left_total == 1 { "" } else { "s" }
-        ));
-    }
-    let value = json!({
-        "commit": commit,
-        "files": plans.iter().map(|p| json!({"file": p.file, "hunks": p.hunks, "leftUncommitted": p.left_to_others})).collect::<Vec<_>>(),
-        "intentsResolved": resolved,
-    });
-    Ok(Report::new(value, human))
+    Ok(Committed {
+        commit,
+        files: plans
+            .iter()
+            .map(|p| CommittedFile {
+                file: p.file.clone(),
+                hunks: p.hunks,
+                left_uncommitted: p.left_to_others,
+            })
+            .collect(),
+        intents_resolved: resolved,
+        subject: args.message.lines().next().unwrap_or_default().to_string(),
+    })
 }
 
 /// The files that differ from `HEAD` in the working tree, untracked ones too.

@@ -46,10 +46,11 @@ starts by itself; add `--json` to any command for machine-readable output):
    `wit contract propose src/file.ts:functionName`; others run `wit contract accept <id>`.
    The pre-commit hook blocks commits that break an accepted contract.
 5. Commit with `wit commit -m \"message\" [paths]`: it commits exactly your own changed lines
-   and leaves other agents' uncommitted lines in the same files alone. Never `git add -A`,
-   `git add .`, `git commit -a`, `git stash`, `git checkout -- FILE`, `git restore`,
-   `git reset --hard` or `git clean -f` in a shared tree: they take or throw away other
-   agents' work (wit's gate refuses them when they would).
+   and leaves other agents' uncommitted lines in the same files alone. Through wit's MCP
+   server, the `commit` tool does the same. Never `git add -A`, `git add .`, `git commit -a`,
+   `git stash`, `git checkout -- FILE`, `git restore`, `git reset --hard` or `git clean -f`
+   in a shared tree: they take or throw away other agents' work (wit's gate refuses them when
+   they would).
 6. When done: `wit release src/file.ts:functionName` and `wit intent update <id> resolved`.
 
 Symbols (`file:name`, `Class.method` for members) are understood in TypeScript, JavaScript,

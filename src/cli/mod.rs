@@ -12,7 +12,7 @@ mod agent_config;
 mod agents;
 mod call;
 mod claude;
-mod commit;
+pub mod commit;
 mod context;
 mod contracts;
 mod daemon_cmd;
@@ -48,11 +48,12 @@ pub use crate::doorway::session::{
 };
 pub use crate::doorway::NO_AUTOSTART_ENV;
 pub use duration::parse_duration;
+pub use output::CliError;
 
 use crate::doorway::session;
 
 use context::Context;
-use output::{CliError, Report};
+use output::Report;
 
 /// Exit code of a successful command.
 pub const EXIT_OK: u8 = 0;

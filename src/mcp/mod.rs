@@ -1,4 +1,5 @@
-//! `wit mcp`: a stdio MCP server that offers every protocol method as a tool.
+//! `wit mcp`: a stdio MCP server that offers every protocol method as a tool, plus
+//! [`commit_tool`], the one hand-written tool (`wit commit` for agents).
 //!
 //! The server is one more client of the daemon, like the CLI: the tools come from the table
 //! `wit-codegen` generates out of `openrpc.json` ([`tools`]), each call goes to the daemon
@@ -8,6 +9,7 @@
 //! rmcp handler, the registration at `initialize` and the `session.end` when stdin closes;
 //! [`stdio`] the line transport that answers every line it cannot serve.
 
+pub mod commit_tool;
 pub mod identity;
 pub mod render;
 pub mod server;

@@ -30,9 +30,19 @@ pub fn success(spec: &ToolSpec, result: Value) -> CallToolResult {
 /// A protocol error: `{code, message, data}` as structured content and advice as text.
 /// `params` are the params sent, to name the symbol or intent in the advice.
 pub fn protocol_error(spec: &ToolSpec, error: &ProtocolError, params: &Value) -> CallToolResult {
+    tool_error(&spec.name, &spec.method, error, params)
+}
+
+/// A protocol error of tool `tool` (acting as `method`), as [`protocol_error`] renders it.
+pub fn tool_error(
+    tool: &str,
+    method: &str,
+    error: &ProtocolError,
+    params: &Value,
+) -> CallToolResult {
     failure(
         error_object(error.code, &error.message, error.data.clone()),
-        advice::for_agent(&spec.name, &spec.method, error, params),
+        advice::for_agent(tool, method, error, params),
     )
 }
 
@@ -43,8 +53,8 @@ pub fn invalid_arguments(spec: &ToolSpec, errors: ParamErrors) -> CallToolResult
     protocol_error(spec, &error, &Value::Null)
 }
 
-/// No daemon could be reached, or it vanished mid-call.
-pub fn unavailable(spec: &ToolSpec, why: &Unavailable) -> CallToolResult {
+/// No daemon could be reached for tool `tool`, or it vanished mid-call.
+pub fn unavailable(tool: &str, why: &Unavailable) -> CallToolResult {
     let detail = why.to_string();
     failure(
         error_object(
@@ -54,7 +64,7 @@ pub fn unavailable(spec: &ToolSpec, why: &Unavailable) -> CallToolResult {
         ),
         format!(
             "{UNAVAILABLE}: {detail}. {}",
-            advice::unavailable_for_agent(&spec.name, why)
+            advice::unavailable_for_agent(tool, why)
         ),
     )
 }
@@ -63,7 +73,8 @@ fn error_object(code: i32, message: &str, data: Option<Value>) -> Value {
     json!({ "code": code, "message": message, "data": data })
 }
 
-fn failure(structured: Value, text: String) -> CallToolResult {
+/// A failed call: `structured` as structured content, `text` as its one line.
+pub fn failure(structured: Value, text: String) -> CallToolResult {
     let mut answer = CallToolResult::error(vec![ContentBlock::text(text)]);
     answer.structured_content = Some(structured);
     answer

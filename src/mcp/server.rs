@@ -3,7 +3,7 @@
 //!
 //! The handler is written by hand (`list_tools`/`call_tool`) rather than with rmcp's tool
 //! macros: the tools are data from the generated table, registered at run time from their JSON
-//! Schemas.
+//! Schemas, plus the one hand-written tool, [`commit_tool`] (listed after them).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -18,6 +18,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::json;
 use tokio::sync::Mutex;
 
+use super::commit_tool;
 use super::identity::{self, Identity};
 use super::stdio::LineTransport;
 use super::tools::{self, ToolTable};
@@ -30,7 +31,7 @@ use crate::protocol::{RegisterParams, SessionEndParams};
 const INSTRUCTIONS: &str = "wit coordinates the agents editing this repository. Before editing, \
     intent_declare your plan and read its conflicts; lock_acquire each symbol (file:name) you \
     change and lock_release it when done. LOCK_CONFLICT means another agent holds it: do not \
-    edit it.";
+    edit it. Commit with the commit tool: it commits only your own lines.";
 
 /// How long the `session.end` at exit may take.
 const END_TIMEOUT: Duration = Duration::from_secs(2);
@@ -134,12 +135,23 @@ impl WitMcp {
         &self,
         request: CallToolRequestParams,
     ) -> std::result::Result<CallToolResponse, ErrorData> {
+        if request.name == commit_tool::NAME {
+            self.ensure_registered().await;
+            let shared = &self.shared;
+            let result = commit_tool::call(
+                &shared.daemon,
+                &shared.identity.session_id,
+                request.arguments,
+            )
+            .await;
+            return Ok(result.into());
+        }
         let Some(spec) = self.shared.table.get(&request.name) else {
             return Err(ErrorData::invalid_params(
                 format!(
                     "unknown tool `{}`: wit has {} tools, tools/list names them",
                     request.name,
-                    self.shared.table.specs().len()
+                    self.shared.table.specs().len() + 1
                 ),
                 Some(json!({ "tool": request.name })),
             ));
@@ -158,7 +170,7 @@ impl WitMcp {
         {
             Ok(result) => render::success(spec, result),
             Err(Failure::Rpc(error)) => render::protocol_error(spec, &error, &params),
-            Err(Failure::Unavailable(why)) => render::unavailable(spec, &why),
+            Err(Failure::Unavailable(why)) => render::unavailable(&spec.name, &why),
         };
         Ok(result.into())
     }
@@ -191,9 +203,9 @@ impl ServerHandler for WitMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> std::result::Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(
-            self.shared.table.tools().to_vec(),
-        ))
+        let mut tools = self.shared.table.tools().to_vec();
+        tools.push(commit_tool::tool());
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
