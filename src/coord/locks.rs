@@ -17,7 +17,7 @@ use serde_json::json;
 use super::conflicts::{held_by_another, Others};
 use super::events::{self, EventKind};
 use super::waits::{Grant, LocalWaiters, QueueView, WaitOutcome, WaitReply, Waiter, WaiterId};
-use super::{parse_symbol_path, Coord, CoordError, Lock, Result};
+use super::{parse_symbol_path, Coord, CoordError, Lock, LockWait, Result};
 use crate::store::{NewWaiter, Writer};
 
 /// Default lock lifetime: 30 minutes.
@@ -405,6 +405,12 @@ impl Coord {
             Err(error) => tracing::warn!(%error, symbol = %lock.symbol_path,
                 "could not give back a lock handed to a waiter that left"),
         }
+    }
+
+    /// `lock.waits`: every waiting `lock.acquire` with the holder of its symbol's live lock,
+    /// oldest first per symbol, symbols in order (PROTOCOL-NOTES 8). Read-only.
+    pub fn lock_waits(&self) -> Result<Vec<LockWait>> {
+        self.store.read(|r| Ok(r.lock_waits(self.clock.now_ms())?))
     }
 
     /// Live locks, optionally of one session (the filter is applied literally: an empty
