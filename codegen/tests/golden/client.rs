@@ -62,9 +62,9 @@ impl crate::client::WitClient {
     > {
         self.call("lock.query", ::std::option::Option::Some(&params)).await
     }
-    /// The lock.acquire requests that wait for a lock: who waits for whom.
+    /// Who waits for whose lock (queued lock.acquire requests).
     ///
-    /// Read-only. Oldest first per symbol, symbols in order (PROTOCOL-NOTES 8).
+    /// Oldest first per symbol, symbols in order.
     ///
     /// Sends `lock.waits`.
     pub async fn lock_waits(

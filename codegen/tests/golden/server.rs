@@ -133,9 +133,9 @@ pub trait LockMethods {
             crate::protocol::ProtocolError,
         >,
     > + ::std::marker::Send;
-    /// The lock.acquire requests that wait for a lock: who waits for whom.
+    /// Who waits for whose lock (queued lock.acquire requests).
     ///
-    /// Read-only. Oldest first per symbol, symbols in order (PROTOCOL-NOTES 8).
+    /// Oldest first per symbol, symbols in order.
     fn lock_waits(
         &self,
         params: crate::protocol::LockWaitsParams,

@@ -1199,7 +1199,7 @@ pub struct LockWait {
     #[serde(rename = "symbolPath")]
     pub symbol_path: ::std::string::String,
 }
-///The params of `lock.waits`: The lock.acquire requests that wait for a lock: who waits for whom
+///The params of `lock.waits`: Who waits for whose lock (queued lock.acquire requests)
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct LockWaitsParams {}
@@ -2933,7 +2933,7 @@ pub const METHODS: &[crate::protocol::MethodInfo] = &[
     },
     crate::protocol::MethodInfo {
         name: "lock.waits",
-        summary: "The lock.acquire requests that wait for a lock: who waits for whom",
+        summary: "Who waits for whose lock (queued lock.acquire requests)",
         params: &[],
         rules: &[],
     },
