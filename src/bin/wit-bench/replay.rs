@@ -256,7 +256,7 @@ async fn replay_pair(
         id: pair.id.clone(),
         language: pair.language.clone(),
         truth: is_conflict,
-        mined_agrees: is_conflict == !pair.mined_conflicted.is_empty(),
+        mined_agrees: is_conflict != pair.mined_conflicted.is_empty(),
         conflicted,
         predicted: [conflicts, related_items > 0, !common.is_empty(), lines],
         related_items,
