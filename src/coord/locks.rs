@@ -1142,6 +1142,40 @@ mod tests {
     }
 
     #[test]
+    fn lock_waits_lists_waiters_with_the_live_holder_or_none() {
+        let h = Harness::new();
+        h.coord
+            .acquire_lock("b.ts:g", "hold-b", Some(1_000))
+            .unwrap();
+        h.coord.acquire_lock("a.ts:f", "hold-a", None).unwrap();
+        let _b1 = wait_on(&h, "b.ts:g", "w1");
+        h.clock.advance(10);
+        let _b2 = wait_on(&h, "b.ts:g", "w2");
+        let _a = wait_on(&h, "a.ts:f", "w3");
+        let shown = |waits: Vec<LockWait>| -> Vec<(String, String, Option<String>)> {
+            waits
+                .into_iter()
+                .map(|w| (w.symbol_path, w.session_id, w.holder))
+                .collect()
+        };
+        let waits = h.coord.lock_waits().unwrap();
+        assert!(waits[1].since_ms < waits[2].since_ms, "{waits:?}");
+        let held = |s: &str| Some(s.to_string());
+        assert_eq!(
+            shown(waits),
+            [
+                ("a.ts:f".into(), "w3".into(), held("hold-a")),
+                ("b.ts:g".into(), "w1".into(), held("hold-b")),
+                ("b.ts:g".into(), "w2".into(), held("hold-b")),
+            ]
+        );
+        // Expired and not yet handed over: nobody holds it.
+        h.clock.advance(1_000);
+        let waits = shown(h.coord.lock_waits().unwrap());
+        assert_eq!(waits[1], ("b.ts:g".into(), "w1".into(), None));
+    }
+
+    #[test]
     fn waiters_are_served_in_arrival_order_and_nobody_slips_in() {
         let h = Harness::new();
         h.coord.acquire_lock("a.ts:f", "holder", None).unwrap();
