@@ -322,6 +322,7 @@ fn calls_every_tool_against_a_real_daemon() {
             ok!(&bob, "lock_query", json!({"mine": true})),
             json!({"result": []})
         );
+        assert_eq!(ok!(&bob, "lock_waits", json!({})), json!({"result": []}));
 
         let intent = ok!(
             &alice,
