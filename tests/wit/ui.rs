@@ -443,7 +443,15 @@ fn requests_without_the_token_or_from_another_host_are_refused_and_learn_nothing
         set.contains("HttpOnly") && set.contains("SameSite=Strict"),
         "{set}"
     );
-    let state = http(port, "GET", "/api/state", &[("Cookie", &cookie)], b"");
+    // The sections are read from the daemon once the server runs: wait for the first read.
+    let mut state = http(port, "GET", "/api/state", &[("Cookie", &cookie)], b"");
+    for _ in 0..200 {
+        if state.status != 200 || state.body != b"{}" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        state = http(port, "GET", "/api/state", &[("Cookie", &cookie)], b"");
+    }
     assert_eq!(state.status, 200);
     let text = String::from_utf8(state.body.clone()).unwrap();
     assert!(text.contains("a.ts:secret"), "{text}");
