@@ -55,7 +55,13 @@ fn a_new_method_reaches_the_trait_the_client_and_the_types() {
     let server: syn::File = syn::parse_str(&generated.server).unwrap();
     assert_eq!(
         trait_methods(&server, "LockMethods"),
-        ["lock_acquire", "lock_release", "lock_query", "lock_extend"]
+        [
+            "lock_acquire",
+            "lock_release",
+            "lock_query",
+            "lock_waits",
+            "lock_extend"
+        ]
     );
     // Registered under its wire name, decoded by its generated decoder.
     assert!(

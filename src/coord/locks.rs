@@ -17,7 +17,7 @@ use serde_json::json;
 use super::conflicts::{held_by_another, Others};
 use super::events::{self, EventKind};
 use super::waits::{Grant, LocalWaiters, QueueView, WaitOutcome, WaitReply, Waiter, WaiterId};
-use super::{parse_symbol_path, Coord, CoordError, Lock, Result};
+use super::{parse_symbol_path, Coord, CoordError, Lock, LockWait, Result};
 use crate::store::{NewWaiter, Writer};
 
 /// Default lock lifetime: 30 minutes.
@@ -405,6 +405,12 @@ impl Coord {
             Err(error) => tracing::warn!(%error, symbol = %lock.symbol_path,
                 "could not give back a lock handed to a waiter that left"),
         }
+    }
+
+    /// `lock.waits`: every waiting `lock.acquire` with the holder of its symbol's live lock,
+    /// oldest first per symbol, symbols in order (PROTOCOL-NOTES 8). Read-only.
+    pub fn lock_waits(&self) -> Result<Vec<LockWait>> {
+        self.store.read(|r| Ok(r.lock_waits(self.clock.now_ms())?))
     }
 
     /// Live locks, optionally of one session (the filter is applied literally: an empty
@@ -1133,6 +1139,40 @@ mod tests {
             WaitOutcome::Granted(lock) => lock,
             WaitOutcome::Refused(e) => panic!("refused: {e:?}"),
         }
+    }
+
+    #[test]
+    fn lock_waits_lists_waiters_with_the_live_holder_or_none() {
+        let h = Harness::new();
+        h.coord
+            .acquire_lock("b.ts:g", "hold-b", Some(1_000))
+            .unwrap();
+        h.coord.acquire_lock("a.ts:f", "hold-a", None).unwrap();
+        let _b1 = wait_on(&h, "b.ts:g", "w1");
+        h.clock.advance(10);
+        let _b2 = wait_on(&h, "b.ts:g", "w2");
+        let _a = wait_on(&h, "a.ts:f", "w3");
+        let shown = |waits: Vec<LockWait>| -> Vec<(String, String, Option<String>)> {
+            waits
+                .into_iter()
+                .map(|w| (w.symbol_path, w.session_id, w.holder))
+                .collect()
+        };
+        let waits = h.coord.lock_waits().unwrap();
+        assert!(waits[1].since_ms < waits[2].since_ms, "{waits:?}");
+        let held = |s: &str| Some(s.to_string());
+        assert_eq!(
+            shown(waits),
+            [
+                ("a.ts:f".into(), "w3".into(), held("hold-a")),
+                ("b.ts:g".into(), "w1".into(), held("hold-b")),
+                ("b.ts:g".into(), "w2".into(), held("hold-b")),
+            ]
+        );
+        // Expired and not yet handed over: nobody holds it.
+        h.clock.advance(1_000);
+        let waits = shown(h.coord.lock_waits().unwrap());
+        assert_eq!(waits[1], ("b.ts:g".into(), "w1".into(), None));
     }
 
     #[test]

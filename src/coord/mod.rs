@@ -36,7 +36,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::store::Store;
 pub use crate::store::{
-    Contract, ContractStatus, Intent, IntentRange, IntentStatus, LineRegion, Lock, StoreError,
+    Contract, ContractStatus, Intent, IntentRange, IntentStatus, LineRegion, Lock, LockWait,
+    StoreError,
 };
 pub use conflicts::{Related, Relation};
 pub use contracts::{Violation, SYMBOL_NOT_IN_STAGED_CONTENT};

@@ -279,6 +279,7 @@ fn methods_table_lists_every_method() {
             "lock.acquire",
             "lock.release",
             "lock.query",
+            "lock.waits",
             "intent.declare",
             "intent.update",
             "intent.query",

@@ -24,6 +24,16 @@ pub fn intent_record(intent: &coord::Intent) -> wire::IntentRecord {
     }
 }
 
+/// A waiting lock request as `lock.waits` shows it.
+pub fn lock_wait(wait: coord::LockWait) -> wire::LockWait {
+    wire::LockWait {
+        symbol_path: wait.symbol_path,
+        session_id: wait.session_id,
+        since: wait.since_ms,
+        holder: wait.holder,
+    }
+}
+
 /// A region of observed work as the protocol shows it.
 pub fn line_region(region: &coord::LineRegion) -> wire::LineRegion {
     wire::LineRegion {

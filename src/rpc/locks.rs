@@ -1,4 +1,4 @@
-//! `lock.acquire` (with its optional wait), `lock.release`, `lock.query`.
+//! `lock.acquire` (with its optional wait), `lock.release`, `lock.query`, `lock.waits`.
 
 use std::time::Duration;
 
@@ -9,7 +9,7 @@ use crate::coord::{iso_millis, Acquire, AcquiredLock, WaitOutcome, MAX_WAIT_MS};
 use crate::protocol::server::LockMethods;
 use crate::protocol::{
     LockAcquireParams, LockAcquireResult, LockQueryParams, LockQueryResult, LockReleaseParams,
-    LockReleaseResult, ProtocolError,
+    LockReleaseResult, LockWaitsParams, LockWaitsResult, ProtocolError,
 };
 
 impl LockMethods for App {
@@ -75,6 +75,11 @@ impl LockMethods for App {
     async fn lock_query(&self, params: LockQueryParams) -> Result<LockQueryResult, ProtocolError> {
         let locks = self.now(|coord| coord.query_locks(params.session_id.as_deref()))?;
         Ok(locks.iter().map(convert::lock_record).collect())
+    }
+
+    async fn lock_waits(&self, _params: LockWaitsParams) -> Result<LockWaitsResult, ProtocolError> {
+        let waits = self.now(|coord| coord.lock_waits())?;
+        Ok(waits.into_iter().map(convert::lock_wait).collect())
     }
 }
 

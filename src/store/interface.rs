@@ -9,8 +9,8 @@
 
 use super::{
     CommitNotes, Contract, ContractStatus, DaemonBeat, EventPage, Intent, IntentFilter,
-    IntentRange, IntentStatus, LineRegion, Lock, NewEvent, NewWaiter, RangeHit, Result, SessionRow,
-    SessionSummary, WaiterRow,
+    IntentRange, IntentStatus, LineRegion, Lock, LockWait, NewEvent, NewWaiter, RangeHit, Result,
+    SessionRow, SessionSummary, WaiterRow,
 };
 
 /// Reads, inside a read or write transaction.
@@ -66,6 +66,9 @@ pub trait StoreRead {
 
     /// Every queued lock request not yet granted, by symbol path, then arrival order.
     fn waiters(&self) -> Result<Vec<WaiterRow>>;
+    /// Every queued request not yet granted with the holder of the symbol's lock live at
+    /// `now_ms`, by symbol path (byte order), then arrival order: what `lock.waits` shows.
+    fn lock_waits(&self, now_ms: i64) -> Result<Vec<LockWait>>;
     /// The first queued, not yet granted request for `symbol_path`.
     fn first_waiter(&self, symbol_path: &str) -> Result<Option<WaiterRow>>;
     /// The queued request `id`, granted or not.
@@ -185,6 +188,7 @@ macro_rules! impl_store_interface {
                 fn sessions_with_pulse(&self) -> Result<Vec<SessionRow>>;
                 fn session_summaries(&self, now_ms: i64) -> Result<Vec<SessionSummary>>;
                 fn waiters(&self) -> Result<Vec<WaiterRow>>;
+                fn lock_waits(&self, now_ms: i64) -> Result<Vec<LockWait>>;
                 fn first_waiter(&self, symbol_path: &str) -> Result<Option<WaiterRow>>;
                 fn waiter(&self, id: i64) -> Result<Option<WaiterRow>>;
                 fn granted_waiters(&self, daemon_id: &str) -> Result<Vec<WaiterRow>>;

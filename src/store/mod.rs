@@ -31,8 +31,8 @@ use std::sync::{Arc, OnceLock};
 pub use interface::{StoreRead, StoreWrite};
 pub use records::{
     decode_regions, encode_regions, Contract, ContractStatus, DaemonBeat, Event, EventPage, Intent,
-    IntentFilter, IntentRange, IntentStatus, LineRegion, Lock, NewEvent, NewWaiter, RangeHit,
-    SessionRow, SessionSummary, UnknownStatus, WaiterRow,
+    IntentFilter, IntentRange, IntentStatus, LineRegion, Lock, LockWait, NewEvent, NewWaiter,
+    RangeHit, SessionRow, SessionSummary, UnknownStatus, WaiterRow,
 };
 pub use sqlite::LATEST_VERSION;
 pub use url::{StoreUrl, StoreUrlError};

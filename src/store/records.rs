@@ -404,6 +404,20 @@ pub struct WaiterRow {
     pub granted: Option<String>,
 }
 
+/// One waiting lock request as `lock.waits` shows it
+/// ([`super::StoreRead::lock_waits`]): who waits, for what, since when, and who holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockWait {
+    /// The normalised symbol path it waits for.
+    pub symbol_path: String,
+    /// The waiting session.
+    pub session_id: String,
+    /// When it was queued (Unix milliseconds).
+    pub since_ms: i64,
+    /// The session holding the live lock on the symbol, if any.
+    pub holder: Option<String>,
+}
+
 /// A lock request to queue ([`super::StoreWrite::insert_waiter`]).
 #[derive(Debug, Clone, Copy)]
 pub struct NewWaiter<'a> {

@@ -1,6 +1,6 @@
 //! What the page shows, read from the daemon: one JSON text per section (sessions, locks,
-//! intents, contracts, violations, worktree forecast), so that a section is sent to the page only when its text
-//! changed.
+//! waits, intents, contracts, violations, worktree forecast), so that a section is sent to the
+//! page only when its text changed.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -33,6 +33,7 @@ pub async fn take(daemon: &Doorway, root: &Path) -> Result<Sections, Failure> {
             }
         }
     }
+    let waits = offered(daemon, "lock.waits").await?;
     let mut intents = Vec::new();
     for status in ["declared", "active"] {
         if let Value::Array(items) = daemon
@@ -45,10 +46,11 @@ pub async fn take(daemon: &Doorway, root: &Path) -> Result<Sections, Failure> {
     intents.sort_by_key(|intent| intent["declaredAt"].as_i64().unwrap_or(0));
     let contracts = daemon.call_raw("contract.query", json!({})).await?;
     let violations = violations(daemon, root, &contracts).await?;
-    let forecast = forecast(daemon).await?;
+    let forecast = offered(daemon, "worktree.forecast").await?;
     Ok(vec![
         ("sessions", sessions.to_string()),
         ("locks", locks.to_string()),
+        ("waits", waits.to_string()),
         ("intents", Value::Array(intents).to_string()),
         ("contracts", contracts.to_string()),
         ("violations", violations.to_string()),
@@ -56,10 +58,11 @@ pub async fn take(daemon: &Doorway, root: &Path) -> Result<Sections, Failure> {
     ])
 }
 
-/// `worktree.forecast` (PROTOCOL-NOTES 14.5) where the daemon offers it; `null` where it
-/// does not (a daemon without worktree support answers METHOD_NOT_FOUND).
-async fn forecast(daemon: &Doorway) -> Result<Value, Failure> {
-    match daemon.call_raw("worktree.forecast", json!({})).await {
+/// The answer of `method` (without params: `worktree.forecast`, PROTOCOL-NOTES 14.5, or
+/// `lock.waits`) where the daemon offers it; `null` where it does not (an older daemon
+/// answers METHOD_NOT_FOUND).
+async fn offered(daemon: &Doorway, method: &str) -> Result<Value, Failure> {
+    match daemon.call_raw(method, json!({})).await {
         Ok(answer) => Ok(answer),
         Err(Failure::Rpc(error)) if error.code == METHOD_NOT_FOUND => Ok(Value::Null),
         Err(other) => Err(other),

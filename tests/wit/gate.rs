@@ -1441,6 +1441,63 @@ fn news_is_told_once_one_line_per_topic_and_nothing_when_nothing_changed() {
     assert_eq!(news(&repo, "alice"), None);
 }
 
+/// A raw connection holding a waiting `lock.acquire` of `session` on `symbol` (dropped: the
+/// wait ends), once `lock.waits` lists `count` waits.
+fn waiting_for(
+    repo: &Repo,
+    symbol: &str,
+    session: &str,
+    count: usize,
+) -> std::os::unix::net::UnixStream {
+    let body = serde_json::json!({"jsonrpc": "2.0", "witVersion": "1", "id": 1,
+        "method": "lock.acquire",
+        "params": {"symbolPath": symbol, "sessionId": session, "waitMs": 60_000}})
+    .to_string();
+    let mut stream = std::os::unix::net::UnixStream::connect(repo.socket()).unwrap();
+    write_request(&mut stream, "POST", "/rpc", body.as_bytes()).unwrap();
+    let client = repo.client();
+    for _ in 0..400 {
+        let waits = block_on(client.call_raw("lock.waits", serde_json::json!({}))).unwrap();
+        if waits.as_array().unwrap().len() == count {
+            return stream;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("{session} never showed in lock.waits");
+}
+
+#[test]
+fn a_wait_for_your_lock_is_news_once_and_under_the_topics_window() {
+    let (repo, _daemon) = setup();
+    let symbol = "src/auth.ts:validateToken";
+    wit_as(&repo, "alice", &["lock", symbol, "--ttl", "10m"]);
+    // The first call only starts the cursor; nobody waits yet.
+    assert_eq!(news(&repo, "alice"), None);
+
+    wit_as(&repo, "bob", &["register", "bob-agent"]);
+    let bob = waiting_for(&repo, symbol, "bob", 1);
+    let told = news(&repo, "alice").expect("news of bob's wait");
+    let line = told
+        .lines()
+        .find(|l| l.starts_with("- someone waits for your lock: "))
+        .unwrap_or_else(|| panic!("{told}"));
+    let rest = line
+        .strip_prefix(
+            "- someone waits for your lock: bob-agent (session bob) waits for your lock on src/auth.ts:validateToken (for ",
+        )
+        .unwrap_or_else(|| panic!("{told}"));
+    let (seconds, _) = rest.split_once(" s)").unwrap_or_else(|| panic!("{told}"));
+    assert!(seconds.parse::<u64>().is_ok(), "{told}");
+    assert_eq!(news(&repo, "alice"), None, "told once");
+    // Bob's own news says nothing of his own wait.
+    assert_eq!(news(&repo, "bob"), None);
+
+    // Another waiter within five minutes waits for the topic's next line.
+    let carol = waiting_for(&repo, symbol, "carol", 2);
+    assert_eq!(news(&repo, "alice"), None, "one line per topic per window");
+    drop((bob, carol));
+}
+
 #[test]
 fn the_news_hook_never_starts_a_daemon_and_says_nothing_without_one() {
     let (repo, mut daemon) = setup();

@@ -558,3 +558,115 @@ fn caller_warnings_see_edits_made_after_start() {
         assert_eq!(locked, ["src/a.ts:bystander"], "{after:?}");
     });
 }
+
+/// `lock.waits` as plain JSON (the raw answer: the wire shape is what is under test).
+fn lock_waits(client: &WitClient) -> Vec<Value> {
+    let waits = block_on(client.call_raw("lock.waits", json!({}))).unwrap();
+    waits.as_array().unwrap().clone()
+}
+
+/// Polls `lock.waits` until `done` holds (a wait is queued by another thread's request).
+fn waits_until(client: &WitClient, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    for _ in 0..400 {
+        let waits = lock_waits(client);
+        if done(&waits) {
+            return waits;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("{what}: lock.waits is {:?}", lock_waits(client));
+}
+
+/// `(symbolPath, sessionId, holder)` of each wait, in the answer's order.
+fn who_waits(waits: &[Value]) -> Vec<(String, String, Value)> {
+    waits
+        .iter()
+        .map(|w| {
+            (
+                w["symbolPath"].as_str().unwrap().to_owned(),
+                w["sessionId"].as_str().unwrap().to_owned(),
+                w["holder"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// A raw connection that sends a waiting `lock.acquire` and is read or dropped later.
+fn waiting_acquire(repo: &Repo, symbol: &str, session: &str) -> std::os::unix::net::UnixStream {
+    let body = json!({"jsonrpc": "2.0", "witVersion": "1", "id": 1, "method": "lock.acquire",
+        "params": {"symbolPath": symbol, "sessionId": session, "waitMs": 60_000}})
+    .to_string();
+    let mut stream = std::os::unix::net::UnixStream::connect(repo.socket()).unwrap();
+    write_request(&mut stream, "POST", "/rpc", body.as_bytes()).unwrap();
+    stream
+}
+
+#[test]
+fn lock_waits_shows_who_waits_for_whom_until_the_waiter_leaves_or_gets_the_lock() {
+    let repo = Repo::new();
+    let _daemon = Daemon::start(&repo);
+    let client = repo.client();
+    assert!(lock_waits(&client).is_empty(), "nobody waits yet");
+    block_on(async {
+        client
+            .lock_acquire(acquire("b.ts:g", "hold-b", None))
+            .await
+            .unwrap();
+        client
+            .lock_acquire(acquire("a.ts:f", "hold-a", None))
+            .await
+            .unwrap();
+    });
+
+    // Two waiters on b (in arrival order), one on a: symbols in order, oldest first.
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let mut first_b = waiting_acquire(&repo, "b.ts:g", "w1");
+    waits_until(&client, "w1 queued", |w| w.len() == 1);
+    let second_b = waiting_acquire(&repo, "b.ts:g", "w2");
+    waits_until(&client, "w2 queued", |w| w.len() == 2);
+    let on_a = waiting_acquire(&repo, "a.ts:f", "w3");
+    let waits = waits_until(&client, "w3 queued", |w| w.len() == 3);
+    assert_eq!(
+        who_waits(&waits),
+        [
+            ("a.ts:f".into(), "w3".into(), json!("hold-a")),
+            ("b.ts:g".into(), "w1".into(), json!("hold-b")),
+            ("b.ts:g".into(), "w2".into(), json!("hold-b")),
+        ]
+    );
+    for wait in &waits {
+        let keys: HashSet<&str> = wait
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            HashSet::from(["symbolPath", "sessionId", "since", "holder"])
+        );
+        assert!(wait["since"].as_i64().unwrap() >= started, "{wait}");
+    }
+    assert!(waits[1]["since"].as_i64() <= waits[2]["since"].as_i64());
+
+    // A waiter whose connection closes leaves.
+    drop(on_a);
+    let waits = waits_until(&client, "w3 gone", |w| w.len() == 2);
+    assert_eq!(who_waits(&waits)[0].1, "w1");
+
+    // The first waiter gets the lock on release: it leaves, and w2 now waits for w1.
+    block_on(client.lock_release(release("b.ts:g", "hold-b"))).unwrap();
+    let (status, body) = read_response(&mut first_b).unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"sessionId\":\"w1\""), "{body}");
+    let waits = waits_until(&client, "w1 served", |w| w.len() == 1);
+    assert_eq!(
+        who_waits(&waits),
+        [("b.ts:g".into(), "w2".into(), json!("w1"))]
+    );
+    drop(second_b);
+    waits_until(&client, "w2 gone", <[Value]>::is_empty);
+}

@@ -184,6 +184,22 @@ fn the_page_shows_the_state_follows_it_live_and_carries_out_a_persons_actions() 
             "{expected} not on the page:\n{text}"
         );
     }
+    // The wait carol's request is in shows as an edge from carol to bob, the holder.
+    let edge = browser.wait_for(
+        "the wait of carol for bob",
+        "const e = document.querySelector('#waits [data-wait-from=\"s-carol\"]');
+         return e && [e.dataset.waitTo, e.dataset.waitSymbol, e.textContent.replace(/\\s+/g, ' ').trim()]",
+        FIRST_PAINT,
+    );
+    assert_eq!(edge[0], "s-bob", "{edge}");
+    assert_eq!(edge[1], "src/a.ts:g", "{edge}");
+    assert!(
+        edge[2]
+            .as_str()
+            .unwrap()
+            .starts_with("carol waits for bob src/a.ts:g"),
+        "{edge}"
+    );
     let countdown = browser.eval(
         "return document.querySelector('#locks tr[data-lock=\"src/a.ts:f\"] [data-exp]').textContent",
         json!([]),
@@ -310,6 +326,11 @@ fn the_page_shows_the_state_follows_it_live_and_carries_out_a_persons_actions() 
         "carol holding src/a.ts:g",
         "const r = document.querySelector('#locks tr[data-lock=\"src/a.ts:g\"]');
          return r && r.cells[1].textContent.trim() === 'carol'",
+        Duration::from_secs(10),
+    );
+    browser.wait_for(
+        "carol's wait gone from the graph",
+        "return !document.querySelector('#waits [data-wait-from]')",
         Duration::from_secs(10),
     );
     let sessions = call(&repo, "session.list", json!({}));

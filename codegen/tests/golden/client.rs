@@ -62,6 +62,23 @@ impl crate::client::WitClient {
     > {
         self.call("lock.query", ::std::option::Option::Some(&params)).await
     }
+    /// Who waits for whose lock (queued lock.acquire requests).
+    ///
+    /// Oldest first per symbol, symbols in order.
+    ///
+    /// Sends `lock.waits`.
+    pub async fn lock_waits(
+        &self,
+    ) -> ::std::result::Result<
+        crate::protocol::LockWaitsResult,
+        crate::client::ClientError,
+    > {
+        self.call::<
+                crate::protocol::LockWaitsParams,
+                _,
+            >("lock.waits", ::std::option::Option::None)
+            .await
+    }
     /// Declare intent to modify files/symbols and receive a conflict report.
     ///
     /// Stores the intent and runs three conflict detectors: INTENT_OVERLAP (overlapping file/byte range), LOCK_INTERSECTION (declared symbol locked elsewhere), DEP_CHAIN (callee of declared symbol locked elsewhere). Always succeeds — conflicts are informational warnings in the response, not errors.

@@ -97,7 +97,7 @@ where
         )?;
     ::std::result::Result::Ok(())
 }
-/// The `lock.*` methods of the protocol: `lock.acquire`, `lock.release`, `lock.query`.
+/// The `lock.*` methods of the protocol: `lock.acquire`, `lock.release`, `lock.query`, `lock.waits`.
 ///
 /// Implement each method with `async fn`; the returned future must be `Send`.
 pub trait LockMethods {
@@ -133,8 +133,20 @@ pub trait LockMethods {
             crate::protocol::ProtocolError,
         >,
     > + ::std::marker::Send;
+    /// Who waits for whose lock (queued lock.acquire requests).
+    ///
+    /// Oldest first per symbol, symbols in order.
+    fn lock_waits(
+        &self,
+        params: crate::protocol::LockWaitsParams,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            crate::protocol::LockWaitsResult,
+            crate::protocol::ProtocolError,
+        >,
+    > + ::std::marker::Send;
 }
-/// Registers the `lock.*` methods (`lock.acquire`, `lock.release`, `lock.query`) on `module` under their wire names.
+/// Registers the `lock.*` methods (`lock.acquire`, `lock.release`, `lock.query`, `lock.waits`) on `module` under their wire names.
 ///
 /// Each handler decodes its params with the generated decoder (problems answer -32600 INVALID_REQUEST with `{formErrors, fieldErrors}`), calls the trait method and maps a `ProtocolError` to the JSON-RPC error object.
 pub fn register_lock_methods<T>(
@@ -186,6 +198,21 @@ where
                     crate::protocol::LockQueryParams::from_params,
                 ) {
                     ::std::result::Result::Ok(params) => context.lock_query(params).await,
+                    ::std::result::Result::Err(error) => {
+                        ::std::result::Result::Err(error)
+                    }
+                }
+            },
+        )?;
+    module
+        .register_async_method(
+            "lock.waits",
+            |params, context, _extensions| async move {
+                match crate::protocol::server::decode_params(
+                    &params,
+                    crate::protocol::LockWaitsParams::from_params,
+                ) {
+                    ::std::result::Result::Ok(params) => context.lock_waits(params).await,
                     ::std::result::Result::Err(error) => {
                         ::std::result::Result::Err(error)
                     }

@@ -1184,6 +1184,25 @@ pub struct LockReleaseResult {
     ///Always true on success
     pub released: bool,
 }
+///A lock.acquire request that waits for the lock on a symbol.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct LockWait {
+    ///The session holding the live lock on the symbol, or null when none does (the lock is being handed over)
+    #[serde(deserialize_with = "::std::option::Option::deserialize")]
+    pub holder: ::std::option::Option<::std::string::String>,
+    ///The waiting session
+    #[serde(rename = "sessionId")]
+    pub session_id: ::std::string::String,
+    ///Unix milliseconds of when it started waiting
+    pub since: i64,
+    ///The normalised symbol path it waits for
+    #[serde(rename = "symbolPath")]
+    pub symbol_path: ::std::string::String,
+}
+///The params of `lock.waits`: Who waits for whose lock (queued lock.acquire requests)
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LockWaitsParams {}
 ///The params of `ping`: Health check — verifies the daemon is reachable
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -1573,6 +1592,8 @@ pub mod error {
 }
 /// The result of `lock.query`.
 pub type LockQueryResult = ::std::vec::Vec<LockRecord>;
+/// The result of `lock.waits`.
+pub type LockWaitsResult = ::std::vec::Vec<LockWait>;
 /// The result of `intent.query`.
 pub type IntentQueryResult = ::std::vec::Vec<IntentRecord>;
 /// The result of `contract.query`.
@@ -1976,6 +1997,14 @@ impl LockQueryParams {
         let session_id = decoder.optional_field(&Self::PARAM_RULES[0usize]);
         let value = Self { session_id };
         decoder.finish(value)
+    }
+}
+impl LockWaitsParams {
+    /// Decodes the params of `lock.waits`. The method declares no params, so whatever `params` holds is ignored.
+    pub fn from_params(
+        _params: ::std::option::Option<&::serde_json::Value>,
+    ) -> ::std::result::Result<Self, crate::protocol::params::ParamErrors> {
+        ::std::result::Result::Ok(Self {})
     }
 }
 impl IntentDeclareParams {
@@ -2901,6 +2930,12 @@ pub const METHODS: &[crate::protocol::MethodInfo] = &[
         summary: "Query active (non-expired) locks, optionally filtered by session",
         params: &["sessionId"],
         rules: LockQueryParams::PARAM_RULES,
+    },
+    crate::protocol::MethodInfo {
+        name: "lock.waits",
+        summary: "Who waits for whose lock (queued lock.acquire requests)",
+        params: &[],
+        rules: &[],
     },
     crate::protocol::MethodInfo {
         name: "intent.declare",

@@ -9,10 +9,13 @@
 //! - `collision`: another session declared, or was observed doing, work on a file the agent
 //!   declared, edits (its observed work) or holds a lock in, on the same symbols (or the
 //!   whole file);
-//! - `contract`: a contract on a symbol of such a file was proposed, or rejected.
+//! - `contract`: a contract on a symbol of such a file was proposed, or rejected;
+//! - `waiter`: another session waits for a lock of its session (`lock.waits`): who, on
+//!   which symbol, for how long.
 //!
 //! Each piece of news is told once; a topic gets at most one line per five minutes (news
-//! that arrives meanwhile waits for the next line of its topic); nothing at all when nothing
+//! that arrives meanwhile waits for the next line of its topic; expiry and waiter news waits
+//! only while it is still true); nothing at all when nothing
 //! changed. The hook never starts a daemon and never gets in the way: past its deadline, or
 //! on any failure, it says nothing (exit 0).
 //!
@@ -37,7 +40,7 @@ use crate::daemon::paths::WitPaths;
 use crate::doorway::{self, clock, session, Doorway, Failure};
 use crate::protocol::{
     EventRecord, EventRecordType, EventsPollParams, EventsPollParamsTypesItem, IntentQueryParams,
-    IntentRecord, LockQueryParams, LockRecord, SessionRecord,
+    IntentRecord, LockQueryParams, LockRecord, LockWait, SessionRecord,
 };
 
 /// How close to its expiry a lock is news.
@@ -65,7 +68,17 @@ pub enum Topic {
     Collision,
     /// A contract on the session's code was proposed or rejected.
     Contract,
+    /// Another session waits for a lock the session holds.
+    Waiter,
 }
+
+/// Every topic, in the order its lines are told.
+const TOPICS: [Topic; 4] = [
+    Topic::Expiry,
+    Topic::Waiter,
+    Topic::Collision,
+    Topic::Contract,
+];
 
 impl Topic {
     /// The topic's name in the state file.
@@ -74,6 +87,7 @@ impl Topic {
             Self::Expiry => "expiry",
             Self::Collision => "collision",
             Self::Contract => "contract",
+            Self::Waiter => "waiter",
         }
     }
 
@@ -82,7 +96,14 @@ impl Topic {
             Self::Expiry => "your lock expires soon",
             Self::Collision => "another agent started work that meets yours",
             Self::Contract => "a contract on code you work on changed",
+            Self::Waiter => "someone waits for your lock",
         }
+    }
+
+    /// Whether its news is found again on every call while it is true (so news that is no
+    /// longer true is dropped rather than told late).
+    fn found_each_time(self) -> bool {
+        matches!(self, Self::Expiry | Self::Waiter)
     }
 }
 
@@ -97,13 +118,15 @@ pub struct Item {
     pub text: String,
 }
 
-/// What the session works on: its locks and open intents.
+/// What the session works on: its locks and open intents, and who waits for its locks.
 #[derive(Debug, Default)]
 pub struct Work {
     /// Its live locks.
     pub locks: Vec<LockRecord>,
     /// Its declared and active intents.
     pub intents: Vec<IntentRecord>,
+    /// The waits for its locks (`lock.waits` whose holder is the session).
+    pub waiters: Vec<LockWait>,
 }
 
 impl Work {
@@ -151,7 +174,7 @@ fn symbol_names(json: &str) -> Vec<String> {
     all
 }
 
-/// The news in `events` and `work` for `session`. `same_agent` are the agent's
+/// The news in `events` and `work` for `session` at `now_ms`. `same_agent` are the agent's
 /// other sessions (never news to it); `names` name sessions where known.
 pub fn news(
     session: &str,
@@ -159,6 +182,7 @@ pub fn news(
     events: &[EventRecord],
     same_agent: &HashSet<String>,
     names: &BTreeMap<String, String>,
+    now_ms: i64,
 ) -> Vec<Item> {
     let mut items = Vec::new();
     for lock in &work.locks {
@@ -175,11 +199,31 @@ pub fn news(
             });
         }
     }
-    let files = work.files();
     let who = |id: &str| match names.get(id) {
         Some(name) => format!("{name} (session {id})"),
         None => format!("session {id}"),
     };
+    for wait in &work.waiters {
+        let theirs = wait.session_id.as_str();
+        if wait.holder.as_deref() != Some(session)
+            || theirs == session
+            || same_agent.contains(theirs)
+        {
+            continue;
+        }
+        items.push(Item {
+            topic: Topic::Waiter,
+            key: format!("waiter:{}:{theirs}:{}", wait.symbol_path, wait.since),
+            text: format!(
+                "{} waits for your lock on {} (for {} s): release it when done (`wit release {}`)",
+                who(theirs),
+                wait.symbol_path,
+                (now_ms - wait.since).max(0) / 1000,
+                wait.symbol_path
+            ),
+        });
+    }
+    let files = work.files();
     for event in events {
         let Some(actor) = event.session_id.as_deref() else {
             continue;
@@ -284,11 +328,13 @@ pub fn news(
 
 /// Decides what is told now: news not told before joins its topic's waiting list; a topic
 /// whose last line is at least [`TOPIC_WINDOW_MS`] old gets one line with everything
-/// waiting. Expiry news waits only while it is still true (it is found again each time).
-/// Returns the lines, in topic order.
+/// waiting. Expiry and waiter news waits only while it is still true (it is found again
+/// each time). Returns the lines, in topic order.
 pub fn release(state: &mut HarnessSession, items: Vec<Item>, now_ms: i64) -> Vec<String> {
     state.told.retain(|_, at| now_ms - *at < TOLD_KEPT_MS);
-    state.pending.remove(Topic::Expiry.as_str());
+    for topic in TOPICS.into_iter().filter(|t| t.found_each_time()) {
+        state.pending.remove(topic.as_str());
+    }
     for item in items {
         if state.told.contains_key(&item.key) {
             continue;
@@ -302,7 +348,7 @@ pub fn release(state: &mut HarnessSession, items: Vec<Item>, now_ms: i64) -> Vec
         }
     }
     let mut lines = Vec::new();
-    for topic in [Topic::Expiry, Topic::Collision, Topic::Contract] {
+    for topic in TOPICS {
         let name = topic.as_str();
         let open = state
             .topics
@@ -460,15 +506,30 @@ async fn gather(
         Vec::new()
     };
     state.cursor = Some(polled.next);
+    // Who waits for the session's locks (nothing to ask without locks; a daemon without
+    // `lock.waits` tells no such news).
+    let waiters = if locks.is_empty() {
+        Vec::new()
+    } else {
+        doorway
+            .call(|client| async move { client.lock_waits().await })
+            .await
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|wait| wait.holder.as_deref() == Some(session) && wait.session_id != session)
+            .collect()
+    };
     let mut work = Work {
         locks,
         intents: Vec::new(),
+        waiters,
     };
     let mut same_agent = HashSet::new();
     let mut names = BTreeMap::new();
-    let others = events
-        .iter()
-        .any(|e| e.session_id.as_deref().is_some_and(|id| id != session));
+    let others = !work.waiters.is_empty()
+        || events
+            .iter()
+            .any(|e| e.session_id.as_deref().is_some_and(|id| id != session));
     if others {
         let intents = doorway.call(|client| async move {
             client
@@ -493,7 +554,7 @@ async fn gather(
         }
     }
     let now = clock::now_ms();
-    let items = news(session, &work, &events, &same_agent, &names);
+    let items = news(session, &work, &events, &same_agent, &names, now);
     let lines = release(state, items, now);
     // The harness's pulse, once per session (the news does not wait on its failure).
     let _ = state.ensure_pulse(doorway, harness, agent.name()).await;
@@ -579,6 +640,7 @@ mod tests {
                 updated_at: 0,
                 regions: Vec::new(),
             }],
+            waiters: Vec::new(),
         };
         let declared = |session: &str, symbols: Value| {
             event(
@@ -591,7 +653,7 @@ mod tests {
         let none = HashSet::new();
         let names = BTreeMap::new();
         let found = |events: &[EventRecord], same: &HashSet<String>| {
-            news("me", &work, events, same, &names).len()
+            news("me", &work, events, same, &names, 0).len()
         };
         assert_eq!(
             found(&[declared("bob", json!(["C"]))], &none),
@@ -621,6 +683,41 @@ mod tests {
         );
         assert_eq!(found(&[accepted], &none), 0);
         assert_eq!(found(&[rejected], &none), 1);
+    }
+
+    #[test]
+    fn a_wait_for_the_sessions_lock_is_news_with_who_and_how_long() {
+        let wait = |session: &str, holder: Option<&str>| LockWait {
+            symbol_path: "a.ts:f".into(),
+            session_id: session.into(),
+            since: 1_000,
+            holder: holder.map(str::to_owned),
+        };
+        let work = Work {
+            waiters: vec![
+                wait("bob", Some("me")),
+                wait("mcp", Some("me")),
+                wait("carol", Some("dave")),
+                wait("erin", None),
+            ],
+            ..Work::default()
+        };
+        let names = BTreeMap::from([("bob".to_string(), "Bob".to_string())]);
+        let same = HashSet::from(["mcp".to_string()]);
+        let items = news("me", &work, &[], &same, &names, 43_500);
+        assert_eq!(items.len(), 1, "{items:?}");
+        assert_eq!(items[0].topic, Topic::Waiter);
+        assert!(
+            items[0]
+                .text
+                .starts_with("Bob (session bob) waits for your lock on a.ts:f (for 42 s)"),
+            "{items:?}"
+        );
+        // Once it is no longer true it is dropped, not told late.
+        let mut state = HarnessSession::default();
+        state.topics.insert("waiter".into(), 0);
+        assert!(release(&mut state, items, 1).is_empty());
+        assert!(release(&mut state, Vec::new(), TOPIC_WINDOW_MS).is_empty());
     }
 
     #[test]

@@ -731,6 +731,48 @@ fn waiters_queue_in_arrival_order() {
 }
 
 #[test]
+fn lock_waits_join_the_live_holder_in_symbol_then_arrival_order() {
+    let url = pg_or_skip!();
+    let store = open(&url, &project());
+    let waiter = |path: &'static str, session: &'static str, at: i64| NewWaiter {
+        symbol_path: path,
+        session_id: session,
+        ttl_ms: 1_000,
+        daemon_id: "d1",
+        callers: "[]",
+        queued_at_ms: at,
+    };
+    write(&store, |w| {
+        w.put_lock(&lock("b:f", "hold-b", 100, 1))?;
+        w.put_lock(&lock("a:f", "hold-a", 1_000, 2))?;
+        w.insert_waiter(&waiter("b:f", "s1", 5))?;
+        w.insert_waiter(&waiter("a:f", "s2", 6))?;
+        let granted = w.insert_waiter(&waiter("b:f", "s3", 7))?;
+        w.insert_waiter(&waiter("b:f", "s4", 8))?;
+        w.grant_waiter(granted, "d1", "{}")
+    })
+    .unwrap();
+    let shown = |now: i64| -> Vec<(String, String, i64, Option<String>)> {
+        store
+            .read(|r| r.lock_waits(now))
+            .unwrap()
+            .into_iter()
+            .map(|w| (w.symbol_path, w.session_id, w.since_ms, w.holder))
+            .collect()
+    };
+    let held = |s: &str| Some(s.to_string());
+    assert_eq!(
+        shown(50),
+        [
+            ("a:f".into(), "s2".into(), 6, held("hold-a")),
+            ("b:f".into(), "s1".into(), 5, held("hold-b")),
+            ("b:f".into(), "s4".into(), 8, held("hold-b")),
+        ]
+    );
+    assert_eq!(shown(100)[1].3, None, "an expired lock has no holder");
+}
+
+#[test]
 fn daemons_beat_and_go_stale() {
     let url = pg_or_skip!();
     let store = open(&url, &project());

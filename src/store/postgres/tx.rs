@@ -13,8 +13,8 @@ use super::errors::StoreName;
 use super::pool::Conn;
 use crate::store::{
     CommitNotes, Contract, ContractStatus, DaemonBeat, EventPage, Intent, IntentFilter,
-    IntentRange, IntentStatus, LineRegion, Lock, NewEvent, NewWaiter, RangeHit, Result, SessionRow,
-    SessionSummary, StoreError, WaiterRow,
+    IntentRange, IntentStatus, LineRegion, Lock, LockWait, NewEvent, NewWaiter, RangeHit, Result,
+    SessionRow, SessionSummary, StoreError, WaiterRow,
 };
 
 /// Statement parameters.

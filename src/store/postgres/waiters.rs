@@ -4,7 +4,7 @@
 use postgres::Row;
 
 use super::tx::Tx;
-use crate::store::{NewWaiter, Result, WaiterRow};
+use crate::store::{LockWait, NewWaiter, Result, WaiterRow};
 
 fn waiter_from_row(row: &Row) -> Result<WaiterRow, postgres::Error> {
     Ok(WaiterRow {
@@ -28,6 +28,31 @@ impl Tx<'_> {
              ORDER BY symbol_path, id",
             &[&self.project],
             waiter_from_row,
+        )
+    }
+
+    /// Every queued request not yet granted with the holder of the symbol's lock live at
+    /// `now_ms`, by symbol path (byte order, as SQLite sorts), then arrival order.
+    pub(super) fn lock_waits(&self, now_ms: i64) -> Result<Vec<LockWait>> {
+        if self.queue_is_empty() {
+            return Ok(Vec::new());
+        }
+        self.rows(
+            "SELECT w.symbol_path, w.session_id, w.queued_at_ms, l.session_id
+             FROM wit_lock_waiters w
+             LEFT JOIN wit_locks l ON l.project = w.project AND l.symbol_path = w.symbol_path
+                 AND l.expires_at_ms > $2
+             WHERE w.project = $1 AND w.granted IS NULL
+             ORDER BY w.symbol_path COLLATE \"C\", w.id",
+            &[&self.project, &now_ms],
+            |row| {
+                Ok(LockWait {
+                    symbol_path: row.try_get(0)?,
+                    session_id: row.try_get(1)?,
+                    since_ms: row.try_get(2)?,
+                    holder: row.try_get(3)?,
+                })
+            },
         )
     }
 

@@ -28,8 +28,8 @@ pub use migrations::LATEST_VERSION;
 
 use super::{
     CommitNotes, Contract, ContractStatus, DaemonBeat, Event, EventPage, Intent, IntentFilter,
-    IntentRange, IntentStatus, LineRegion, Lock, NewEvent, NewWaiter, RangeHit, Reader, Result,
-    SessionRow, SessionSummary, StoreError, WaiterRow, Writer,
+    IntentRange, IntentStatus, LineRegion, Lock, LockWait, NewEvent, NewWaiter, RangeHit, Reader,
+    Result, SessionRow, SessionSummary, StoreError, WaiterRow, Writer,
 };
 
 /// How long a statement waits for a lock held by another connection before giving up.

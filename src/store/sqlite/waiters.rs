@@ -2,7 +2,7 @@
 
 use rusqlite::{params, OptionalExtension, Row};
 
-use super::{NewWaiter, Result, Tx, WaiterRow};
+use super::{LockWait, NewWaiter, Result, Tx, WaiterRow};
 
 const WAITER_COLUMNS: &str =
     "id, symbol_path, session_id, ttl_ms, daemon_id, callers, queued_at_ms, granted";
@@ -27,6 +27,24 @@ impl Tx<'_> {
              ORDER BY symbol_path, id"
         ))?;
         let rows = stmt.query_map([], waiter_from_row)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    pub(super) fn lock_waits(&self, now_ms: i64) -> Result<Vec<LockWait>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT w.symbol_path, w.session_id, w.queued_at_ms, l.session_id
+             FROM lock_waiters w
+             LEFT JOIN locks l ON l.symbol_path = w.symbol_path AND l.expires_at_ms > ?1
+             WHERE w.granted IS NULL ORDER BY w.symbol_path, w.id",
+        )?;
+        let rows = stmt.query_map([now_ms], |row| {
+            Ok(LockWait {
+                symbol_path: row.get(0)?,
+                session_id: row.get(1)?,
+                since_ms: row.get(2)?,
+                holder: row.get(3)?,
+            })
+        })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 

@@ -13,7 +13,7 @@
     "lock.refreshed", "lock.released", "lock.expired", "intent.declared", "intent.updated",
     "contract.proposed", "contract.responded"];
 
-  const data = { sessions: [], locks: [], intents: [], contracts: [], violations: [], forecast: null };
+  const data = { sessions: [], locks: [], waits: null, intents: [], contracts: [], violations: [], forecast: null };
   const dirty = new Set();
   let events = [];           // oldest first
   let lastSeq = 0;
@@ -97,6 +97,7 @@
           if (key !== sessionsKey) { sessionsKey = key; dirty.add("names"); dirty.add("locks"); dirty.add("workmap"); dirty.add("contracts"); dirty.add("waits"); }
         }
         if (name === "locks") { dirty.add("waits"); dirty.add("workmap"); }
+        if (name === "waits") dirty.add("waits");
         if (name === "intents" || name === "forecast") dirty.add("workmap");
         if (name === "violations") dirty.add("contracts");
         schedule();
@@ -301,20 +302,24 @@
     }
   }
 
-  // Waiters appear when lock records carry them (`waiters`: session ids in queue order).
+  // The wait graph, from `lock.waits`: an edge from each waiting session to the holder of the
+  // lock it waits for (null while the lock is handed over), oldest first per symbol.
   function renderWaits() {
-    const edges = [];
-    for (const l of data.locks) {
-      for (const w of l.waiters || []) edges.push({ from: typeof w === "string" ? w : w.sessionId, to: l.sessionId, symbol: l.symbolPath });
+    if (!Array.isArray(data.waits)) {
+      $("waits").innerHTML = '<div class="empty">this daemon does not report waits (no lock.waits)</div>';
+      return;
     }
+    const edges = data.waits.map((w) => ({ from: w.sessionId, to: w.holder, symbol: w.symbolPath, since: w.since }));
     if (!edges.length) {
-      const any = data.locks.some((l) => Array.isArray(l.waiters));
-      $("waits").innerHTML = `<div class="empty">${any ? "nobody waits" :
-        "nobody waits that the daemon reports (waiting requests are not in its answers yet; a refused cycle is answered to the caller only)"}</div>`;
+      $("waits").innerHTML = '<div class="empty">nobody waits</div>';
       return;
     }
     const next = new Map();
-    for (const e of edges) { if (!next.has(e.from)) next.set(e.from, []); next.get(e.from).push(e.to); }
+    for (const e of edges) {
+      if (e.to === null) continue;
+      if (!next.has(e.from)) next.set(e.from, []);
+      next.get(e.from).push(e.to);
+    }
     const inCycle = new Set();
     for (const start of next.keys()) {
       const seen = new Set([start]); let frontier = [start];
@@ -327,9 +332,11 @@
       }
     }
     $("waits").innerHTML = edges.map((e) => {
-      const cycle = inCycle.has(e.from) && inCycle.has(e.to);
-      return `<div class="edge ${cycle ? "cycle" : ""}"><b>${esc(who(e.from))}</b> waits for <b>${esc(who(e.to))}</b>
-        <span class="chip">${esc(e.symbol)}</span>${cycle ? '<span class="chip bad">cycle</span>' : ""}</div>`;
+      const cycle = e.to !== null && inCycle.has(e.from) && inCycle.has(e.to);
+      const holder = e.to === null ? "the lock's hand-over" : who(e.to);
+      return `<div class="edge ${cycle ? "cycle" : ""}" data-wait-from="${esc(e.from)}" data-wait-to="${esc(e.to ?? "")}"
+        data-wait-symbol="${esc(e.symbol)}"><b>${esc(who(e.from))}</b> waits for <b>${esc(holder)}</b>
+        <span class="chip">${esc(e.symbol)}</span> since ${esc(clock(e.since))}${cycle ? '<span class="chip bad">cycle</span>' : ""}</div>`;
     }).join("");
   }
 
