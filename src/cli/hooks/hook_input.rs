@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::daemon::paths::{discover_root, ROOT_ENV};
+use crate::daemon::paths::{discover_root, WitPaths, ROOT_ENV};
+use crate::doorway::{session, Doorway};
 
 /// The whole budget of a hook, process start to answer; past it the hook lets the harness go
 /// on.
@@ -44,6 +45,12 @@ impl Deadline {
             at: started + budget,
             budget,
         }
+    }
+
+    /// The doorway to `paths`'s daemon with every call ending by this deadline; `autostart`
+    /// says whether a call may start the daemon.
+    pub fn doorway(&self, paths: WitPaths, autostart: bool) -> Doorway {
+        Doorway::new(paths, autostart).with_deadline(self.at, self.budget)
     }
 
     /// The time left (zero once passed).
@@ -158,6 +165,18 @@ fn normalise(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// The hook's session: `--session`, else `$WIT_SESSION`, else the harness's own id from its
+/// payload, else `$CLAUDE_SESSION_ID`, else `.wit/session.id` (created once).
+pub fn hook_session(flag: Option<&str>, harness: Option<&str>, paths: &WitPaths) -> Option<String> {
+    session::resolve_for_hook(
+        flag,
+        harness,
+        |name| std::env::var(name).ok(),
+        &paths.session_id,
+    )
+    .map(|(id, _)| id)
 }
 
 #[cfg(test)]

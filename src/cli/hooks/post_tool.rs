@@ -35,9 +35,9 @@ use serde_json::{json, Value};
 use super::super::agent_config::Agent;
 use super::super::output::Report;
 use super::harness_session::HarnessSession;
-use super::hook_input::{self, find_root, working_dir, Deadline};
+use super::hook_input::{self, find_root, hook_session, working_dir, Deadline};
 use crate::daemon::paths::WitPaths;
-use crate::doorway::{self, clock, session, Doorway, Failure};
+use crate::doorway::{self, clock, Doorway, Failure};
 use crate::protocol::{
     EventRecord, EventRecordType, EventsPollParams, EventsPollParamsTypesItem, IntentQueryParams,
     IntentRecord, LockQueryParams, LockRecord, LockWait, SessionRecord,
@@ -445,13 +445,9 @@ fn told(
     if !paths.socket.exists() {
         return None;
     }
-    let (session, _) = session::resolve_for_hook(
-        session_flag,
-        harness_session.as_deref(),
-        |name| std::env::var(name).ok(),
-        &paths.session_id,
-    )?;
-    let doorway = Doorway::new(paths.clone(), false).with_deadline(deadline.at, deadline.budget);
+    let session = hook_session(session_flag, harness_session.as_deref(), &paths)?;
+    // The news hook never starts a daemon.
+    let doorway = deadline.doorway(paths.clone(), false);
     let mut state = HarnessSession::load(&paths, &session);
     let lines = doorway::block_on(gather(&doorway, &session, agent, &mut state))
         .ok()?

@@ -25,11 +25,11 @@ use super::super::duration::format_left;
 use super::super::output::Report;
 use super::harness_session::HarnessSession;
 pub use super::hook_input::find_root;
-use super::hook_input::{self, relative_path, working_dir, Deadline};
+use super::hook_input::{self, hook_session, relative_path, working_dir, Deadline};
 use super::policy::{self, Action, Policy};
 use super::{claude, codex, copilot, cursor, gemini, opencode};
 use crate::daemon::paths::WitPaths;
-use crate::doorway::{self, clock, session, Doorway, Failure, Unavailable};
+use crate::doorway::{self, clock, Doorway, Failure, Unavailable};
 use crate::protocol::{
     ConflictItem, EditPreflightParams, EditPreflightParamsEditsItem, EditPreflightResult,
     RelatedItem, SessionRecord, Violation,
@@ -246,16 +246,11 @@ fn gate(
     if files.is_empty() {
         return Verdict::allow();
     }
-    let Some((session, _)) = session::resolve_for_hook(
-        session_flag,
-        request.session.as_deref(),
-        |name| std::env::var(name).ok(),
-        &paths.session_id,
-    ) else {
+    let Some(session) = hook_session(session_flag, request.session.as_deref(), &paths) else {
         notes.push(allowed("no session id"));
         return Verdict::allow();
     };
-    let doorway = Doorway::from_env(paths.clone()).with_deadline(deadline.at, deadline.budget);
+    let doorway = deadline.doorway(paths.clone(), doorway::autostart_from_env());
     let checked = doorway::block_on(async {
         let checked = check(&doorway, &session, files, policy).await;
         // The harness's pulse, once per session; the verdict does not wait on its failure.

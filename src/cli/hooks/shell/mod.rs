@@ -25,11 +25,11 @@ use super::super::output::{self, CliError, Report};
 use super::super::owners::{AtStake, WorkMap};
 use super::super::{gitio, snapshots};
 use super::claude::string_field;
-use super::hook_input::{find_root, working_dir, Deadline};
+use super::hook_input::{find_root, hook_session, working_dir, Deadline};
 use super::policy::{self, Action};
 use super::pre_edit::{self, Decision, Verdict};
 use crate::daemon::paths::WitPaths;
-use crate::doorway::{self, session, Doorway};
+use crate::doorway;
 
 /// A shell command a harness is about to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -216,16 +216,11 @@ fn gate(
             return Verdict::allow();
         }
     };
-    let Some((session, _)) = session::resolve_for_hook(
-        session_flag,
-        request.session.as_deref(),
-        |name| std::env::var(name).ok(),
-        &paths.session_id,
-    ) else {
+    let Some(session) = hook_session(session_flag, request.session.as_deref(), &paths) else {
         notes.push(passed("no session id"));
         return Verdict::allow();
     };
-    let doorway = Doorway::from_env(paths.clone()).with_deadline(deadline.at, deadline.budget);
+    let doorway = deadline.doorway(paths.clone(), doorway::autostart_from_env());
     let loaded =
         doorway::block_on(doorway.call(|client| async move { WorkMap::load(&client).await }));
     let map = match loaded {
