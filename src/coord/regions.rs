@@ -2,13 +2,10 @@
 //! of a text, the regions an edit's changes make, merging them, and carrying regions across
 //! a change of the text (a line diff maps them).
 
-use similar::{Algorithm, DiffOp};
+use similar::DiffOp;
 
-use super::preflight::spans::Change;
+use super::preflight::spans::{line_ops, Change};
 use super::LineRegion;
-
-/// How long the line diff that carries regions across a change may search.
-const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// The start offsets of a text's lines: line `n` (1-based) starts at `starts[n - 1]`. A text
 /// ending in a newline has no empty last line; an empty text has one empty line.
@@ -130,13 +127,7 @@ impl LineMap {
     pub fn between(old: &str, new: &str) -> LineMap {
         let old_lines: Vec<&str> = old.split_inclusive('\n').collect();
         let new_lines: Vec<&str> = new.split_inclusive('\n').collect();
-        let deadline = std::time::Instant::now() + DIFF_DEADLINE;
-        let ops = similar::capture_diff_slices_deadline(
-            Algorithm::Myers,
-            &old_lines,
-            &new_lines,
-            Some(deadline),
-        );
+        let ops = line_ops(&old_lines, &new_lines);
         LineMap {
             ops,
             new_count: new_lines.len(),

@@ -299,14 +299,14 @@ pub fn diff_lines(current: &str, new: &str) -> Vec<Change> {
     };
     let old_at = offsets(&old_lines);
     let new_at = offsets(&new_lines);
+    changes_of(&line_ops(&old_lines, &new_lines), &old_at, &new_at)
+}
+
+/// The line diff (Myers, given up after [`DIFF_DEADLINE`]) of two texts split into lines:
+/// what every line mapping of `coord` is built on.
+pub(crate) fn line_ops(old_lines: &[&str], new_lines: &[&str]) -> Vec<DiffOp> {
     let deadline = std::time::Instant::now() + DIFF_DEADLINE;
-    let ops = similar::capture_diff_slices_deadline(
-        Algorithm::Myers,
-        &old_lines,
-        &new_lines,
-        Some(deadline),
-    );
-    changes_of(&ops, &old_at, &new_at)
+    similar::capture_diff_slices_deadline(Algorithm::Myers, old_lines, new_lines, Some(deadline))
 }
 
 /// The length of the whole lines `a` and `b` begin with in common.
