@@ -60,14 +60,7 @@ pub fn parse(payload: &Value) -> Result<Option<EditRequest>, PayloadError> {
         }
         _ => return Ok(None),
     };
-    let cwd = string_field(payload, "cwd").or_else(|| {
-        payload
-            .get("workspace_roots")
-            .and_then(Value::as_array)
-            .and_then(|roots| roots.first())
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    });
+    let cwd = super::hook_input::payload_cwd(payload);
     Ok(Some(EditRequest {
         session: string_field(payload, "conversation_id")
             .or_else(|| string_field(payload, "session_id")),

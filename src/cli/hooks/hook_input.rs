@@ -114,6 +114,19 @@ pub fn find_root(repo: Option<&Path>, cwd: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// The working directory a payload names: a non-empty `cwd`, else Cursor's first
+/// `workspace_roots`.
+pub fn payload_cwd(payload: &Value) -> Option<String> {
+    super::claude::string_field(payload, "cwd").or_else(|| {
+        payload
+            .get("workspace_roots")
+            .and_then(Value::as_array)
+            .and_then(|roots| roots.first())
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    })
+}
+
 /// The harness's working directory: `given` when it is an absolute directory, else this
 /// process's.
 pub fn working_dir(given: Option<PathBuf>) -> Option<PathBuf> {

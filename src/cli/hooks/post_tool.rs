@@ -404,15 +404,7 @@ fn envelope(payload: &Value) -> (Option<String>, Option<PathBuf>) {
     let session = text("session_id")
         .or_else(|| text("conversation_id"))
         .map(str::to_string);
-    let cwd = text("cwd")
-        .or_else(|| {
-            payload
-                .get("workspace_roots")
-                .and_then(Value::as_array)
-                .and_then(|roots| roots.first())
-                .and_then(Value::as_str)
-        })
-        .map(PathBuf::from);
+    let cwd = hook_input::payload_cwd(payload).map(PathBuf::from);
     (session, cwd)
 }
 

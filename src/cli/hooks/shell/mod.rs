@@ -62,16 +62,7 @@ pub fn shell_request(payload: &Value) -> Option<ShellRequest> {
     let session = ["session_id", "conversation_id", "sessionId"]
         .iter()
         .find_map(|key| string_field(payload, key));
-    let cwd = string_field(payload, "cwd")
-        .or_else(|| {
-            payload
-                .get("workspace_roots")
-                .and_then(Value::as_array)
-                .and_then(|roots| roots.first())
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-        .map(PathBuf::from);
+    let cwd = super::hook_input::payload_cwd(payload).map(PathBuf::from);
     if payload.get("hook_event_name").and_then(Value::as_str) == Some("beforeShellExecution") {
         return Some(ShellRequest {
             session,
