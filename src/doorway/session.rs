@@ -155,19 +155,23 @@ pub fn ensure_session_file(file: &Path) -> std::io::Result<(String, bool)> {
     }
 }
 
+/// An environment of fixed `pairs`, for tests of the resolution order.
+#[cfg(test)]
+pub(crate) fn env_of(
+    pairs: &'static [(&'static str, &'static str)],
+) -> impl Fn(&str) -> Option<String> {
+    move |name| {
+        pairs
+            .iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
     use super::*;
-
-    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |name| {
-            pairs
-                .iter()
-                .find(|(key, _)| *key == name)
-                .map(|(_, value)| value.to_string())
-        }
-    }
 
     #[test]
     fn order_is_flag_env_claude_file() {

@@ -66,15 +66,7 @@ pub fn agent_pid() -> i64 {
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
     use super::*;
-
-    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |name| {
-            pairs
-                .iter()
-                .find(|(key, _)| *key == name)
-                .map(|(_, value)| value.to_string())
-        }
-    }
+    use crate::doorway::session::env_of;
 
     #[test]
     fn order_is_flag_env_claude_then_a_new_id() {

@@ -520,11 +520,7 @@ mod tests {
 
     use super::*;
 
-    fn write(root: &Path, rel: &str, text: &str) {
-        let path = root.join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
+    use super::super::testing::write;
 
     #[test]
     fn a_second_build_parses_only_what_changed_and_drops_what_went() {

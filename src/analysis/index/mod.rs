@@ -531,3 +531,18 @@ fn row_of(loaded: &Loaded, analysis: &FileAnalysis) -> Option<Row> {
         analysis,
     )
 }
+
+/// What the index's unit tests share.
+#[cfg(test)]
+mod testing {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use std::path::Path;
+
+    /// Writes `text` to `root/rel`, creating its directories.
+    pub(super) fn write(root: &Path, rel: &str, text: &str) {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}

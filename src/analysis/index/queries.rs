@@ -209,11 +209,7 @@ mod tests {
 
     use super::*;
 
-    fn write(root: &Path, rel: &str, text: &str) {
-        let path = root.join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
+    use super::super::testing::write;
 
     fn paths(refs: &[SymbolRef]) -> Vec<String> {
         refs.iter().map(SymbolRef::to_symbol_path).collect()
