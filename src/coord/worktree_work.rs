@@ -54,6 +54,21 @@ pub struct ObservedFile {
     pub current: Option<Arc<str>>,
 }
 
+/// One file of a worktree's observed work, as the forecast reads it.
+#[derive(Debug, Clone)]
+pub struct WorktreeFile {
+    /// Its path.
+    pub file: String,
+    /// Its current text in the worktree.
+    pub text: Arc<str>,
+    /// The changed lines of `text` (`None`: the whole file).
+    pub regions: Option<Vec<LineRegion>>,
+    /// The intent holding the work.
+    pub intent_id: String,
+    /// Its session (`worktree:<root>`).
+    pub session_id: String,
+}
+
 /// The texts of a changed file in a worktree: what carries its regions across worktrees.
 #[derive(Debug, Clone)]
 struct FileTexts {
@@ -364,6 +379,35 @@ impl Coord {
             }
             Ok::<_, super::CoordError>(())
         })
+    }
+
+    /// The observed work of the worktree at `root` (14.4), per file with its current text:
+    /// what the forecast weighs for `related` (14.5).
+    pub fn worktree_files(&self, root: &str) -> Result<Vec<WorktreeFile>> {
+        let session = worktree_session(root);
+        let origin = self.origin_of_root(Some(root));
+        let live = self.store.read(|r| {
+            r.intents(&IntentFilter {
+                session_id: Some(&session),
+                file: None,
+                status: None,
+            })
+        })?;
+        let worktrees = self.worktrees();
+        Ok(live
+            .into_iter()
+            .filter_map(|intent| {
+                let file = intent.files.trim_matches(',').to_owned();
+                let texts = worktrees.texts.get(&(origin.clone(), file.clone()))?;
+                Some(WorktreeFile {
+                    text: Arc::clone(&texts.current),
+                    regions: intent.regions,
+                    intent_id: intent.id,
+                    session_id: session.clone(),
+                    file,
+                })
+            })
+            .collect())
     }
 
     /// The roots of worktrees with live observed work (what a restarted daemon finds).

@@ -310,3 +310,50 @@ fn lines_a_session_recorded_are_not_reported_twice() {
         assert_eq!(json.as_array().unwrap().len(), 1, "{json}");
     });
 }
+
+#[test]
+fn the_forecast_relates_worktrees_whose_changes_meet_without_conflicting() {
+    let family = Family::new(&[("app.py", APP)]);
+    let one = family.add("w1");
+    let two = family.add("w2");
+    let _daemon = family.daemon();
+    wait_answering(&one, true);
+    wait_answering(&two, true);
+    // w1 changes f's signature and makes g call f; w2 changes f's last line: f's lines
+    // apart (git merges them cleanly), and g calls the f w2 changes.
+    let w1_text = edited("def f(x):\n", "def f(x, k=0):\n").replacen(
+        "    z = x * 2\n",
+        "    z = f(x) * 2\n",
+        1,
+    );
+    write_file(&one, "app.py", &w1_text);
+    write_file(
+        &two,
+        "app.py",
+        &edited("    return y\n", "    return y + 1\n"),
+    );
+    block_on(async {
+        let main = client(&family.main());
+        let w1_session = worktree_session(&one);
+        let w1_work = wait_for_intents(&main, &w1_session, None, |i| i.len() == 1).await;
+        wait_for_intents(&main, &worktree_session(&two), None, |i| i.len() == 1).await;
+        let forecast = main.worktree_forecast().await.unwrap();
+        let pairs = serde_json::to_value(&forecast.pairs).unwrap();
+        let pairs = pairs.as_array().unwrap();
+        assert_eq!(pairs.len(), 1, "{pairs:?}");
+        let pair = &pairs[0];
+        assert_eq!(pair["a"], one.display().to_string());
+        assert_eq!(pair["b"], two.display().to_string());
+        assert_eq!(pair["collisions"], serde_json::json!([]));
+        let intent = &w1_work[0].intent_id;
+        assert_eq!(
+            pair["related"],
+            serde_json::json!([
+                {"type": "SAME_SYMBOL", "symbolPath": "app.py:f",
+                 "sessionId": w1_session, "intentId": intent},
+                {"type": "COUPLED", "symbolPath": "app.py:f", "otherSymbol": "app.py:g",
+                 "relation": "called-by", "sessionId": w1_session, "intentId": intent},
+            ])
+        );
+    });
+}
