@@ -51,7 +51,15 @@ pub async fn observe_worktrees(
     let (events_tx, mut events) = mpsc::channel::<notify::Result<notify::Event>>(QUEUE);
     let overflowed = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = Arc::clone(&overflowed);
-    let watcher = notify::recommended_watcher(move |event| {
+    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        // Reads (every file the index parses, every `git` that opens one) change nothing,
+        // and would crowd out the changes that do.
+        if event
+            .as_ref()
+            .is_ok_and(|e| matches!(e.kind, EventKind::Access(_)))
+        {
+            return;
+        }
         if events_tx.try_send(event).is_err() {
             flag.store(true, std::sync::atomic::Ordering::Relaxed);
         }

@@ -21,7 +21,9 @@
 //! `--synthetic MB [--synthetic-dir PATH]`, see [`synthetic`]; these run the index section
 //! alone, `--runs` cold/warm pairs), [`store`] (daemons on one PostgreSQL database:
 //! `--store URL`, run alone), [`replay`] (`wit-bench replay --data PAIRS`: real pairs of
-//! patches replayed as two agents, predictors scored against git's merge; run alone).
+//! patches replayed as two agents, predictors scored against git's merge; run alone),
+//! [`worktree_watch`] (`wit-bench worktree-watch`: a change saved in one worktree seen from
+//! another; run alone).
 
 mod cli_timings;
 mod fixtures;
@@ -41,6 +43,7 @@ mod safegit;
 mod sections;
 mod store;
 mod synthetic;
+mod worktree_watch;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -115,6 +118,9 @@ enum Subcommand {
     /// Replays real pairs of patches (scripts/replay/mine.py) as two agents through one
     /// daemon and scores wit's predictions against git's merge.
     Replay(replay::ReplayArgs),
+    /// How soon a change saved in one worktree is seen as observed work from another
+    /// (PROTOCOL-NOTES 14.4), with no hook in between.
+    WorktreeWatch(worktree_watch::WatchArgs),
 }
 
 impl Options {
@@ -170,8 +176,12 @@ async fn main() -> Result<()> {
             wit.display()
         );
     }
-    if let Some(Subcommand::Replay(args)) = &options.command {
-        return replay::replay(&wit, args).await;
+    match &options.command {
+        Some(Subcommand::Replay(args)) => return replay::replay(&wit, args).await,
+        Some(Subcommand::WorktreeWatch(args)) => {
+            return worktree_watch::worktree_watch(&wit, args).await
+        }
+        None => {}
     }
     if options.repo.is_some() || options.synthetic.is_some() {
         return index_section(&options, &wit).await;
