@@ -48,6 +48,8 @@ pub struct ObservedFile {
     pub file: String,
     /// The changed lines of its current text; `None`: the whole file (13.1).
     pub regions: Option<Vec<LineRegion>>,
+    /// The symbols those lines touch (innermost), in document order.
+    pub symbols: Vec<String>,
     /// Its text at the worktree's merge-base (`None`: absent there, or unreadable).
     pub base: Option<Arc<str>>,
     /// Its current text (`None`: deleted, or unreadable).
@@ -216,7 +218,9 @@ impl Coord {
             }
         }
         let mut wanted: HashMap<String, Option<Vec<LineRegion>>> = HashMap::new();
+        let mut symbols: HashMap<String, Vec<String>> = HashMap::new();
         for file in files {
+            symbols.insert(file.file.clone(), file.symbols);
             let regions = match (file.regions, &file.current) {
                 (Some(regions), Some(current)) => {
                     match self.uncovered(&origin, &session, &file.file, current, regions)? {
@@ -268,7 +272,8 @@ impl Coord {
             .collect();
         new.sort_by(|a, b| a.0.cmp(&b.0));
         for (file, regions) in new {
-            self.declare_worktree_intent(&session, &description, &file, regions)?;
+            let touched = symbols.remove(&file).unwrap_or_default();
+            self.declare_worktree_intent(&session, &description, &file, regions, touched)?;
         }
         Ok(())
     }
@@ -313,12 +318,13 @@ impl Coord {
         description: &str,
         file: &str,
         regions: Option<Vec<LineRegion>>,
+        symbols: Vec<String>,
     ) -> Result<()> {
         let declaration = Declaration {
             description: description.to_owned(),
             files: vec![file.to_owned()],
-            symbols: Vec::new(),
-            distinct_symbols: Vec::new(),
+            distinct_symbols: symbols.clone(),
+            symbols,
         };
         let resolution = Coord::observed_resolution(file);
         let id = self.ids.next_id();
@@ -329,7 +335,8 @@ impl Coord {
                 session_id: session.to_owned(),
                 description: declaration.description.clone(),
                 files: format!(",{file},"),
-                symbols: "[]".to_owned(),
+                symbols: serde_json::to_string(&declaration.symbols)
+                    .unwrap_or_else(|_| "[]".to_owned()),
                 start_byte: None,
                 end_byte: None,
                 status: IntentStatus::Active,
@@ -347,7 +354,7 @@ impl Coord {
                 json!({
                     "description": intent.description,
                     "files": declaration.files,
-                    "symbols": [],
+                    "symbols": declaration.distinct_symbols,
                     "status": intent.status.as_str(),
                     "conflicts": 0,
                 }),

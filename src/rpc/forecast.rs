@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use super::convert::related_item;
 use super::errors::task_failed;
 use super::services::App;
-use crate::analysis::{analyze, Language};
+use crate::analysis::{analyze, innermost_on_lines, symbols_on_lines, Language};
 use crate::coord::conflicts::order_related;
 use crate::coord::paths::join_symbol_path;
 use crate::coord::worktree_work::WorktreeFile;
@@ -99,14 +99,24 @@ impl FileWork {
             .flatten()
             .map(|r| (r.start_line, r.end_line))
             .collect();
-        let calls = Language::for_path(&work.file)
-            .map(|language| analyze(language, &work.text).calls)
-            .unwrap_or_default()
+        let analysis = Language::for_path(&work.file).map(|language| analyze(language, &work.text));
+        let Some(analysis) = analysis else {
+            return FileWork {
+                touched: Vec::new(),
+                calls: HashSet::new(),
+                file: work.file.clone(),
+                session_id: work.session_id.clone(),
+                intent_id: work.intent_id.clone(),
+            };
+        };
+        let touched = innermost_on_lines(&analysis, &work.text, &lines);
+        let calls = analysis
+            .calls
             .into_iter()
             .filter_map(|call| Some((call.caller?, simple_name(&call.callee).to_owned())))
             .collect();
         FileWork {
-            touched: touched(&work.file, Some(&work.text), &lines),
+            touched,
             file: work.file.clone(),
             session_id: work.session_id.clone(),
             intent_id: work.intent_id.clone(),
@@ -171,6 +181,12 @@ fn related_across(a: &[FileWork], b: &[FileWork], colliding: &HashSet<&str>) -> 
     order_related(items)
 }
 
+/// The symbols the changed `lines` of `text` touch (none without a text).
+fn touched(file: &str, text: Option<&str>, lines: &[(i64, i64)]) -> Vec<String> {
+    text.map(|text| symbols_on_lines(file, text, lines))
+        .unwrap_or_default()
+}
+
 fn collision(conflict: &Conflict) -> WorktreeCollision {
     let mut symbols = touched(
         &conflict.file,
@@ -199,39 +215,4 @@ fn collision(conflict: &Conflict) -> WorktreeCollision {
         lines_a: regions(&conflict.lines_a),
         lines_b: regions(&conflict.lines_b),
     }
-}
-
-/// The innermost symbols of `text` (as `file`'s language) whose lines meet `lines`.
-fn touched(file: &str, text: Option<&str>, lines: &[(i64, i64)]) -> Vec<String> {
-    let (Some(text), Some(language)) = (text, Language::for_path(file)) else {
-        return Vec::new();
-    };
-    let analysis = analyze(language, text);
-    let line_of = |byte: usize| -> i64 {
-        let before = text.get(..byte).unwrap_or(text);
-        i64::try_from(before.matches('\n').count()).unwrap_or(i64::MAX) + 1
-    };
-    let spans: Vec<(&str, i64, i64)> = analysis
-        .symbols
-        .iter()
-        .map(|s| {
-            let end = s.end_byte.saturating_sub(1).max(s.start_byte);
-            (
-                s.qualified_name.as_str(),
-                line_of(s.start_byte),
-                line_of(end),
-            )
-        })
-        .filter(|(_, first, last)| lines.iter().any(|&(a, b)| a <= *last && *first <= b))
-        .collect();
-    // Innermost: a symbol containing another touched one gives way to it.
-    spans
-        .iter()
-        .filter(|(name, first, last)| {
-            !spans.iter().any(|(other, f, l)| {
-                other != name && *first <= *f && *l <= *last && (f, l) != (first, last)
-            })
-        })
-        .map(|(name, _, _)| (*name).to_owned())
-        .collect()
 }

@@ -138,6 +138,7 @@ fn an_edit_in_one_worktree_without_hooks_is_seen_by_a_preview_in_another() {
         assert_eq!(serde_json::to_value(intent.status).unwrap(), "active");
         assert_eq!(intent.files, ",app.py,");
         assert_eq!(regions(intent), [[2, 2]]);
+        assert_eq!(intent.symbols, r#"["f"]"#, "the symbol its lines touch");
         // w2's own work is its lines, in its text.
         let theirs = wait_for_intents(&main, &worktree_session(&two), None, |i| i.len() == 1).await;
         assert_eq!(regions(&theirs[0]), [[1, 3]]);
