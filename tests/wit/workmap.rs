@@ -486,6 +486,64 @@ fn the_same_function_in_separate_hunks_is_context_not_a_collision() {
 }
 
 #[test]
+fn an_edits_context_lines_are_not_its_work() {
+    let (repo, _daemon) = setup(&[("app.py", APP)]);
+    let client = repo.client();
+    block_on(async {
+        // A inserts a line, carrying the lines around it as an Edit tool does.
+        edit_and_write(
+            &repo,
+            &client,
+            "a",
+            "app.py",
+            &[(
+                "    a = x + 1\n    b = a * 2\n",
+                "    a = x + 1\n    a += 1\n    b = a * 2\n",
+            )],
+        )
+        .await;
+        assert_eq!(
+            regions_of(&client, "a").await,
+            [[9, 9]],
+            "the inserted line"
+        );
+        // B changes line 11, two lines below A's line 9: same function, no collision.
+        let b = preflight(&client, "b", "app.py", &[("c = b - 3", "c = b - 4")], false).await;
+        assert!(b.conflicts.is_empty(), "{:?}", b.conflicts);
+        // B's edit carries A's line as its context and changes line 12 only.
+        let b = preflight(
+            &client,
+            "b",
+            "app.py",
+            &[(
+                "    a += 1\n    b = a * 2\n    c = b - 3\n    return c\n",
+                "    a += 1\n    b = a * 2\n    c = b - 3\n    return -c\n",
+            )],
+            false,
+        )
+        .await;
+        assert!(b.conflicts.is_empty(), "{:?}", b.conflicts);
+        assert_eq!(b.symbols, ["app.py:alpha"]);
+        // Changing the line next to A's collides.
+        let b = preflight(&client, "b", "app.py", &[("b = a * 2", "b = a * 3")], false).await;
+        assert_eq!(overlap_sessions(&b), ["a"]);
+    });
+}
+
+#[test]
+fn an_edit_that_changes_nothing_meets_nothing() {
+    let (repo, _daemon) = setup(&[("app.py", APP)]);
+    let client = repo.client();
+    block_on(async {
+        edit_and_write(&repo, &client, "a", "app.py", &[("a = x + 1", "a = x + 2")]).await;
+        // B makes A's change again (its own patch had it too): no line changes.
+        let b = preflight(&client, "b", "app.py", &[("a = x + 2", "a = x + 2")], false).await;
+        assert!(b.conflicts.is_empty(), "{:?}", b.conflicts);
+        assert!(b.symbols.is_empty(), "{:?}", b.symbols);
+    });
+}
+
+#[test]
 fn adjacent_lines_collide() {
     let (repo, _daemon) = setup(&[("app.py", APP)]);
     let client = repo.client();

@@ -330,6 +330,43 @@ mod tests {
     }
 
     #[test]
+    fn an_insertion_where_the_other_side_inserted_lands_on_its_lines() {
+        let base = "a\nb\nc\n";
+        let moved = hunks(base, "a\nX\nY\nb\nc\n");
+        let same = changes_of(&hunks(base, "a\nX\nY\nb\nc\n"), "a\nX\nY\nb\nc\n");
+        let rebased = rebase_changes(&same, &moved);
+        assert_eq!(
+            rebased[0].lines,
+            1..3,
+            "the same lines: nothing left to change"
+        );
+        assert_eq!(
+            apply_changes("a\nX\nY\nb\nc\n", &rebased),
+            "a\nX\nY\nb\nc\n"
+        );
+        let other = changes_of(&hunks(base, "a\nb\nZ\nc\n"), "a\nb\nZ\nc\n");
+        assert_eq!(rebase_changes(&other, &moved)[0].lines, 4..4);
+    }
+
+    #[test]
+    fn hunks_are_gits_histogram() {
+        // Myers would replace `c }` by `b` and insert `c b` below.
+        assert_eq!(
+            hunks("c\n}\n}\n", "b\n}\nc\nb\n"),
+            [
+                Hunk {
+                    old: 0..0,
+                    new: 0..2
+                },
+                Hunk {
+                    old: 1..3,
+                    new: 3..4
+                }
+            ]
+        );
+    }
+
+    #[test]
     fn the_line_check_is_within_one_line() {
         let base = "1\n2\n3\n4\n5\n6\n7\n";
         let a = hunks(base, "1\n2\nX\n4\n5\n6\n7\n");

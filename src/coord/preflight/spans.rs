@@ -604,6 +604,76 @@ mod tests {
     }
 
     #[test]
+    fn an_edit_changes_only_the_lines_its_texts_differ_in() {
+        let current = "a\nb\nc\nd\ne\n";
+        // An insertion carried with a line of context above it: only the new line.
+        let got = apply(current, &[edit("b\n", "b\nnew\n", false)]).unwrap();
+        assert_eq!(got.text, "a\nb\nnew\nc\nd\ne\n");
+        assert_eq!(
+            got.changes,
+            [Change {
+                old: (4, 4),
+                new: (4, 8)
+            }]
+        );
+        // Two lines changed in one edit, a kept line between them: two changes.
+        let got = apply(current, &[edit("b\nc\nd\n", "B\nc\nD\n", false)]).unwrap();
+        assert_eq!(
+            got.changes,
+            [
+                Change {
+                    old: (2, 4),
+                    new: (2, 4)
+                },
+                Change {
+                    old: (6, 8),
+                    new: (6, 8)
+                }
+            ]
+        );
+        // An edit that changes nothing changes no line.
+        let got = apply(current, &[edit("c\n", "c\n", false)]).unwrap();
+        assert_eq!(got.text, current);
+        assert!(got.changes.is_empty(), "{:?}", got.changes);
+        // Each occurrence of a replaceAll, likewise.
+        let got = apply("x\n1\nx\n2\n", &[edit("x\n", "x\ny\n", true)]).unwrap();
+        assert_eq!(got.text, "x\ny\n1\nx\ny\n2\n");
+        assert_eq!(
+            got.changes,
+            [
+                Change {
+                    old: (2, 2),
+                    new: (2, 4)
+                },
+                Change {
+                    old: (6, 6),
+                    new: (8, 10)
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn the_line_diff_is_gits_histogram() {
+        // `git diff --diff-algorithm=histogram` of these: `b }` inserted at the top, the two
+        // `}` replaced by `b`; Myers instead replaces `c }` by `b` and inserts `c b` below.
+        let changes = diff_lines("c\n}\n}\n", "b\n}\nc\nb\n");
+        assert_eq!(
+            changes,
+            [
+                Change {
+                    old: (0, 0),
+                    new: (0, 4)
+                },
+                Change {
+                    old: (2, 6),
+                    new: (6, 8)
+                }
+            ]
+        );
+    }
+
+    #[test]
     fn meeting_a_span() {
         assert!(meets(0, 10, (5, 6)));
         assert!(!meets(0, 10, (10, 12)), "touching is not meeting");
