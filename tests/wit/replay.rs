@@ -112,9 +112,10 @@ fn the_replay_scores_real_pairs_against_git() {
         .iter()
         .any(|o| o["truth"] == true && o["predicted"]["conflicts"] == true));
     // On this sample wit's collisions are git's conflicts, pair by pair: it holds pairs whose
-    // patches share identical hunks (git takes one), edits with context lines, and a conflict
-    // that only git's histogram diff sees (gin-07fe0d9944); none of the false alarms that the
-    // rule of PROTOCOL-NOTES 13.4 itself makes (BENCHMARKS.md, replay).
+    // patches share identical hunks (git takes one), a clean pair that the edits' context
+    // lines made a false alarm (gin-9abb909731), and a conflict that only git's histogram
+    // diff sees (gin-07fe0d9944); none of the false alarms that the rule of PROTOCOL-NOTES
+    // 13.4 itself makes (BENCHMARKS.md, replay).
     for o in outcomes {
         assert_eq!(
             o["predicted"]["conflicts"], o["truth"],
