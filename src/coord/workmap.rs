@@ -284,18 +284,24 @@ impl Coord {
                 for row in &rows {
                     let mine = observed_intent.as_deref() == Some(row.intent_id.as_str());
                     let extra: &[LineRegion] = if mine { &added } else { &[] };
-                    if carry(w, row, &map, extra)? && mine {
-                        let regions = w
-                            .intent(&row.intent_id)?
-                            .and_then(|i| i.regions)
-                            .unwrap_or_default();
+                    let moved = carry(w, row, &map, extra)?;
+                    let named = mine && add_symbols(w, &row.intent_id, observed.touched)?;
+                    if mine && (moved || named) {
+                        let intent = w.intent(&row.intent_id)?;
+                        let mut data = json!({"regions": regions_json(
+                            intent.as_ref().and_then(|i| i.regions.as_deref()).unwrap_or_default()
+                        )});
+                        if let (true, Some(intent)) = (named, &intent) {
+                            data["symbols"] =
+                                serde_json::from_str(&intent.symbols).unwrap_or_else(|_| json!([]));
+                        }
                         events::append(
                             w,
                             now,
                             EventKind::IntentUpdated,
                             Some(session_id),
                             &row.intent_id,
-                            json!({"regions": regions_json(&regions)}),
+                            data,
                         )?;
                     }
                 }
@@ -349,6 +355,28 @@ fn carry(w: &Writer<'_>, row: &RangeHit, map: &LineMap, extra: &[LineRegion]) ->
         return Ok(false);
     }
     w.set_intent_regions(&row.intent_id, Some(&carried))?;
+    Ok(true)
+}
+
+/// Adds the `touched` symbols an observed intent does not list yet to its symbols (13.3: a
+/// further clean edit adds its lines, and its symbols, to the same intent); whether any was
+/// added.
+fn add_symbols(w: &Writer<'_>, intent_id: &str, touched: &[String]) -> Result<bool> {
+    let Some(intent) = w.intent(intent_id)? else {
+        return Ok(false);
+    };
+    let mut symbols: Vec<String> = serde_json::from_str(&intent.symbols).unwrap_or_default();
+    let before = symbols.len();
+    for name in touched {
+        if !symbols.contains(name) {
+            symbols.push(name.clone());
+        }
+    }
+    if symbols.len() == before {
+        return Ok(false);
+    }
+    let encoded = serde_json::to_string(&symbols).unwrap_or_else(|_| "[]".to_owned());
+    w.set_intent_symbols(intent_id, &encoded)?;
     Ok(true)
 }
 
