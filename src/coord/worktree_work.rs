@@ -248,8 +248,12 @@ impl Coord {
                 let file = intent.files.trim_matches(',').to_owned();
                 match wanted.get(&file) {
                     Some(regions) if kept.insert(file.clone()) => {
-                        if intent.regions != *regions {
+                        let touched = symbols.get(&file).cloned().unwrap_or_default();
+                        let listed =
+                            serde_json::to_string(&touched).unwrap_or_else(|_| "[]".to_owned());
+                        if intent.regions != *regions || intent.symbols != listed {
                             w.set_intent_regions(&intent.id, regions.as_deref())?;
+                            w.set_intent_symbols(&intent.id, &listed)?;
                             let shown = regions.as_deref().map(regions_json);
                             events::append(
                                 w,
@@ -257,7 +261,7 @@ impl Coord {
                                 EventKind::IntentUpdated,
                                 Some(&session),
                                 &intent.id,
-                                json!({ "regions": shown }),
+                                json!({ "regions": shown, "symbols": touched }),
                             )?;
                         }
                     }

@@ -170,6 +170,7 @@ fn an_edit_in_one_worktree_without_hooks_is_seen_by_a_preview_in_another() {
         })
         .await;
         assert_eq!(moved[0].intent_id, intent.intent_id, "the same intent");
+        assert_eq!(moved[0].symbols, r#"["g"]"#, "its symbols follow its lines");
         let now_clear = preview(&w2, "b", "    y = x + 1\n", "    y = x + 2\n").await;
         assert!(overlaps(&now_clear).is_empty(), "{:?}", now_clear.conflicts);
 
