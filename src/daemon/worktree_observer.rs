@@ -132,8 +132,12 @@ struct Observer {
 
 impl Observer {
     /// Resolves the observed work of worktrees that no longer exist (a daemon that was down
-    /// while one was removed).
+    /// while one was removed). Not with a shared store: the other machines' worktrees are
+    /// in it too, and their paths mean nothing here.
     async fn forget_vanished(&mut self) {
+        if self.coord.store().is_shared() {
+            return;
+        }
         let coord = Arc::clone(&self.coord);
         let now = all_worktrees(&self.repository);
         let several = now.len() > 1;
