@@ -78,6 +78,21 @@ struct FileTexts {
     current: Arc<str>,
 }
 
+/// The line maps that carry regions of one origin text through a base to an asking text.
+#[derive(Debug)]
+struct CarryMaps {
+    from: Option<Arc<str>>,
+    base: Arc<str>,
+    to: Arc<str>,
+    /// Origin text → base (`None`: the origin's text is the base).
+    to_base: Option<LineMap>,
+    /// Base → the asking text.
+    from_base: LineMap,
+}
+
+/// At most this many sets of line maps are kept (then they are made again as asked).
+const MAX_CARRIES: usize = 256;
+
 /// The worktrees the daemon serves and the texts of their changed files.
 #[derive(Debug, Default)]
 pub struct Worktrees {
@@ -85,6 +100,8 @@ pub struct Worktrees {
     main_root: Option<String>,
     /// Per `(origin, file)`: its merge-base and current texts.
     texts: HashMap<(Origin, String), FileTexts>,
+    /// Line maps kept by (origin text, base, length of the asking text).
+    carries: HashMap<(usize, usize, usize), Arc<CarryMaps>>,
 }
 
 impl Coord {
@@ -101,6 +118,7 @@ impl Coord {
         worktrees.main_root = main_root.map(str::to_owned);
         if main_root.is_none() {
             worktrees.texts.clear();
+            worktrees.carries.clear();
         }
     }
 
@@ -182,12 +200,47 @@ impl Coord {
             return row;
         };
         let from = origin_text.or_else(|| theirs.map(|t| t.current));
-        let at_base = match from {
-            Some(from) => LineMap::between(&from, &base).carry(regions),
+        let maps = self.carry_maps(from.as_ref(), &base, text);
+        let at_base = match &maps.to_base {
+            Some(to_base) => to_base.carry(regions),
             None => regions.clone(),
         };
-        row.regions = Some(LineMap::between(&base, text).carry(&at_base));
+        row.regions = Some(maps.from_base.carry(&at_base));
         row
+    }
+
+    /// The line maps origin text → base → `text`: kept while the three texts stay the same
+    /// (the origin's and the base are shared `Arc`s; `text` is compared), so a preview asked
+    /// again does not diff whole files again.
+    fn carry_maps(&self, from: Option<&Arc<str>>, base: &Arc<str>, text: &str) -> Arc<CarryMaps> {
+        let same = |maps: &CarryMaps| {
+            Arc::ptr_eq(&maps.base, base)
+                && match (&maps.from, from) {
+                    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                    (None, None) => true,
+                    _ => false,
+                }
+                && *maps.to == *text
+        };
+        // The shared texts are held by the kept maps, so their addresses are not reused.
+        let address = |text: &Arc<str>| Arc::as_ptr(text) as *const u8 as usize;
+        let key = (from.map_or(0, address), address(base), text.len());
+        if let Some(maps) = self.worktrees().carries.get(&key).filter(|m| same(m)) {
+            return Arc::clone(maps);
+        }
+        let maps = Arc::new(CarryMaps {
+            to_base: from.map(|from| LineMap::between(from, base)),
+            from_base: LineMap::between(base, text),
+            from: from.cloned(),
+            base: Arc::clone(base),
+            to: Arc::from(text),
+        });
+        let mut worktrees = self.worktrees();
+        if worktrees.carries.len() >= MAX_CARRIES {
+            worktrees.carries.clear();
+        }
+        worktrees.carries.insert(key, Arc::clone(&maps));
+        maps
     }
 
     /// Takes in the changes of the worktree at `root` (14.4): `files` are all of them now;

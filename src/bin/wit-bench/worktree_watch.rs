@@ -107,10 +107,53 @@ pub(crate) async fn worktree_watch(wit: &Path, args: &WatchArgs) -> Result<()> {
         fmt_duration(p99),
         fmt_duration(max)
     );
+    if let Some(two) = roots.get(1) {
+        preview_from_another_worktree(two, &file, &lines, args.changes.max(50)).await?;
+    }
     println!(
         "daemon RSS serving {} worktrees: {} KiB",
         roots.len() + 1,
         rss_kib(daemon.pid()).unwrap_or(0)
+    );
+    Ok(())
+}
+
+/// `edit.preflight` of a one-line edit of `file` through the second worktree's socket, while
+/// the first worktree's change of the file is observed work: its regions are carried
+/// through the merge-base into this worktree's text on every call.
+async fn preview_from_another_worktree(
+    root: &Path,
+    file: &str,
+    lines: &[&str],
+    calls: usize,
+) -> Result<()> {
+    let mut conn = Conn::open(&root.join(".wit/daemon.sock")).await?;
+    let Some(line) = lines
+        .iter()
+        .rev()
+        .find(|l| !l.trim().is_empty() && lines.iter().filter(|o| o == l).count() == 1)
+    else {
+        return Ok(());
+    };
+    let params = json!({
+        "sessionId": "bench-previewer",
+        "file": file,
+        "edits": [{"oldText": line, "newText": format!("{line} ")}],
+    });
+    let mut samples = Vec::with_capacity(calls);
+    for _ in 0..calls {
+        let started = Instant::now();
+        let answer = conn.call("edit.preflight", params.clone()).await?;
+        samples.push(started.elapsed());
+        if answer["applies"] != json!(true) {
+            bail!("the preview does not apply: {answer}");
+        }
+    }
+    let (p50, p99) = p50_p99(&mut samples);
+    println!(
+        "edit.preflight from another worktree, the file holding observed work: p50 {}  p99 {}",
+        fmt_duration(p50),
+        fmt_duration(p99)
     );
     Ok(())
 }
