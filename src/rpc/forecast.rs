@@ -13,7 +13,7 @@ use crate::protocol::{
     LineRegion, ProtocolError, WorktreeCollision, WorktreeForecastParams, WorktreeForecastResult,
     WorktreePair,
 };
-use crate::worktrees::forecast::{conflicts, state_of, Conflict};
+use crate::worktrees::forecast::{conflicts_of_all, states_of, Conflict};
 use crate::worktrees::{all_worktrees, repository_of};
 
 impl WorktreeMethods for App {
@@ -39,26 +39,17 @@ fn forecast(root: Option<PathBuf>) -> Result<Vec<WorktreePair>, String> {
     if roots.len() < 2 {
         return Ok(Vec::new());
     }
-    let states = roots
-        .iter()
-        .map(|root| state_of(root))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())?;
-    let mut pairs = Vec::new();
-    for (i, a) in states.iter().enumerate() {
-        for b in &states[i + 1..] {
-            let found = conflicts(&repository.main_root, a, b).map_err(|e| e.to_string())?;
-            if found.is_empty() {
-                continue;
-            }
-            pairs.push(WorktreePair {
-                a: a.root.display().to_string(),
-                b: b.root.display().to_string(),
-                collisions: found.iter().map(collision).collect(),
-                related: Vec::new(),
-            });
-        }
-    }
+    let states = states_of(&roots).map_err(|e| e.to_string())?;
+    let found = conflicts_of_all(&repository.main_root, &states).map_err(|e| e.to_string())?;
+    let pairs = found
+        .into_iter()
+        .map(|(i, j, conflicts)| WorktreePair {
+            a: states[i].root.display().to_string(),
+            b: states[j].root.display().to_string(),
+            collisions: conflicts.iter().map(collision).collect(),
+            related: Vec::new(),
+        })
+        .collect();
     Ok(pairs)
 }
 

@@ -73,36 +73,46 @@ fn git(
 
 /// The state of the worktree at `root` as a commit: its HEAD when it has no changes, else a
 /// commit of its files (uncommitted and untracked ones, `.gitignore` honoured) on its HEAD.
+///
+/// The files are added to a copy of the worktree's own index, so git looks again only at
+/// files whose size or mtime changed since that index saw them (a fresh index read from
+/// HEAD would hash every file); whether anything changed is whether the tree written differs
+/// from HEAD's.
 pub fn state_of(root: &Path) -> Result<State, GitError> {
-    let head = git(root, &["rev-parse", "HEAD"], &[], &[])?
-        .trim()
-        .to_owned();
-    let dirty = !git(
+    let facts = git(
         root,
-        &["status", "--porcelain", "--untracked-files=all"],
+        &["rev-parse", "HEAD", "HEAD^{tree}", "--git-path", "index"],
         &[],
         &[],
-    )?
-    .trim()
-    .is_empty();
-    if !dirty {
-        return Ok(State {
-            root: root.to_path_buf(),
-            commit: head,
+    )?;
+    let mut lines = facts.lines().map(str::trim);
+    let (Some(head), Some(head_tree), Some(own_index)) = (lines.next(), lines.next(), lines.next())
+    else {
+        return Err(GitError {
+            args: "rev-parse HEAD HEAD^{tree} --git-path index".to_owned(),
+            message: format!("unexpected answer {facts:?}"),
         });
-    }
+    };
     let temp = TempIndex::new();
     let index: &[(&str, &Path)] = &[("GIT_INDEX_FILE", &temp.0)];
-    git(root, &["read-tree", "HEAD"], index, &[])?;
+    if std::fs::copy(root.join(own_index), &temp.0).is_err() {
+        git(root, &["read-tree", "HEAD"], index, &[])?;
+    }
     git(root, &["add", "-A", "--", "."], index, &[])?;
     let tree = git(root, &["write-tree"], index, &[])?.trim().to_owned();
+    if tree == head_tree {
+        return Ok(State {
+            root: root.to_path_buf(),
+            commit: head.to_owned(),
+        });
+    }
     let commit = git(
         root,
         &[
             "commit-tree",
             &tree,
             "-p",
-            &head,
+            head,
             "-m",
             "wit: worktree state",
         ],
@@ -114,6 +124,64 @@ pub fn state_of(root: &Path) -> Result<State, GitError> {
     Ok(State {
         root: root.to_path_buf(),
         commit,
+    })
+}
+
+/// The states of the worktrees at `roots`, in that order, each read on its own thread (git
+/// spends most of their time waiting on the file system).
+pub fn states_of(roots: &[PathBuf]) -> Result<Vec<State>, GitError> {
+    std::thread::scope(|scope| {
+        let reading: Vec<_> = roots
+            .iter()
+            .map(|root| scope.spawn(move || state_of(root)))
+            .collect();
+        reading.into_iter().map(joined).collect()
+    })
+}
+
+/// The conflicts of every two of `states` (`(i, j, conflicts)` for `i < j`, in that order,
+/// pairs without conflicts left out), the pairs spread over a few threads.
+pub fn conflicts_of_all(
+    repo: &Path,
+    states: &[State],
+) -> Result<Vec<(usize, usize, Vec<Conflict>)>, GitError> {
+    let pairs: Vec<(usize, usize)> = (0..states.len())
+        .flat_map(|i| (i + 1..states.len()).map(move |j| (i, j)))
+        .collect();
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(1, 4)
+        * 2;
+    let chunk = pairs.len().div_ceil(threads).max(1);
+    let found: Vec<Vec<(usize, usize, Vec<Conflict>)>> = std::thread::scope(|scope| {
+        let running: Vec<_> = pairs
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|&(i, j)| Ok((i, j, conflicts(repo, &states[i], &states[j])?)))
+                        .collect::<Result<Vec<_>, GitError>>()
+                })
+            })
+            .collect();
+        running.into_iter().map(joined).collect::<Result<_, _>>()
+    })?;
+    Ok(found
+        .into_iter()
+        .flatten()
+        .filter(|(_, _, conflicts)| !conflicts.is_empty())
+        .collect())
+}
+
+/// A scoped thread's answer; a panic there is reported as git's failure.
+fn joined<T>(
+    handle: std::thread::ScopedJoinHandle<'_, Result<T, GitError>>,
+) -> Result<T, GitError> {
+    handle.join().unwrap_or_else(|_| {
+        Err(GitError {
+            args: String::new(),
+            message: "a forecast thread panicked".to_owned(),
+        })
     })
 }
 
@@ -136,7 +204,8 @@ impl Drop for TempIndex {
 }
 
 /// The files where merging `a` and `b` would conflict, with the lines each side changed.
-/// `repo` is any worktree of the repository (git runs there).
+/// `repo` is any worktree of the repository (git runs there). A pair that merges cleanly
+/// costs one git call; one with conflicts five, whatever the number of files.
 pub fn conflicts(repo: &Path, a: &State, b: &State) -> Result<Vec<Conflict>, GitError> {
     // Exit 1: conflicts; the first line is the merged tree, then one conflicted file a line.
     let merged = git(
@@ -152,55 +221,133 @@ pub fn conflicts(repo: &Path, a: &State, b: &State) -> Result<Vec<Conflict>, Git
         &[],
         &[1],
     )?;
-    let files: Vec<&str> = merged.lines().skip(1).filter(|l| !l.is_empty()).collect();
+    let mut files: Vec<&str> = merged.lines().skip(1).filter(|l| !l.is_empty()).collect();
+    files.dedup();
     if files.is_empty() {
         return Ok(Vec::new());
     }
     let base = git(repo, &["merge-base", &a.commit, &b.commit], &[], &[])?
         .trim()
         .to_owned();
-    files
-        .into_iter()
-        .map(|file| {
-            Ok(Conflict {
-                file: file.to_owned(),
-                lines_a: changed_lines(repo, &base, &a.commit, file)?,
-                lines_b: changed_lines(repo, &base, &b.commit, file)?,
-                text_a: text_at(repo, &a.commit, file),
-                text_b: text_at(repo, &b.commit, file),
-            })
+    let lines_a = changed_lines(repo, &base, &a.commit, &files)?;
+    let lines_b = changed_lines(repo, &base, &b.commit, &files)?;
+    let names: Vec<String> = files
+        .iter()
+        .flat_map(|file| {
+            [
+                format!("{}:{file}", a.commit),
+                format!("{}:{file}", b.commit),
+            ]
         })
-        .collect()
+        .collect();
+    let mut texts = texts_at(repo, &names)?.into_iter();
+    Ok(files
+        .into_iter()
+        .map(|file| Conflict {
+            file: file.to_owned(),
+            lines_a: lines_a.get(file).cloned().unwrap_or_default(),
+            lines_b: lines_b.get(file).cloned().unwrap_or_default(),
+            text_a: texts.next().flatten(),
+            text_b: texts.next().flatten(),
+        })
+        .collect())
 }
 
-fn text_at(repo: &Path, commit: &str, file: &str) -> Option<String> {
-    git(repo, &["show", &format!("{commit}:{file}")], &[], &[]).ok()
+/// The texts of `names` (`<commit>:<path>`), in order, through one `git cat-file --batch`
+/// (`None`: missing there, or not UTF-8).
+fn texts_at(repo: &Path, names: &[String]) -> Result<Vec<Option<String>>, GitError> {
+    use std::io::{Read, Write};
+    let failed = |message: String| GitError {
+        args: "cat-file --batch".to_owned(),
+        message,
+    };
+    let mut child = Command::new("git")
+        .args(["cat-file", "--batch"])
+        .current_dir(repo)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| failed(e.to_string()))?;
+    let mut input = child
+        .stdin
+        .take()
+        .ok_or_else(|| failed("no stdin".into()))?;
+    let request: String = names.iter().map(|n| format!("{n}\n")).collect();
+    // Written from its own thread: git answers while it reads, and both pipes are bounded.
+    let writer = std::thread::spawn(move || input.write_all(request.as_bytes()));
+    let mut output = Vec::new();
+    let read = child
+        .stdout
+        .take()
+        .ok_or_else(|| failed("no stdout".into()))?
+        .read_to_end(&mut output);
+    let _ = writer.join();
+    let _ = child.wait();
+    read.map_err(|e| failed(e.to_string()))?;
+    Ok(batch_texts(&output, names.len()))
 }
 
-/// The lines of `file` in `to` changed since `from` (a pure deletion: the line where the two
-/// sides now join).
+/// The objects of a `git cat-file --batch` answer (`<oid> <type> <size>\n<content>\n`, or
+/// `<name> missing\n`), `count` of them.
+fn batch_texts(mut output: &[u8], count: usize) -> Vec<Option<String>> {
+    let mut texts = Vec::with_capacity(count);
+    while texts.len() < count {
+        let Some(end) = output.iter().position(|b| *b == b'\n') else {
+            break;
+        };
+        let header = String::from_utf8_lossy(&output[..end]).into_owned();
+        output = &output[end + 1..];
+        let size = header
+            .rsplit(' ')
+            .next()
+            .and_then(|s| s.parse::<usize>().ok())
+            .filter(|_| !header.ends_with(" missing") && !header.ends_with(" ambiguous"));
+        match size {
+            Some(size) if output.len() > size => {
+                texts.push(String::from_utf8(output[..size].to_vec()).ok());
+                output = &output[size + 1..];
+            }
+            _ => texts.push(None),
+        }
+    }
+    texts.resize(count, None);
+    texts
+}
+
+/// The lines of each of `files` in `to` changed since `from` (a pure deletion: the line where
+/// the two sides now join), from one `git diff -U0`.
 fn changed_lines(
     repo: &Path,
     from: &str,
     to: &str,
-    file: &str,
-) -> Result<Vec<(i64, i64)>, GitError> {
-    let diff = git(
-        repo,
-        &[
-            "diff",
-            "--no-color",
-            "--no-ext-diff",
-            "-U0",
-            from,
-            to,
-            "--",
-            file,
-        ],
-        &[],
-        &[],
-    )?;
-    Ok(hunk_lines(&diff))
+    files: &[&str],
+) -> Result<std::collections::HashMap<String, Vec<(i64, i64)>>, GitError> {
+    let mut args = vec![
+        "diff",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-renames",
+        "-U0",
+        from,
+        to,
+        "--",
+    ];
+    args.extend(files.iter().copied());
+    let diff = git(repo, &args, &[], &[])?;
+    let mut per_file = std::collections::HashMap::new();
+    // Each file's part starts with `diff --git`; its path is on the `+++ b/` line (or `---
+    // a/` when the file is deleted on this side).
+    for part in diff.split("\ndiff --git ").filter(|p| !p.trim().is_empty()) {
+        let path = part
+            .lines()
+            .find_map(|l| l.strip_prefix("+++ b/"))
+            .or_else(|| part.lines().find_map(|l| l.strip_prefix("--- a/")));
+        if let Some(path) = path {
+            per_file.insert(path.to_owned(), hunk_lines(part));
+        }
+    }
+    Ok(per_file)
 }
 
 /// The new-side lines of each hunk of a `-U0` diff.

@@ -122,10 +122,9 @@ pub struct RepoIndex {
     worker: Option<ParseWorker>,
     /// Long-lived workers for large sources (made from `worker`).
     pool: Option<ParsePool>,
-    /// The one store: on disk, or the same schema in memory.
+    /// The one store: on disk, or the same schema in memory; with the donor, another
+    /// worktree's index whose analyses are reused by content (no parse, no copy).
     db: IndexDb,
-    /// Another worktree's index, whose analyses are reused by content (no parse).
-    donor: Option<Donor>,
     /// How far the current build is, published to `.wit/index.json`.
     progress: Progress,
     /// Parses run by this index (in-process or in a worker).
@@ -169,7 +168,6 @@ impl RepoIndex {
             worker: None,
             pool: None,
             db,
-            donor: None,
             progress: Progress::default(),
             parses: AtomicUsize::new(0),
         }
@@ -180,18 +178,23 @@ impl RepoIndex {
     /// in memory (with a warning).
     pub fn with_index_db(mut self, path: &Path) -> RepoIndex {
         match IndexDb::open(path) {
-            Ok(db) => self.db = db,
+            Ok(mut db) => {
+                db.set_donor(self.db.take_donor());
+                self.db = db;
+            }
             Err(error) => tracing::warn!(%error, "the index stays in memory"),
         }
         self
     }
 
-    /// Reuses the analyses of the index database at `path` (another worktree's index of the
-    /// same repository) by content hash: content it parsed is copied, not parsed again, so N
-    /// worktrees cost about one index's parses plus their differences (PROTOCOL-NOTES 14.2).
-    /// Without a readable database of this version, nothing is reused.
+    /// Reuses the analyses and the call graph of the index database at `path` (another
+    /// worktree's index of the same repository): content it parsed is neither parsed nor
+    /// stored again (the row borrows the donor's by hash), and a first build starts from its
+    /// graph, resolving again only what the differences touch; so N worktrees cost about one
+    /// index plus their differences (PROTOCOL-NOTES 14.2). Without a readable database of
+    /// this version, nothing is reused.
     pub fn with_donor(mut self, path: &Path) -> RepoIndex {
-        self.donor = Donor::open(path);
+        self.db.set_donor(Donor::open(path));
         self
     }
 
@@ -506,7 +509,7 @@ impl RepoIndex {
 
     /// The donor's encoded outline and analysis of content `key`, if it has them.
     fn donated(&self, language: Language, key: ContentKey) -> Option<(Vec<u8>, Vec<u8>)> {
-        self.donor.as_ref()?.encoded(language, key.hash())
+        self.db.donor()?.encoded(language, key.hash())
     }
 
     fn read(&self) -> RwLockReadGuard<'_, State> {

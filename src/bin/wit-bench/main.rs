@@ -21,7 +21,9 @@
 //! `--synthetic MB [--synthetic-dir PATH]`, see [`synthetic`]; these run the index section
 //! alone, `--runs` cold/warm pairs), [`store`] (daemons on one PostgreSQL database:
 //! `--store URL`, run alone), [`replay`] (`wit-bench replay --data PAIRS`: real pairs of
-//! patches replayed as two agents, predictors scored against git's merge; run alone).
+//! patches replayed as two agents, predictors scored against git's merge; run alone),
+//! [`worktrees`] (`wit-bench worktrees --index-repo PATH --forecast-repo PATH`: one daemon
+//! serving several worktrees of real checkouts, issue 24; run alone).
 
 mod cli_timings;
 mod fixtures;
@@ -41,6 +43,7 @@ mod safegit;
 mod sections;
 mod store;
 mod synthetic;
+mod worktrees;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -115,6 +118,9 @@ enum Subcommand {
     /// Replays real pairs of patches (scripts/replay/mine.py) as two agents through one
     /// daemon and scores wit's predictions against git's merge.
     Replay(replay::ReplayArgs),
+    /// One daemon serving several worktrees of real checkouts (issue 24): the index's time,
+    /// size and memory per added worktree, and `worktree.forecast`'s latency.
+    Worktrees(worktrees::WorktreesArgs),
 }
 
 impl Options {
@@ -170,8 +176,13 @@ async fn main() -> Result<()> {
             wit.display()
         );
     }
-    if let Some(Subcommand::Replay(args)) = &options.command {
-        return replay::replay(&wit, args).await;
+    match &options.command {
+        Some(Subcommand::Replay(args)) => return replay::replay(&wit, args).await,
+        Some(Subcommand::Worktrees(args)) => {
+            print_header(false, &wit);
+            return worktrees::worktrees(&wit, args).await;
+        }
+        None => {}
     }
     if options.repo.is_some() || options.synthetic.is_some() {
         return index_section(&options, &wit).await;
