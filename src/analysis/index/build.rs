@@ -214,7 +214,7 @@ impl RepoIndex {
                             let row = match how {
                                 Load::Reused => None,
                                 Load::Encoded(row) => Some(row),
-                                Load::Parsed(analysis) => super::row_of(&l, &analysis),
+                                Load::Parsed(analysis) => self.row_of(&l, &analysis),
                             };
                             if !reused {
                                 part.changed.push(l.rel.clone());

@@ -278,13 +278,17 @@ impl RepoIndex {
     }
 
     /// As [`RepoIndex::start_background_build`], once `first` is built (another worktree's
-    /// index that this one reuses analyses of: see [`RepoIndex::with_donor`]).
+    /// index that this one reuses analyses of: see [`RepoIndex::with_donor`]). Such builds
+    /// run one at a time (each is short, and together they would only add their peaks).
     pub fn start_background_build_after(self: &Arc<Self>, first: Arc<RepoIndex>) {
+        /// One build after another among the indexes that follow a first one.
+        static FOLLOWERS: Mutex<()> = Mutex::new(());
         let index = Arc::clone(self);
         let spawned = std::thread::Builder::new()
             .name("wit-index".to_owned())
             .spawn(move || {
                 first.ensure_built();
+                let _turn = FOLLOWERS.lock().unwrap_or_else(|e| e.into_inner());
                 index.ensure_built();
             });
         if let Err(err) = spawned {
@@ -362,7 +366,7 @@ impl RepoIndex {
             }
         }
         let (mut loaded, analysis) = self.load(rel_path, language, &real, &meta)?;
-        let rows: Vec<Row> = row_of(&loaded, &analysis).into_iter().collect();
+        let rows: Vec<Row> = self.row_of(&loaded, &analysis).into_iter().collect();
         let node = loaded.node.take();
         let mut state = self.write();
         let is_new = !state.files.contains_key(rel_path);
@@ -521,9 +525,33 @@ impl RepoIndex {
     }
 }
 
-/// The row of a (re)loaded file, with its outline and whole analysis; `None` for a file that
-/// was not parsed (it is looked at again on the next start: no parse either).
-fn row_of(loaded: &Loaded, analysis: &FileAnalysis) -> Option<Row> {
+impl RepoIndex {
+    /// The row of a (re)loaded file: borrowed when the donor has its content, else with its
+    /// outline and whole analysis; `None` for a file that was not parsed (it is looked at
+    /// again on the next start: no parse either).
+    fn row_of(&self, loaded: &Loaded, analysis: &FileAnalysis) -> Option<Row> {
+        let key = loaded.key?;
+        let (language, hash) = (key.language(), key.hash());
+        if self
+            .db
+            .donor()
+            .is_some_and(|donor| donor.has(language, hash))
+        {
+            return Some(Row::borrowed(
+                &loaded.rel,
+                loaded.size,
+                loaded.mtime,
+                language,
+                hash,
+            ));
+        }
+        full_row(loaded, analysis)
+    }
+}
+
+/// The row of a (re)loaded file with its outline and whole analysis (see
+/// [`RepoIndex::row_of`]).
+fn full_row(loaded: &Loaded, analysis: &FileAnalysis) -> Option<Row> {
     let key = loaded.key?;
     Row::new(
         &loaded.rel,

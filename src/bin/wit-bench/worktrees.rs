@@ -75,6 +75,8 @@ pub(crate) async fn worktrees(wit: &Path, args: &WorktreesArgs) -> Result<()> {
 struct IndexRun {
     /// The main worktree's cold build and its index's bytes.
     main: (Duration, u64),
+    /// The daemon's VmHWM (KiB) after the main worktree's cold build, alone.
+    main_hwm: u64,
     /// Each added worktree's build and its index's bytes, in the order added.
     added: Vec<(Duration, u64)>,
     /// With every worktree served, warm: (VmRSS, VmHWM) in KiB.
@@ -123,6 +125,7 @@ async fn index_run(wit: &Path, repo: &Path, dir: &Path, args: &WorktreesArgs) ->
     let daemon = start(wit, &main).await?;
     let statuses = wait_complete(&main, daemon.pid(), 0).await?;
     let main_status = statuses.first().context("no index status")?;
+    figures.main_hwm = probe_all(&daemon, &main, &[], &probe).await?.1;
     stop(daemon).await;
     figures.main = (
         Duration::from_millis(main_status.1),
@@ -188,9 +191,10 @@ fn print_index_run(run: usize, figures: &IndexRun) {
         })
         .collect();
     println!(
-        "run {run}: main {} {:.1} MB | added {} | {} worktrees warm: RSS {} KiB, HWM {} KiB | all cold: {} to complete, RSS {} KiB, HWM {} KiB",
+        "run {run}: main {} {:.1} MB, HWM {} KiB | added {} | {} worktrees warm: RSS {} KiB, HWM {} KiB | all cold: {} to complete, RSS {} KiB, HWM {} KiB",
         fmt_duration(figures.main.0),
         mb(figures.main.1),
+        figures.main_hwm,
         added.join(", "),
         figures.added.len() + 1,
         figures.warm_rss.0,
@@ -239,7 +243,12 @@ fn print_index_table(runs: &mut [IndexRun]) {
     let mut cold: Vec<u64> = runs.iter().map(|r| r.cold_rss.0).collect();
     let mut cold_hwm: Vec<u64> = runs.iter().map(|r| r.cold_rss.1).collect();
     let mut cold_all: Vec<Duration> = runs.iter().map(|r| r.cold_all).collect();
+    let mut main_hwm: Vec<u64> = runs.iter().map(|r| r.main_hwm).collect();
     println!();
+    println!(
+        "one daemon serving the main worktree alone, after its cold build: VmHWM {} KiB (median)",
+        median(&mut main_hwm)
+    );
     println!(
         "one daemon serving {} worktrees: warm restart VmRSS {} KiB, VmHWM {} KiB; every index from cold ({} to complete): VmRSS {} KiB, VmHWM {} KiB (medians)",
         added + 1,
