@@ -4,6 +4,7 @@
 //! merge-tree` of two states for the files that would conflict, and the lines each side
 //! changed in such a file since their merge-base (`git diff -U0`).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -14,6 +15,8 @@ pub struct State {
     pub root: PathBuf,
     /// The commit holding its state.
     pub commit: String,
+    /// Its HEAD (the state's parent, or the state itself when nothing changed).
+    pub head: String,
 }
 
 /// Why git could not answer.
@@ -104,6 +107,7 @@ pub fn state_of(root: &Path) -> Result<State, GitError> {
         return Ok(State {
             root: root.to_path_buf(),
             commit: head.to_owned(),
+            head: head.to_owned(),
         });
     }
     let commit = git(
@@ -124,6 +128,7 @@ pub fn state_of(root: &Path) -> Result<State, GitError> {
     Ok(State {
         root: root.to_path_buf(),
         commit,
+        head: head.to_owned(),
     })
 }
 
@@ -140,7 +145,10 @@ pub fn states_of(roots: &[PathBuf]) -> Result<Vec<State>, GitError> {
 }
 
 /// The conflicts of every two of `states` (`(i, j, conflicts)` for `i < j`, in that order,
-/// pairs without conflicts left out), the pairs spread over a few threads.
+/// pairs without conflicts left out). Git is asked in batches, whatever the number of
+/// pairs and files: one `merge-tree --stdin` for every pair, a `merge-base` per conflicting
+/// pair (on a few threads), one `diff-tree --stdin` for each side's changed lines and one
+/// `cat-file --batch` for the texts.
 pub fn conflicts_of_all(
     repo: &Path,
     states: &[State],
@@ -148,29 +156,268 @@ pub fn conflicts_of_all(
     let pairs: Vec<(usize, usize)> = (0..states.len())
         .flat_map(|i| (i + 1..states.len()).map(move |j| (i, j)))
         .collect();
-    let threads = std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .clamp(1, 4)
-        * 2;
-    let chunk = pairs.len().div_ceil(threads).max(1);
-    let found: Vec<Vec<(usize, usize, Vec<Conflict>)>> = std::thread::scope(|scope| {
+    if pairs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let conflicted: Vec<((usize, usize), Vec<String>)> = pairs
+        .iter()
+        .copied()
+        .zip(merge_all(repo, states, &pairs)?)
+        .filter(|(_, files)| !files.is_empty())
+        .collect();
+    if conflicted.is_empty() {
+        return Ok(Vec::new());
+    }
+    let bases = merge_bases(repo, states, &conflicted)?;
+    // Each side's changes since its pair's base, for the conflicted files only.
+    let mut files: Vec<&str> = conflicted
+        .iter()
+        .flat_map(|(_, files)| files.iter().map(String::as_str))
+        .collect();
+    files.sort_unstable();
+    files.dedup();
+    let sides: Vec<(&str, &str)> = conflicted
+        .iter()
+        .zip(&bases)
+        .flat_map(|(((i, j), _), base)| {
+            [
+                (states[*i].commit.as_str(), base.as_str()),
+                (states[*j].commit.as_str(), base.as_str()),
+            ]
+        })
+        .collect();
+    let mut lines = changed_lines_of(repo, &sides, &files)?.into_iter();
+    let names: Vec<String> = conflicted
+        .iter()
+        .flat_map(|((i, j), files)| {
+            files.iter().flat_map(move |file| {
+                [
+                    format!("{}:{file}", states[*i].commit),
+                    format!("{}:{file}", states[*j].commit),
+                ]
+            })
+        })
+        .collect();
+    let mut texts = texts_at(repo, &names)?.into_iter();
+    Ok(conflicted
+        .into_iter()
+        .map(|((i, j), files)| {
+            let lines_a = lines.next().unwrap_or_default();
+            let lines_b = lines.next().unwrap_or_default();
+            let conflicts = files
+                .into_iter()
+                .map(|file| Conflict {
+                    lines_a: lines_a.get(&file).cloned().unwrap_or_default(),
+                    lines_b: lines_b.get(&file).cloned().unwrap_or_default(),
+                    text_a: texts.next().flatten(),
+                    text_b: texts.next().flatten(),
+                    file,
+                })
+                .collect();
+            (i, j, conflicts)
+        })
+        .collect())
+}
+
+/// The conflicted files of merging each of `pairs` of `states`, in order: one `git
+/// merge-tree --stdin` per core, each merging its share of the pairs.
+fn merge_all(
+    repo: &Path,
+    states: &[State],
+    pairs: &[(usize, usize)],
+) -> Result<Vec<Vec<String>>, GitError> {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let chunk = pairs.len().div_ceil(cores.clamp(1, 4)).max(1);
+    let found: Vec<Vec<Vec<String>>> = std::thread::scope(|scope| {
         let running: Vec<_> = pairs
             .chunks(chunk)
             .map(|part| {
                 scope.spawn(move || {
-                    part.iter()
-                        .map(|&(i, j)| Ok((i, j, conflicts(repo, &states[i], &states[j])?)))
-                        .collect::<Result<Vec<_>, GitError>>()
+                    let request: String = part
+                        .iter()
+                        .map(|&(i, j)| format!("{} {}\n", states[i].commit, states[j].commit))
+                        .collect();
+                    let merged = git_with_input(
+                        repo,
+                        &["merge-tree", "--stdin", "--name-only", "--no-messages"],
+                        request,
+                    )?;
+                    let mut results = merge_results(&String::from_utf8_lossy(&merged));
+                    results.resize(part.len(), Vec::new());
+                    Ok(results)
                 })
             })
             .collect();
         running.into_iter().map(joined).collect::<Result<_, _>>()
     })?;
-    Ok(found
-        .into_iter()
-        .flatten()
-        .filter(|(_, _, conflicts)| !conflicts.is_empty())
-        .collect())
+    Ok(found.into_iter().flatten().collect())
+}
+
+/// The conflicted files of each merge of a `git merge-tree --stdin` answer (NUL-separated:
+/// per merge its status, `1` clean or `0` conflicted, the merged tree, the conflicted files
+/// and an empty field), in order.
+fn merge_results(answer: &str) -> Vec<Vec<String>> {
+    let mut fields = answer.split('\0');
+    let mut results = Vec::new();
+    while let (Some(status), Some(_tree)) = (fields.next(), fields.next()) {
+        let mut files: Vec<String> = Vec::new();
+        for field in fields.by_ref() {
+            if field.is_empty() {
+                break;
+            }
+            if files.last().is_none_or(|last| last != field) {
+                files.push(field.to_owned());
+            }
+        }
+        if status.trim() == "1" {
+            files.clear();
+        }
+        results.push(files);
+    }
+    results
+}
+
+/// The merge-base of each conflicted pair, in order. A state is its HEAD or a commit on it,
+/// so two states' merge-base is their HEADs': it is asked once per distinct pair of HEADs
+/// (worktrees branched from one commit: once in all).
+fn merge_bases(
+    repo: &Path,
+    states: &[State],
+    conflicted: &[((usize, usize), Vec<String>)],
+) -> Result<Vec<String>, GitError> {
+    let heads = |i: usize, j: usize| {
+        let (a, b) = (&states[i].head, &states[j].head);
+        if a <= b {
+            (a, b)
+        } else {
+            (b, a)
+        }
+    };
+    let mut known: HashMap<(&String, &String), String> = HashMap::new();
+    conflicted
+        .iter()
+        .map(|((i, j), _)| {
+            let (a, b) = heads(*i, *j);
+            if let Some(base) = known.get(&(a, b)) {
+                return Ok(base.clone());
+            }
+            let base = if a == b {
+                a.clone()
+            } else {
+                git(repo, &["merge-base", a, b], &[], &[])?
+                    .trim()
+                    .to_owned()
+            };
+            known.insert((a, b), base.clone());
+            Ok(base)
+        })
+        .collect()
+}
+
+/// For each `(commit, base)` of `sides`, in order, the lines of each of `files` changed in
+/// `commit` since `base` (see [`hunk_lines`]), from one `git diff-tree --stdin`.
+fn changed_lines_of(
+    repo: &Path,
+    sides: &[(&str, &str)],
+    files: &[&str],
+) -> Result<Vec<HashMap<String, Vec<(i64, i64)>>>, GitError> {
+    let request: String = sides
+        .iter()
+        .map(|(commit, base)| format!("{commit} {base}\n"))
+        .collect();
+    let mut args = vec![
+        "diff-tree",
+        "--stdin",
+        "--always",
+        "-p",
+        "-U0",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-renames",
+        "--",
+    ];
+    args.extend(files.iter().copied());
+    let diff = git_with_input(repo, &args, request)?;
+    let diff = String::from_utf8_lossy(&diff);
+    // Each side's part starts with a line holding its commit alone (`--always`: also when
+    // nothing changed); no line of a diff is a bare object name.
+    let mut parts = Vec::with_capacity(sides.len());
+    let mut current: Option<String> = None;
+    for line in diff.split_inclusive('\n') {
+        let next = parts.len() + usize::from(current.is_some());
+        if sides
+            .get(next)
+            .is_some_and(|(commit, _)| *commit == line.trim_end())
+        {
+            if let Some(part) = current.replace(String::new()) {
+                parts.push(lines_per_file(&part));
+            }
+        } else if let Some(part) = current.as_mut() {
+            part.push_str(line);
+        }
+    }
+    if let Some(part) = current {
+        parts.push(lines_per_file(&part));
+    }
+    parts.resize(sides.len(), HashMap::new());
+    Ok(parts)
+}
+
+/// The changed lines of each file of a `-U0` diff of several files.
+fn lines_per_file(diff: &str) -> HashMap<String, Vec<(i64, i64)>> {
+    let mut per_file = HashMap::new();
+    // Each file's part starts with `diff --git`; its path is on the `+++ b/` line (or `---
+    // a/` when the file is deleted on this side).
+    for part in diff.split("diff --git ").filter(|p| !p.trim().is_empty()) {
+        let path = part
+            .lines()
+            .find_map(|l| l.strip_prefix("+++ b/"))
+            .or_else(|| part.lines().find_map(|l| l.strip_prefix("--- a/")));
+        if let Some(path) = path {
+            per_file.insert(path.to_owned(), hunk_lines(part));
+        }
+    }
+    per_file
+}
+
+/// Runs git in `cwd` with `input` on its stdin; its stdout.
+fn git_with_input(cwd: &Path, args: &[&str], input: String) -> Result<Vec<u8>, GitError> {
+    use std::io::{Read, Write};
+    let failed = |message: String| GitError {
+        args: args.join(" "),
+        message,
+    };
+    let mut child = Command::new("git")
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| failed(e.to_string()))?;
+    let mut stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| failed("no stdin".into()))?;
+    // Written from its own thread: git answers while it reads, and both pipes are bounded.
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let mut output = Vec::new();
+    let read = child
+        .stdout
+        .take()
+        .ok_or_else(|| failed("no stdout".into()))?
+        .read_to_end(&mut output);
+    let _ = writer.join();
+    let mut errors = String::new();
+    if let Some(mut stderr) = child.stderr.take() {
+        let _ = stderr.read_to_string(&mut errors);
+    }
+    let status = child.wait().map_err(|e| failed(e.to_string()))?;
+    read.map_err(|e| failed(e.to_string()))?;
+    if !status.success() {
+        return Err(failed(errors.trim().to_owned()));
+    }
+    Ok(output)
 }
 
 /// A scoped thread's answer; a panic there is reported as git's failure.
@@ -203,88 +450,11 @@ impl Drop for TempIndex {
     }
 }
 
-/// The files where merging `a` and `b` would conflict, with the lines each side changed.
-/// `repo` is any worktree of the repository (git runs there). A pair that merges cleanly
-/// costs one git call; one with conflicts five, whatever the number of files.
-pub fn conflicts(repo: &Path, a: &State, b: &State) -> Result<Vec<Conflict>, GitError> {
-    // Exit 1: conflicts; the first line is the merged tree, then one conflicted file a line.
-    let merged = git(
-        repo,
-        &[
-            "merge-tree",
-            "--write-tree",
-            "--name-only",
-            "--no-messages",
-            &a.commit,
-            &b.commit,
-        ],
-        &[],
-        &[1],
-    )?;
-    let mut files: Vec<&str> = merged.lines().skip(1).filter(|l| !l.is_empty()).collect();
-    files.dedup();
-    if files.is_empty() {
-        return Ok(Vec::new());
-    }
-    let base = git(repo, &["merge-base", &a.commit, &b.commit], &[], &[])?
-        .trim()
-        .to_owned();
-    let lines_a = changed_lines(repo, &base, &a.commit, &files)?;
-    let lines_b = changed_lines(repo, &base, &b.commit, &files)?;
-    let names: Vec<String> = files
-        .iter()
-        .flat_map(|file| {
-            [
-                format!("{}:{file}", a.commit),
-                format!("{}:{file}", b.commit),
-            ]
-        })
-        .collect();
-    let mut texts = texts_at(repo, &names)?.into_iter();
-    Ok(files
-        .into_iter()
-        .map(|file| Conflict {
-            file: file.to_owned(),
-            lines_a: lines_a.get(file).cloned().unwrap_or_default(),
-            lines_b: lines_b.get(file).cloned().unwrap_or_default(),
-            text_a: texts.next().flatten(),
-            text_b: texts.next().flatten(),
-        })
-        .collect())
-}
-
 /// The texts of `names` (`<commit>:<path>`), in order, through one `git cat-file --batch`
 /// (`None`: missing there, or not UTF-8).
 fn texts_at(repo: &Path, names: &[String]) -> Result<Vec<Option<String>>, GitError> {
-    use std::io::{Read, Write};
-    let failed = |message: String| GitError {
-        args: "cat-file --batch".to_owned(),
-        message,
-    };
-    let mut child = Command::new("git")
-        .args(["cat-file", "--batch"])
-        .current_dir(repo)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| failed(e.to_string()))?;
-    let mut input = child
-        .stdin
-        .take()
-        .ok_or_else(|| failed("no stdin".into()))?;
     let request: String = names.iter().map(|n| format!("{n}\n")).collect();
-    // Written from its own thread: git answers while it reads, and both pipes are bounded.
-    let writer = std::thread::spawn(move || input.write_all(request.as_bytes()));
-    let mut output = Vec::new();
-    let read = child
-        .stdout
-        .take()
-        .ok_or_else(|| failed("no stdout".into()))?
-        .read_to_end(&mut output);
-    let _ = writer.join();
-    let _ = child.wait();
-    read.map_err(|e| failed(e.to_string()))?;
+    let output = git_with_input(repo, &["cat-file", "--batch"], request)?;
     Ok(batch_texts(&output, names.len()))
 }
 
@@ -313,41 +483,6 @@ fn batch_texts(mut output: &[u8], count: usize) -> Vec<Option<String>> {
     }
     texts.resize(count, None);
     texts
-}
-
-/// The lines of each of `files` in `to` changed since `from` (a pure deletion: the line where
-/// the two sides now join), from one `git diff -U0`.
-fn changed_lines(
-    repo: &Path,
-    from: &str,
-    to: &str,
-    files: &[&str],
-) -> Result<std::collections::HashMap<String, Vec<(i64, i64)>>, GitError> {
-    let mut args = vec![
-        "diff",
-        "--no-color",
-        "--no-ext-diff",
-        "--no-renames",
-        "-U0",
-        from,
-        to,
-        "--",
-    ];
-    args.extend(files.iter().copied());
-    let diff = git(repo, &args, &[], &[])?;
-    let mut per_file = std::collections::HashMap::new();
-    // Each file's part starts with `diff --git`; its path is on the `+++ b/` line (or `---
-    // a/` when the file is deleted on this side).
-    for part in diff.split("\ndiff --git ").filter(|p| !p.trim().is_empty()) {
-        let path = part
-            .lines()
-            .find_map(|l| l.strip_prefix("+++ b/"))
-            .or_else(|| part.lines().find_map(|l| l.strip_prefix("--- a/")));
-        if let Some(path) = path {
-            per_file.insert(path.to_owned(), hunk_lines(part));
-        }
-    }
-    Ok(per_file)
 }
 
 /// The new-side lines of each hunk of a `-U0` diff.
