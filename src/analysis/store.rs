@@ -1053,6 +1053,68 @@ mod tests {
     }
 
     #[test]
+    fn a_borrowed_row_reads_the_donor_s_analysis_and_the_graph_copies_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("main.db");
+        let db = IndexDb::open(&main).unwrap();
+        let a = row("a.py", "def f():\n    g()\n");
+        db.write(&[a], &[]);
+        let links = FileLinks {
+            file: "a.py".to_owned(),
+            links: vec![(
+                "b.py".to_owned(),
+                crate::analysis::links::encode_pairs([("f", "g")]),
+            )],
+            imported: vec!["b.py".to_owned()],
+            waiting: true,
+        };
+        db.write_with_graph(&[], &[], &[links], Some(true));
+        let donor = Donor::open(&main).unwrap();
+        assert!(donor.has(Language::Python, 7));
+        assert!(!donor.has(Language::Python, 8));
+        let graph = donor.graph().unwrap();
+        assert_eq!(graph.files.get("a.py"), Some(&Some(7)));
+        assert_eq!(
+            (graph.links.len(), graph.deps.len(), graph.waiting.len()),
+            (1, 1, 1)
+        );
+
+        let mut linked = IndexDb::open(&dir.path().join("linked.db")).unwrap();
+        linked.set_donor(Donor::open(&main));
+        linked.write(&[Row::borrowed("a.py", 20, None, Language::Python, 7)], &[]);
+        let mut loaded = Vec::new();
+        linked.load(|f| loaded.push(f));
+        assert!(loaded[0].borrowed);
+        assert_eq!(
+            linked.analysis("a.py", 7).unwrap().symbols[0].qualified_name,
+            "f"
+        );
+        assert_eq!(linked.outline("a.py").unwrap().symbols.len(), 1);
+        assert_eq!(
+            linked
+                .reader()
+                .unwrap()
+                .outline("a.py")
+                .unwrap()
+                .symbols
+                .len(),
+            1
+        );
+        assert!(!linked.graph_complete());
+        linked.copy_graph(&graph);
+        assert!(linked.graph_complete());
+        assert_eq!(linked.callers("b.py", "g")[0].qualified_name, "f");
+        assert_eq!(linked.importers("b.py"), ["a.py"]);
+        // A donor that no longer has the content: nothing to read (the index parses again).
+        db.write(&[], &["a.py".to_owned()]);
+        assert!(linked.analysis("a.py", 7).is_none());
+        assert!(linked.outline("a.py").is_none());
+        // Without a donor a borrowed row has nothing either.
+        linked.set_donor(None);
+        assert!(linked.analysis("a.py", 7).is_none());
+    }
+
+    #[test]
     fn a_garbage_file_is_replaced() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("index.db");

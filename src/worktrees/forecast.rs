@@ -509,7 +509,102 @@ fn hunk_lines(diff: &str) -> Vec<(i64, i64)> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
     use super::*;
+
+    #[test]
+    fn a_batch_of_merges_gives_each_merge_its_conflicted_files() {
+        let answer = "0\0tree1\0a.ts\0a.ts\0b.ts\0\01\0tree2\0\00\0tree3\0c d.py\0\0";
+        assert_eq!(
+            merge_results(answer),
+            [
+                vec!["a.ts".to_owned(), "b.ts".to_owned()],
+                vec![],
+                vec!["c d.py".to_owned()]
+            ]
+        );
+        assert!(merge_results("").is_empty());
+    }
+
+    #[test]
+    fn a_diff_of_several_files_gives_each_file_its_lines() {
+        let diff = "diff --git a/x.ts b/x.ts\nindex 1..2 100644\n--- a/x.ts\n+++ b/x.ts\n@@ -1 +1,2 @@\n-a\n+b\n+c\ndiff --git a/y.ts b/y.ts\ndeleted file mode 100644\n--- a/y.ts\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-a\n";
+        let lines = lines_per_file(diff);
+        assert_eq!(lines["x.ts"], [(1, 2)]);
+        assert_eq!(lines["y.ts"], [(1, 1)]);
+        assert_eq!(lines.len(), 2);
+    }
+
+    #[test]
+    fn a_cat_file_batch_gives_texts_in_order_and_none_for_missing() {
+        let output = b"abc blob 3\nhi\n\nc1:gone missing\ndef blob 2\n\xff\xfe\n";
+        assert_eq!(
+            batch_texts(output, 4),
+            [Some("hi\n".to_owned()), None, None, None]
+        );
+    }
+
+    #[test]
+    fn worktrees_states_and_their_conflicts_come_from_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("main");
+        let run = |cwd: &Path, args: &[&str]| {
+            let status = Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .current_dir(cwd)
+                .stdout(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success(), "git {args:?}");
+        };
+        std::fs::create_dir_all(&main).unwrap();
+        run(&main, &["init", "-q"]);
+        std::fs::write(main.join("a.py"), "def f():\n    return 1\n").unwrap();
+        std::fs::write(main.join("b.py"), "def g():\n    return 2\n").unwrap();
+        run(&main, &["add", "."]);
+        run(&main, &["commit", "-qm", "one"]);
+        let roots: Vec<PathBuf> = ["w1", "w2", "w3"]
+            .iter()
+            .map(|name| dir.path().join(name))
+            .collect();
+        for root in &roots {
+            run(
+                &main,
+                &["worktree", "add", "-q", "--detach", root.to_str().unwrap()],
+            );
+        }
+        // w1 and w2 change f's body differently; w3 only adds an untracked file; main is clean.
+        std::fs::write(roots[0].join("a.py"), "def f():\n    return 10\n").unwrap();
+        std::fs::write(roots[1].join("a.py"), "def f():\n    return 20\n").unwrap();
+        std::fs::write(roots[2].join("new.py"), "def n(): pass\n").unwrap();
+        let mut all = vec![main.clone()];
+        all.extend(roots.iter().cloned());
+        let states = states_of(&all).unwrap();
+        assert_eq!(
+            states[0].commit, states[0].head,
+            "a clean worktree is its HEAD"
+        );
+        assert!(states[1..].iter().all(|s| s.commit != s.head));
+        let found = conflicts_of_all(&main, &states).unwrap();
+        assert_eq!(found.len(), 1, "only w1 and w2 collide: {found:?}");
+        let (i, j, conflicts) = &found[0];
+        assert_eq!((*i, *j), (1, 2));
+        assert_eq!(conflicts.len(), 1);
+        assert_eq!(conflicts[0].file, "a.py");
+        assert_eq!(conflicts[0].lines_a, [(2, 2)]);
+        assert_eq!(conflicts[0].lines_b, [(2, 2)]);
+        assert!(conflicts[0].text_a.as_deref().unwrap().contains("10"));
+        assert!(conflicts[0].text_b.as_deref().unwrap().contains("20"));
+        // The worktrees' own indexes were not touched.
+        let status = Command::new("git")
+            .args(["status", "--porcelain"])
+            .current_dir(&roots[0])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&status.stdout).trim(), "M a.py");
+    }
 
     #[test]
     fn hunks_give_the_new_side_lines() {

@@ -675,6 +675,104 @@ mod tests {
         assert_eq!(second.parse_count(), 1);
     }
 
+    /// (rows, rows with their own analysis) of the index database at `path`.
+    fn rows_in(path: &Path) -> (i64, i64) {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        conn.query_row(
+            "SELECT count(*), coalesce(sum(length(analysis) > 0), 0) FROM files",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_second_worktree_stores_only_its_differences_and_starts_from_the_donor_graph() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("main");
+        let linked = dir.path().join("linked");
+        for root in [&main, &linked] {
+            write(root, "a.py", "from b import g\ndef f():\n    g()\n");
+            write(root, "b.py", "def g(): pass\n");
+            write(root, "c.py", "from b import g\ndef h():\n    pass\n");
+            write(root, "d.py", "def k(): pass\n");
+        }
+        // The linked worktree's c.py now calls g too.
+        write(&linked, "c.py", "from b import g\ndef h():\n    g()\n");
+        let main_db = dir.path().join("main.db");
+        let first = RepoIndex::new(main).with_index_db(&main_db);
+        first.build_now();
+        let linked_db = dir.path().join("linked.db");
+        let second = RepoIndex::new(linked.clone())
+            .with_donor(&main_db)
+            .with_index_db(&linked_db);
+        second.build_now();
+        assert_eq!(second.parse_count(), 1, "only the file that differs");
+        assert_eq!(
+            rows_in(&linked_db),
+            (4, 1),
+            "one row of its own, three borrowed"
+        );
+        let mut callers: Vec<String> = second
+            .callers("b.py", "g")
+            .iter()
+            .map(|c| c.to_symbol_path())
+            .collect();
+        callers.sort();
+        assert_eq!(
+            callers,
+            ["a.py:f", "c.py:h"],
+            "the donor's graph plus its change"
+        );
+        assert_eq!(
+            first.callers("b.py", "g").len(),
+            1,
+            "the donor is unchanged"
+        );
+        let a = second.file("a.py").unwrap().unwrap();
+        assert_eq!(a.symbols[0].qualified_name, "f", "read from the donor");
+        // The main worktree changes a.py: the linked worktree's borrowed row loses its
+        // content, and the next start parses that file again from its own text.
+        write(dir.path(), "main/a.py", "def other(): pass\n");
+        first.build_now();
+        drop(second);
+        let again = RepoIndex::new(linked)
+            .with_donor(&main_db)
+            .with_index_db(&linked_db);
+        again.build_now();
+        assert_eq!(again.parse_count(), 1, "a.py, no longer lent");
+        assert_eq!(rows_in(&linked_db), (4, 2));
+        assert_eq!(again.callers("b.py", "g").len(), 2);
+        assert_eq!(again.file("a.py").unwrap().unwrap().symbols[0].name, "f");
+    }
+
+    #[test]
+    fn a_borrowed_outline_the_donor_lost_is_parsed_from_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("main");
+        let linked = dir.path().join("linked");
+        for root in [&main, &linked] {
+            write(root, "a.py", "from b import g\ndef f():\n    g()\n");
+            write(root, "b.py", "def g(): pass\n");
+        }
+        let main_db = dir.path().join("main.db");
+        let first = RepoIndex::new(main).with_index_db(&main_db);
+        first.build_now();
+        let second = RepoIndex::new(linked.clone())
+            .with_donor(&main_db)
+            .with_index_db(&dir.path().join("linked.db"));
+        second.build_now();
+        // While both run, the main worktree's b.py changes (the donor drops its content),
+        // then the linked worktree's a.py changes: resolving it reads b.py's outline.
+        write(dir.path(), "main/b.py", "def other(): pass\n");
+        first.build_now();
+        write(&linked, "a.py", "from b import g\ndef f2():\n    g()\n");
+        second.file("a.py").unwrap();
+        let callers = second.callers("b.py", "g");
+        assert_eq!(callers.len(), 1);
+        assert_eq!(callers[0].to_symbol_path(), "a.py:f2");
+    }
+
     #[test]
     fn unparsable_files_are_indexed_without_a_row() {
         let dir = tempfile::tempdir().unwrap();
