@@ -529,41 +529,44 @@ impl IndexDb {
         }
     }
 
-    /// Replaces the call graph tables with `graph` (the donor's) and sets the mark, in one
-    /// transaction.
+    /// Replaces the call graph tables with `graph` (the donor's), in one transaction. The
+    /// `graph = complete` mark stays unset: the caller sets it once the rows of its own
+    /// differences are resolved (a build cut short in between resolves everything next time).
     pub(crate) fn copy_graph(&self, graph: &DonorGraph) {
-        let copied = (|| -> rusqlite::Result<()> {
-            let mut conn = self.conn();
-            let tx = conn.transaction()?;
-            tx.execute_batch("DELETE FROM links; DELETE FROM deps; DELETE FROM waiting;")?;
-            {
-                let mut link = tx.prepare_cached(
-                    "INSERT INTO links (callee_file, caller_file, pairs) VALUES (?1, ?2, ?3)",
-                )?;
-                for (callee, caller, pairs) in &graph.links {
-                    link.execute(params![callee, caller, pairs])?;
-                }
-                let mut dep =
-                    tx.prepare_cached("INSERT INTO deps (imported, file) VALUES (?1, ?2)")?;
-                for (imported, file) in &graph.deps {
-                    dep.execute(params![imported, file])?;
-                }
-                let mut wait = tx.prepare_cached("INSERT INTO waiting (file) VALUES (?1)")?;
-                for file in &graph.waiting {
-                    wait.execute(params![file])?;
-                }
-            }
-            tx.execute(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES ('graph', 'complete')",
-                [],
-            )?;
-            tx.commit()
-        })();
+        let copied = self.try_copy_graph(graph);
         self.changed();
         if let Err(error) = copied {
             tracing::warn!(path = %self.shown(), %error, "the donor's call graph not copied");
             self.clear_graph();
         }
+    }
+
+    /// The transaction of [`IndexDb::copy_graph`].
+    fn try_copy_graph(&self, graph: &DonorGraph) -> rusqlite::Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute_batch("DELETE FROM links; DELETE FROM deps; DELETE FROM waiting;")?;
+        {
+            let mut link = tx.prepare_cached(
+                "INSERT INTO links (callee_file, caller_file, pairs) VALUES (?1, ?2, ?3)",
+            )?;
+            for (callee, caller, pairs) in &graph.links {
+                link.execute(params![callee, caller, pairs])?;
+            }
+            let mut dep = tx.prepare_cached("INSERT INTO deps (imported, file) VALUES (?1, ?2)")?;
+            for (imported, file) in &graph.deps {
+                dep.execute(params![imported, file])?;
+            }
+            let mut wait = tx.prepare_cached("INSERT INTO waiting (file) VALUES (?1)")?;
+            for file in &graph.waiting {
+                wait.execute(params![file])?;
+            }
+        }
+        tx.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('graph', 'complete')",
+            [],
+        )?;
+        tx.commit()
     }
 
     /// Empties the call graph tables and clears the mark (a full resolution follows).
@@ -1100,9 +1103,11 @@ mod tests {
                 .len(),
             1
         );
-        assert!(!linked.graph_complete());
         linked.copy_graph(&graph);
-        assert!(linked.graph_complete());
+        assert!(
+            !linked.graph_complete(),
+            "marked by the caller, once it is true"
+        );
         assert_eq!(linked.callers("b.py", "g")[0].qualified_name, "f");
         assert_eq!(linked.importers("b.py"), ["a.py"]);
         // A donor that no longer has the content: nothing to read (the index parses again).
