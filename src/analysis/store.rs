@@ -871,7 +871,9 @@ impl OutlineReader {
 /// The stored outline of `path` through `conn` (a borrowed row's from `donor`), decoded; a
 /// read failure is logged.
 fn read_outline(conn: &Connection, donor: Option<&Donor>, path: &str) -> Option<FileAnalysis> {
-    let read = || -> rusqlite::Result<Option<(Vec<u8>, Option<Vec<u8>>, String)>> {
+    /// The outline, the content hash and the language of a row.
+    type OutlineRow = (Vec<u8>, Option<Vec<u8>>, String);
+    let read = || -> rusqlite::Result<Option<OutlineRow>> {
         conn.prepare_cached("SELECT outline, hash, language FROM files WHERE path = ?1")?
             .query_row(params![path], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .optional()

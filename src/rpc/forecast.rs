@@ -124,7 +124,10 @@ type Spans = Vec<(String, i64, i64)>;
 /// The spans of texts forecasts have named symbols in, by language and content hash: the
 /// same versions of the same files come back call after call, and a text is parsed once.
 /// Emptied when it holds [`SPANS_KEPT`] texts.
-static SPANS: Mutex<Option<HashMap<(Language, u128), Arc<Spans>>>> = Mutex::new(None);
+static SPANS: Mutex<Option<KeptSpans>> = Mutex::new(None);
+
+/// The spans of each text, by its language and content hash.
+type KeptSpans = HashMap<(Language, u128), Arc<Spans>>;
 
 /// How many texts [`SPANS`] keeps.
 const SPANS_KEPT: usize = 1024;
@@ -132,7 +135,7 @@ const SPANS_KEPT: usize = 1024;
 /// The symbols of `text` as `language` with their lines, through [`SPANS`].
 fn spans_of(language: Language, text: &str) -> Arc<Spans> {
     let key = (language, xxhash_rust::xxh3::xxh3_128(text.as_bytes()));
-    let kept = |spans: &mut Option<HashMap<_, Arc<Spans>>>| spans.as_ref()?.get(&key).cloned();
+    let kept = |spans: &mut Option<KeptSpans>| spans.as_ref()?.get(&key).cloned();
     if let Some(spans) = kept(&mut SPANS.lock().unwrap_or_else(|e| e.into_inner())) {
         return spans;
     }

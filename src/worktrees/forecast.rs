@@ -320,7 +320,7 @@ fn changed_lines_of(
     repo: &Path,
     sides: &[(&str, &str)],
     files: &[&str],
-) -> Result<Vec<HashMap<String, Vec<(i64, i64)>>>, GitError> {
+) -> Result<Vec<LinesPerFile>, GitError> {
     let request: String = sides
         .iter()
         .map(|(commit, base)| format!("{commit} {base}\n"))
@@ -363,8 +363,11 @@ fn changed_lines_of(
     Ok(parts)
 }
 
+/// Changed lines (1-based, inclusive) by file.
+type LinesPerFile = HashMap<String, Vec<(i64, i64)>>;
+
 /// The changed lines of each file of a `-U0` diff of several files.
-fn lines_per_file(diff: &str) -> HashMap<String, Vec<(i64, i64)>> {
+fn lines_per_file(diff: &str) -> LinesPerFile {
     let mut per_file = HashMap::new();
     // Each file's part starts with `diff --git`; its path is on the `+++ b/` line (or `---
     // a/` when the file is deleted on this side).
@@ -515,9 +518,9 @@ mod tests {
 
     #[test]
     fn a_batch_of_merges_gives_each_merge_its_conflicted_files() {
-        let answer = "0\0tree1\0a.ts\0a.ts\0b.ts\0\01\0tree2\0\00\0tree3\0c d.py\0\0";
+        let answer = "0|tree1|a.ts|a.ts|b.ts||1|tree2||0|tree3|c d.py||".replace('|', "\0");
         assert_eq!(
-            merge_results(answer),
+            merge_results(&answer),
             [
                 vec!["a.ts".to_owned(), "b.ts".to_owned()],
                 vec![],

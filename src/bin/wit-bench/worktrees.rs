@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 
 use crate::fixtures::{Daemon, WorkDir};
 use crate::index::{median, pick_symbol, sources, stop};
-use crate::measure::{fmt_duration, percentile};
+use crate::measure::{cpu_time_with_children, fmt_duration, percentile};
 use crate::net::Conn;
 
 /// The arguments of `wit-bench worktrees`.
@@ -489,6 +489,7 @@ async fn forecast_figures(
     let first_call = started.elapsed();
     let (pairs, collisions, symbols) = tally(&first);
     let mut latencies = Vec::with_capacity(args.calls);
+    let cpu_before = cpu_time_with_children(daemon.pid())?;
     for _ in 0..args.calls.max(1) {
         let started = Instant::now();
         let answer = conn.call("worktree.forecast", json!({})).await?;
@@ -497,14 +498,16 @@ async fn forecast_figures(
             bail!("worktree.forecast answered differently from call to call");
         }
     }
+    let cpu = (cpu_time_with_children(daemon.pid())? - cpu_before) / latencies.len() as u32;
     latencies.sort_unstable();
     println!(
-        "worktree.forecast: first call {}; then {} calls, p50 {} p99 {} (max {}); {pairs} pairs colliding, {collisions} files, {symbols} symbols named",
+        "worktree.forecast: first call {}; then {} calls, p50 {} p99 {} (max {}), CPU per call (daemon and its git processes) {}; {pairs} pairs colliding, {collisions} files, {symbols} symbols named",
         fmt_duration(first_call),
         latencies.len(),
         fmt_duration(percentile(&latencies, 0.5)),
         fmt_duration(percentile(&latencies, 0.99)),
         fmt_duration(latencies.last().copied().unwrap_or_default()),
+        fmt_duration(cpu),
     );
     stop(daemon).await;
     let _ = std::fs::remove_dir_all(&dir);
