@@ -562,10 +562,6 @@ impl IndexDb {
                 wait.execute(params![file])?;
             }
         }
-        tx.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES ('graph', 'complete')",
-            [],
-        )?;
         tx.commit()
     }
 
