@@ -87,6 +87,7 @@ struct IndexRun {
     cold_all: Duration,
 }
 
+/// The index figures on `repo`: `--runs` runs, each printed, then the medians.
 async fn index_figures(wit: &Path, repo: &Path, args: &WorktreesArgs, work: &Path) -> Result<()> {
     let (files, bytes) = source_bytes(repo);
     println!(
@@ -180,6 +181,7 @@ async fn index_run(wit: &Path, repo: &Path, dir: &Path, args: &WorktreesArgs) ->
     Ok(figures)
 }
 
+/// One run's figures on one line.
 fn print_index_run(run: usize, figures: &IndexRun) {
     let mb = |b: u64| b as f64 / 1e6;
     let added: Vec<String> = figures
@@ -260,6 +262,7 @@ fn print_index_table(runs: &mut [IndexRun]) {
     );
 }
 
+/// `part` per thousand of `whole`.
 fn permille(part: u128, whole: u128) -> u64 {
     u64::try_from(part * 1000 / whole.max(1)).unwrap_or(u64::MAX)
 }
@@ -436,6 +439,8 @@ fn edit_inside_first_function(path: &Path, note: &str) -> Result<()> {
     Ok(())
 }
 
+/// The forecast figures on `repo`: the worktrees made and changed, one daemon serving them,
+/// `--calls` timed calls after a first one.
 async fn forecast_figures(
     wit: &Path,
     repo: &Path,
@@ -538,6 +543,7 @@ fn source_bytes(repo: &Path) -> (usize, u64) {
         .fold((0, 0), |(n, b), m| (n + 1, b + m.len()))
 }
 
+/// `path` as UTF-8 (git and the JSON calls take strings).
 fn path_str(path: &Path) -> Result<String> {
     path.to_str()
         .map(str::to_owned)
