@@ -25,7 +25,7 @@
 //!   is, published as `.wit/index.json`.
 
 mod answers;
-mod cache;
+pub(crate) mod cache;
 mod calls;
 mod extract;
 mod index;
@@ -35,6 +35,7 @@ mod links;
 mod matches;
 mod model;
 mod nesting;
+mod on_lines;
 mod outline;
 pub mod pool;
 pub mod progress;
@@ -50,6 +51,7 @@ pub use language::Language;
 pub use model::{
     CallSite, CallTarget, Diagnostic, FileAnalysis, Import, ImportKind, Lookup, Symbol, SymbolKind,
 };
+pub use on_lines::{innermost_on_lines, symbols_on_lines};
 pub use signature::signatures_equal;
 pub use store::{IndexDbError, EXTRACTOR_VERSION};
 

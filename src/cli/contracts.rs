@@ -32,11 +32,11 @@ pub fn hook_budget() -> Duration {
         .map_or(HOOK_BUDGET, Duration::from_millis)
 }
 
-/// Suffixes whose symbols wit understands (PROTOCOL-NOTES 2.3, 11.1).
-pub const SUPPORTED_SUFFIXES: &[&str] = &[
-    ".ts", ".mts", ".cts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".py", ".pyi", ".go", ".rs",
-    ".java",
-];
+/// Whether wit understands the symbols of the file at `path` (PROTOCOL-NOTES 2.3, 11.1): the
+/// language registry's answer, by suffix.
+pub fn is_supported_path(path: &str) -> bool {
+    crate::analysis::Language::for_path(path).is_some()
+}
 
 /// `wit contract ...`.
 #[derive(Debug, Subcommand)]
@@ -169,7 +169,7 @@ async fn check_files(ctx: &Context, args: &CheckArgs, autostart: bool) -> Result
         let staged: Vec<String> = staged_paths(ctx)
             .await?
             .into_iter()
-            .filter(|path| SUPPORTED_SUFFIXES.iter().any(|s| path.ends_with(s)))
+            .filter(|path| is_supported_path(path))
             .collect();
         if staged.is_empty() {
             return Ok(Report::new(json!({"violations": [], "checked": true}), ""));
@@ -207,7 +207,7 @@ async fn check_files(ctx: &Context, args: &CheckArgs, autostart: bool) -> Result
     };
     let at_stake: Vec<String> = candidates
         .into_iter()
-        .filter(|path| SUPPORTED_SUFFIXES.iter().any(|s| path.ends_with(s)))
+        .filter(|path| is_supported_path(path))
         .filter(|path| contracted.contains(path.trim_start_matches("./")))
         .collect();
     if at_stake.is_empty() {

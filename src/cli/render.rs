@@ -197,7 +197,7 @@ pub fn conflicts(report: &ConflictReport) -> String {
                 overlapping_session_id,
                 description,
             } => format!(
-                "INTENT_OVERLAP     {overlapping_session_id} declared intent {overlapping_intent_id}: \"{}\"",
+                "INTENT_OVERLAP     {overlapping_session_id}, intent {overlapping_intent_id}: \"{}\"",
                 shorten(description, 80)
             ),
             ConflictItem::LockIntersection {

@@ -7,7 +7,8 @@
 //! - **Whose work**: another session's, unless both sessions are registered with the same
 //!   live process (one agent, two identities: the harness and its `wit mcp` server), and only
 //!   while that session is live (PROTOCOL-NOTES 7.3, whether or not it has been reaped yet).
-//!   [`Others`] answers it. Ownership of a lock is narrower: a lock belongs to its session
+//!   [`Others`] answers it. A worktree's observed work (`worktree:<root>`, 14.4) stands
+//!   against every session except those acting from that worktree. Ownership of a lock is narrower: a lock belongs to its session
 //!   until it expires or is released ([`held_by_another`]); liveness and the same-agent rule
 //!   only decide what is *reported*.
 //! - **Collisions** ([`collides`]): a declared intent's byte ranges (3), an observed intent's
@@ -20,6 +21,7 @@ use std::collections::HashMap;
 
 use super::preflight::spans::{meets, Change};
 use super::regions::{meets_region, replaced_lines, shares_lines, Lines};
+use super::worktree_work::worktree_of_session;
 use super::{Coord, Lock, Result};
 use crate::store::{RangeHit, SessionRow};
 
@@ -232,6 +234,10 @@ impl<'c> Others<'c> {
     pub fn against(&self, session_id: &str) -> Result<bool> {
         if session_id == self.me {
             return Ok(false);
+        }
+        if let Some(root) = worktree_of_session(session_id) {
+            // 14.4: a worktree's own observed work never stands against work from it.
+            return Ok(self.coord.index.worktree_root().as_deref() != Some(root));
         }
         if let Some(&known) = self.verdicts.borrow().get(session_id) {
             return Ok(known);

@@ -50,7 +50,7 @@ pub(super) struct Declaration {
 /// What the index says about the declared symbols, computed before the transaction.
 pub(super) struct Resolution {
     /// Per listed file: its rows (ranges, or one file-level row).
-    ranges: Vec<IntentRange>,
+    pub(super) ranges: Vec<IntentRange>,
     /// Per listed file: its ranges, `None` when file-level.
     per_file: Vec<(String, FileRanges)>,
     /// `(file:symbol, callee)` pairs for DEP_CHAIN, deduplicated, in order.

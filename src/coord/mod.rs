@@ -31,6 +31,7 @@ pub(crate) mod testing;
 pub mod time;
 pub mod waits;
 mod workmap;
+pub mod worktree_work;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -172,6 +173,8 @@ pub struct Coord {
     started_at_ms: i64,
     /// Per file with observed regions: the text they are lines of (PROTOCOL-NOTES 13.3).
     region_texts: Mutex<workmap::RegionTexts>,
+    /// The worktrees served and the texts of their changed files (PROTOCOL-NOTES 14.4).
+    worktrees: Mutex<worktree_work::Worktrees>,
 }
 
 impl Coord {
@@ -191,6 +194,7 @@ impl Coord {
             live_hosts: Mutex::default(),
             started_at_ms,
             region_texts: Mutex::default(),
+            worktrees: Mutex::default(),
         }
     }
 

@@ -442,6 +442,7 @@ impl Coord {
             last_seen_ms: summary.last_seen_ms,
             ended_at_ms: summary.ended_at_ms,
             host_id: summary.host_id.clone(),
+            worktree: summary.worktree.clone(),
         })
     }
 

@@ -8,6 +8,11 @@
 //! it: until the file on disk becomes that text, the text before the edit is not taken for a
 //! change. After a restart the daemon takes the stored regions to be lines of the text it
 //! finds.
+//!
+//! With several worktrees (PROTOCOL-NOTES 14), regions are lines of the text of the worktree
+//! they were observed in (their origin): each origin's texts are kept apart, a worktree's
+//! regions follow only its own text, and another worktree's are carried to the asking one's
+//! text through the merge-base ([`Coord::carried_across`]).
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet};
@@ -21,13 +26,14 @@ use super::intents::Declaration;
 use super::preflight::spans::Applied;
 use super::preflight::OBSERVED_EDIT;
 use super::regions::{merge, regions_of_changes, LineMap, Lines};
+use super::worktree_work::Origin;
 use super::{Coord, IntentStatus, LineRegion, Result};
 use crate::store::{IntentFilter, RangeHit, Writer};
 
-/// Per file: the text its regions are lines of.
+/// Per worktree and file: the text its regions are lines of.
 #[derive(Debug, Default)]
 pub struct RegionTexts {
-    files: HashMap<String, RegionText>,
+    files: HashMap<(Origin, String), RegionText>,
 }
 
 #[derive(Debug)]
@@ -76,9 +82,8 @@ impl Coord {
     }
 
     /// `rows` (intent rows of `file`) with their regions as lines of `text`, the file's
-    /// current text: when the text changed since the regions were last true, every live
-    /// region of the file is carried to it and stored (13.3); while a recorded edit is not
-    /// yet written, they are mapped back to the text it was made on, for this answer only.
+    /// current text in the worktree of the request: see [`Coord::regions_of_origin`] for
+    /// regions observed in that worktree; another worktree's are carried across (14.5).
     pub(super) fn regions_in(
         &self,
         file: &str,
@@ -88,8 +93,46 @@ impl Coord {
         if rows.iter().all(|row| row.regions.is_none()) {
             return Ok(rows);
         }
+        if !self.several_worktrees() {
+            return self.regions_of_origin(&None, file, text, rows);
+        }
+        let here = self.here();
+        let origins = self.origins(&rows)?;
+        let (mut mine, mut across) = (Vec::new(), Vec::new());
+        for (row, origin) in rows.into_iter().zip(origins) {
+            if origin == here || row.regions.is_none() {
+                mine.push(row);
+            } else {
+                across.push((origin, row));
+            }
+        }
+        let mut rows = self.regions_of_origin(&here, file, text, mine)?;
+        rows.extend(
+            across
+                .into_iter()
+                .map(|(origin, row)| self.carried_across(&origin, &here, file, text, row)),
+        );
+        Ok(rows)
+    }
+
+    /// `rows` (intent rows of `file` observed in the worktree of `origin`) with their regions
+    /// as lines of `text`, that worktree's current text of the file: when the text changed
+    /// since the regions were last true, every live region of the file observed there is
+    /// carried to it and stored (13.3); while a recorded edit is not yet written, they are
+    /// mapped back to the text it was made on, for this answer only.
+    pub(super) fn regions_of_origin(
+        &self,
+        origin: &Origin,
+        file: &str,
+        text: &str,
+        rows: Vec<RangeHit>,
+    ) -> Result<Vec<RangeHit>> {
+        if rows.iter().all(|row| row.regions.is_none()) {
+            return Ok(rows);
+        }
+        let key = (origin.clone(), file.to_owned());
         let mut texts = self.region_texts();
-        if let Some(known) = texts.files.get(file) {
+        if let Some(known) = texts.files.get(&key) {
             if *known.text == *text {
                 return Ok(rows);
             }
@@ -101,17 +144,32 @@ impl Coord {
                 return Ok(map_rows(rows, back));
             }
         }
-        Ok(match self.follow_locked(&mut texts, file, text)? {
+        Ok(match self.follow_locked(&mut texts, origin, file, text)? {
             Some(map) => map_rows(rows, &map),
             None => rows,
         })
     }
 
-    /// Carries the live regions of `file` to `text`, its current text, when the text changed
-    /// since they were last true (13.3); whether any region moved.
+    /// The text the regions of `file` observed in `origin`'s worktree are lines of, when
+    /// known.
+    pub(super) fn region_text(&self, origin: &Origin, file: &str) -> Option<Arc<str>> {
+        self.region_texts()
+            .files
+            .get(&(origin.clone(), file.to_owned()))
+            .map(|known| Arc::clone(&known.text))
+    }
+
+    /// Carries the live regions of `file` to `text`, its current text in the request's
+    /// worktree, when the text changed since they were last true (13.3); whether any region
+    /// moved.
     pub(super) fn follow_text(&self, file: &str, text: &str) -> Result<bool> {
+        self.follow_text_of(&self.here(), file, text)
+    }
+
+    /// [`Coord::follow_text`] for the regions observed in `origin`'s worktree.
+    pub(super) fn follow_text_of(&self, origin: &Origin, file: &str, text: &str) -> Result<bool> {
         let mut texts = self.region_texts();
-        if let Some(known) = texts.files.get(file) {
+        if let Some(known) = texts.files.get(&(origin.clone(), file.to_owned())) {
             let pending = known
                 .before_edit
                 .as_ref()
@@ -120,24 +178,43 @@ impl Coord {
                 return Ok(false);
             }
         }
-        Ok(self.follow_locked(&mut texts, file, text)?.is_some())
+        Ok(self
+            .follow_locked(&mut texts, origin, file, text)?
+            .is_some())
     }
 
-    /// [`Coord::follow_text`] with the texts held: the line map when regions were carried.
+    /// The live region rows of `file` observed in `origin`'s worktree, each intent once.
+    fn live_regions_of(&self, origin: &Origin, file: &str) -> Result<Vec<RangeHit>> {
+        let rows = region_rows(self.store.read(|r| r.live_regions_in_file(file))?);
+        if !self.several_worktrees() {
+            return Ok(rows);
+        }
+        let origins = self.origins(&rows)?;
+        Ok(rows
+            .into_iter()
+            .zip(origins)
+            .filter(|(_, o)| o == origin)
+            .map(|(row, _)| row)
+            .collect())
+    }
+
+    /// [`Coord::follow_text_of`] with the texts held: the line map when regions were carried.
     fn follow_locked(
         &self,
         texts: &mut RegionTexts,
+        origin: &Origin,
         file: &str,
         text: &str,
     ) -> Result<Option<LineMap>> {
-        let rows = region_rows(self.store.read(|r| r.live_regions_in_file(file))?);
+        let key = (origin.clone(), file.to_owned());
+        let rows = self.live_regions_of(origin, file)?;
         if rows.is_empty() {
-            texts.files.remove(file);
+            texts.files.remove(&key);
             return Ok(None);
         }
-        let base = texts.files.get(file).map(|known| Arc::clone(&known.text));
+        let base = texts.files.get(&key).map(|known| Arc::clone(&known.text));
         texts.files.insert(
-            file.to_owned(),
+            key,
             RegionText {
                 text: Arc::from(text),
                 before_edit: None,
@@ -167,20 +244,21 @@ impl Coord {
         observed: &Observed<'_>,
     ) -> Result<Option<String>> {
         let file = observed.file;
-        self.follow_text(file, observed.before)?;
+        let here = self.here();
+        self.follow_text_of(&here, file, observed.before)?;
         let new_lines = Lines::of(&observed.applied.text);
         let added = regions_of_changes(&observed.applied.changes, &new_lines);
         let mut texts = self.region_texts();
-        let (own, own_rows, rows) = self.store.read(|r| {
+        let (own, own_rows) = self.store.read(|r| {
             let own = r.intents(&IntentFilter {
                 session_id: Some(session_id),
                 file: Some(file),
                 status: None,
             })?;
             let own_rows = r.own_live_ranges_in_file(file, session_id)?;
-            let rows = region_rows(r.live_regions_in_file(file)?);
-            Ok::<_, super::CoordError>((own, own_rows, rows))
+            Ok::<_, super::CoordError>((own, own_rows))
         })?;
+        let rows = self.live_regions_of(&here, file)?;
         let observed_intent = own
             .iter()
             .find(|intent| intent.regions.is_some())
@@ -206,18 +284,24 @@ impl Coord {
                 for row in &rows {
                     let mine = observed_intent.as_deref() == Some(row.intent_id.as_str());
                     let extra: &[LineRegion] = if mine { &added } else { &[] };
-                    if carry(w, row, &map, extra)? && mine {
-                        let regions = w
-                            .intent(&row.intent_id)?
-                            .and_then(|i| i.regions)
-                            .unwrap_or_default();
+                    let moved = carry(w, row, &map, extra)?;
+                    let named = mine && add_symbols(w, &row.intent_id, observed.touched)?;
+                    if mine && (moved || named) {
+                        let intent = w.intent(&row.intent_id)?;
+                        let mut data = json!({"regions": regions_json(
+                            intent.as_ref().and_then(|i| i.regions.as_deref()).unwrap_or_default()
+                        )});
+                        if let (true, Some(intent)) = (named, &intent) {
+                            data["symbols"] =
+                                serde_json::from_str(&intent.symbols).unwrap_or_else(|_| json!([]));
+                        }
                         events::append(
                             w,
                             now,
                             EventKind::IntentUpdated,
                             Some(session_id),
                             &row.intent_id,
-                            json!({"regions": regions_json(&regions)}),
+                            data,
                         )?;
                     }
                 }
@@ -236,7 +320,7 @@ impl Coord {
         };
         let back = LineMap::between(&observed.applied.text, observed.before);
         texts.files.insert(
-            file.to_owned(),
+            (here, file.to_owned()),
             RegionText {
                 text: Arc::from(observed.applied.text.as_str()),
                 before_edit: Some((fingerprint(observed.before), back)),
@@ -271,6 +355,28 @@ fn carry(w: &Writer<'_>, row: &RangeHit, map: &LineMap, extra: &[LineRegion]) ->
         return Ok(false);
     }
     w.set_intent_regions(&row.intent_id, Some(&carried))?;
+    Ok(true)
+}
+
+/// Adds the `touched` symbols an observed intent does not list yet to its symbols (13.3: a
+/// further clean edit adds its lines, and its symbols, to the same intent); whether any was
+/// added.
+fn add_symbols(w: &Writer<'_>, intent_id: &str, touched: &[String]) -> Result<bool> {
+    let Some(intent) = w.intent(intent_id)? else {
+        return Ok(false);
+    };
+    let mut symbols: Vec<String> = serde_json::from_str(&intent.symbols).unwrap_or_default();
+    let before = symbols.len();
+    for name in touched {
+        if !symbols.contains(name) {
+            symbols.push(name.clone());
+        }
+    }
+    if symbols.len() == before {
+        return Ok(false);
+    }
+    let encoded = serde_json::to_string(&symbols).unwrap_or_else(|_| "[]".to_owned());
+    w.set_intent_symbols(intent_id, &encoded)?;
     Ok(true)
 }
 

@@ -9,6 +9,8 @@
 //! - [`store_choice`]: which store (`sqlite` or PostgreSQL) and project a daemon opens.
 //! - [`worktree_server`]: the daemon serving each worktree of the repository
 //!   ([`crate::worktrees`]) on its own socket, picking new ones up and letting removed ones go.
+//! - [`worktree_observer`]: every worktree's changes observed without hooks, by file-system
+//!   notification (PROTOCOL-NOTES 14.4).
 
 pub mod envelope;
 pub mod launcher;
@@ -17,6 +19,7 @@ pub mod paths;
 pub mod runner;
 pub mod server;
 pub mod store_choice;
+pub mod worktree_observer;
 pub mod worktree_server;
 
 #[cfg(test)]

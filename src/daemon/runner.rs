@@ -7,6 +7,7 @@ use super::lifecycle::{take_residence, termination_signal, DaemonError};
 use super::paths::WitPaths;
 use super::server::{serve, ServeConfig};
 use super::store_choice::StoreChoice;
+use super::worktree_observer::observe_worktrees;
 use super::worktree_server::serve_worktrees;
 use crate::analysis::worker::ParseWorker;
 use crate::rpc::{OpenError, Services};
@@ -84,8 +85,9 @@ pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
             repository_of(&paths.main_root),
             &services,
             options.serve,
-            stopping
+            stopping.clone()
         ),
+        observe_worktrees(repository_of(&paths.main_root), services.coord(), stopping),
     );
     services.shutdown();
     residence.release();

@@ -1,15 +1,21 @@
 //! `worktree.forecast` (PROTOCOL-NOTES 14.5): which worktrees of the repository will collide
 //! where, by symbol. Git says where merging two worktrees' states would conflict
 //! ([`crate::worktrees::forecast`]); this names the symbols the changed lines touch, in each
-//! side's text.
+//! side's text, and adds what is related across two worktrees' observed work (14.4).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, OnceLock};
 
+use super::convert::related_item;
 use super::errors::task_failed;
 use super::services::App;
-use crate::analysis::{analyze, Language};
+use crate::analysis::cache::{ContentCache, ContentKey};
+use crate::analysis::{analyze, innermost_on_lines, Language};
+use crate::coord::conflicts::order_related;
+use crate::coord::paths::join_symbol_path;
+use crate::coord::worktree_work::WorktreeFile;
+use crate::coord::{Coord, Related, Relation};
 use crate::protocol::server::WorktreeMethods;
 use crate::protocol::{
     LineRegion, ProtocolError, WorktreeCollision, WorktreeForecastParams, WorktreeForecastResult,
@@ -24,7 +30,8 @@ impl WorktreeMethods for App {
         _params: WorktreeForecastParams,
     ) -> Result<WorktreeForecastResult, ProtocolError> {
         let root = self.main_root();
-        let pairs = tokio::task::spawn_blocking(move || forecast(root))
+        let coord = self.coord();
+        let pairs = tokio::task::spawn_blocking(move || forecast(root, &coord))
             .await
             .map_err(task_failed)?
             .map_err(ProtocolError::internal)?;
@@ -32,8 +39,9 @@ impl WorktreeMethods for App {
     }
 }
 
-/// The pairs of worktrees of the repository at `root` whose merge would conflict.
-fn forecast(root: Option<PathBuf>) -> Result<Vec<WorktreePair>, String> {
+/// The pairs of worktrees of the repository at `root` whose changes meet: where merging
+/// them would conflict (git), and what is related (13.5) across them.
+fn forecast(root: Option<PathBuf>, coord: &Coord) -> Result<Vec<WorktreePair>, String> {
     let Some(repository) = root.as_deref().and_then(repository_of) else {
         return Ok(Vec::new());
     };
@@ -44,23 +52,51 @@ fn forecast(root: Option<PathBuf>) -> Result<Vec<WorktreePair>, String> {
     let started = std::time::Instant::now();
     let states = states_of(&roots).map_err(|e| e.to_string())?;
     let stated = started.elapsed();
-    let found = conflicts_of_all(&repository.main_root, &states).map_err(|e| e.to_string())?;
+    let mut found: HashMap<(usize, usize), Vec<Conflict>> =
+        conflicts_of_all(&repository.main_root, &states)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .map(|(i, j, conflicts)| ((i, j), conflicts))
+            .collect();
     let merged = started.elapsed();
-    // The files' symbols are found on a few threads (each text is parsed once: `SPANS`).
+    let work: Vec<Vec<FileWork>> = roots
+        .iter()
+        .map(|root| {
+            let files = coord
+                .worktree_files(&root.display().to_string())
+                .unwrap_or_default();
+            files.iter().map(FileWork::of).collect()
+        })
+        .collect();
+    let mut meeting = Vec::new();
+    for i in 0..states.len() {
+        for j in i + 1..states.len() {
+            let conflicts = found.remove(&(i, j)).unwrap_or_default();
+            let colliding: HashSet<&str> = conflicts.iter().map(|c| c.file.as_str()).collect();
+            let related = related_across(&work[i], &work[j], &colliding);
+            if conflicts.is_empty() && related.is_empty() {
+                continue;
+            }
+            meeting.push((i, j, conflicts, related));
+        }
+    }
+    let worked = started.elapsed();
+    // The colliding files' symbols are found on a few threads (each text is parsed once:
+    // `ANALYSES`).
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4));
-    let chunk = found.len().div_ceil(threads).max(1);
+    let chunk = meeting.len().div_ceil(threads).max(1);
     let pairs: Vec<WorktreePair> = std::thread::scope(|scope| {
-        let naming: Vec<_> = found
+        let naming: Vec<_> = meeting
             .chunks(chunk)
             .map(|part| {
                 let states = &states;
                 scope.spawn(move || {
                     part.iter()
-                        .map(|(i, j, conflicts)| WorktreePair {
+                        .map(|(i, j, conflicts, related)| WorktreePair {
                             a: states[*i].root.display().to_string(),
                             b: states[*j].root.display().to_string(),
                             collisions: conflicts.iter().map(collision).collect(),
-                            related: Vec::new(),
+                            related: related.iter().map(related_item).collect(),
                         })
                         .collect::<Vec<_>>()
                 })
@@ -82,10 +118,111 @@ fn forecast(root: Option<PathBuf>) -> Result<Vec<WorktreePair>, String> {
         worktrees = roots.len(),
         states_ms = stated.as_millis(),
         merges_ms = (merged - stated).as_millis(),
-        symbols_ms = (started.elapsed() - merged).as_millis(),
+        work_ms = (worked - merged).as_millis(),
+        symbols_ms = (started.elapsed() - worked).as_millis(),
         "worktree.forecast"
     );
     Ok(pairs)
+}
+
+/// One file of a worktree's observed work: the symbols its changed lines touch, and the
+/// calls made in it (caller, callee's simple name).
+struct FileWork {
+    file: String,
+    session_id: String,
+    intent_id: String,
+    touched: Vec<String>,
+    calls: HashSet<(String, String)>,
+}
+
+impl FileWork {
+    fn of(work: &WorktreeFile) -> FileWork {
+        let lines: Vec<(i64, i64)> = work
+            .regions
+            .iter()
+            .flatten()
+            .map(|r| (r.start_line, r.end_line))
+            .collect();
+        let analysis = Language::for_path(&work.file).map(|language| analyze(language, &work.text));
+        let Some(analysis) = analysis else {
+            return FileWork {
+                touched: Vec::new(),
+                calls: HashSet::new(),
+                file: work.file.clone(),
+                session_id: work.session_id.clone(),
+                intent_id: work.intent_id.clone(),
+            };
+        };
+        let touched = innermost_on_lines(&analysis, &work.text, &lines);
+        let calls = analysis
+            .calls
+            .into_iter()
+            .filter_map(|call| Some((call.caller?, simple_name(&call.callee).to_owned())))
+            .collect();
+        FileWork {
+            touched,
+            file: work.file.clone(),
+            session_id: work.session_id.clone(),
+            intent_id: work.intent_id.clone(),
+            calls,
+        }
+    }
+}
+
+/// The last segment of a dotted or `::` name (`this.run` -> `run`, `Store.open` -> `open`).
+fn simple_name(name: &str) -> &str {
+    name.rsplit(['.', ':']).next().unwrap_or(name)
+}
+
+/// What is related (13.5) between the work of worktree `a` and that of `b`, seen from `b`:
+/// a symbol both change in separate lines (SAME_SYMBOL, files that do not collide), and a
+/// symbol of `b`'s that calls, or is called by, one of `a`'s (COUPLED, by the callee's
+/// name), each naming `a`'s intent.
+fn related_across(a: &[FileWork], b: &[FileWork], colliding: &HashSet<&str>) -> Vec<Related> {
+    let mut items = Vec::new();
+    for mine in b {
+        for theirs in a {
+            for name in &mine.touched {
+                let same_file = mine.file == theirs.file;
+                if same_file
+                    && !colliding.contains(mine.file.as_str())
+                    && theirs.touched.contains(name)
+                {
+                    items.push(Related::SameSymbol {
+                        symbol_path: join_symbol_path(&mine.file, name),
+                        session_id: theirs.session_id.clone(),
+                        intent_id: theirs.intent_id.clone(),
+                    });
+                }
+                for other in &theirs.touched {
+                    if same_file && other == name {
+                        continue;
+                    }
+                    let relation = if mine
+                        .calls
+                        .contains(&(name.clone(), simple_name(other).to_owned()))
+                    {
+                        Relation::Calls
+                    } else if theirs
+                        .calls
+                        .contains(&(other.clone(), simple_name(name).to_owned()))
+                    {
+                        Relation::CalledBy
+                    } else {
+                        continue;
+                    };
+                    items.push(Related::Coupled {
+                        symbol_path: join_symbol_path(&mine.file, name),
+                        other_symbol: join_symbol_path(&theirs.file, other),
+                        relation,
+                        session_id: theirs.session_id.clone(),
+                        intent_id: theirs.intent_id.clone(),
+                    });
+                }
+            }
+        }
+    }
+    order_related(items)
 }
 
 fn collision(conflict: &Conflict) -> WorktreeCollision {
@@ -117,76 +254,26 @@ fn collision(conflict: &Conflict) -> WorktreeCollision {
         lines_b: regions(&conflict.lines_b),
     }
 }
+/// Analyses of the texts forecasts name symbols in, by content: the same versions of the
+/// same files come back call after call, so each is parsed once (bounded by
+/// [`ANALYSES_BYTES`] of analyses, least recently used out).
+static ANALYSES: OnceLock<ContentCache> = OnceLock::new();
 
-/// Each symbol of a text with its first and last line (1-based).
-type Spans = Vec<(String, i64, i64)>;
+/// What [`ANALYSES`] may hold.
+const ANALYSES_BYTES: usize = 8 * 1024 * 1024;
 
-/// The spans of texts forecasts have named symbols in, by language and content hash: the
-/// same versions of the same files come back call after call, and a text is parsed once.
-/// Emptied when it holds [`SPANS_KEPT`] texts.
-static SPANS: Mutex<Option<KeptSpans>> = Mutex::new(None);
-
-/// The spans of each text, by its language and content hash.
-type KeptSpans = HashMap<(Language, u128), Arc<Spans>>;
-
-/// How many texts [`SPANS`] keeps.
-const SPANS_KEPT: usize = 1024;
-
-/// The symbols of `text` as `language` with their lines, through [`SPANS`].
-fn spans_of(language: Language, text: &str) -> Arc<Spans> {
-    let key = (language, xxhash_rust::xxh3::xxh3_128(text.as_bytes()));
-    let kept = |spans: &mut Option<KeptSpans>| spans.as_ref()?.get(&key).cloned();
-    if let Some(spans) = kept(&mut SPANS.lock().unwrap_or_else(|e| e.into_inner())) {
-        return spans;
-    }
-    let analysis = analyze(language, text);
-    let mut starts = vec![0];
-    starts.extend(text.match_indices('\n').map(|(at, _)| at + 1));
-    let line_of = |byte: usize| -> i64 {
-        i64::try_from(starts.partition_point(|start| *start <= byte)).unwrap_or(i64::MAX)
-    };
-    let spans: Arc<Spans> = Arc::new(
-        analysis
-            .symbols
-            .iter()
-            .map(|s| {
-                let end = s.end_byte.saturating_sub(1).max(s.start_byte);
-                (
-                    s.qualified_name.clone(),
-                    line_of(s.start_byte),
-                    line_of(end),
-                )
-            })
-            .collect(),
-    );
-    let mut kept = SPANS.lock().unwrap_or_else(|e| e.into_inner());
-    let map = kept.get_or_insert_with(HashMap::new);
-    if map.len() >= SPANS_KEPT {
-        map.clear();
-    }
-    map.insert(key, Arc::clone(&spans));
-    spans
-}
-
-/// The innermost symbols of `text` (as `file`'s language) whose lines meet `lines`.
+/// The symbols the changed `lines` of `text` touch (none without a text, or in a file of no
+/// supported language).
 fn touched(file: &str, text: Option<&str>, lines: &[(i64, i64)]) -> Vec<String> {
     let (Some(text), Some(language)) = (text, Language::for_path(file)) else {
         return Vec::new();
     };
-    let all = spans_of(language, text);
-    let spans: Vec<(&str, i64, i64)> = all
-        .iter()
-        .map(|(name, first, last)| (name.as_str(), *first, *last))
-        .filter(|(_, first, last)| lines.iter().any(|&(a, b)| a <= *last && *first <= b))
-        .collect();
-    // Innermost: a symbol containing another touched one gives way to it.
-    spans
-        .iter()
-        .filter(|(name, first, last)| {
-            !spans.iter().any(|(other, f, l)| {
-                other != name && *first <= *f && *l <= *last && (f, l) != (first, last)
-            })
-        })
-        .map(|(name, _, _)| (*name).to_owned())
-        .collect()
+    let analyses = ANALYSES.get_or_init(|| ContentCache::new(ANALYSES_BYTES));
+    let key = ContentKey::new(language, text);
+    let analysis = analyses.get(&key).unwrap_or_else(|| {
+        let analysis = Arc::new(analyze(language, text));
+        analyses.insert(key, Arc::clone(&analysis));
+        analysis
+    });
+    innermost_on_lines(&analysis, text, lines)
 }

@@ -273,6 +273,11 @@ impl Services {
         build_methods(self.app.for_worktree(Arc::new(AnalysisIndex::new(index))))
     }
 
+    /// The coordination core all worktrees share.
+    pub fn coord(&self) -> Arc<Coord> {
+        self.app.coord()
+    }
+
     /// The shared handler state.
     pub fn app(&self) -> &App {
         &self.app

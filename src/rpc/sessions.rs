@@ -2,6 +2,7 @@
 
 use super::services::App;
 use crate::coord::iso_millis;
+use crate::coord::worktree_work::worktree_of_session;
 use crate::protocol::server::SessionMethods;
 use crate::protocol::{
     ProtocolError, SessionEndParams, SessionEndResult, SessionHeartbeatParams,
@@ -40,21 +41,26 @@ impl SessionMethods for App {
         let sessions = self.now(|coord| coord.list_sessions())?;
         Ok(sessions
             .into_iter()
-            .map(|info| SessionRecord {
-                session_id: info.summary.session_id,
-                name: info.summary.name,
-                agent_id: info.summary.agent_id,
-                pid: info.summary.pid,
-                live: info.live,
-                last_seen_at: info.summary.last_seen_ms,
-                locks: info.summary.locks,
-                intents: info.summary.intents,
-                branch: info
+            .map(|info| {
+                // A worktree's observed work (14.4) acts from that worktree.
+                let worktree = info
                     .summary
                     .worktree
-                    .as_deref()
-                    .and_then(|root| branch_of(std::path::Path::new(root))),
-                worktree: info.summary.worktree,
+                    .or_else(|| worktree_of_session(&info.summary.session_id).map(str::to_owned));
+                SessionRecord {
+                    session_id: info.summary.session_id,
+                    name: info.summary.name,
+                    agent_id: info.summary.agent_id,
+                    pid: info.summary.pid,
+                    live: info.live,
+                    last_seen_at: info.summary.last_seen_ms,
+                    locks: info.summary.locks,
+                    intents: info.summary.intents,
+                    branch: worktree
+                        .as_deref()
+                        .and_then(|root| branch_of(std::path::Path::new(root))),
+                    worktree,
+                }
             })
             .collect())
     }

@@ -276,6 +276,8 @@ pub struct SessionRow {
     /// The host the pid lives on (`None` for rows written before hosts were recorded: the
     /// daemon's own host).
     pub host_id: Option<String>,
+    /// The root of the worktree it last acted from (PROTOCOL-NOTES 14.3).
+    pub worktree: Option<String>,
 }
 
 /// One session as `session.list` needs it: its row (if any), registration and counts.

@@ -27,6 +27,16 @@ pub struct GitError {
     message: String,
 }
 
+impl GitError {
+    /// Git run with `args` failed with `message`.
+    pub(super) fn new(args: &str, message: String) -> GitError {
+        GitError {
+            args: args.to_owned(),
+            message,
+        }
+    }
+}
+
 /// A file where merging two states would conflict, with the lines (1-based, inclusive)
 /// each side changed since the merge-base, and each side's text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,7 +54,7 @@ pub struct Conflict {
 }
 
 /// Runs git in `cwd` with `env`; its stdout, also when it exits with one of `ok_codes`.
-fn git(
+pub(super) fn git(
     cwd: &Path,
     args: &[&str],
     env: &[(&str, &Path)],

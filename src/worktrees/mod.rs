@@ -10,6 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod changes;
 pub mod forecast;
 
 /// The repository a worktree belongs to.

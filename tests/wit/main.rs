@@ -22,4 +22,5 @@ mod spine;
 mod ui;
 mod webdriver;
 mod workmap;
+mod worktree_work;
 mod worktrees;

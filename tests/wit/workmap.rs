@@ -159,8 +159,9 @@ fn an_added_function_is_its_lines_not_the_whole_file() {
             "{:?}",
             added.symbols
         );
-        // The changed lines, not the file.
-        assert_eq!(regions_of(&client, "a").await, [[21, 27]]);
+        // The changed lines, not the file: the four inserted (the edit's context lines, which
+        // it carries to be unique, are no change).
+        assert_eq!(regions_of(&client, "a").await, [[23, 26]]);
         let record = json_of(&intents_of(&client, "a").await[0]);
         assert_eq!(record["description"], "observed edit");
         assert_eq!(record["status"], "active");
@@ -246,6 +247,38 @@ fn two_edits_of_one_session_are_one_intent_with_merged_regions() {
 }
 
 #[test]
+fn a_further_edit_adds_its_symbols_to_the_intent() {
+    let (repo, _daemon) = setup(&[("app.py", APP)]);
+    let client = repo.client();
+    block_on(async {
+        edit_and_write(&repo, &client, "a", "app.py", &[("a = x + 1", "a = x + 2")]).await;
+        let poll = |since| wit::protocol::EventsPollParams {
+            since,
+            wait_ms: None,
+            limit: Some(1000),
+            types: Vec::new(),
+        };
+        let since = client.events_poll(poll(None)).await.unwrap().next;
+        edit_and_write(&repo, &client, "a", "app.py", &[("return 2", "return 7")]).await;
+        let intents = intents_of(&client, "a").await;
+        assert_eq!(intents.len(), 1, "{intents:?}");
+        let symbols: Vec<String> = serde_json::from_str(&intents[0].symbols).unwrap();
+        assert_eq!(symbols, ["alpha", "Other.process", "Other"]);
+        // The update tells the new symbols with the regions.
+        let events = json_of(&client.events_poll(poll(Some(since))).await.unwrap().events);
+        let update = events
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["type"] == "intent.updated")
+            .cloned()
+            .unwrap();
+        assert_eq!(update["data"]["symbols"], json!(symbols));
+        assert_eq!(update["data"]["regions"].as_array().unwrap().len(), 2);
+    });
+}
+
+#[test]
 fn regions_follow_another_sessions_edit_above_them_and_the_disk() {
     let (repo, _daemon) = setup(&[("app.py", APP)]);
     let client = repo.client();
@@ -262,7 +295,11 @@ fn regions_follow_another_sessions_edit_above_them_and_the_disk() {
         )
         .await;
         assert_eq!(regions_of(&client, "a").await, [[27, 27]]);
-        assert_eq!(regions_of(&client, "b").await, [[2, 4]]);
+        assert_eq!(
+            regions_of(&client, "b").await,
+            [[3, 4]],
+            "the inserted lines"
+        );
         // A change the index sees on disk (no preflight): one line removed above.
         let text = std::fs::read_to_string(repo.path().join("app.py")).unwrap();
         repo.write("app.py", &text.replace("LIMIT = 10\n", ""));
@@ -482,6 +519,64 @@ fn the_same_function_in_separate_hunks_is_context_not_a_collision() {
             json_of(&b.related),
             json!([{"type": "SAME_SYMBOL", "symbolPath": "app.py:alpha", "sessionId": "a", "intentId": a_intent}])
         );
+    });
+}
+
+#[test]
+fn an_edits_context_lines_are_not_its_work() {
+    let (repo, _daemon) = setup(&[("app.py", APP)]);
+    let client = repo.client();
+    block_on(async {
+        // A inserts a line, carrying the lines around it as an Edit tool does.
+        edit_and_write(
+            &repo,
+            &client,
+            "a",
+            "app.py",
+            &[(
+                "    a = x + 1\n    b = a * 2\n",
+                "    a = x + 1\n    a += 1\n    b = a * 2\n",
+            )],
+        )
+        .await;
+        assert_eq!(
+            regions_of(&client, "a").await,
+            [[9, 9]],
+            "the inserted line"
+        );
+        // B changes line 11, two lines below A's line 9: same function, no collision.
+        let b = preflight(&client, "b", "app.py", &[("c = b - 3", "c = b - 4")], false).await;
+        assert!(b.conflicts.is_empty(), "{:?}", b.conflicts);
+        // B's edit carries A's line as its context and changes line 12 only.
+        let b = preflight(
+            &client,
+            "b",
+            "app.py",
+            &[(
+                "    a += 1\n    b = a * 2\n    c = b - 3\n    return c\n",
+                "    a += 1\n    b = a * 2\n    c = b - 3\n    return -c\n",
+            )],
+            false,
+        )
+        .await;
+        assert!(b.conflicts.is_empty(), "{:?}", b.conflicts);
+        assert_eq!(b.symbols, ["app.py:alpha"]);
+        // Changing the line next to A's collides.
+        let b = preflight(&client, "b", "app.py", &[("b = a * 2", "b = a * 3")], false).await;
+        assert_eq!(overlap_sessions(&b), ["a"]);
+    });
+}
+
+#[test]
+fn an_edit_that_changes_nothing_meets_nothing() {
+    let (repo, _daemon) = setup(&[("app.py", APP)]);
+    let client = repo.client();
+    block_on(async {
+        edit_and_write(&repo, &client, "a", "app.py", &[("a = x + 1", "a = x + 2")]).await;
+        // B makes A's change again (its own patch had it too): no line changes.
+        let b = preflight(&client, "b", "app.py", &[("a = x + 2", "a = x + 2")], false).await;
+        assert!(b.conflicts.is_empty(), "{:?}", b.conflicts);
+        assert!(b.symbols.is_empty(), "{:?}", b.symbols);
     });
 }
 

@@ -16,12 +16,12 @@ use crate::locks::{acquire, assert_domain, query, rpc_error};
 
 /// A repository with a first commit in `<temp>/m` (its main worktree), and room for linked
 /// worktrees next to it (short paths: socket paths stay under 108 bytes).
-struct Family {
+pub(crate) struct Family {
     dir: tempfile::TempDir,
 }
 
 impl Family {
-    fn new(files: &[(&str, &str)]) -> Self {
+    pub(crate) fn new(files: &[(&str, &str)]) -> Self {
         let dir = tempfile::Builder::new()
             .prefix("wt")
             .tempdir_in("/tmp")
@@ -37,16 +37,16 @@ impl Family {
         family
     }
 
-    fn main(&self) -> PathBuf {
+    pub(crate) fn main(&self) -> PathBuf {
         std::fs::canonicalize(self.dir.path()).unwrap().join("m")
     }
 
-    fn worktree(&self, name: &str) -> PathBuf {
+    pub(crate) fn worktree(&self, name: &str) -> PathBuf {
         std::fs::canonicalize(self.dir.path()).unwrap().join(name)
     }
 
     /// `git worktree add ../<name> -b <name>`.
-    fn add(&self, name: &str) -> PathBuf {
+    pub(crate) fn add(&self, name: &str) -> PathBuf {
         let root = self.worktree(name);
         self.git(
             &self.main(),
@@ -55,7 +55,7 @@ impl Family {
         root
     }
 
-    fn remove(&self, name: &str) {
+    pub(crate) fn remove(&self, name: &str) {
         let root = self.worktree(name);
         self.git(
             &self.main(),
@@ -63,7 +63,7 @@ impl Family {
         );
     }
 
-    fn git(&self, cwd: &Path, args: &[&str]) {
+    pub(crate) fn git(&self, cwd: &Path, args: &[&str]) {
         let output = Command::new("git")
             .args(["-c", "user.name=t", "-c", "user.email=t@t"])
             .args(args)
@@ -77,26 +77,26 @@ impl Family {
         );
     }
 
-    fn daemon(&self) -> Daemon {
+    pub(crate) fn daemon(&self) -> Daemon {
         let daemon = Daemon::spawn_at(&self.main(), &store_env(&self.main()));
         daemon.wait_ready();
         daemon
     }
 }
 
-fn write_file(root: &Path, rel: &str, text: &str) {
+pub(crate) fn write_file(root: &Path, rel: &str, text: &str) {
     let path = root.join(rel);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
 }
 
-fn client(root: &Path) -> WitClient {
+pub(crate) fn client(root: &Path) -> WitClient {
     WitClient::new(root.join(".wit/daemon.sock"))
 }
 
 /// Waits until the socket of `root` answers `ping` (`true`), or stops answering (`false`);
 /// fails after 20 s.
-fn wait_answering(root: &Path, answering: bool) {
+pub(crate) fn wait_answering(root: &Path, answering: bool) {
     let socket = root.join(".wit/daemon.sock");
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {

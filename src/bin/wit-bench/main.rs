@@ -22,8 +22,10 @@
 //! alone, `--runs` cold/warm pairs), [`store`] (daemons on one PostgreSQL database:
 //! `--store URL`, run alone), [`replay`] (`wit-bench replay --data PAIRS`: real pairs of
 //! patches replayed as two agents, predictors scored against git's merge; run alone),
-//! [`worktrees`] (`wit-bench worktrees --index-repo PATH --forecast-repo PATH`: one daemon
-//! serving several worktrees of real checkouts, issue 24; run alone).
+//! [`worktree_watch`] (`wit-bench worktree-watch`: a change saved in one worktree seen from
+//! another; run alone), [`worktrees`] (`wit-bench worktrees --index-repo PATH
+//! --forecast-repo PATH`: one daemon serving several worktrees of real checkouts, issue 24;
+//! run alone).
 
 mod cli_timings;
 mod fixtures;
@@ -43,6 +45,7 @@ mod safegit;
 mod sections;
 mod store;
 mod synthetic;
+mod worktree_watch;
 mod worktrees;
 
 use std::path::PathBuf;
@@ -118,6 +121,9 @@ enum Subcommand {
     /// Replays real pairs of patches (scripts/replay/mine.py) as two agents through one
     /// daemon and scores wit's predictions against git's merge.
     Replay(replay::ReplayArgs),
+    /// How soon a change saved in one worktree is seen as observed work from another
+    /// (PROTOCOL-NOTES 14.4), with no hook in between.
+    WorktreeWatch(worktree_watch::WatchArgs),
     /// One daemon serving several worktrees of real checkouts (issue 24): the index's time,
     /// size and memory per added worktree, and `worktree.forecast`'s latency.
     Worktrees(worktrees::WorktreesArgs),
@@ -178,6 +184,9 @@ async fn main() -> Result<()> {
     }
     match &options.command {
         Some(Subcommand::Replay(args)) => return replay::replay(&wit, args).await,
+        Some(Subcommand::WorktreeWatch(args)) => {
+            return worktree_watch::worktree_watch(&wit, args).await
+        }
         Some(Subcommand::Worktrees(args)) => {
             print_header(false, &wit);
             return worktrees::worktrees(&wit, args).await;

@@ -1,6 +1,6 @@
 //! From two texts to what an agent's Edit tool sends, and the changed-lines predictor.
 //!
-//! A patch of one file is its line hunks (a Myers line diff, as git computes it). An agent's
+//! A patch of one file is its line hunks (a histogram line diff, as `git merge` computes it). An agent's
 //! Edit tool sends find-and-replace pairs whose `oldText` must occur exactly once in the file
 //! when the edit applies; so each hunk becomes one edit whose `oldText` is the hunk's replaced
 //! lines, widened by whole lines of context (one above, then one below, alternately) only as
@@ -10,10 +10,7 @@
 
 use std::ops::Range;
 
-use similar::{Algorithm, DiffTag};
-
-/// How long a line diff may search before settling for a coarser script.
-const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_millis(500);
+use imara_diff::{Algorithm, Diff, InternedInput};
 
 /// The lines of `text`, each with its line break.
 pub(crate) fn lines_of(text: &str) -> Vec<&str> {
@@ -29,35 +26,22 @@ pub(crate) struct Hunk {
     pub new: Range<usize>,
 }
 
-/// The hunks turning `old` into `new`, top to bottom, adjacent changes merged.
+/// The hunks turning `old` into `new`, top to bottom: git's merge diff (histogram, blocks
+/// slid down), so that a patch's hunks are the ones `git merge` compares for the truth.
 pub(crate) fn hunks(old: &str, new: &str) -> Vec<Hunk> {
     let old_lines = lines_of(old);
     let new_lines = lines_of(new);
-    let deadline = std::time::Instant::now() + DIFF_DEADLINE;
-    let ops = similar::capture_diff_slices_deadline(
-        Algorithm::Myers,
-        &old_lines,
-        &new_lines,
-        Some(deadline),
-    );
-    let mut out: Vec<Hunk> = Vec::new();
-    for op in ops {
-        let (tag, old_range, new_range) = op.as_tag_tuple();
-        if tag == DiffTag::Equal {
-            continue;
-        }
-        match out.last_mut() {
-            Some(last) if last.old.end == old_range.start && last.new.end == new_range.start => {
-                last.old.end = old_range.end;
-                last.new.end = new_range.end;
-            }
-            _ => out.push(Hunk {
-                old: old_range,
-                new: new_range,
-            }),
-        }
-    }
-    out
+    let mut input: InternedInput<&str> = InternedInput::default();
+    input.update_before(old_lines.iter().copied());
+    input.update_after(new_lines.iter().copied());
+    let mut diff = Diff::compute(Algorithm::Histogram, &input);
+    diff.postprocess_no_heuristic(&input);
+    diff.hunks()
+        .map(|h| Hunk {
+            old: h.before.start as usize..h.before.end as usize,
+            new: h.after.start as usize..h.after.end as usize,
+        })
+        .collect()
 }
 
 /// One find-and-replace edit as an agent sends it.
@@ -202,16 +186,30 @@ pub(crate) fn map_line(hunks: &[Hunk], at: usize, side: Side) -> usize {
 }
 
 /// `changes` of a base text carried onto the current text that `moved` (base → current)
-/// made: each replaced range maps through [`map_line`]; ranges that land on each other merge
+/// made: each replaced range maps through [`map_line`] (an insertion at the point of one of
+/// `moved`'s insertions replaces its lines); ranges that land on each other merge
 /// (their replacement lines concatenated), as one agent edit of the other's lines would.
 pub(crate) fn rebase_changes(changes: &[LineChange], moved: &[Hunk]) -> Vec<LineChange> {
     let mut out: Vec<LineChange> = Vec::with_capacity(changes.len());
     for change in changes {
-        let start = map_line(moved, change.lines.start, Side::Start);
-        let end = if change.lines.is_empty() {
-            start
+        // An insertion where the other side inserted too lands on its lines: the agent
+        // writes its lines there, which changes nothing when they are the same (git takes
+        // one of two identical changes).
+        let same_point = change.lines.is_empty().then(|| {
+            moved
+                .iter()
+                .find(|h| h.old.is_empty() && h.old.start == change.lines.start)
+        });
+        let (start, end) = if let Some(Some(theirs)) = same_point {
+            (theirs.new.start, theirs.new.end)
         } else {
-            map_line(moved, change.lines.end, Side::End).max(start)
+            let start = map_line(moved, change.lines.start, Side::Start);
+            let end = if change.lines.is_empty() {
+                start
+            } else {
+                map_line(moved, change.lines.end, Side::End).max(start)
+            };
+            (start, end)
         };
         match out.last_mut() {
             Some(last) if start < last.lines.end => {
@@ -329,6 +327,43 @@ mod tests {
         );
         let rebased = rebase_changes(&b, &moved);
         assert_eq!(rebased[0].lines, 3..4);
+    }
+
+    #[test]
+    fn an_insertion_where_the_other_side_inserted_lands_on_its_lines() {
+        let base = "a\nb\nc\n";
+        let moved = hunks(base, "a\nX\nY\nb\nc\n");
+        let same = changes_of(&hunks(base, "a\nX\nY\nb\nc\n"), "a\nX\nY\nb\nc\n");
+        let rebased = rebase_changes(&same, &moved);
+        assert_eq!(
+            rebased[0].lines,
+            1..3,
+            "the same lines: nothing left to change"
+        );
+        assert_eq!(
+            apply_changes("a\nX\nY\nb\nc\n", &rebased),
+            "a\nX\nY\nb\nc\n"
+        );
+        let other = changes_of(&hunks(base, "a\nb\nZ\nc\n"), "a\nb\nZ\nc\n");
+        assert_eq!(rebase_changes(&other, &moved)[0].lines, 4..4);
+    }
+
+    #[test]
+    fn hunks_are_gits_histogram() {
+        // Myers would replace `c }` by `b` and insert `c b` below.
+        assert_eq!(
+            hunks("c\n}\n}\n", "b\n}\nc\nb\n"),
+            [
+                Hunk {
+                    old: 0..0,
+                    new: 0..2
+                },
+                Hunk {
+                    old: 1..3,
+                    new: 3..4
+                }
+            ]
+        );
     }
 
     #[test]

@@ -29,7 +29,8 @@ fn source() -> String {
         .collect()
 }
 
-fn git(root: &Path, args: &[&str]) -> Result<()> {
+/// Runs git in `root` as the bench's author; fails when git does.
+pub(crate) fn git(root: &Path, args: &[&str]) -> Result<()> {
     let status = Command::new("git")
         .args(args)
         .current_dir(root)

@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use super::super::context::Context;
-use super::super::contracts::SUPPORTED_SUFFIXES;
+use super::super::contracts::is_supported_path;
 use super::super::gitio;
 use super::super::hunks;
 use super::super::output::{CliError, Report};
@@ -34,7 +34,7 @@ pub async fn check(ctx: &Context) -> Result<Report, CliError> {
     // nothing else): a commit of other files asks no daemon (PROTOCOL-NOTES 6).
     let staged: Vec<String> = staged_files(root)
         .into_iter()
-        .filter(|path| SUPPORTED_SUFFIXES.iter().any(|s| path.ends_with(s)))
+        .filter(|path| is_supported_path(path))
         .collect();
     if staged.is_empty() || !ctx.paths.socket.exists() {
         return Ok(Report::nothing());

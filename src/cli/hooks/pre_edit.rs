@@ -20,7 +20,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::super::agent_config::Agent;
-use super::super::contracts::SUPPORTED_SUFFIXES;
+use super::super::contracts::is_supported_path;
 use super::super::duration::format_left;
 use super::super::output::Report;
 use super::harness_session::HarnessSession;
@@ -240,7 +240,7 @@ fn gate(
         .into_iter()
         .filter_map(|file| {
             let relative = relative_path(&root, &cwd, &file.path)?;
-            is_supported(&relative).then_some((relative, file.change))
+            is_supported_path(&relative).then_some((relative, file.change))
         })
         .collect();
     if files.is_empty() {
@@ -280,12 +280,6 @@ fn gate(
             Verdict::allow()
         }
     }
-}
-
-fn is_supported(path: &str) -> bool {
-    SUPPORTED_SUFFIXES
-        .iter()
-        .any(|suffix| path.ends_with(suffix))
 }
 
 /// One preflight per file, then the verdict; notes for the files that could not be checked.

@@ -2,7 +2,8 @@
 //! find-and-replace edits, diffing whole new content, and mapping positions of the current
 //! text into the new one.
 
-use similar::{Algorithm, DiffOp};
+use imara_diff::{Algorithm, Diff, InternedInput};
+use similar::DiffOp;
 
 /// One find-and-replace edit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,9 +34,6 @@ pub struct Applied {
     /// The changes, in order, not overlapping.
     pub changes: Vec<Change>,
 }
-
-/// How long a diff may search for the shortest edit script before settling for a coarser one.
-const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// The most changes kept for one edit: past it, neighbouring changes are merged (their
 /// spans widen to cover what lies between, which only ever finds more overlaps), so that a
@@ -79,7 +77,8 @@ impl std::fmt::Display for EditError {
 /// Applies `edits` in order to `current` as an editor's find-and-replace does, never
 /// producing a text over `limit` bytes (issue 20: a few `replaceAll` edits in a 3 KB request
 /// must not build a gigabyte). Its memory is the texts (each at most `limit`) plus at most
-/// [`MAX_CHANGES`] changes; nothing is diffed: the spans of several edits are composed.
+/// [`MAX_CHANGES`] changes; the file is never diffed: each edit's `oldText` is diffed by lines
+/// with its `newText` once (see [`apply_one`]), and the spans of several edits are composed.
 pub fn apply_edits(current: &str, edits: &[Edit], limit: usize) -> Result<Applied, EditError> {
     let mut text: Option<String> = None;
     let mut changes: Vec<Change> = Vec::new();
@@ -109,6 +108,8 @@ pub fn apply_edits(current: &str, edits: &[Edit], limit: usize) -> Result<Applie
     })
 }
 
+/// One edit applied to `text`: the new text and the changes, each occurrence's changes being
+/// the lines its `oldText` and `newText` differ in.
 fn apply_one(text: &str, edit: &Edit, limit: usize) -> Result<(String, Vec<Change>), EditError> {
     if edit.old_text.is_empty() {
         if !text.is_empty() {
@@ -156,6 +157,10 @@ fn apply_one(text: &str, edit: &Edit, limit: usize) -> Result<(String, Vec<Chang
     if size > limit as u128 {
         return Err(too_large(size, limit));
     }
+    // What the edit changes inside its own text (PROTOCOL-NOTES 13: the lines that actually
+    // changed): the lines of `oldText` that `newText` keeps — the context an editor's
+    // find-and-replace carries to be unique — are not replaced, so they are no change.
+    let inner = diff_lines(&edit.old_text, &edit.new_text);
     let mut out = String::with_capacity(usize::try_from(size).unwrap_or(limit));
     let mut changes = Vec::new();
     let mut last = 0;
@@ -163,13 +168,15 @@ fn apply_one(text: &str, edit: &Edit, limit: usize) -> Result<(String, Vec<Chang
         out.push_str(&text[last..at]);
         let start = out.len();
         out.push_str(&edit.new_text);
-        push_bounded(
-            &mut changes,
-            Change {
-                old: (at, at + edit.old_text.len()),
-                new: (start, out.len()),
-            },
-        );
+        for change in &inner {
+            push_bounded(
+                &mut changes,
+                Change {
+                    old: (at + change.old.0, at + change.old.1),
+                    new: (start + change.new.0, start + change.new.1),
+                },
+            );
+        }
         last = at + edit.old_text.len();
     }
     out.push_str(&text[last..]);
@@ -302,11 +309,62 @@ pub fn diff_lines(current: &str, new: &str) -> Vec<Change> {
     changes_of(&line_ops(&old_lines, &new_lines), &old_at, &new_at)
 }
 
-/// The line diff (Myers, given up after [`DIFF_DEADLINE`]) of two texts split into lines:
-/// what every line mapping of `coord` is built on.
+/// The line diff of two texts split into lines: what every line mapping of `coord` is built
+/// on. It is git's merge diff — histogram (falling back to Myers for lines that repeat too
+/// often), changed blocks slid as far down as they go — so that the lines wit calls changed
+/// are the lines `git merge` compares (it uses histogram since git 2.34's `ort`; Myers
+/// aligns some changes differently, and then wit and git disagree on which changes meet).
 pub(crate) fn line_ops(old_lines: &[&str], new_lines: &[&str]) -> Vec<DiffOp> {
-    let deadline = std::time::Instant::now() + DIFF_DEADLINE;
-    similar::capture_diff_slices_deadline(Algorithm::Myers, old_lines, new_lines, Some(deadline))
+    let mut input: InternedInput<&str> = InternedInput::default();
+    input.reserve(to_u32(old_lines.len()), to_u32(new_lines.len()));
+    input.update_before(old_lines.iter().copied());
+    input.update_after(new_lines.iter().copied());
+    let mut diff = Diff::compute(Algorithm::Histogram, &input);
+    diff.postprocess_no_heuristic(&input);
+    let mut ops = Vec::new();
+    let (mut old_at, mut new_at) = (0usize, 0usize);
+    for hunk in diff.hunks() {
+        let old = hunk.before.start as usize..hunk.before.end as usize;
+        let new = hunk.after.start as usize..hunk.after.end as usize;
+        if old.start > old_at {
+            ops.push(DiffOp::Equal {
+                old_index: old_at,
+                new_index: new_at,
+                len: old.start - old_at,
+            });
+        }
+        ops.push(match (old.is_empty(), new.is_empty()) {
+            (true, _) => DiffOp::Insert {
+                old_index: old.start,
+                new_index: new.start,
+                new_len: new.len(),
+            },
+            (false, true) => DiffOp::Delete {
+                old_index: old.start,
+                old_len: old.len(),
+                new_index: new.start,
+            },
+            (false, false) => DiffOp::Replace {
+                old_index: old.start,
+                old_len: old.len(),
+                new_index: new.start,
+                new_len: new.len(),
+            },
+        });
+        (old_at, new_at) = (old.end, new.end);
+    }
+    if old_lines.len() > old_at {
+        ops.push(DiffOp::Equal {
+            old_index: old_at,
+            new_index: new_at,
+            len: old_lines.len() - old_at,
+        });
+    }
+    ops
+}
+
+fn to_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// The length of the whole lines `a` and `b` begin with in common.
@@ -543,6 +601,76 @@ mod tests {
         );
         assert_eq!(map_end(&insertion, 5), 8, "so does one ending there");
         assert_eq!(map_start(&insertion, 6), 9);
+    }
+
+    #[test]
+    fn an_edit_changes_only_the_lines_its_texts_differ_in() {
+        let current = "a\nb\nc\nd\ne\n";
+        // An insertion carried with a line of context above it: only the new line.
+        let got = apply(current, &[edit("b\n", "b\nnew\n", false)]).unwrap();
+        assert_eq!(got.text, "a\nb\nnew\nc\nd\ne\n");
+        assert_eq!(
+            got.changes,
+            [Change {
+                old: (4, 4),
+                new: (4, 8)
+            }]
+        );
+        // Two lines changed in one edit, a kept line between them: two changes.
+        let got = apply(current, &[edit("b\nc\nd\n", "B\nc\nD\n", false)]).unwrap();
+        assert_eq!(
+            got.changes,
+            [
+                Change {
+                    old: (2, 4),
+                    new: (2, 4)
+                },
+                Change {
+                    old: (6, 8),
+                    new: (6, 8)
+                }
+            ]
+        );
+        // An edit that changes nothing changes no line.
+        let got = apply(current, &[edit("c\n", "c\n", false)]).unwrap();
+        assert_eq!(got.text, current);
+        assert!(got.changes.is_empty(), "{:?}", got.changes);
+        // Each occurrence of a replaceAll, likewise.
+        let got = apply("x\n1\nx\n2\n", &[edit("x\n", "x\ny\n", true)]).unwrap();
+        assert_eq!(got.text, "x\ny\n1\nx\ny\n2\n");
+        assert_eq!(
+            got.changes,
+            [
+                Change {
+                    old: (2, 2),
+                    new: (2, 4)
+                },
+                Change {
+                    old: (6, 6),
+                    new: (8, 10)
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn the_line_diff_is_gits_histogram() {
+        // `git diff --diff-algorithm=histogram` of these: `b }` inserted at the top, the two
+        // `}` replaced by `b`; Myers instead replaces `c }` by `b` and inserts `c b` below.
+        let changes = diff_lines("c\n}\n}\n", "b\n}\nc\nb\n");
+        assert_eq!(
+            changes,
+            [
+                Change {
+                    old: (0, 0),
+                    new: (0, 4)
+                },
+                Change {
+                    old: (2, 6),
+                    new: (6, 8)
+                }
+            ]
+        );
     }
 
     #[test]

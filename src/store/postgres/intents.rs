@@ -205,6 +205,14 @@ impl Tx<'_> {
         )?;
         Ok(n > 0)
     }
+
+    pub(super) fn set_intent_symbols(&self, id: &str, symbols: &str) -> Result<bool> {
+        let n = self.execute(
+            "UPDATE wit_intents SET symbols = $3 WHERE project = $1 AND id = $2",
+            &[&self.project, &id, &symbols],
+        )?;
+        Ok(n > 0)
+    }
 }
 
 /// The SQL and arguments of [`Tx::intents`] for `filter` (one statement per combination of

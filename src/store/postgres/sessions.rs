@@ -16,6 +16,7 @@ fn session_from_row(row: &Row) -> Result<SessionRow, postgres::Error> {
         last_seen_ms: row.try_get(5)?,
         ended_at_ms: row.try_get(6)?,
         host_id: row.try_get(7)?,
+        worktree: row.try_get(8)?,
     })
 }
 
@@ -45,7 +46,7 @@ impl Tx<'_> {
     pub(super) fn session(&self, session_id: &str) -> Result<Option<SessionRow>> {
         self.row(
             "SELECT session_id, pid, pid_start, lease_ms, first_seen_ms, last_seen_ms,
-                    ended_at_ms, host_id
+                    ended_at_ms, host_id, worktree
              FROM wit_sessions WHERE project = $1 AND session_id = $2",
             &[&self.project, &session_id],
             session_from_row,
@@ -56,7 +57,7 @@ impl Tx<'_> {
     pub(super) fn sessions_with_pulse(&self) -> Result<Vec<SessionRow>> {
         self.rows(
             "SELECT session_id, pid, pid_start, lease_ms, first_seen_ms, last_seen_ms,
-                    ended_at_ms, host_id
+                    ended_at_ms, host_id, worktree
              FROM wit_sessions
              WHERE project = $1 AND ended_at_ms IS NULL
                AND (pid IS NOT NULL OR lease_ms IS NOT NULL)",

@@ -203,4 +203,11 @@ impl Tx<'_> {
             .prepare_cached("UPDATE intents SET regions = ?2 WHERE id = ?1")?;
         Ok(stmt.execute(params![id, encode_regions(regions)])? > 0)
     }
+
+    pub(super) fn set_intent_symbols(&self, id: &str, symbols: &str) -> Result<bool> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("UPDATE intents SET symbols = ?2 WHERE id = ?1")?;
+        Ok(stmt.execute(params![id, symbols])? > 0)
+    }
 }

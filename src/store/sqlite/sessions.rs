@@ -6,7 +6,7 @@ use rusqlite::{params, OptionalExtension, Row};
 use super::{Result, SessionRow, SessionSummary, Tx};
 
 const SESSION_COLUMNS: &str =
-    "session_id, pid, pid_start, lease_ms, first_seen_ms, last_seen_ms, ended_at_ms, host_id";
+    "session_id, pid, pid_start, lease_ms, first_seen_ms, last_seen_ms, ended_at_ms, host_id, worktree";
 
 fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
     Ok(SessionRow {
@@ -18,6 +18,7 @@ fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
         last_seen_ms: row.get(5)?,
         ended_at_ms: row.get(6)?,
         host_id: row.get(7)?,
+        worktree: row.get(8)?,
     })
 }
 

@@ -1,0 +1,497 @@
+//! Work in worktrees, observed without hooks (PROTOCOL-NOTES 14.4), and observed regions
+//! across worktrees (14.5).
+//!
+//! Each worktree's changes against its merge-base with the main worktree are one `active`
+//! intent per file of the session `worktree:<root>`, with regions in the worktree's current
+//! text. The daemon's observer hands them in ([`Coord::observe_worktree`]) whenever the
+//! worktree changes on disk; what is here keeps them: new files declare, changed regions
+//! update, files no longer changed (reverted, or merged into the main worktree's HEAD)
+//! resolve, and a worktree that goes takes its work with it ([`Coord::release_worktree`]).
+//!
+//! Regions are lines of the text of the worktree they were observed in (their *origin*).
+//! Seen from another worktree they are carried through the merge-base: origin text → base
+//! text → the asking worktree's text ([`Coord::carried_across`]).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, MutexGuard, PoisonError};
+
+use serde_json::json;
+
+use super::events::{self, EventKind};
+use super::intents::Declaration;
+use super::regions::LineMap;
+use super::workmap::regions_json;
+use super::{Coord, Intent, IntentStatus, LineRegion, Result};
+use crate::store::{IntentFilter, RangeHit};
+
+/// The session of a worktree's observed work is this prefix and the worktree's root.
+pub const WORKTREE_SESSION_PREFIX: &str = "worktree:";
+
+/// The session holding the observed work of the worktree at `root`.
+pub fn worktree_session(root: &str) -> String {
+    format!("{WORKTREE_SESSION_PREFIX}{root}")
+}
+
+/// The worktree root of a `worktree:<root>` session.
+pub fn worktree_of_session(session_id: &str) -> Option<&str> {
+    session_id.strip_prefix(WORKTREE_SESSION_PREFIX)
+}
+
+/// Which worktree's text regions are lines of: `None` for the main worktree (and whenever
+/// the repository has one worktree), else a linked worktree's root.
+pub(super) type Origin = Option<String>;
+
+/// One changed file of a worktree, as the work map takes it.
+#[derive(Debug, Clone)]
+pub struct ObservedFile {
+    /// Its path relative to the worktree's root.
+    pub file: String,
+    /// The changed lines of its current text; `None`: the whole file (13.1).
+    pub regions: Option<Vec<LineRegion>>,
+    /// The symbols those lines touch (innermost), in document order.
+    pub symbols: Vec<String>,
+    /// Its text at the worktree's merge-base (`None`: absent there, or unreadable).
+    pub base: Option<Arc<str>>,
+    /// Its current text (`None`: deleted, or unreadable).
+    pub current: Option<Arc<str>>,
+}
+
+/// One file of a worktree's observed work, as the forecast reads it.
+#[derive(Debug, Clone)]
+pub struct WorktreeFile {
+    /// Its path.
+    pub file: String,
+    /// Its current text in the worktree.
+    pub text: Arc<str>,
+    /// The changed lines of `text` (`None`: the whole file).
+    pub regions: Option<Vec<LineRegion>>,
+    /// The intent holding the work.
+    pub intent_id: String,
+    /// Its session (`worktree:<root>`).
+    pub session_id: String,
+}
+
+/// The texts of a changed file in a worktree: what carries its regions across worktrees.
+#[derive(Debug, Clone)]
+struct FileTexts {
+    base: Option<Arc<str>>,
+    current: Arc<str>,
+}
+
+/// The worktrees the daemon serves and the texts of their changed files.
+#[derive(Debug, Default)]
+pub struct Worktrees {
+    /// The main worktree's root, once the repository has more than one worktree.
+    main_root: Option<String>,
+    /// Per `(origin, file)`: its merge-base and current texts.
+    texts: HashMap<(Origin, String), FileTexts>,
+}
+
+impl Coord {
+    fn worktrees(&self) -> MutexGuard<'_, Worktrees> {
+        self.worktrees
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Tells the core the repository's main worktree's root while it has more than one
+    /// worktree (`None`: one worktree; observed regions then all share one text).
+    pub fn set_main_worktree(&self, main_root: Option<&str>) {
+        let mut worktrees = self.worktrees();
+        worktrees.main_root = main_root.map(str::to_owned);
+        if main_root.is_none() {
+            worktrees.texts.clear();
+        }
+    }
+
+    /// Whether observed regions may be lines of different worktrees' texts.
+    pub(super) fn several_worktrees(&self) -> bool {
+        self.worktrees().main_root.is_some()
+    }
+
+    /// The origin a worktree root stands for (the main worktree is `None`).
+    fn origin_of_root(&self, root: Option<&str>) -> Origin {
+        let worktrees = self.worktrees();
+        match (root, &worktrees.main_root) {
+            (Some(root), Some(main)) if root != main => Some(root.to_owned()),
+            _ => None,
+        }
+    }
+
+    /// The origin of the request being served (its worktree).
+    pub(super) fn here(&self) -> Origin {
+        if !self.several_worktrees() {
+            return None;
+        }
+        self.origin_of_root(self.index.worktree_root().as_deref())
+    }
+
+    /// The origin of each row: the worktree of a `worktree:` session, else the worktree its
+    /// session last acted from.
+    pub(super) fn origins(&self, rows: &[RangeHit]) -> Result<Vec<Origin>> {
+        if !self.several_worktrees() {
+            return Ok(vec![None; rows.len()]);
+        }
+        let mut known: HashMap<&str, Origin> = HashMap::new();
+        let mut origins = Vec::with_capacity(rows.len());
+        for row in rows {
+            let session = row.session_id.as_str();
+            if let Some(origin) = known.get(session) {
+                origins.push(origin.clone());
+                continue;
+            }
+            let origin = match worktree_of_session(session) {
+                Some(root) => self.origin_of_root(Some(root)),
+                None => {
+                    let row = self.store.read(|r| r.session(session))?;
+                    self.origin_of_root(row.and_then(|r| r.worktree).as_deref())
+                }
+            };
+            known.insert(session, origin.clone());
+            origins.push(origin);
+        }
+        Ok(origins)
+    }
+
+    /// `row`'s regions, lines of `origin`'s text of `file`, carried to `text` (the asking
+    /// worktree's text) through the merge-base (14.5): origin text → base → `text`. A file
+    /// the origin did not change is its base text.
+    pub(super) fn carried_across(
+        &self,
+        origin: &Origin,
+        here: &Origin,
+        file: &str,
+        text: &str,
+        mut row: RangeHit,
+    ) -> RangeHit {
+        let Some(regions) = &row.regions else {
+            return row;
+        };
+        let (theirs, mine) = {
+            let worktrees = self.worktrees();
+            let get = |o: &Origin| worktrees.texts.get(&(o.clone(), file.to_owned())).cloned();
+            (get(origin), get(here))
+        };
+        let origin_text = self.region_text(origin, file);
+        let base = theirs
+            .as_ref()
+            .and_then(|t| t.base.clone())
+            .or_else(|| mine.as_ref().and_then(|t| t.base.clone()));
+        let Some(base) = base else {
+            // Neither side changed the file against a base we know: the lines are the same.
+            return row;
+        };
+        let from = origin_text.or_else(|| theirs.map(|t| t.current));
+        let at_base = match from {
+            Some(from) => LineMap::between(&from, &base).carry(regions),
+            None => regions.clone(),
+        };
+        row.regions = Some(LineMap::between(&base, text).carry(&at_base));
+        row
+    }
+
+    /// Takes in the changes of the worktree at `root` (14.4): `files` are all of them now;
+    /// `label` names the worktree in the intents' description (its branch, else its path).
+    /// Lines already covered by a live session's observed regions in that worktree stay
+    /// with that session's intent.
+    pub fn observe_worktree(
+        &self,
+        root: &str,
+        label: &str,
+        files: Vec<ObservedFile>,
+    ) -> Result<()> {
+        let session = worktree_session(root);
+        let origin = self.origin_of_root(Some(root));
+        {
+            let mut worktrees = self.worktrees();
+            worktrees.texts.retain(|(o, _), _| *o != origin);
+            for file in &files {
+                if let Some(current) = &file.current {
+                    worktrees.texts.insert(
+                        (origin.clone(), file.file.clone()),
+                        FileTexts {
+                            base: file.base.clone(),
+                            current: Arc::clone(current),
+                        },
+                    );
+                }
+            }
+        }
+        let mut wanted: HashMap<String, Option<Vec<LineRegion>>> = HashMap::new();
+        let mut symbols: HashMap<String, Vec<String>> = HashMap::new();
+        for file in files {
+            symbols.insert(file.file.clone(), file.symbols);
+            let regions = match (file.regions, &file.current) {
+                (Some(regions), Some(current)) => {
+                    match self.uncovered(&origin, &session, &file.file, current, regions)? {
+                        Some(left) if !left.is_empty() => Some(left),
+                        Some(_) => continue,
+                        None => None,
+                    }
+                }
+                _ => None,
+            };
+            wanted.insert(file.file, regions);
+        }
+        let live = self.store.read(|r| {
+            r.intents(&IntentFilter {
+                session_id: Some(&session),
+                file: None,
+                status: None,
+            })
+        })?;
+        let description = format!("worktree {label}");
+        let now = self.clock.now_ms();
+        let mut kept = HashSet::new();
+        self.store.write(|w| {
+            for intent in &live {
+                let file = intent.files.trim_matches(',').to_owned();
+                match wanted.get(&file) {
+                    Some(regions) if kept.insert(file.clone()) => {
+                        let touched = symbols.get(&file).cloned().unwrap_or_default();
+                        let listed =
+                            serde_json::to_string(&touched).unwrap_or_else(|_| "[]".to_owned());
+                        if intent.regions != *regions || intent.symbols != listed {
+                            w.set_intent_regions(&intent.id, regions.as_deref())?;
+                            w.set_intent_symbols(&intent.id, &listed)?;
+                            let shown = regions.as_deref().map(regions_json);
+                            events::append(
+                                w,
+                                now,
+                                EventKind::IntentUpdated,
+                                Some(&session),
+                                &intent.id,
+                                json!({ "regions": shown, "symbols": touched }),
+                            )?;
+                        }
+                    }
+                    _ => resolve(w, &session, intent, now)?,
+                }
+            }
+            Ok::<_, super::CoordError>(())
+        })?;
+        let mut new: Vec<(String, Option<Vec<LineRegion>>)> = wanted
+            .into_iter()
+            .filter(|(file, _)| !kept.contains(file))
+            .collect();
+        new.sort_by(|a, b| a.0.cmp(&b.0));
+        for (file, regions) in new {
+            let touched = symbols.remove(&file).unwrap_or_default();
+            self.declare_worktree_intent(&session, &description, &file, regions, touched)?;
+        }
+        Ok(())
+    }
+
+    /// `regions` of `file` in the worktree of `origin` without the lines a live session's
+    /// observed intent there already covers; `None` when the file-level answer stands.
+    fn uncovered(
+        &self,
+        origin: &Origin,
+        session: &str,
+        file: &str,
+        current: &str,
+        regions: Vec<LineRegion>,
+    ) -> Result<Option<Vec<LineRegion>>> {
+        let rows = self.store.read(|r| r.live_regions_in_file(file))?;
+        let rows: Vec<RangeHit> = rows
+            .into_iter()
+            .filter(|row| row.session_id != session && row.regions.is_some())
+            .collect();
+        if rows.is_empty() {
+            return Ok(Some(regions));
+        }
+        let origins = self.origins(&rows)?;
+        let theirs: Vec<RangeHit> = rows
+            .into_iter()
+            .zip(origins)
+            .filter(|(_, o)| o == origin)
+            .map(|(row, _)| row)
+            .collect();
+        let theirs = self.regions_of_origin(origin, file, current, theirs)?;
+        let covered: Vec<LineRegion> = theirs
+            .into_iter()
+            .flat_map(|r| r.regions.unwrap_or_default())
+            .collect();
+        Ok(Some(subtract(&regions, &covered)))
+    }
+
+    /// Declares the observed work of a worktree on one file as an `active` intent.
+    fn declare_worktree_intent(
+        &self,
+        session: &str,
+        description: &str,
+        file: &str,
+        regions: Option<Vec<LineRegion>>,
+        symbols: Vec<String>,
+    ) -> Result<()> {
+        let declaration = Declaration {
+            description: description.to_owned(),
+            files: vec![file.to_owned()],
+            distinct_symbols: symbols.clone(),
+            symbols,
+        };
+        let resolution = Coord::observed_resolution(file);
+        let id = self.ids.next_id();
+        self.store.write(|w| {
+            let now = self.clock.now_ms();
+            let intent = Intent {
+                id: id.clone(),
+                session_id: session.to_owned(),
+                description: declaration.description.clone(),
+                files: format!(",{file},"),
+                symbols: serde_json::to_string(&declaration.symbols)
+                    .unwrap_or_else(|_| "[]".to_owned()),
+                start_byte: None,
+                end_byte: None,
+                status: IntentStatus::Active,
+                declared_at_ms: now,
+                updated_at_ms: now,
+                regions,
+            };
+            w.insert_intent(&intent, &resolution.ranges)?;
+            events::append(
+                w,
+                now,
+                EventKind::IntentDeclared,
+                Some(session),
+                &intent.id,
+                json!({
+                    "description": intent.description,
+                    "files": declaration.files,
+                    "symbols": declaration.distinct_symbols,
+                    "status": intent.status.as_str(),
+                    "conflicts": 0,
+                }),
+            )?;
+            Ok::<_, super::CoordError>(())
+        })
+    }
+
+    /// Resolves every live intent of the worktree at `root` (it was removed, or the
+    /// repository has one worktree again).
+    pub fn release_worktree(&self, root: &str) -> Result<()> {
+        let session = worktree_session(root);
+        let origin = self.origin_of_root(Some(root));
+        self.worktrees().texts.retain(|(o, _), _| *o != origin);
+        let live = self.store.read(|r| {
+            r.intents(&IntentFilter {
+                session_id: Some(&session),
+                file: None,
+                status: None,
+            })
+        })?;
+        if live.is_empty() {
+            return Ok(());
+        }
+        let now = self.clock.now_ms();
+        self.store.write(|w| {
+            for intent in &live {
+                resolve(w, &session, intent, now)?;
+            }
+            Ok::<_, super::CoordError>(())
+        })
+    }
+
+    /// The observed work of the worktree at `root` (14.4), per file with its current text:
+    /// what the forecast weighs for `related` (14.5).
+    pub fn worktree_files(&self, root: &str) -> Result<Vec<WorktreeFile>> {
+        let session = worktree_session(root);
+        let origin = self.origin_of_root(Some(root));
+        let live = self.store.read(|r| {
+            r.intents(&IntentFilter {
+                session_id: Some(&session),
+                file: None,
+                status: None,
+            })
+        })?;
+        let worktrees = self.worktrees();
+        Ok(live
+            .into_iter()
+            .filter_map(|intent| {
+                let file = intent.files.trim_matches(',').to_owned();
+                let texts = worktrees.texts.get(&(origin.clone(), file.clone()))?;
+                Some(WorktreeFile {
+                    text: Arc::clone(&texts.current),
+                    regions: intent.regions,
+                    intent_id: intent.id,
+                    session_id: session.clone(),
+                    file,
+                })
+            })
+            .collect())
+    }
+
+    /// The roots of worktrees with live observed work (what a restarted daemon finds).
+    pub fn worktrees_with_work(&self) -> Result<Vec<String>> {
+        let intents = self.store.read(|r| r.intents(&IntentFilter::default()))?;
+        let mut roots: Vec<String> = intents
+            .iter()
+            .filter_map(|i| worktree_of_session(&i.session_id).map(str::to_owned))
+            .collect();
+        roots.sort();
+        roots.dedup();
+        Ok(roots)
+    }
+}
+
+/// Marks a worktree's intent resolved, with its event.
+fn resolve(w: &crate::store::Writer<'_>, session: &str, intent: &Intent, now: i64) -> Result<()> {
+    w.set_intent_status(&intent.id, IntentStatus::Resolved, now)?;
+    events::append(
+        w,
+        now,
+        EventKind::IntentUpdated,
+        Some(session),
+        &intent.id,
+        json!({"from": intent.status.as_str(), "to": IntentStatus::Resolved.as_str()}),
+    )?;
+    Ok(())
+}
+
+/// The lines of `regions` outside `covered` (both sorted and merged).
+fn subtract(regions: &[LineRegion], covered: &[LineRegion]) -> Vec<LineRegion> {
+    let mut left = Vec::new();
+    for region in regions {
+        let mut start = region.start_line;
+        for cover in covered {
+            if cover.end_line < start || cover.start_line > region.end_line {
+                continue;
+            }
+            if cover.start_line > start {
+                left.push(LineRegion::new(start, cover.start_line - 1));
+            }
+            start = start.max(cover.end_line + 1);
+        }
+        if start <= region.end_line {
+            left.push(LineRegion::new(start, region.end_line));
+        }
+    }
+    left
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(a: i64, b: i64) -> LineRegion {
+        LineRegion::new(a, b)
+    }
+
+    #[test]
+    fn subtracting_covered_lines() {
+        assert_eq!(
+            subtract(&[r(1, 10)], &[r(3, 4), r(8, 12)]),
+            [r(1, 2), r(5, 7)]
+        );
+        assert_eq!(subtract(&[r(3, 4)], &[r(1, 9)]), []);
+        assert_eq!(subtract(&[r(3, 4), r(9, 9)], &[]), [r(3, 4), r(9, 9)]);
+    }
+
+    #[test]
+    fn worktree_sessions_name_their_root() {
+        let session = worktree_session("/r/w1");
+        assert_eq!(session, "worktree:/r/w1");
+        assert_eq!(worktree_of_session(&session), Some("/r/w1"));
+        assert_eq!(worktree_of_session("agent-1"), None);
+    }
+}

@@ -1,0 +1,530 @@
+//! Work in worktrees observed without hooks (PROTOCOL-NOTES 14.4): while the repository has
+//! more than one worktree, every worktree's changes against its merge-base with the main
+//! worktree are handed to the coordination core ([`Coord::observe_worktree`]) within
+//! moments of a change on disk.
+//!
+//! Changes are noticed by file-system notification, not by polling the tree: each directory
+//! holding files git knows (tracked, or untracked and not ignored) is watched on its own
+//! (a recursive watch would also watch build output and `node_modules`), directories made
+//! later are added as they appear, and the git common directory is watched for commits,
+//! checkouts and merges (which move merge-bases). A change marks its worktree dirty; once
+//! the worktree has been quiet for [`SETTLE`] (or dirty for [`MAX_DELAY`]), git says what
+//! changed. A worktree whose directories cannot be watched (the system's watch limit) is
+//! looked at every [`FALLBACK_POLL`] instead.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
+use tokio::sync::{mpsc, watch};
+
+use crate::analysis::symbols_on_lines;
+use crate::coord::regions::merge;
+use crate::coord::worktree_work::ObservedFile;
+use crate::coord::{Coord, LineRegion};
+use crate::worktrees::changes::{changes_of, WorktreeChanges};
+use crate::worktrees::{all_worktrees, branch_of, Repository};
+
+/// How long a worktree stays quiet before its changes are read.
+pub const SETTLE: Duration = Duration::from_millis(150);
+/// The longest a dirty worktree waits, however busy it stays.
+pub const MAX_DELAY: Duration = Duration::from_millis(1_000);
+/// How often the list of worktrees is read again (a few small files in the common dir).
+pub const RESCAN: Duration = Duration::from_millis(250);
+/// How often a worktree that cannot be watched is read.
+pub const FALLBACK_POLL: Duration = Duration::from_millis(1_500);
+/// File-system events queued before the observer stops telling them apart (then every
+/// worktree is read again).
+const QUEUE: usize = 4_096;
+
+/// Observes the worktrees of `repository` for `coord` until `stopping` turns true.
+pub async fn observe_worktrees(
+    repository: Option<Repository>,
+    coord: Arc<Coord>,
+    mut stopping: watch::Receiver<bool>,
+) {
+    let Some(repository) = repository else {
+        let _ = stopping.wait_for(|stop| *stop).await;
+        return;
+    };
+    let (events_tx, mut events) = mpsc::channel::<notify::Result<notify::Event>>(QUEUE);
+    let overflowed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = Arc::clone(&overflowed);
+    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        // Reads (every file the index parses, every `git` that opens one) change nothing,
+        // and would crowd out the changes that do.
+        if event
+            .as_ref()
+            .is_ok_and(|e| matches!(e.kind, EventKind::Access(_)))
+        {
+            return;
+        }
+        if events_tx.try_send(event).is_err() {
+            flag.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    let mut observer = Observer {
+        repository,
+        coord,
+        watcher: match watcher {
+            Ok(watcher) => Some(watcher),
+            Err(error) => {
+                tracing::warn!(%error, "no file-system notification; worktrees are polled");
+                None
+            }
+        },
+        roots: Vec::new(),
+        watched: HashMap::new(),
+        polled: HashSet::new(),
+        dirty: HashMap::new(),
+        last_read: HashMap::new(),
+        symbols: HashMap::new(),
+    };
+    observer.forget_vanished().await;
+    loop {
+        observer.rescan().await;
+        if overflowed.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            observer.all_dirty();
+        }
+        observer.read_settled().await;
+        let wake = if observer.dirty.is_empty() {
+            RESCAN
+        } else {
+            SETTLE / 2
+        };
+        tokio::select! {
+            _ = stopping.wait_for(|stop| *stop) => break,
+            () = tokio::time::sleep(wake) => {}
+            Some(event) = events.recv() => {
+                observer.on_event(event);
+                while let Ok(event) = events.try_recv() {
+                    observer.on_event(event);
+                }
+            }
+        }
+    }
+}
+
+/// A dirty worktree: when it was first and last seen changing.
+#[derive(Debug, Clone, Copy)]
+struct Dirty {
+    first: Instant,
+    last: Instant,
+}
+
+struct Observer {
+    repository: Repository,
+    coord: Arc<Coord>,
+    watcher: Option<RecommendedWatcher>,
+    /// The worktrees observed now (main first); empty while the repository has one.
+    roots: Vec<PathBuf>,
+    /// Watched directories, and the worktree each belongs to.
+    watched: HashMap<PathBuf, PathBuf>,
+    /// Worktrees read on a timer instead.
+    polled: HashSet<PathBuf>,
+    dirty: HashMap<PathBuf, Dirty>,
+    last_read: HashMap<PathBuf, Instant>,
+    /// Per worktree: the symbols of its changed files.
+    symbols: HashMap<PathBuf, SymbolCache>,
+}
+
+impl Observer {
+    /// Resolves the observed work of worktrees that no longer exist (a daemon that was down
+    /// while one was removed).
+    async fn forget_vanished(&mut self) {
+        let coord = Arc::clone(&self.coord);
+        let now = all_worktrees(&self.repository);
+        let several = now.len() > 1;
+        let result = tokio::task::spawn_blocking(move || {
+            for root in coord.worktrees_with_work()? {
+                if !several || !now.iter().any(|r| r.to_string_lossy() == root) {
+                    coord.release_worktree(&root)?;
+                }
+            }
+            Ok::<_, crate::coord::CoordError>(())
+        })
+        .await;
+        if let Ok(Err(error)) = result {
+            tracing::warn!(%error, "could not resolve the work of removed worktrees");
+        }
+    }
+
+    /// Reads the list of worktrees; starts observing new ones, lets removed ones go.
+    async fn rescan(&mut self) {
+        let now = all_worktrees(&self.repository);
+        let now = if now.len() > 1 { now } else { Vec::new() };
+        if now == self.roots {
+            return;
+        }
+        let gone: Vec<PathBuf> = self
+            .roots
+            .iter()
+            .filter(|r| !now.contains(r))
+            .cloned()
+            .collect();
+        let new: Vec<PathBuf> = now
+            .iter()
+            .filter(|r| !self.roots.contains(r))
+            .cloned()
+            .collect();
+        let main = now.first().map(|m| m.to_string_lossy().into_owned());
+        self.coord.set_main_worktree(main.as_deref());
+        for root in gone {
+            tracing::info!(worktree = %root.display(), "worktree gone; its observed work resolves");
+            self.unwatch(&root);
+            self.dirty.remove(&root);
+            self.last_read.remove(&root);
+            self.symbols.remove(&root);
+            let coord = Arc::clone(&self.coord);
+            let key = root.to_string_lossy().into_owned();
+            let released = tokio::task::spawn_blocking(move || coord.release_worktree(&key)).await;
+            if let Ok(Err(error)) = released {
+                tracing::warn!(worktree = %root.display(), %error, "could not resolve its work");
+            }
+        }
+        self.roots = now;
+        if !new.is_empty() {
+            self.watch_common_dir();
+        }
+        for root in new {
+            self.watch_worktree(&root).await;
+            self.mark(&root);
+        }
+    }
+
+    /// Watches the common directory's top level and its refs (commits, merges, checkouts).
+    fn watch_common_dir(&mut self) {
+        let Some(watcher) = &mut self.watcher else {
+            return;
+        };
+        let common = &self.repository.common_dir;
+        let _ = watcher.watch(common, RecursiveMode::NonRecursive);
+        let _ = watcher.watch(&common.join("refs"), RecursiveMode::Recursive);
+        if let Ok(entries) = std::fs::read_dir(common.join("worktrees")) {
+            for entry in entries.flatten() {
+                let _ = watcher.watch(&entry.path(), RecursiveMode::NonRecursive);
+            }
+        }
+    }
+
+    /// Watches every directory of the worktree at `root` holding files git knows.
+    async fn watch_worktree(&mut self, root: &Path) {
+        if self.watcher.is_none() {
+            self.polled.insert(root.to_path_buf());
+            return;
+        }
+        let listed = root.to_path_buf();
+        let dirs = tokio::task::spawn_blocking(move || known_dirs(&listed))
+            .await
+            .unwrap_or_default();
+        for dir in dirs {
+            if !self.watch_dir(root, &dir) {
+                tracing::warn!(worktree = %root.display(), dir = %dir.display(),
+                    "cannot watch; the worktree is polled");
+                self.polled.insert(root.to_path_buf());
+                break;
+            }
+        }
+    }
+
+    /// Watches one directory of `root`; whether that worked.
+    fn watch_dir(&mut self, root: &Path, dir: &Path) -> bool {
+        let Some(watcher) = &mut self.watcher else {
+            return false;
+        };
+        if self.watched.contains_key(dir) {
+            return true;
+        }
+        match watcher.watch(dir, RecursiveMode::NonRecursive) {
+            Ok(()) => {
+                self.watched.insert(dir.to_path_buf(), root.to_path_buf());
+                true
+            }
+            // Gone already: nothing to watch.
+            Err(_) if !dir.exists() => true,
+            Err(_) => false,
+        }
+    }
+
+    fn unwatch(&mut self, root: &Path) {
+        let dirs: Vec<PathBuf> = self
+            .watched
+            .iter()
+            .filter(|(_, r)| r.as_path() == root)
+            .map(|(d, _)| d.clone())
+            .collect();
+        for dir in dirs {
+            self.watched.remove(&dir);
+            if let Some(watcher) = &mut self.watcher {
+                let _ = watcher.unwatch(&dir);
+            }
+        }
+        self.polled.remove(root);
+    }
+
+    fn mark(&mut self, root: &Path) {
+        let now = Instant::now();
+        self.dirty
+            .entry(root.to_path_buf())
+            .and_modify(|d| d.last = now)
+            .or_insert(Dirty {
+                first: now,
+                last: now,
+            });
+    }
+
+    fn all_dirty(&mut self) {
+        for root in self.roots.clone() {
+            self.mark(&root);
+        }
+    }
+
+    /// Marks the worktree a file-system event belongs to; watches a new directory.
+    fn on_event(&mut self, event: notify::Result<notify::Event>) {
+        let Ok(event) = event else {
+            self.all_dirty();
+            return;
+        };
+        if matches!(event.kind, EventKind::Access(_)) {
+            return;
+        }
+        for path in &event.paths {
+            if path.starts_with(&self.repository.common_dir) {
+                if is_git_noise(path) {
+                    continue;
+                }
+                self.all_dirty();
+                continue;
+            }
+            let Some(root) = self.root_of(path) else {
+                continue;
+            };
+            let Ok(relative) = path.strip_prefix(&root) else {
+                continue;
+            };
+            if relative
+                .components()
+                .next()
+                .is_some_and(|c| c.as_os_str() == ".git" || c.as_os_str() == ".wit")
+            {
+                continue;
+            }
+            if matches!(event.kind, EventKind::Create(_))
+                && path.is_dir()
+                && !is_ignored(&root, path)
+            {
+                for dir in walk_dirs(path) {
+                    self.watch_dir(&root, &dir);
+                }
+            }
+            self.mark(&root);
+        }
+    }
+
+    /// The worktree holding `path` (the innermost, for worktrees inside others).
+    fn root_of(&self, path: &Path) -> Option<PathBuf> {
+        self.roots
+            .iter()
+            .filter(|root| path.starts_with(root))
+            .max_by_key(|root| root.as_os_str().len())
+            .cloned()
+    }
+
+    /// Reads the changes of every worktree that is settled, and of polled ones when due.
+    async fn read_settled(&mut self) {
+        let now = Instant::now();
+        for root in self.polled.clone() {
+            let due = self
+                .last_read
+                .get(&root)
+                .is_none_or(|at| now.duration_since(*at) >= FALLBACK_POLL);
+            if due {
+                self.mark(&root);
+            }
+        }
+        let ready: Vec<PathBuf> = self
+            .dirty
+            .iter()
+            .filter(|(_, d)| {
+                now.duration_since(d.last) >= SETTLE || now.duration_since(d.first) >= MAX_DELAY
+            })
+            .map(|(root, _)| root.clone())
+            .collect();
+        for root in ready {
+            self.dirty.remove(&root);
+            self.last_read.insert(root.clone(), Instant::now());
+            let Some(main) = self.roots.first().cloned() else {
+                return;
+            };
+            let coord = Arc::clone(&self.coord);
+            let at = root.clone();
+            let mut known = self.symbols.remove(&root).unwrap_or_default();
+            let read = tokio::task::spawn_blocking(move || {
+                let read = observe(&coord, &at, &main, &mut known);
+                (read, known)
+            })
+            .await;
+            let read = read.map(|(read, known)| {
+                self.symbols.insert(root.clone(), known);
+                read
+            });
+            match read {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => {
+                    tracing::warn!(worktree = %root.display(), %error, "could not read its changes")
+                }
+                Err(error) => {
+                    tracing::warn!(worktree = %root.display(), %error, "reading its changes failed")
+                }
+            }
+        }
+    }
+}
+
+/// Per changed file of a worktree: the hash of its text and its changed lines, and the
+/// symbols they touch.
+type SymbolCache = HashMap<String, ((u64, Vec<(i64, i64)>), Vec<String>)>;
+
+/// Reads the changes of the worktree at `root` and hands them to `coord`.
+fn observe(coord: &Coord, root: &Path, main: &Path, known: &mut SymbolCache) -> Result<(), String> {
+    let changes = changes_of(root, main).map_err(|e| e.to_string())?;
+    let label = branch_of(root).unwrap_or_else(|| root.display().to_string());
+    let key = root.to_string_lossy().into_owned();
+    coord
+        .observe_worktree(&key, &label, observed_files(changes, known))
+        .map_err(|e| e.to_string())
+}
+
+/// A worktree's changed files as the work map takes them, with the symbols their lines
+/// touch (a file's symbols are kept in `known` while its text and lines stay the same).
+fn observed_files(changes: WorktreeChanges, known: &mut SymbolCache) -> Vec<ObservedFile> {
+    let mut seen = HashMap::new();
+    let files = changes
+        .files
+        .into_iter()
+        .map(|file| {
+            let lines = if file.whole_file {
+                Vec::new()
+            } else {
+                file.lines.clone()
+            };
+            let symbols = match &file.current {
+                Some(text) if !lines.is_empty() => {
+                    let key = (xxhash_rust::xxh3::xxh3_64(text.as_bytes()), lines.clone());
+                    let symbols = match known.get(&file.file) {
+                        Some((k, symbols)) if *k == key => symbols.clone(),
+                        _ => symbols_on_lines(&file.file, text, &lines),
+                    };
+                    seen.insert(file.file.clone(), (key, symbols.clone()));
+                    symbols
+                }
+                _ => Vec::new(),
+            };
+            ObservedFile {
+                regions: (!file.whole_file).then(|| {
+                    merge(
+                        lines
+                            .iter()
+                            .map(|&(first, last)| LineRegion::new(first, last))
+                            .collect(),
+                    )
+                }),
+                symbols,
+                file: file.file,
+                base: file.base.map(Arc::from),
+                current: file.current.map(Arc::from),
+            }
+        })
+        .collect();
+    *known = seen;
+    files
+}
+
+/// Events in the common directory that say nothing about any worktree's changes: the
+/// index (staging, or `git status` refreshing it) and lock files.
+fn is_git_noise(path: &Path) -> bool {
+    path.file_name().is_some_and(|name| {
+        let name = name.to_string_lossy();
+        name == "index" || name.ends_with(".lock") || name == "FETCH_HEAD"
+    })
+}
+
+/// The directories of `root` holding files git knows: tracked ones, and untracked ones not
+/// ignored; with the root itself.
+fn known_dirs(root: &Path) -> Vec<PathBuf> {
+    let mut dirs: HashSet<PathBuf> = HashSet::new();
+    dirs.insert(root.to_path_buf());
+    for args in [
+        &["ls-files", "-z"][..],
+        &["ls-files", "-z", "--others", "--exclude-standard"][..],
+    ] {
+        let Ok(output) = std::process::Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .stderr(std::process::Stdio::null())
+            .output()
+        else {
+            continue;
+        };
+        for file in output.stdout.split(|&b| b == 0).filter(|f| !f.is_empty()) {
+            let relative = Path::new(std::str::from_utf8(file).unwrap_or(""));
+            let mut dir = relative.parent();
+            while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+                if !dirs.insert(root.join(d)) {
+                    break;
+                }
+                dir = d.parent();
+            }
+        }
+    }
+    let mut dirs: Vec<PathBuf> = dirs.into_iter().collect();
+    dirs.sort();
+    dirs
+}
+
+/// `dir` and the directories below it (a directory made by a move or a checkout arrives
+/// whole), at most a few thousand.
+fn walk_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut found = vec![dir.to_path_buf()];
+    let mut next = 0;
+    while next < found.len() && found.len() < 4_096 {
+        if let Ok(entries) = std::fs::read_dir(&found[next]) {
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    found.push(entry.path());
+                }
+            }
+        }
+        next += 1;
+    }
+    found
+}
+
+/// Whether git ignores `path` in the worktree at `root`.
+fn is_ignored(root: &Path, path: &Path) -> bool {
+    std::process::Command::new("git")
+        .args(["check-ignore", "-q", "--"])
+        .arg(path)
+        .current_dir(root)
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_and_lock_files_are_no_change() {
+        assert!(is_git_noise(Path::new("/r/.git/index")));
+        assert!(is_git_noise(Path::new("/r/.git/HEAD.lock")));
+        assert!(!is_git_noise(Path::new("/r/.git/HEAD")));
+        assert!(!is_git_noise(Path::new("/r/.git/refs/heads/main")));
+    }
+}

@@ -1,0 +1,361 @@
+//! Work in worktrees observed without hooks (PROTOCOL-NOTES 14.4) and previews meeting
+//! another worktree's changes (14.5): real daemons, real `git worktree add`, files written
+//! to disk as a shell or an editor would, with no wit call.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use wit::client::WitClient;
+use wit::protocol::{
+    EditPreflightParams, EditPreflightParamsEditsItem, EditPreflightResult, IntentQueryParams,
+    IntentRecord,
+};
+
+use crate::harness::*;
+use crate::worktrees::{client, wait_answering, write_file, Family};
+
+/// Twelve lines: `f` on lines 1-3, `g` on lines 9-11.
+const APP: &str = "def f(x):\n    y = x + 1\n    return y\n\n\nA = 1\n\n\ndef g(x):\n    z = x * 2\n    return z\n\nB = 2\n";
+
+fn worktree_session(root: &Path) -> String {
+    format!("worktree:{}", root.display())
+}
+
+async fn intents(client: &WitClient, session: &str, status: Option<&str>) -> Vec<IntentRecord> {
+    client
+        .intent_query(IntentQueryParams {
+            session_id: Some(session.into()),
+            file: None,
+            status: status.map(Into::into),
+        })
+        .await
+        .unwrap()
+}
+
+/// Waits (at most 20 s: a condition, not a timing) until `done` holds for the live intents
+/// of `session`; returns them.
+async fn wait_for_intents(
+    client: &WitClient,
+    session: &str,
+    status: Option<&str>,
+    done: impl Fn(&[IntentRecord]) -> bool,
+) -> Vec<IntentRecord> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let found = intents(client, session, status).await;
+        if done(&found) {
+            return found;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{session}: never as expected: {found:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn regions(intent: &IntentRecord) -> Vec<[i64; 2]> {
+    intent
+        .regions
+        .iter()
+        .map(|r| [r.start_line, r.end_line])
+        .collect()
+}
+
+async fn preview(client: &WitClient, session: &str, old: &str, new: &str) -> EditPreflightResult {
+    preview_in(client, session, "app.py", old, new, false).await
+}
+
+async fn preview_in(
+    client: &WitClient,
+    session: &str,
+    file: &str,
+    old: &str,
+    new: &str,
+    record: bool,
+) -> EditPreflightResult {
+    let result = client
+        .edit_preflight(EditPreflightParams {
+            session_id: session.into(),
+            file: file.into(),
+            edits: vec![EditPreflightParamsEditsItem {
+                old_text: old.into(),
+                new_text: new.into(),
+                replace_all: None,
+            }],
+            content: None,
+            record: Some(record),
+        })
+        .await
+        .unwrap();
+    assert!(result.applies, "{:?}", result.reason);
+    result
+}
+
+/// The `(session, intent)` of each INTENT_OVERLAP.
+fn overlaps(result: &EditPreflightResult) -> Vec<(String, String)> {
+    let conflicts = serde_json::to_value(&result.conflicts).unwrap();
+    conflicts
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["type"] == "INTENT_OVERLAP")
+        .map(|c| {
+            let field = |name: &str| c[name].as_str().unwrap_or_default().to_owned();
+            (field("overlappingSessionId"), field("overlappingIntentId"))
+        })
+        .collect()
+}
+
+fn edited(old: &str, new: &str) -> String {
+    assert!(APP.contains(old));
+    APP.replacen(old, new, 1)
+}
+
+#[test]
+fn an_edit_in_one_worktree_without_hooks_is_seen_by_a_preview_in_another() {
+    let family = Family::new(&[("app.py", APP)]);
+    let one = family.add("w1");
+    let two = family.add("w2");
+    let _daemon = family.daemon();
+    wait_answering(&one, true);
+    wait_answering(&two, true);
+    // An editor in w1 changes f's body; w2 has three lines of its own above f.
+    write_file(
+        &one,
+        "app.py",
+        &edited("    y = x + 1\n", "    y = x + 100\n"),
+    );
+    write_file(&two, "app.py", &format!("import os\nimport re\n\n{APP}"));
+    block_on(async {
+        let main = client(&family.main());
+        let session = worktree_session(&one);
+        let found = wait_for_intents(&main, &session, None, |i| i.len() == 1).await;
+        let intent = &found[0];
+        assert_eq!(intent.description, "worktree w1");
+        assert_eq!(serde_json::to_value(intent.status).unwrap(), "active");
+        assert_eq!(intent.files, ",app.py,");
+        assert_eq!(regions(intent), [[2, 2]]);
+        assert_eq!(intent.symbols, r#"["f"]"#, "the symbol its lines touch");
+        // w2's own work is its lines, in its text.
+        let theirs = wait_for_intents(&main, &worktree_session(&two), None, |i| i.len() == 1).await;
+        assert_eq!(regions(&theirs[0]), [[1, 3]]);
+
+        // Previewed in w2, f's body (line 5 there) meets w1's change, through the merge-base.
+        let w2 = client(&two);
+        let hit = preview(&w2, "b", "    y = x + 1\n", "    y = x + 2\n").await;
+        assert_eq!(
+            overlaps(&hit),
+            [(session.clone(), intent.intent_id.clone())]
+        );
+        // g does not; neither does a preview in w1 itself (its own worktree's work).
+        let clear = preview(&w2, "b", "    z = x * 2\n", "    z = x * 3\n").await;
+        assert!(overlaps(&clear).is_empty(), "{:?}", clear.conflicts);
+        let own = preview(&client(&one), "c", "    return y\n", "    return -y\n").await;
+        assert!(overlaps(&own).is_empty(), "{:?}", own.conflicts);
+        // From the main worktree too.
+        let from_main = preview(&main, "d", "    return y\n", "    return -y\n").await;
+        assert_eq!(overlaps(&from_main).len(), 1, "{:?}", from_main.conflicts);
+
+        // Saved again: the regions follow the worktree's text.
+        write_file(
+            &one,
+            "app.py",
+            &edited("    z = x * 2\n", "    z = x * 5\n"),
+        );
+        let moved = wait_for_intents(&main, &session, None, |i| {
+            i.len() == 1 && regions(&i[0]) == [[10, 10]]
+        })
+        .await;
+        assert_eq!(moved[0].intent_id, intent.intent_id, "the same intent");
+        assert_eq!(moved[0].symbols, r#"["g"]"#, "its symbols follow its lines");
+        let now_clear = preview(&w2, "b", "    y = x + 1\n", "    y = x + 2\n").await;
+        assert!(overlaps(&now_clear).is_empty(), "{:?}", now_clear.conflicts);
+
+        // Reverted: resolved.
+        write_file(&one, "app.py", APP);
+        wait_for_intents(&main, &session, None, |i| i.is_empty()).await;
+        let resolved = intents(&main, &session, Some("resolved")).await;
+        assert_eq!(resolved.len(), 1, "{resolved:?}");
+    });
+}
+
+#[test]
+fn a_branch_merged_into_the_main_worktree_resolves_its_observed_work() {
+    let family = Family::new(&[("app.py", APP)]);
+    let one = family.add("w1");
+    let _daemon = family.daemon();
+    wait_answering(&one, true);
+    // Committed on the branch: still its work against the merge-base.
+    write_file(
+        &one,
+        "app.py",
+        &edited("    return z\n", "    return z + 1\n"),
+    );
+    family.git(&one, &["commit", "-qam", "g"]);
+    block_on(async {
+        let main = client(&family.main());
+        let session = worktree_session(&one);
+        let found = wait_for_intents(&main, &session, None, |i| i.len() == 1).await;
+        assert_eq!(regions(&found[0]), [[11, 11]]);
+        family.git(&family.main(), &["merge", "-q", "--no-edit", "w1"]);
+        wait_for_intents(&main, &session, None, |i| i.is_empty()).await;
+        let resolved = intents(&main, &session, Some("resolved")).await;
+        assert_eq!(resolved.len(), 1);
+        assert_eq!(resolved[0].intent_id, found[0].intent_id);
+    });
+}
+
+#[test]
+fn a_removed_worktree_takes_its_observed_work_with_it() {
+    let family = Family::new(&[("app.py", APP)]);
+    let one = family.add("w1");
+    let _daemon = family.daemon();
+    wait_answering(&one, true);
+    write_file(&one, "app.py", &edited("A = 1\n", "A = 2\n"));
+    block_on(async {
+        let main = client(&family.main());
+        let session = worktree_session(&one);
+        wait_for_intents(&main, &session, None, |i| i.len() == 1).await;
+        family.remove("w1");
+        wait_for_intents(&main, &session, None, |i| i.is_empty()).await;
+        assert_eq!(intents(&main, &session, Some("resolved")).await.len(), 1);
+    });
+}
+
+#[test]
+fn a_shell_session_with_no_wit_calls_is_seen_through_its_worktree() {
+    let family = Family::new(&[("app.py", APP)]);
+    let one = family.add("w1");
+    let _daemon = family.daemon();
+    wait_answering(&one, true);
+    // A shell in w1 writes a new module and appends to another: no wit anywhere.
+    let shell = Command::new("sh")
+        .args([
+            "-c",
+            "mkdir -p pkg && printf 'def h():\\n    return 1\\n' > pkg/new.py && printf 'C = 3\\n' >> app.py",
+        ])
+        .current_dir(&one)
+        .status()
+        .unwrap();
+    assert!(shell.success());
+    let session = worktree_session(&one);
+    block_on(async {
+        let main = client(&family.main());
+        let found = wait_for_intents(&main, &session, None, |i| i.len() == 2).await;
+        let by_file = |file: &str| {
+            found
+                .iter()
+                .find(|i| i.files == format!(",{file},"))
+                .unwrap()
+        };
+        assert_eq!(regions(by_file("app.py")), [[14, 14]]);
+        // A new file is the whole file's work (13.1).
+        assert!(by_file("pkg/new.py").regions.is_empty());
+        // Previewed from the main worktree, appending to app.py meets it.
+        let hit = preview(&main, "agent", "B = 2\n", "B = 2\nD = 4\n").await;
+        assert_eq!(overlaps(&hit).len(), 1, "{:?}", hit.conflicts);
+    });
+    // `wit status` in the main worktree shows the worktree's work.
+    let output = Command::new(wit_bin())
+        .args(["status"])
+        .current_dir(family.main())
+        .envs(store_env(&family.main()))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains("worktree w1"), "{stdout}");
+}
+
+#[test]
+fn lines_a_session_recorded_are_not_reported_twice() {
+    let family = Family::new(&[("app.py", APP)]);
+    let one = family.add("w1");
+    let _daemon = family.daemon();
+    wait_answering(&one, true);
+    block_on(async {
+        let w1 = client(&one);
+        // An agent in w1 edits f through the gate (recorded), and writes it.
+        let recorded = preview_in(
+            &w1,
+            "agent",
+            "app.py",
+            "    y = x + 1\n",
+            "    y = x + 7\n",
+            true,
+        )
+        .await;
+        assert!(recorded.conflicts.is_empty(), "{:?}", recorded.conflicts);
+        assert_eq!(intents(&w1, "agent", None).await.len(), 1);
+        // A shell in the same worktree changes g too.
+        write_file(
+            &one,
+            "app.py",
+            &edited("    y = x + 1\n", "    y = x + 7\n").replacen(
+                "    z = x * 2\n",
+                "    z = x * 9\n",
+                1,
+            ),
+        );
+        let main = client(&family.main());
+        let session = worktree_session(&one);
+        let found = wait_for_intents(&main, &session, None, |i| i.len() == 1).await;
+        // Only g's line: f's is the agent's, reported under its intent.
+        assert_eq!(regions(&found[0]), [[10, 10]]);
+        let hit = preview(&main, "other", "    y = x + 1\n", "    y = x + 2\n").await;
+        let sessions: Vec<String> = overlaps(&hit).into_iter().map(|(s, _)| s).collect();
+        assert_eq!(sessions, ["agent"]);
+        let json: Value = serde_json::to_value(&hit.conflicts).unwrap();
+        assert_eq!(json.as_array().unwrap().len(), 1, "{json}");
+    });
+}
+
+#[test]
+fn the_forecast_relates_worktrees_whose_changes_meet_without_conflicting() {
+    let family = Family::new(&[("app.py", APP)]);
+    let one = family.add("w1");
+    let two = family.add("w2");
+    let _daemon = family.daemon();
+    wait_answering(&one, true);
+    wait_answering(&two, true);
+    // w1 changes f's signature and makes g call f; w2 changes f's last line: f's lines
+    // apart (git merges them cleanly), and g calls the f w2 changes.
+    let w1_text = edited("def f(x):\n", "def f(x, k=0):\n").replacen(
+        "    z = x * 2\n",
+        "    z = f(x) * 2\n",
+        1,
+    );
+    write_file(&one, "app.py", &w1_text);
+    write_file(
+        &two,
+        "app.py",
+        &edited("    return y\n", "    return y + 1\n"),
+    );
+    block_on(async {
+        let main = client(&family.main());
+        let w1_session = worktree_session(&one);
+        let w1_work = wait_for_intents(&main, &w1_session, None, |i| i.len() == 1).await;
+        wait_for_intents(&main, &worktree_session(&two), None, |i| i.len() == 1).await;
+        let forecast = main.worktree_forecast().await.unwrap();
+        let pairs = serde_json::to_value(&forecast.pairs).unwrap();
+        let pairs = pairs.as_array().unwrap();
+        assert_eq!(pairs.len(), 1, "{pairs:?}");
+        let pair = &pairs[0];
+        assert_eq!(pair["a"], one.display().to_string());
+        assert_eq!(pair["b"], two.display().to_string());
+        assert_eq!(pair["collisions"], serde_json::json!([]));
+        let intent = &w1_work[0].intent_id;
+        assert_eq!(
+            pair["related"],
+            serde_json::json!([
+                {"type": "SAME_SYMBOL", "symbolPath": "app.py:f",
+                 "sessionId": w1_session, "intentId": intent},
+                {"type": "COUPLED", "symbolPath": "app.py:f", "otherSymbol": "app.py:g",
+                 "relation": "called-by", "sessionId": w1_session, "intentId": intent},
+            ])
+        );
+    });
+}
