@@ -11,7 +11,7 @@ use super::convert::related_item;
 use super::errors::task_failed;
 use super::services::App;
 use crate::analysis::cache::{ContentCache, ContentKey};
-use crate::analysis::{analyze, innermost_on_lines, Language};
+use crate::analysis::{analyze, innermost_on_lines, FileAnalysis, Language};
 use crate::coord::conflicts::order_related;
 use crate::coord::paths::join_symbol_path;
 use crate::coord::worktree_work::WorktreeFile;
@@ -143,7 +143,8 @@ impl FileWork {
             .flatten()
             .map(|r| (r.start_line, r.end_line))
             .collect();
-        let analysis = Language::for_path(&work.file).map(|language| analyze(language, &work.text));
+        let analysis =
+            Language::for_path(&work.file).map(|language| analysis_of(language, &work.text));
         let Some(analysis) = analysis else {
             return FileWork {
                 touched: Vec::new(),
@@ -156,8 +157,11 @@ impl FileWork {
         let touched = innermost_on_lines(&analysis, &work.text, &lines);
         let calls = analysis
             .calls
-            .into_iter()
-            .filter_map(|call| Some((call.caller?, simple_name(&call.callee).to_owned())))
+            .iter()
+            .filter_map(|call| {
+                let caller = call.caller.clone()?;
+                Some((caller, simple_name(&call.callee).to_owned()))
+            })
             .collect();
         FileWork {
             touched,
@@ -254,8 +258,9 @@ fn collision(conflict: &Conflict) -> WorktreeCollision {
         lines_b: regions(&conflict.lines_b),
     }
 }
-/// Analyses of the texts forecasts name symbols in, by content: the same versions of the
-/// same files come back call after call, so each is parsed once (bounded by
+/// Analyses of the texts forecasts read (colliding files' versions, observed work's files), by
+/// content: the same versions of the same files come back call after call, so each is
+/// parsed once (bounded by
 /// [`ANALYSES_BYTES`] of analyses, least recently used out).
 static ANALYSES: OnceLock<ContentCache> = OnceLock::new();
 
@@ -268,12 +273,16 @@ fn touched(file: &str, text: Option<&str>, lines: &[(i64, i64)]) -> Vec<String> 
     let (Some(text), Some(language)) = (text, Language::for_path(file)) else {
         return Vec::new();
     };
+    innermost_on_lines(&analysis_of(language, text), text, lines)
+}
+
+/// The analysis of `text` as `language`, through [`ANALYSES`].
+fn analysis_of(language: Language, text: &str) -> Arc<FileAnalysis> {
     let analyses = ANALYSES.get_or_init(|| ContentCache::new(ANALYSES_BYTES));
     let key = ContentKey::new(language, text);
-    let analysis = analyses.get(&key).unwrap_or_else(|| {
+    analyses.get(&key).unwrap_or_else(|| {
         let analysis = Arc::new(analyze(language, text));
         analyses.insert(key, Arc::clone(&analysis));
         analysis
-    });
-    innermost_on_lines(&analysis, text, lines)
+    })
 }
