@@ -40,6 +40,11 @@ impl ContentKey {
     pub(crate) fn hash(&self) -> u128 {
         self.hash
     }
+
+    /// The language the content is parsed as.
+    pub(crate) fn language(&self) -> Language {
+        self.language
+    }
 }
 
 struct Entry {

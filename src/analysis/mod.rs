@@ -25,7 +25,7 @@
 //!   is, published as `.wit/index.json`.
 
 mod answers;
-mod cache;
+pub(crate) mod cache;
 mod calls;
 mod extract;
 mod index;

@@ -12,7 +12,8 @@
 //!       language TEXT NOT NULL,
 //!       hash     BLOB,                             -- XXH3-128 of the content (NULL: not parsed)
 //!       outline  BLOB NOT NULL,                    -- JSON: what the call graph needs
-//!       analysis BLOB NOT NULL)                    -- JSON: the whole FileAnalysis
+//!       analysis BLOB NOT NULL)                    -- JSON: the whole FileAnalysis; both
+//!                                                  -- empty: the donor's, by hash (below)
 //! links(callee_file TEXT, caller_file TEXT,         -- the call graph: one row per pair of
 //!       pairs BLOB NOT NULL,                       -- files, the (caller, callee) names
 //!       PRIMARY KEY (callee_file, caller_file))    -- (`links::encode_pairs`); indexed
@@ -31,6 +32,14 @@
 //! caller (`resolution::outline`), read back when a file's calls are resolved again. A warm start
 //! reads only the files' facts; a file's whole analysis (ranges, signatures, diagnostics) is
 //! read when a request asks about that file.
+//!
+//! A linked worktree's index has a *donor*, the main worktree's index ([`Donor`]): a row whose
+//! content the donor has keeps only the file's facts (empty outline and analysis, read from
+//! the donor by hash), and a first build starts from the donor's call graph, resolving again
+//! only what its differences touch; so each further worktree costs its facts, its graph and
+//! its differences, not a second copy of every analysis (PROTOCOL-NOTES 14.2). Content the
+//! donor no longer has (the main worktree changed since) is parsed again from the worktree's
+//! own file when it is asked for.
 //!
 //! There are no migrations: when the version key differs (schema, extractor, grammars,
 //! queries) the tables are emptied and the index is rebuilt. A file SQLite cannot read is
@@ -57,7 +66,7 @@ struct GraphAnswers {
     imports: Answers<String>,
 }
 /// The layout of the tables above; bump on any change.
-const SCHEMA_VERSION: u32 = 3;
+const SCHEMA_VERSION: u32 = 4;
 
 /// The meaning of the stored analyses; bump whenever extraction changes what it stores for
 /// the same source and grammar (queries and grammars are in the key already).
@@ -87,9 +96,12 @@ pub(crate) struct StoredFile {
     pub language: Language,
     /// Content length and hash (`None`: not parsed, too large or not UTF-8).
     pub hash: Option<u128>,
+    /// Whether its outline and analysis are the donor's (an empty row).
+    pub borrowed: bool,
 }
 
-/// A row to write: the file's facts, its outline and its whole analysis, encoded.
+/// A row to write: the file's facts, its outline and its whole analysis, encoded (both empty:
+/// the donor's, see [`Row::borrowed`]).
 pub(crate) struct Row {
     pub path: String,
     pub size: u64,
@@ -120,6 +132,25 @@ impl Row {
             analysis: serde_json::to_vec(analysis).ok()?,
         })
     }
+
+    /// The row of content the donor has: the file's facts alone.
+    pub(crate) fn borrowed(
+        path: &str,
+        size: u64,
+        mtime: Option<SystemTime>,
+        language: Language,
+        hash: u128,
+    ) -> Row {
+        Row {
+            path: path.to_owned(),
+            size,
+            mtime,
+            language,
+            hash: Some(hash),
+            outline: Vec::new(),
+            analysis: Vec::new(),
+        }
+    }
 }
 
 /// The open index database. Every method takes `&self`; one connection behind a mutex.
@@ -131,6 +162,8 @@ pub(crate) struct IndexDb {
     generation: AtomicU64,
     /// Answers of the current generation: callers, callees, imported files.
     answers: Mutex<GraphAnswers>,
+    /// The index whose rows an empty row borrows (see the module docs).
+    donor: Option<Donor>,
 }
 
 impl std::fmt::Debug for IndexDb {
@@ -214,7 +247,23 @@ impl IndexDb {
             path,
             generation: AtomicU64::new(0),
             answers: Mutex::new(GraphAnswers::default()),
+            donor: None,
         })
+    }
+
+    /// Borrows rows from `donor` from now on (see the module docs).
+    pub(crate) fn set_donor(&mut self, donor: Option<Donor>) {
+        self.donor = donor;
+    }
+
+    /// Gives up the donor (to hand it to the store replacing this one).
+    pub(crate) fn take_donor(&mut self) -> Option<Donor> {
+        self.donor.take()
+    }
+
+    /// The donor, if any.
+    pub(crate) fn donor(&self) -> Option<&Donor> {
+        self.donor.as_ref()
     }
 
     /// Hands every stored file's facts to `each`, row by row. A read failure (a file corrupted since it was opened) empties
@@ -229,8 +278,9 @@ impl IndexDb {
 
     fn try_load(&self, each: &mut impl FnMut(StoredFile)) -> rusqlite::Result<()> {
         let conn = self.conn();
-        let mut statement =
-            conn.prepare("SELECT path, size, mtime_ns, language, hash FROM files")?;
+        let mut statement = conn.prepare(
+            "SELECT path, size, mtime_ns, language, hash, length(outline) = 0 FROM files",
+        )?;
         let rows = statement.query_map([], |r| {
             Ok((
                 r.get::<_, String>(0)?,
@@ -238,10 +288,11 @@ impl IndexDb {
                 r.get::<_, Option<i64>>(2)?,
                 r.get::<_, String>(3)?,
                 r.get::<_, Option<Vec<u8>>>(4)?,
+                r.get::<_, bool>(5)?,
             ))
         })?;
         for row in rows {
-            let (path, size, mtime, language, hash) = row?;
+            let (path, size, mtime, language, hash, borrowed) = row?;
             // A row that does not decode is dropped: its file is parsed again.
             let Some(language) = Language::from_name(&language) else {
                 continue;
@@ -252,38 +303,48 @@ impl IndexDb {
                 mtime: mtime.and_then(from_nanos),
                 language,
                 hash: hash.as_deref().and_then(hash_from_bytes),
+                borrowed,
             });
         }
         Ok(())
     }
 
-    /// The whole stored analysis of `path` when its stored content hash is `hash`.
+    /// The whole stored analysis of `path` when its stored content hash is `hash` (a
+    /// borrowed row's from the donor; `None` when the donor no longer has it).
     pub(crate) fn analysis(&self, path: &str, hash: u128) -> Option<FileAnalysis> {
-        let bytes: Option<Vec<u8>> = self
+        let row: Option<(Vec<u8>, String)> = self
             .conn()
             .query_row(
-                "SELECT analysis FROM files WHERE path = ?1 AND hash = ?2",
+                "SELECT analysis, language FROM files WHERE path = ?1 AND hash = ?2",
                 params![path, hash.to_le_bytes().as_slice()],
-                |r| r.get(0),
+                |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()
             .unwrap_or_else(|error| {
                 tracing::debug!(path, %error, "index row not read");
                 None
             });
-        let mut analysis: FileAnalysis = serde_json::from_slice(&bytes?).ok()?;
+        let (mut bytes, language) = row?;
+        if bytes.is_empty() {
+            let language = Language::from_name(&language)?;
+            bytes = self
+                .donor
+                .as_ref()?
+                .column(Column::Analysis, language, hash)?;
+        }
+        let mut analysis: FileAnalysis = serde_json::from_slice(&bytes).ok()?;
         analysis.reindex();
         Some(analysis)
     }
 
     /// The stored outline of `path` (what resolution reads), decoded.
     pub(crate) fn outline(&self, path: &str) -> Option<FileAnalysis> {
-        read_outline(&self.conn(), path)
+        read_outline(&self.conn(), self.donor.as_ref(), path)
     }
 
-    /// A read-only connection of its own for reading outlines: resolution threads read
-    /// without waiting for each other or for the writer (WAL). `None` in memory or when it
-    /// cannot be opened (then [`IndexDb::outline`] serves).
+    /// A read-only connection of its own for reading outlines (and one to the donor):
+    /// resolution threads read without waiting for each other or for the writer (WAL).
+    /// `None` in memory or when it cannot be opened (then [`IndexDb::outline`] serves).
     pub(crate) fn reader(&self) -> Option<OutlineReader> {
         use rusqlite::OpenFlags;
         let conn = Connection::open_with_flags(
@@ -292,7 +353,10 @@ impl IndexDb {
         )
         .and_then(|conn| conn.busy_timeout(Duration::from_secs(5)).map(|()| conn));
         match conn {
-            Ok(conn) => Some(OutlineReader { conn }),
+            Ok(conn) => Some(OutlineReader {
+                conn,
+                donor: self.donor.as_ref().and_then(Donor::reopen),
+            }),
             Err(error) => {
                 tracing::debug!(%error, "no second connection to the index database");
                 None
@@ -465,6 +529,42 @@ impl IndexDb {
         }
     }
 
+    /// Replaces the call graph tables with `graph` (the donor's), in one transaction. The
+    /// `graph = complete` mark stays unset: the caller sets it once the rows of its own
+    /// differences are resolved (a build cut short in between resolves everything next time).
+    pub(crate) fn copy_graph(&self, graph: &DonorGraph) {
+        let copied = self.try_copy_graph(graph);
+        self.changed();
+        if let Err(error) = copied {
+            tracing::warn!(path = %self.shown(), %error, "the donor's call graph not copied");
+            self.clear_graph();
+        }
+    }
+
+    /// The transaction of [`IndexDb::copy_graph`].
+    fn try_copy_graph(&self, graph: &DonorGraph) -> rusqlite::Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute_batch("DELETE FROM links; DELETE FROM deps; DELETE FROM waiting;")?;
+        {
+            let mut link = tx.prepare_cached(
+                "INSERT INTO links (callee_file, caller_file, pairs) VALUES (?1, ?2, ?3)",
+            )?;
+            for (callee, caller, pairs) in &graph.links {
+                link.execute(params![callee, caller, pairs])?;
+            }
+            let mut dep = tx.prepare_cached("INSERT INTO deps (imported, file) VALUES (?1, ?2)")?;
+            for (imported, file) in &graph.deps {
+                dep.execute(params![imported, file])?;
+            }
+            let mut wait = tx.prepare_cached("INSERT INTO waiting (file) VALUES (?1)")?;
+            for file in &graph.waiting {
+                wait.execute(params![file])?;
+            }
+        }
+        tx.commit()
+    }
+
     /// Empties the call graph tables and clears the mark (a full resolution follows).
     pub(crate) fn clear_graph(&self) {
         let cleared = self.conn().execute_batch(
@@ -592,6 +692,20 @@ impl IndexDb {
 /// content that index parsed is not parsed again, its row is copied as it is.
 pub(crate) struct Donor {
     conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+/// The donor's call graph as it was when read, with the content hash of each of its files.
+#[derive(Debug, Default)]
+pub(crate) struct DonorGraph {
+    /// Each file's content hash (`None`: not parsed) by path.
+    pub files: std::collections::HashMap<String, Option<u128>>,
+    /// `(callee_file, caller_file, pairs)`.
+    pub links: Vec<(String, String, Vec<u8>)>,
+    /// `(imported, file)`.
+    pub deps: Vec<(String, String)>,
+    /// Waiting files.
+    pub waiting: Vec<String>,
 }
 
 impl std::fmt::Debug for Donor {
@@ -619,6 +733,98 @@ impl Donor {
             .ok()?;
         (version? == version_key()).then(|| Donor {
             conn: Mutex::new(conn),
+            path: path.to_owned(),
+        })
+    }
+
+    /// Another connection to the same database (for a thread of its own).
+    pub(crate) fn reopen(&self) -> Option<Donor> {
+        Donor::open(&self.path)
+    }
+
+    /// One encoded column of the donor's row of content hashed `hash` as `language`.
+    pub(crate) fn column(&self, column: Column, language: Language, hash: u128) -> Option<Vec<u8>> {
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let sql = match column {
+            Column::Outline => {
+                "SELECT outline FROM files
+                 WHERE hash = ?1 AND language = ?2 AND length(outline) > 0 LIMIT 1"
+            }
+            Column::Analysis => {
+                "SELECT analysis FROM files
+                 WHERE hash = ?1 AND language = ?2 AND length(outline) > 0 LIMIT 1"
+            }
+        };
+        let read = || -> rusqlite::Result<Option<Vec<u8>>> {
+            conn.prepare_cached(sql)?
+                .query_row(
+                    params![hash.to_le_bytes().as_slice(), language.name()],
+                    |r| r.get(0),
+                )
+                .optional()
+        };
+        read().unwrap_or_else(|error| {
+            tracing::debug!(%error, "donor index not read");
+            None
+        })
+    }
+
+    /// Whether the donor has a row of content hashed `hash` as `language`.
+    pub(crate) fn has(&self, language: Language, hash: u128) -> bool {
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let read = || -> rusqlite::Result<bool> {
+            conn.prepare_cached(
+                "SELECT 1 FROM files WHERE hash = ?1 AND language = ?2 AND length(outline) > 0 LIMIT 1",
+            )?
+            .exists(params![hash.to_le_bytes().as_slice(), language.name()])
+        };
+        read().unwrap_or(false)
+    }
+
+    /// The donor's call graph with its files' hashes, read in one transaction; `None` when
+    /// it is not complete (or cannot be read).
+    pub(crate) fn graph(&self) -> Option<DonorGraph> {
+        let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let mut read = || -> rusqlite::Result<Option<DonorGraph>> {
+            let tx = conn.transaction()?;
+            let complete = tx
+                .query_row("SELECT 1 FROM meta WHERE key = 'graph'", [], |_| Ok(()))
+                .optional()?
+                .is_some();
+            if !complete {
+                return Ok(None);
+            }
+            let mut graph = DonorGraph::default();
+            {
+                let mut files = tx.prepare("SELECT path, hash FROM files")?;
+                let rows = files.query_map([], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, Option<Vec<u8>>>(1)?))
+                })?;
+                for row in rows {
+                    let (path, hash) = row?;
+                    graph
+                        .files
+                        .insert(path, hash.as_deref().and_then(hash_from_bytes));
+                }
+                let mut links = tx.prepare("SELECT callee_file, caller_file, pairs FROM links")?;
+                graph.links = links
+                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                    .collect::<rusqlite::Result<_>>()?;
+                let mut deps = tx.prepare("SELECT imported, file FROM deps")?;
+                graph.deps = deps
+                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<rusqlite::Result<_>>()?;
+                let mut waiting = tx.prepare("SELECT file FROM waiting")?;
+                graph.waiting = waiting
+                    .query_map([], |r| r.get(0))?
+                    .collect::<rusqlite::Result<_>>()?;
+            }
+            tx.commit()?;
+            Ok(Some(graph))
+        };
+        read().unwrap_or_else(|error| {
+            tracing::debug!(%error, "donor's call graph not read");
+            None
         })
     }
 
@@ -628,7 +834,8 @@ impl Donor {
         let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         let read = || -> rusqlite::Result<Option<(Vec<u8>, Vec<u8>)>> {
             conn.prepare_cached(
-                "SELECT outline, analysis FROM files WHERE hash = ?1 AND language = ?2 LIMIT 1",
+                "SELECT outline, analysis FROM files
+                 WHERE hash = ?1 AND language = ?2 AND length(outline) > 0 LIMIT 1",
             )?
             .query_row(
                 params![hash.to_le_bytes().as_slice(), language.name()],
@@ -647,27 +854,45 @@ impl Donor {
 /// ([`IndexDb::reader`]).
 pub(crate) struct OutlineReader {
     conn: Connection,
+    donor: Option<Donor>,
 }
 
 impl OutlineReader {
     /// As [`IndexDb::outline`].
     pub(crate) fn outline(&self, path: &str) -> Option<FileAnalysis> {
-        read_outline(&self.conn, path)
+        read_outline(&self.conn, self.donor.as_ref(), path)
     }
 }
 
-/// The stored outline of `path` through `conn`, decoded; a read failure is logged.
-fn read_outline(conn: &Connection, path: &str) -> Option<FileAnalysis> {
-    let read = || -> rusqlite::Result<Option<Vec<u8>>> {
-        conn.prepare_cached("SELECT outline FROM files WHERE path = ?1")?
-            .query_row(params![path], |r| r.get(0))
+/// The stored outline of `path` through `conn` (a borrowed row's from `donor`), decoded; a
+/// read failure is logged.
+fn read_outline(conn: &Connection, donor: Option<&Donor>, path: &str) -> Option<FileAnalysis> {
+    /// The outline, the content hash and the language of a row.
+    type OutlineRow = (Vec<u8>, Option<Vec<u8>>, String);
+    let read = || -> rusqlite::Result<Option<OutlineRow>> {
+        conn.prepare_cached("SELECT outline, hash, language FROM files WHERE path = ?1")?
+            .query_row(params![path], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .optional()
     };
-    let bytes = read().unwrap_or_else(|error| {
+    let (mut bytes, hash, language) = read().unwrap_or_else(|error| {
         tracing::debug!(path, %error, "index row not read");
         None
-    });
-    serde_json::from_slice(&bytes?).ok()
+    })?;
+    if bytes.is_empty() {
+        let hash = hash.as_deref().and_then(hash_from_bytes)?;
+        let language = Language::from_name(&language)?;
+        bytes = donor?.column(Column::Outline, language, hash)?;
+    }
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// One of the encoded columns of a row.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Column {
+    /// What resolution reads.
+    Outline,
+    /// The whole analysis.
+    Analysis,
 }
 
 /// Which end of a link a query wants.
@@ -826,6 +1051,70 @@ mod tests {
         assert!(donor.encoded(Language::Python, 8).is_none());
         assert!(donor.encoded(Language::Go, 7).is_none());
         assert!(Donor::open(&dir.path().join("missing.db")).is_none());
+    }
+
+    #[test]
+    fn a_borrowed_row_reads_the_donor_s_analysis_and_the_graph_copies_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("main.db");
+        let db = IndexDb::open(&main).unwrap();
+        let a = row("a.py", "def f():\n    g()\n");
+        db.write(&[a], &[]);
+        let links = FileLinks {
+            file: "a.py".to_owned(),
+            links: vec![(
+                "b.py".to_owned(),
+                crate::analysis::links::encode_pairs([("f", "g")]),
+            )],
+            imported: vec!["b.py".to_owned()],
+            waiting: true,
+        };
+        db.write_with_graph(&[], &[], &[links], Some(true));
+        let donor = Donor::open(&main).unwrap();
+        assert!(donor.has(Language::Python, 7));
+        assert!(!donor.has(Language::Python, 8));
+        let graph = donor.graph().unwrap();
+        assert_eq!(graph.files.get("a.py"), Some(&Some(7)));
+        assert_eq!(
+            (graph.links.len(), graph.deps.len(), graph.waiting.len()),
+            (1, 1, 1)
+        );
+
+        let mut linked = IndexDb::open(&dir.path().join("linked.db")).unwrap();
+        linked.set_donor(Donor::open(&main));
+        linked.write(&[Row::borrowed("a.py", 20, None, Language::Python, 7)], &[]);
+        let mut loaded = Vec::new();
+        linked.load(|f| loaded.push(f));
+        assert!(loaded[0].borrowed);
+        assert_eq!(
+            linked.analysis("a.py", 7).unwrap().symbols[0].qualified_name,
+            "f"
+        );
+        assert_eq!(linked.outline("a.py").unwrap().symbols.len(), 1);
+        assert_eq!(
+            linked
+                .reader()
+                .unwrap()
+                .outline("a.py")
+                .unwrap()
+                .symbols
+                .len(),
+            1
+        );
+        linked.copy_graph(&graph);
+        assert!(
+            !linked.graph_complete(),
+            "marked by the caller, once it is true"
+        );
+        assert_eq!(linked.callers("b.py", "g")[0].qualified_name, "f");
+        assert_eq!(linked.importers("b.py"), ["a.py"]);
+        // A donor that no longer has the content: nothing to read (the index parses again).
+        db.write(&[], &["a.py".to_owned()]);
+        assert!(linked.analysis("a.py", 7).is_none());
+        assert!(linked.outline("a.py").is_none());
+        // Without a donor a borrowed row has nothing either.
+        linked.set_donor(None);
+        assert!(linked.analysis("a.py", 7).is_none());
     }
 
     #[test]

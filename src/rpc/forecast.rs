@@ -3,13 +3,15 @@
 //! ([`crate::worktrees::forecast`]); this names the symbols the changed lines touch, in each
 //! side's text, and adds what is related across two worktrees' observed work (14.4).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 
 use super::convert::related_item;
 use super::errors::task_failed;
 use super::services::App;
-use crate::analysis::{analyze, innermost_on_lines, symbols_on_lines, Language};
+use crate::analysis::cache::{ContentCache, ContentKey};
+use crate::analysis::{analyze, innermost_on_lines, FileAnalysis, Language};
 use crate::coord::conflicts::order_related;
 use crate::coord::paths::join_symbol_path;
 use crate::coord::worktree_work::WorktreeFile;
@@ -19,7 +21,7 @@ use crate::protocol::{
     LineRegion, ProtocolError, WorktreeCollision, WorktreeForecastParams, WorktreeForecastResult,
     WorktreePair,
 };
-use crate::worktrees::forecast::{conflicts, state_of, Conflict};
+use crate::worktrees::forecast::{conflicts_of_all, states_of, Conflict};
 use crate::worktrees::{all_worktrees, repository_of};
 
 impl WorktreeMethods for App {
@@ -47,11 +49,16 @@ fn forecast(root: Option<PathBuf>, coord: &Coord) -> Result<Vec<WorktreePair>, S
     if roots.len() < 2 {
         return Ok(Vec::new());
     }
-    let states = roots
-        .iter()
-        .map(|root| state_of(root))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())?;
+    let started = std::time::Instant::now();
+    let states = states_of(&roots).map_err(|e| e.to_string())?;
+    let stated = started.elapsed();
+    let mut found: HashMap<(usize, usize), Vec<Conflict>> =
+        conflicts_of_all(&repository.main_root, &states)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .map(|(i, j, conflicts)| ((i, j), conflicts))
+            .collect();
+    let merged = started.elapsed();
     let work: Vec<Vec<FileWork>> = roots
         .iter()
         .map(|root| {
@@ -61,23 +68,60 @@ fn forecast(root: Option<PathBuf>, coord: &Coord) -> Result<Vec<WorktreePair>, S
             files.iter().map(FileWork::of).collect()
         })
         .collect();
-    let mut pairs = Vec::new();
-    for (i, a) in states.iter().enumerate() {
-        for (j, b) in states.iter().enumerate().skip(i + 1) {
-            let found = conflicts(&repository.main_root, a, b).map_err(|e| e.to_string())?;
-            let colliding: HashSet<&str> = found.iter().map(|c| c.file.as_str()).collect();
+    let mut meeting = Vec::new();
+    for i in 0..states.len() {
+        for j in i + 1..states.len() {
+            let conflicts = found.remove(&(i, j)).unwrap_or_default();
+            let colliding: HashSet<&str> = conflicts.iter().map(|c| c.file.as_str()).collect();
             let related = related_across(&work[i], &work[j], &colliding);
-            if found.is_empty() && related.is_empty() {
+            if conflicts.is_empty() && related.is_empty() {
                 continue;
             }
-            pairs.push(WorktreePair {
-                a: a.root.display().to_string(),
-                b: b.root.display().to_string(),
-                collisions: found.iter().map(collision).collect(),
-                related: related.iter().map(related_item).collect(),
-            });
+            meeting.push((i, j, conflicts, related));
         }
     }
+    let worked = started.elapsed();
+    // The colliding files' symbols are found on a few threads (each text is parsed once:
+    // `ANALYSES`).
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4));
+    let chunk = meeting.len().div_ceil(threads).max(1);
+    let pairs: Vec<WorktreePair> = std::thread::scope(|scope| {
+        let naming: Vec<_> = meeting
+            .chunks(chunk)
+            .map(|part| {
+                let states = &states;
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|(i, j, conflicts, related)| WorktreePair {
+                            a: states[*i].root.display().to_string(),
+                            b: states[*j].root.display().to_string(),
+                            collisions: conflicts.iter().map(collision).collect(),
+                            related: related.iter().map(related_item).collect(),
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        naming
+            .into_iter()
+            .map(|handle| {
+                handle
+                    .join()
+                    .map_err(|_| "a forecast thread panicked".to_owned())
+            })
+            .collect::<Result<Vec<_>, String>>()
+    })?
+    .into_iter()
+    .flatten()
+    .collect();
+    tracing::debug!(
+        worktrees = roots.len(),
+        states_ms = stated.as_millis(),
+        merges_ms = (merged - stated).as_millis(),
+        work_ms = (worked - merged).as_millis(),
+        symbols_ms = (started.elapsed() - worked).as_millis(),
+        "worktree.forecast"
+    );
     Ok(pairs)
 }
 
@@ -99,7 +143,8 @@ impl FileWork {
             .flatten()
             .map(|r| (r.start_line, r.end_line))
             .collect();
-        let analysis = Language::for_path(&work.file).map(|language| analyze(language, &work.text));
+        let analysis =
+            Language::for_path(&work.file).map(|language| analysis_of(language, &work.text));
         let Some(analysis) = analysis else {
             return FileWork {
                 touched: Vec::new(),
@@ -112,8 +157,11 @@ impl FileWork {
         let touched = innermost_on_lines(&analysis, &work.text, &lines);
         let calls = analysis
             .calls
-            .into_iter()
-            .filter_map(|call| Some((call.caller?, simple_name(&call.callee).to_owned())))
+            .iter()
+            .filter_map(|call| {
+                let caller = call.caller.clone()?;
+                Some((caller, simple_name(&call.callee).to_owned()))
+            })
             .collect();
         FileWork {
             touched,
@@ -181,12 +229,6 @@ fn related_across(a: &[FileWork], b: &[FileWork], colliding: &HashSet<&str>) -> 
     order_related(items)
 }
 
-/// The symbols the changed `lines` of `text` touch (none without a text).
-fn touched(file: &str, text: Option<&str>, lines: &[(i64, i64)]) -> Vec<String> {
-    text.map(|text| symbols_on_lines(file, text, lines))
-        .unwrap_or_default()
-}
-
 fn collision(conflict: &Conflict) -> WorktreeCollision {
     let mut symbols = touched(
         &conflict.file,
@@ -215,4 +257,32 @@ fn collision(conflict: &Conflict) -> WorktreeCollision {
         lines_a: regions(&conflict.lines_a),
         lines_b: regions(&conflict.lines_b),
     }
+}
+/// Analyses of the texts forecasts read (colliding files' versions, observed work's files), by
+/// content: the same versions of the same files come back call after call, so each is
+/// parsed once (bounded by
+/// [`ANALYSES_BYTES`] of analyses, least recently used out).
+static ANALYSES: OnceLock<ContentCache> = OnceLock::new();
+
+/// What [`ANALYSES`] may hold.
+const ANALYSES_BYTES: usize = 8 * 1024 * 1024;
+
+/// The symbols the changed `lines` of `text` touch (none without a text, or in a file of no
+/// supported language).
+fn touched(file: &str, text: Option<&str>, lines: &[(i64, i64)]) -> Vec<String> {
+    let (Some(text), Some(language)) = (text, Language::for_path(file)) else {
+        return Vec::new();
+    };
+    innermost_on_lines(&analysis_of(language, text), text, lines)
+}
+
+/// The analysis of `text` as `language`, through [`ANALYSES`].
+fn analysis_of(language: Language, text: &str) -> Arc<FileAnalysis> {
+    let analyses = ANALYSES.get_or_init(|| ContentCache::new(ANALYSES_BYTES));
+    let key = ContentKey::new(language, text);
+    analyses.get(&key).unwrap_or_else(|| {
+        let analysis = Arc::new(analyze(language, text));
+        analyses.insert(key, Arc::clone(&analysis));
+        analysis
+    })
 }

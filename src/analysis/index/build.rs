@@ -13,12 +13,13 @@ use super::walk::{read_go_modules, unchanged, walk};
 use super::{Entry, Loaded, RepoIndex, State, MAX_FILE_BYTES};
 use crate::analysis::cache::ContentKey;
 use crate::analysis::extract::analyze_with_budget;
+use crate::analysis::extract::PARSE_BUDGET;
 use crate::analysis::language::Language;
 use crate::analysis::links::{FileLinks, Paths, View};
 use crate::analysis::model::FileAnalysis;
 use crate::analysis::pool::ParsePool;
 use crate::analysis::resolution::{outline, Prepared};
-use crate::analysis::store::{IndexDb, OutlineReader, Row, StoredFile};
+use crate::analysis::store::{DonorGraph, IndexDb, OutlineReader, Row, StoredFile};
 use crate::analysis::worker::WorkerError;
 
 /// Rows written to the store per transaction during a build.
@@ -97,7 +98,15 @@ impl RepoIndex {
                 .collect(),
             go_modules,
         };
-        self.resolve_build(&state, changed, &removed, graph_was_complete);
+        let donated = if graph_was_complete {
+            None
+        } else {
+            self.db.donor().and_then(|donor| donor.graph())
+        };
+        let from_donor = donated.is_some_and(|graph| self.resolve_from_donor(&root, &state, graph));
+        if !from_donor {
+            self.resolve_build(&root, &state, changed, &removed, graph_was_complete);
+        }
         *self.write() = state;
         tracing::info!(
             files = walked.files.len(),
@@ -115,6 +124,7 @@ impl RepoIndex {
     /// complete graph in the store) resolve everything again. Marks the graph complete.
     fn resolve_build(
         &self,
+        root: &Path,
         state: &State,
         changed: Vec<Changed>,
         removed: &[String],
@@ -126,8 +136,46 @@ impl RepoIndex {
             self.db.write_with_graph(&[], &[], &[], Some(true));
         } else {
             self.db.write(&[], removed);
-            resolve_all(&self.db, &state.files, &state.go_modules);
+            resolve_all(root, &self.db, &state.files, &state.go_modules);
         }
+    }
+
+    /// A first graph from the donor's (another worktree's index, see
+    /// [`RepoIndex::with_donor`]): its rows copied, then what this worktree's differences
+    /// touch resolved again, as after a change. `false` (nothing done) when the differences
+    /// are more than a quarter of the files: everything is resolved then.
+    fn resolve_from_donor(&self, root: &Path, state: &State, graph: DonorGraph) -> bool {
+        let changed: Vec<Changed> = state
+            .files
+            .iter()
+            .filter(|(rel, entry)| {
+                graph
+                    .files
+                    .get(*rel)
+                    .is_none_or(|hash| *hash != entry.key.map(|k| k.hash()))
+            })
+            .map(|(rel, _)| (rel.clone(), None, !graph.files.contains_key(rel)))
+            .collect();
+        let removed: Vec<String> = graph
+            .files
+            .keys()
+            .filter(|rel| !state.files.contains_key(*rel))
+            .cloned()
+            .collect();
+        if (changed.len() + removed.len()) * 4 > state.files.len() {
+            return false;
+        }
+        self.db.copy_graph(&graph);
+        drop(graph);
+        tracing::debug!(
+            root = %root.display(),
+            changed = changed.len(),
+            removed = removed.len(),
+            "call graph from the donor"
+        );
+        self.update_links(state, changed, &[], &removed);
+        self.db.write_with_graph(&[], &[], &[], Some(true));
+        true
     }
 
     /// Loads every file of `files` on one thread per core (reusing what `known` has as on
@@ -166,7 +214,7 @@ impl RepoIndex {
                             let row = match how {
                                 Load::Reused => None,
                                 Load::Encoded(row) => Some(row),
-                                Load::Parsed(analysis) => super::row_of(&l, &analysis),
+                                Load::Parsed(analysis) => self.row_of(&l, &analysis),
                             };
                             if !reused {
                                 part.changed.push(l.rel.clone());
@@ -205,7 +253,13 @@ impl RepoIndex {
         if state.files.is_empty() {
             drop(state);
             let mut known = HashMap::new();
+            let donor = self.db.donor();
             self.db.load(|stored| {
+                // A borrowed row whose content the donor no longer has is read again.
+                let lent = |hash| donor.is_some_and(|d| d.has(stored.language, hash));
+                if stored.borrowed && !stored.hash.is_some_and(lent) {
+                    return;
+                }
                 if let Some(loaded) = reused(stored) {
                     known.insert(loaded.rel.clone(), Mutex::new(Some(loaded)));
                 }
@@ -262,7 +316,7 @@ impl RepoIndex {
                 view.put(&rel, Some(node));
             }
         }
-        let load = |file: &str| outline_of(db, None, &state.files, file);
+        let load = |file: &str| outline_of(&self.root, db, None, &state.files, file);
         let links: Vec<FileLinks> = redo
             .iter()
             .filter(|file| state.files.contains_key(*file))
@@ -355,28 +409,34 @@ impl RepoIndex {
             .pool
             .as_ref()
             .filter(|_| self.worker.as_ref().is_some_and(|w| w.takes(&text)));
-        let donated = self.donated(language, key);
-        let (outline_bytes, analysis_bytes) = match (donated, pool) {
-            (Some(encoded), _) => encoded,
-            (None, Some(pool)) => self.parse_in_worker(pool, rel, language, &text)?,
-            (None, None) => {
-                self.parses.fetch_add(1, Ordering::Relaxed);
-                let analysis = analyze_with_budget(language, &text, self.budget);
-                drop(text);
-                (
-                    serde_json::to_vec(&outline(&analysis)).ok()?,
-                    serde_json::to_vec(&analysis).ok()?,
-                )
+        let borrowed = self
+            .db
+            .donor()
+            .is_some_and(|donor| donor.has(language, key.hash()));
+        let row = if borrowed {
+            Row::borrowed(rel, size, mtime, language, key.hash())
+        } else {
+            let (outline_bytes, analysis_bytes) = match pool {
+                Some(pool) => self.parse_in_worker(pool, rel, language, &text)?,
+                None => {
+                    self.parses.fetch_add(1, Ordering::Relaxed);
+                    let analysis = analyze_with_budget(language, &text, self.budget);
+                    drop(text);
+                    (
+                        serde_json::to_vec(&outline(&analysis)).ok()?,
+                        serde_json::to_vec(&analysis).ok()?,
+                    )
+                }
+            };
+            Row {
+                path: rel.to_owned(),
+                size,
+                mtime,
+                language,
+                hash: Some(key.hash()),
+                outline: outline_bytes,
+                analysis: analysis_bytes,
             }
-        };
-        let row = Row {
-            path: rel.to_owned(),
-            size,
-            mtime,
-            language,
-            hash: Some(key.hash()),
-            outline: outline_bytes,
-            analysis: analysis_bytes,
         };
         let loaded = Loaded {
             rel: rel.to_owned(),
@@ -434,7 +494,12 @@ fn removed_files(known: &HashMap<String, Known>, loaded: &[Loaded]) -> Vec<Strin
 /// and marks the graph complete. The sorted files are split in one contiguous run per core,
 /// each resolved on its own thread with its own window (neighbours in the sorted list consult
 /// the same outlines).
-fn resolve_all(db: &IndexDb, files: &HashMap<String, Entry>, go_modules: &[(String, String)]) {
+fn resolve_all(
+    root: &Path,
+    db: &IndexDb,
+    files: &HashMap<String, Entry>,
+    go_modules: &[(String, String)],
+) {
     db.clear_graph();
     let mut sorted: Vec<&str> = files.keys().map(String::as_str).collect();
     sorted.sort_unstable();
@@ -446,7 +511,7 @@ fn resolve_all(db: &IndexDb, files: &HashMap<String, Entry>, go_modules: &[(Stri
     let resolve_run = |run: &[&str]| {
         let mut view = View::new(&paths);
         let reader = db.reader();
-        let load = |file: &str| outline_of(db, reader.as_ref(), files, file);
+        let load = |file: &str| outline_of(root, db, reader.as_ref(), files, file);
         let mut batch = Vec::with_capacity(WRITE_BATCH);
         for file in run {
             view.trim(VIEW_BYTES / threads);
@@ -488,8 +553,10 @@ fn reused(stored: StoredFile) -> Option<Loaded> {
 }
 
 /// The outline of an indexed file for resolution: from its pinned analysis (a file that was
-/// not parsed), else read from the store.
+/// not parsed), else read from the store; a row borrowed from a donor that no longer has its
+/// content is parsed again from the file under `root`.
 fn outline_of(
+    root: &Path,
     db: &IndexDb,
     reader: Option<&OutlineReader>,
     files: &HashMap<String, Entry>,
@@ -503,7 +570,24 @@ fn outline_of(
         Some(reader) => reader.outline(file),
         None => db.outline(file),
     };
-    outline.map(|outline| Prepared::of(&outline))
+    match outline {
+        Some(outline) => Some(Prepared::of(&outline)),
+        None => outline_from_file(root, file, entry),
+    }
+}
+
+/// The outline of `file` parsed from its text under `root`, when that text is still the
+/// content `entry` indexed.
+fn outline_from_file(root: &Path, file: &str, entry: &Entry) -> Option<Prepared> {
+    let key = entry.key?;
+    let text = std::fs::read_to_string(root.join(file)).ok()?;
+    (ContentKey::new(key.language(), &text) == key).then(|| {
+        Prepared::of(&outline(&analyze_with_budget(
+            key.language(),
+            &text,
+            PARSE_BUDGET,
+        )))
+    })
 }
 
 /// The graph rows of a file whose calls resolve to nothing (they replace its old ones).
@@ -589,6 +673,104 @@ mod tests {
         write(dir.path(), "linked/d.py", "def h(): pass\n");
         assert_eq!(second.file("d.py").unwrap().unwrap().symbols[0].name, "h");
         assert_eq!(second.parse_count(), 1);
+    }
+
+    /// (rows, rows with their own analysis) of the index database at `path`.
+    fn rows_in(path: &Path) -> (i64, i64) {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        conn.query_row(
+            "SELECT count(*), coalesce(sum(length(analysis) > 0), 0) FROM files",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_second_worktree_stores_only_its_differences_and_starts_from_the_donor_graph() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("main");
+        let linked = dir.path().join("linked");
+        for root in [&main, &linked] {
+            write(root, "a.py", "from b import g\ndef f():\n    g()\n");
+            write(root, "b.py", "def g(): pass\n");
+            write(root, "c.py", "from b import g\ndef h():\n    pass\n");
+            write(root, "d.py", "def k(): pass\n");
+        }
+        // The linked worktree's c.py now calls g too.
+        write(&linked, "c.py", "from b import g\ndef h():\n    g()\n");
+        let main_db = dir.path().join("main.db");
+        let first = RepoIndex::new(main).with_index_db(&main_db);
+        first.build_now();
+        let linked_db = dir.path().join("linked.db");
+        let second = RepoIndex::new(linked.clone())
+            .with_donor(&main_db)
+            .with_index_db(&linked_db);
+        second.build_now();
+        assert_eq!(second.parse_count(), 1, "only the file that differs");
+        assert_eq!(
+            rows_in(&linked_db),
+            (4, 1),
+            "one row of its own, three borrowed"
+        );
+        let mut callers: Vec<String> = second
+            .callers("b.py", "g")
+            .iter()
+            .map(|c| c.to_symbol_path())
+            .collect();
+        callers.sort();
+        assert_eq!(
+            callers,
+            ["a.py:f", "c.py:h"],
+            "the donor's graph plus its change"
+        );
+        assert_eq!(
+            first.callers("b.py", "g").len(),
+            1,
+            "the donor is unchanged"
+        );
+        let a = second.file("a.py").unwrap().unwrap();
+        assert_eq!(a.symbols[0].qualified_name, "f", "read from the donor");
+        // The main worktree changes a.py: the linked worktree's borrowed row loses its
+        // content, and the next start parses that file again from its own text.
+        write(dir.path(), "main/a.py", "def other(): pass\n");
+        first.build_now();
+        drop(second);
+        let again = RepoIndex::new(linked)
+            .with_donor(&main_db)
+            .with_index_db(&linked_db);
+        again.build_now();
+        assert_eq!(again.parse_count(), 1, "a.py, no longer lent");
+        assert_eq!(rows_in(&linked_db), (4, 2));
+        assert_eq!(again.callers("b.py", "g").len(), 2);
+        assert_eq!(again.file("a.py").unwrap().unwrap().symbols[0].name, "f");
+    }
+
+    #[test]
+    fn a_borrowed_outline_the_donor_lost_is_parsed_from_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("main");
+        let linked = dir.path().join("linked");
+        for root in [&main, &linked] {
+            write(root, "a.py", "from b import g\ndef f():\n    g()\n");
+            write(root, "b.py", "def g(): pass\n");
+        }
+        let main_db = dir.path().join("main.db");
+        let first = RepoIndex::new(main).with_index_db(&main_db);
+        first.build_now();
+        let second = RepoIndex::new(linked.clone())
+            .with_donor(&main_db)
+            .with_index_db(&dir.path().join("linked.db"));
+        second.build_now();
+        // While both run, the main worktree's b.py changes (the donor drops its content),
+        // then the linked worktree's a.py changes: resolving it reads b.py's outline.
+        write(dir.path(), "main/b.py", "def other(): pass\n");
+        first.build_now();
+        write(&linked, "a.py", "from b import g\ndef f2():\n    g()\n");
+        second.file("a.py").unwrap();
+        let callers = second.callers("b.py", "g");
+        assert_eq!(callers.len(), 1);
+        assert_eq!(callers[0].to_symbol_path(), "a.py:f2");
     }
 
     #[test]

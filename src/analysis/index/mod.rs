@@ -122,10 +122,9 @@ pub struct RepoIndex {
     worker: Option<ParseWorker>,
     /// Long-lived workers for large sources (made from `worker`).
     pool: Option<ParsePool>,
-    /// The one store: on disk, or the same schema in memory.
+    /// The one store: on disk, or the same schema in memory; with the donor, another
+    /// worktree's index whose analyses are reused by content (no parse, no copy).
     db: IndexDb,
-    /// Another worktree's index, whose analyses are reused by content (no parse).
-    donor: Option<Donor>,
     /// How far the current build is, published to `.wit/index.json`.
     progress: Progress,
     /// Parses run by this index (in-process or in a worker).
@@ -169,7 +168,6 @@ impl RepoIndex {
             worker: None,
             pool: None,
             db,
-            donor: None,
             progress: Progress::default(),
             parses: AtomicUsize::new(0),
         }
@@ -180,18 +178,23 @@ impl RepoIndex {
     /// in memory (with a warning).
     pub fn with_index_db(mut self, path: &Path) -> RepoIndex {
         match IndexDb::open(path) {
-            Ok(db) => self.db = db,
+            Ok(mut db) => {
+                db.set_donor(self.db.take_donor());
+                self.db = db;
+            }
             Err(error) => tracing::warn!(%error, "the index stays in memory"),
         }
         self
     }
 
-    /// Reuses the analyses of the index database at `path` (another worktree's index of the
-    /// same repository) by content hash: content it parsed is copied, not parsed again, so N
-    /// worktrees cost about one index's parses plus their differences (PROTOCOL-NOTES 14.2).
-    /// Without a readable database of this version, nothing is reused.
+    /// Reuses the analyses and the call graph of the index database at `path` (another
+    /// worktree's index of the same repository): content it parsed is neither parsed nor
+    /// stored again (the row borrows the donor's by hash), and a first build starts from its
+    /// graph, resolving again only what the differences touch; so N worktrees cost about one
+    /// index plus their differences (PROTOCOL-NOTES 14.2). Without a readable database of
+    /// this version, nothing is reused.
     pub fn with_donor(mut self, path: &Path) -> RepoIndex {
-        self.donor = Donor::open(path);
+        self.db.set_donor(Donor::open(path));
         self
     }
 
@@ -275,13 +278,17 @@ impl RepoIndex {
     }
 
     /// As [`RepoIndex::start_background_build`], once `first` is built (another worktree's
-    /// index that this one reuses analyses of: see [`RepoIndex::with_donor`]).
+    /// index that this one reuses analyses of: see [`RepoIndex::with_donor`]). Such builds
+    /// run one at a time (each is short, and together they would only add their peaks).
     pub fn start_background_build_after(self: &Arc<Self>, first: Arc<RepoIndex>) {
+        /// One build after another among the indexes that follow a first one.
+        static FOLLOWERS: Mutex<()> = Mutex::new(());
         let index = Arc::clone(self);
         let spawned = std::thread::Builder::new()
             .name("wit-index".to_owned())
             .spawn(move || {
                 first.ensure_built();
+                let _turn = FOLLOWERS.lock().unwrap_or_else(|e| e.into_inner());
                 index.ensure_built();
             });
         if let Err(err) = spawned {
@@ -359,7 +366,7 @@ impl RepoIndex {
             }
         }
         let (mut loaded, analysis) = self.load(rel_path, language, &real, &meta)?;
-        let rows: Vec<Row> = row_of(&loaded, &analysis).into_iter().collect();
+        let rows: Vec<Row> = self.row_of(&loaded, &analysis).into_iter().collect();
         let node = loaded.node.take();
         let mut state = self.write();
         let is_new = !state.files.contains_key(rel_path);
@@ -506,7 +513,7 @@ impl RepoIndex {
 
     /// The donor's encoded outline and analysis of content `key`, if it has them.
     fn donated(&self, language: Language, key: ContentKey) -> Option<(Vec<u8>, Vec<u8>)> {
-        self.donor.as_ref()?.encoded(language, key.hash())
+        self.db.donor()?.encoded(language, key.hash())
     }
 
     fn read(&self) -> RwLockReadGuard<'_, State> {
@@ -518,9 +525,33 @@ impl RepoIndex {
     }
 }
 
-/// The row of a (re)loaded file, with its outline and whole analysis; `None` for a file that
-/// was not parsed (it is looked at again on the next start: no parse either).
-fn row_of(loaded: &Loaded, analysis: &FileAnalysis) -> Option<Row> {
+impl RepoIndex {
+    /// The row of a (re)loaded file: borrowed when the donor has its content, else with its
+    /// outline and whole analysis; `None` for a file that was not parsed (it is looked at
+    /// again on the next start: no parse either).
+    fn row_of(&self, loaded: &Loaded, analysis: &FileAnalysis) -> Option<Row> {
+        let key = loaded.key?;
+        let (language, hash) = (key.language(), key.hash());
+        if self
+            .db
+            .donor()
+            .is_some_and(|donor| donor.has(language, hash))
+        {
+            return Some(Row::borrowed(
+                &loaded.rel,
+                loaded.size,
+                loaded.mtime,
+                language,
+                hash,
+            ));
+        }
+        full_row(loaded, analysis)
+    }
+}
+
+/// The row of a (re)loaded file with its outline and whole analysis (see
+/// [`RepoIndex::row_of`]).
+fn full_row(loaded: &Loaded, analysis: &FileAnalysis) -> Option<Row> {
     let key = loaded.key?;
     Row::new(
         &loaded.rel,

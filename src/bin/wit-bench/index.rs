@@ -181,7 +181,7 @@ fn largest_file_symbols(repo: &Path) -> Option<(String, Vec<String>)> {
 }
 
 /// Stops a daemon with SIGTERM (its index and state flushed), SIGKILL after 10 s.
-async fn stop(daemon: Daemon) {
+pub(crate) async fn stop(daemon: Daemon) {
     let pid = daemon.pid();
     let _ = std::process::Command::new("kill")
         .args(["-TERM", &pid.to_string()])
@@ -284,7 +284,8 @@ fn remove_index(repo: &Path) {
     }
 }
 
-fn median<T: Copy + Ord + Default>(values: &mut [T]) -> T {
+/// The median of `values` (sorted in place); the default when empty.
+pub(crate) fn median<T: Copy + Ord + Default>(values: &mut [T]) -> T {
     values.sort_unstable();
     values.get(values.len() / 2).copied().unwrap_or_default()
 }
@@ -302,7 +303,9 @@ fn source_size(repo: &Path) -> (usize, u64) {
     (files, bytes)
 }
 
-fn sources(repo: &Path) -> Vec<(PathBuf, wit::analysis::Language)> {
+/// Supported source files as the index walks them (`.gitignore` honoured, no
+/// `node_modules`), with their languages.
+pub(crate) fn sources(repo: &Path) -> Vec<(PathBuf, wit::analysis::Language)> {
     let mut builder = ignore::WalkBuilder::new(repo);
     builder.hidden(true).require_git(false).parents(false);
     builder
@@ -319,7 +322,7 @@ fn sources(repo: &Path) -> Vec<(PathBuf, wit::analysis::Language)> {
 
 /// A function somewhere in the middle of the repository's larger files that others may call:
 /// (relative file, qualified name).
-fn pick_symbol(repo: &Path) -> Option<(String, String)> {
+pub(crate) fn pick_symbol(repo: &Path) -> Option<(String, String)> {
     let mut candidates: Vec<(u64, PathBuf, wit::analysis::Language)> = sources(repo)
         .into_iter()
         .filter_map(|(p, l)| Some((std::fs::metadata(&p).ok()?.len(), p, l)))

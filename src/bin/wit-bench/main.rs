@@ -23,7 +23,9 @@
 //! `--store URL`, run alone), [`replay`] (`wit-bench replay --data PAIRS`: real pairs of
 //! patches replayed as two agents, predictors scored against git's merge; run alone),
 //! [`worktree_watch`] (`wit-bench worktree-watch`: a change saved in one worktree seen from
-//! another; run alone).
+//! another; run alone), [`worktrees`] (`wit-bench worktrees --index-repo PATH
+//! --forecast-repo PATH`: one daemon serving several worktrees of real checkouts, issue 24;
+//! run alone).
 
 mod cli_timings;
 mod fixtures;
@@ -44,6 +46,7 @@ mod sections;
 mod store;
 mod synthetic;
 mod worktree_watch;
+mod worktrees;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -121,6 +124,9 @@ enum Subcommand {
     /// How soon a change saved in one worktree is seen as observed work from another
     /// (PROTOCOL-NOTES 14.4), with no hook in between.
     WorktreeWatch(worktree_watch::WatchArgs),
+    /// One daemon serving several worktrees of real checkouts (issue 24): the index's time,
+    /// size and memory per added worktree, and `worktree.forecast`'s latency.
+    Worktrees(worktrees::WorktreesArgs),
 }
 
 impl Options {
@@ -180,6 +186,10 @@ async fn main() -> Result<()> {
         Some(Subcommand::Replay(args)) => return replay::replay(&wit, args).await,
         Some(Subcommand::WorktreeWatch(args)) => {
             return worktree_watch::worktree_watch(&wit, args).await
+        }
+        Some(Subcommand::Worktrees(args)) => {
+            print_header(false, &wit);
+            return worktrees::worktrees(&wit, args).await;
         }
         None => {}
     }

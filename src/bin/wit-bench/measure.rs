@@ -116,6 +116,20 @@ pub(crate) fn cpu_time(pid: u32) -> Result<Duration> {
     ))
 }
 
+/// CPU time (user + system) of process `pid` and of its children it has waited for (the git
+/// processes a daemon runs, say).
+pub(crate) fn cpu_time_with_children(pid: u32) -> Result<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let after_name = stat.rsplit_once(')').context("odd /proc stat")?.1;
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    // Fields 14 to 17 of stat(5): utime, stime, cutime, cstime.
+    let mut ticks = 0;
+    for field in 11..15 {
+        ticks += fields.get(field).context("cpu times")?.parse::<u64>()?;
+    }
+    Ok(Duration::from_millis(ticks * 1000 / clock_ticks()))
+}
+
 pub(crate) fn clock_ticks() -> u64 {
     static TICKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *TICKS.get_or_init(|| {
