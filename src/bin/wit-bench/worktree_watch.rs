@@ -128,10 +128,12 @@ async fn preview_from_another_worktree(
     calls: usize,
 ) -> Result<()> {
     let mut conn = Conn::open(&root.join(".wit/daemon.sock")).await?;
+    // A line that occurs once in the file, as text (the preview's oldText must be unique).
+    let text = lines.join("\n");
     let Some(line) = lines
         .iter()
         .rev()
-        .find(|l| !l.trim().is_empty() && lines.iter().filter(|o| o == l).count() == 1)
+        .find(|l| l.trim().len() > 12 && text.matches(**l).count() == 1)
     else {
         return Ok(());
     };
