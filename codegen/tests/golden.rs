@@ -17,6 +17,7 @@ fn spec_text() -> String {
 }
 
 /// Compares `actual` with `tests/golden/<name>` (rewritten with `WIT_UPDATE_GOLDEN=1`).
+#[track_caller]
 fn check_golden(name: &str, actual: &str) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
     snapshot_files::Snapshots::new(

@@ -85,6 +85,7 @@ impl Snapshots {
     }
 
     /// Fails the test when the snapshot `name` is not `actual` (see [`Self::compare`]).
+    #[track_caller]
     pub fn assert_current(&self, name: &str, actual: &str) {
         if let Err(stale) = self.compare(name, actual) {
             panic!(

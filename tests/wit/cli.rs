@@ -200,6 +200,7 @@ mod snapshot_files;
 
 /// Compares `actual` with `tests/snapshots/cli/<name>.txt` (rewritten with
 /// `WIT_UPDATE_SNAPSHOTS=1`).
+#[track_caller]
 fn snapshot(name: &str, actual: &str) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/cli");
     snapshot_files::Snapshots::new(dir, "WIT_UPDATE_SNAPSHOTS", "cargo test --test wit cli::")
