@@ -21,8 +21,17 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/analysis")
 }
 
-fn snapshots() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/analysis")
+#[path = "common/snapshot.rs"]
+mod snapshot_files;
+
+use snapshot_files::Snapshots;
+
+fn snapshots() -> Snapshots {
+    Snapshots::new(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/analysis"),
+        "WIT_UPDATE_SNAPSHOTS",
+        "cargo test --test analysis",
+    )
 }
 
 fn fixture_files() -> Vec<String> {
@@ -122,40 +131,19 @@ fn render(source: &str, analysis: &FileAnalysis) -> String {
     out
 }
 
-/// Compares `actual` with the snapshot file, or rewrites it under `WIT_UPDATE_SNAPSHOTS=1`.
-fn check_snapshot(name: &str, actual: &str, stale: &mut Vec<String>) {
-    let path = snapshots().join(name);
-    if std::env::var_os("WIT_UPDATE_SNAPSHOTS").is_some_and(|v| v == "1") {
-        fs::create_dir_all(snapshots()).unwrap();
-        fs::write(&path, actual).unwrap();
-        return;
-    }
-    match fs::read_to_string(&path) {
-        Ok(expected) if expected == actual => {}
-        Ok(expected) => {
-            let first = expected
-                .lines()
-                .zip(actual.lines())
-                .position(|(a, b)| a != b)
-                .unwrap_or_else(|| expected.lines().count().min(actual.lines().count()));
-            stale.push(format!(
-                "{name}: differs from line {}:\n  expected: {:?}\n  actual:   {:?}",
-                first + 1,
-                expected.lines().nth(first),
-                actual.lines().nth(first)
-            ));
-        }
-        Err(_) => stale.push(format!("{name}: missing")),
-    }
-}
-
 fn snapshot_name(rel: &str) -> String {
     format!("{}.snap", rel.replace('/', "__"))
 }
 
 #[test]
 fn fixture_snapshots_are_current() {
+    let snapshots = snapshots();
     let mut stale = Vec::new();
+    let mut check_snapshot = |name: &str, actual: &str| {
+        if let Err(error) = snapshots.compare(name, actual) {
+            stale.push(error);
+        }
+    };
     let mut expected_names = vec!["repo_edges.snap".to_owned()];
     for rel in fixture_files() {
         let source = fs::read_to_string(fixtures().join(&rel)).unwrap();
@@ -163,7 +151,7 @@ fn fixture_snapshots_are_current() {
         let analysis = analyze(language, &source);
         let header = format!("# {rel} ({})\n\n", language.name());
         let name = snapshot_name(&rel);
-        check_snapshot(&name, &(header + &render(&source, &analysis)), &mut stale);
+        check_snapshot(&name, &(header + &render(&source, &analysis)));
         expected_names.push(name);
     }
     let index = RepoIndex::new(fixtures());
@@ -184,9 +172,9 @@ fn fixture_snapshots_are_current() {
             }
         }
     }
-    check_snapshot("repo_edges.snap", &edges, &mut stale);
-    if std::env::var_os("WIT_UPDATE_SNAPSHOTS").is_none() {
-        for entry in fs::read_dir(snapshots()).unwrap() {
+    check_snapshot("repo_edges.snap", &edges);
+    if !snapshots.updating() {
+        for entry in fs::read_dir(snapshots.dir()).unwrap() {
             let name = entry.unwrap().file_name().to_str().unwrap().to_owned();
             if !expected_names.contains(&name) {
                 stale.push(format!("{name}: no fixture produces it (delete it)"));
@@ -195,7 +183,8 @@ fn fixture_snapshots_are_current() {
     }
     assert!(
         stale.is_empty(),
-        "stale snapshots (rerun with WIT_UPDATE_SNAPSHOTS=1 and review):\n{}",
+        "stale snapshots ({}):\n{}",
+        snapshots.how_to_update(),
         stale.join("\n")
     );
 }

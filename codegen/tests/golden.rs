@@ -6,39 +6,26 @@
 //! commit the diff.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn golden_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
-}
+#[path = "../../tests/common/snapshot.rs"]
+mod snapshot_files;
 
 fn spec_text() -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../openrpc.json");
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
 }
 
+/// Compares `actual` with `tests/golden/<name>` (rewritten with `WIT_UPDATE_GOLDEN=1`).
+#[track_caller]
 fn check_golden(name: &str, actual: &str) {
-    let path = golden_dir().join(name);
-    if std::env::var_os("WIT_UPDATE_GOLDEN").is_some() {
-        std::fs::create_dir_all(golden_dir()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_default();
-    if expected != actual {
-        let first_difference = expected
-            .lines()
-            .zip(actual.lines())
-            .enumerate()
-            .find(|(_, (e, a))| e != a)
-            .map(|(i, (e, a))| format!("line {}:\n  golden:    {e}\n  generated: {a}", i + 1))
-            .unwrap_or_else(|| "one file is a prefix of the other".to_string());
-        panic!(
-            "codegen/tests/golden/{name} is stale ({first_difference}).\n\
-             If the change is intended, rerun with WIT_UPDATE_GOLDEN=1 \
-             (`WIT_UPDATE_GOLDEN=1 cargo test -p wit-codegen --test golden`) and commit the diff."
-        );
-    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    snapshot_files::Snapshots::new(
+        dir,
+        "WIT_UPDATE_GOLDEN",
+        "cargo test -p wit-codegen --test golden",
+    )
+    .assert_current(name, actual);
 }
 
 #[test]

@@ -52,57 +52,39 @@ impl Drop for Harness {
     }
 }
 
+// The tests' one HTTP/1.1 reader, shared with the integration tests.
+#[path = "../../tests/common/http.rs"]
+mod http;
+
+use http::{parse_response, request_bytes, HttpResponse};
+
 /// Sends one raw HTTP/1.1 request and reads one response on `stream`.
-async fn exchange(
-    stream: &mut UnixStream,
-    method: &str,
-    path: &str,
-    body: &[u8],
-) -> (u16, String, String) {
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nhost: localhost\r\ncontent-length: {}\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await.unwrap();
-    stream.write_all(body).await.unwrap();
+async fn exchange(stream: &mut UnixStream, method: &str, path: &str, body: &[u8]) -> HttpResponse {
+    let request = request_bytes(method, path, &[("host", "localhost")], body);
+    stream.write_all(&request).await.unwrap();
     read_response(stream).await
 }
 
-async fn read_response(stream: &mut UnixStream) -> (u16, String, String) {
+async fn read_response(stream: &mut UnixStream) -> HttpResponse {
     let mut buffer = Vec::new();
     let mut chunk = [0u8; 8192];
     loop {
+        if let Some((response, _)) = parse_response(&buffer, false) {
+            return response;
+        }
         let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut chunk))
             .await
             .expect("response in time")
             .unwrap();
         assert!(n > 0, "connection closed before a full response");
         buffer.extend_from_slice(&chunk[..n]);
-        let text = String::from_utf8_lossy(&buffer).to_string();
-        if let Some(split) = text.find("\r\n\r\n") {
-            let head = &text[..split];
-            let length: usize = head
-                .lines()
-                .find_map(|l| {
-                    let lower = l.to_ascii_lowercase();
-                    lower
-                        .strip_prefix("content-length:")
-                        .map(|v| v.trim().parse().unwrap())
-                })
-                .unwrap_or(0);
-            if buffer.len() >= split + 4 + length {
-                let status = head[9..12].parse().unwrap();
-                let body = text[split + 4..split + 4 + length].to_owned();
-                return (status, head.to_owned(), body);
-            }
-        }
     }
 }
 
 async fn post(socket: &Path, body: &str) -> (u16, String) {
     let mut stream = UnixStream::connect(socket).await.unwrap();
-    let (status, _, body) = exchange(&mut stream, "POST", "/rpc", body.as_bytes()).await;
-    (status, body)
+    let response = exchange(&mut stream, "POST", "/rpc", body.as_bytes()).await;
+    (response.status, response.text())
 }
 
 #[tokio::test]
@@ -202,27 +184,31 @@ async fn envelope_errors_in_order_with_http_400() {
 async fn paths_and_methods_other_than_post_rpc_are_refused() {
     let h = Harness::start(ServeConfig::default()).await;
     let mut stream = UnixStream::connect(&h.socket).await.unwrap();
-    let (status, head, body) = exchange(&mut stream, "POST", "/other", b"{}").await;
+    let answer = exchange(&mut stream, "POST", "/other", b"{}").await;
+    let (status, body) = (answer.status, answer.text());
     assert_eq!(status, 404);
-    assert!(head
-        .to_ascii_lowercase()
-        .contains("content-type: application/json"));
+    let content_type = answer.header("content-type").unwrap_or_default();
+    assert!(
+        content_type.starts_with("application/json"),
+        "{content_type}"
+    );
     assert!(
         body.contains(r#""code":-32600"#) && body.contains("reason"),
         "{body}"
     );
-    let (status, _, body) = exchange(&mut stream, "GET", "/rpc", b"").await;
+    let answer = exchange(&mut stream, "GET", "/rpc", b"").await;
+    let (status, body) = (answer.status, answer.text());
     assert_eq!(status, 405);
     assert!(body.contains(r#""code":-32600"#), "{body}");
     // The same connection still serves a good request afterwards (keep-alive).
-    let (status, _, body) = exchange(
+    let answer = exchange(
         &mut stream,
         "POST",
         "/rpc",
         br#"{"jsonrpc":"2.0","witVersion":"1","id":1,"method":"ping"}"#,
     )
     .await;
-    assert_eq!(status, 200, "{body}");
+    assert_eq!(answer.status, 200, "{}", answer.text());
 }
 
 #[tokio::test]
@@ -284,17 +270,18 @@ async fn connections_over_the_cap_are_refused_with_503() {
     };
     let h = Harness::start(config).await;
     let mut first = UnixStream::connect(&h.socket).await.unwrap();
-    let (status, _, _) = exchange(
+    let answer = exchange(
         &mut first,
         "POST",
         "/rpc",
         br#"{"jsonrpc":"2.0","witVersion":"1","id":1,"method":"ping"}"#,
     )
     .await;
-    assert_eq!(status, 200);
+    assert_eq!(answer.status, 200);
     let mut second = UnixStream::connect(&h.socket).await.unwrap();
-    let (status, _, body) = read_response(&mut second).await;
-    assert_eq!(status, 503);
+    let answer = read_response(&mut second).await;
+    assert_eq!(answer.status, 503);
+    let body = answer.text();
     assert!(body.contains("too many connections"), "{body}");
 }
 

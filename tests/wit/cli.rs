@@ -195,22 +195,16 @@ fn mask_left(text: &str) -> String {
         .join("\n")
 }
 
+#[path = "../common/snapshot.rs"]
+mod snapshot_files;
+
 /// Compares `actual` with `tests/snapshots/cli/<name>.txt` (rewritten with
 /// `WIT_UPDATE_SNAPSHOTS=1`).
+#[track_caller]
 fn snapshot(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/snapshots/cli")
-        .join(format!("{name}.txt"));
-    if std::env::var_os("WIT_UPDATE_SNAPSHOTS").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_default();
-    assert_eq!(
-        expected, actual,
-        "snapshot {name} differs; rerun with WIT_UPDATE_SNAPSHOTS=1 and review the diff"
-    );
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/cli");
+    snapshot_files::Snapshots::new(dir, "WIT_UPDATE_SNAPSHOTS", "cargo test --test wit cli::")
+        .assert_current(&format!("{name}.txt"), actual);
 }
 
 // ---- tests ------------------------------------------------------------------------------

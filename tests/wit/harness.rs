@@ -1,6 +1,6 @@
 //! Starts real daemons in temporary repositories and talks to them.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -207,6 +207,11 @@ pub fn wait_with_timeout(child: &mut Child, timeout: Duration) -> std::process::
 
 pub const PING: &str = r#"{"jsonrpc":"2.0","witVersion":"1","id":"1","method":"ping","params":{}}"#;
 
+#[path = "../common/http.rs"]
+mod http;
+
+pub use http::{read_retrying, request_bytes, HttpResponse, ResponseReader};
+
 /// One HTTP exchange on a fresh connection: (status, body).
 pub fn try_post(socket: &Path, body: &str) -> std::io::Result<(u16, String)> {
     let mut stream = UnixStream::connect(socket)?;
@@ -229,6 +234,11 @@ pub fn exchange(
     read_response(stream)
 }
 
+/// The bytes of one request to the daemon, as [`write_request`] sends it.
+pub fn daemon_request(method: &str, path: &str, body: &[u8]) -> Vec<u8> {
+    request_bytes(method, path, &[("host", "localhost")], body)
+}
+
 /// Writes one HTTP/1.1 request without reading the answer.
 pub fn write_request(
     stream: &mut UnixStream,
@@ -236,63 +246,13 @@ pub fn write_request(
     path: &str,
     body: &[u8],
 ) -> std::io::Result<()> {
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nhost: localhost\r\ncontent-length: {}\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes())?;
-    stream.write_all(body)
+    stream.write_all(&daemon_request(method, path, body))
 }
 
+/// Reads one response from `stream`: (status, body).
 pub fn read_response(stream: &mut UnixStream) -> std::io::Result<(u16, String)> {
-    let mut buffer = Vec::new();
-    let mut chunk = [0u8; 65536];
-    loop {
-        let n = read_retrying(stream, &mut chunk)?;
-        if n == 0 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "connection closed before a full response",
-            ));
-        }
-        buffer.extend_from_slice(&chunk[..n]);
-        if let Some((status, body, _)) = first_response(&buffer) {
-            return Ok((status, String::from_utf8_lossy(body).into_owned()));
-        }
-    }
-}
-
-/// One `read`, again when a signal interrupted it (EINTR): the test process has children
-/// whose exits are signalled, and an interrupted read is no answer from the daemon.
-pub fn read_retrying(reader: &mut impl Read, chunk: &mut [u8]) -> std::io::Result<usize> {
-    loop {
-        match reader.read(chunk) {
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-            other => return other,
-        }
-    }
-}
-
-/// The HTTP response at the start of `buffer`: its status, its body and how many bytes of
-/// `buffer` it takes; `None` while it has not all arrived. No `content-length` means an empty
-/// body (a 204).
-pub fn first_response(buffer: &[u8]) -> Option<(u16, &[u8], usize)> {
-    let split = find(buffer, b"\r\n\r\n")?;
-    let head = String::from_utf8_lossy(&buffer[..split]);
-    let length: usize = head
-        .lines()
-        .find_map(|l| {
-            l.to_ascii_lowercase()
-                .strip_prefix("content-length:")
-                .map(|v| v.trim().parse().unwrap())
-        })
-        .unwrap_or(0);
-    let end = split + 4 + length;
-    (buffer.len() >= end).then(|| (head[9..12].parse().unwrap(), &buffer[split + 4..end], end))
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
+    let response = ResponseReader::new(stream).next_response()?;
+    Ok((response.status, response.text()))
 }
 
 /// A current-thread runtime for driving the async client from a test.

@@ -147,13 +147,11 @@ fn envelope_rules_hold_end_to_end() {
     assert_eq!((status, body.contains("pong")), (200, true), "{body}");
     // The body sent only after the answer could have been written.
     let mut stream = UnixStream::connect(&socket).unwrap();
-    let head = format!(
-        "POST /elsewhere HTTP/1.1\r\nhost: localhost\r\ncontent-length: {}\r\n\r\n",
-        PING.len()
-    );
-    stream.write_all(head.as_bytes()).unwrap();
+    let request = daemon_request("POST", "/elsewhere", PING.as_bytes());
+    let (head, body) = request.split_at(request.len() - PING.len());
+    stream.write_all(head).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(100));
-    stream.write_all(PING.as_bytes()).unwrap();
+    stream.write_all(body).unwrap();
     let (status, _) = read_response(&mut stream).unwrap();
     assert_eq!(status, 404);
     let (status, body) = exchange(&mut stream, "POST", "/rpc", PING.as_bytes()).unwrap();

@@ -4,7 +4,7 @@
 //! Both binaries must be installed (`.ci/run` installs them): a missing one fails the test
 //! with what to install; nothing is skipped.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -12,23 +12,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-/// One HTTP/1.1 response: status, headers (lower-case names) and body.
-pub struct HttpResponse {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
+use crate::harness::{request_bytes, HttpResponse, ResponseReader};
 
-impl HttpResponse {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// Sends one request on a fresh connection (`Connection: close`) and reads the whole answer.
+/// Sends one request on a fresh connection (`Connection: close`) and reads the whole answer
+/// (some servers keep the connection open despite `Connection: close`, so the answer ends where
+/// its framing says, or where the peer closes or resets the connection).
 pub fn http(
     port: u16,
     method: &str,
@@ -40,96 +28,18 @@ pub fn http(
     stream
         .set_read_timeout(Some(Duration::from_secs(120)))
         .unwrap();
-    let mut request = format!("{method} {target} HTTP/1.1\r\nConnection: close\r\n");
+    let host = format!("127.0.0.1:{port}");
+    let mut all = vec![("Connection", "close")];
     if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
-        request.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
+        all.push(("Host", &host));
     }
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
-    stream.write_all(request.as_bytes()).unwrap();
-    stream.write_all(body).unwrap();
-    // Read until the body is complete (by Content-Length or the last chunk), or the peer
-    // closes: some servers keep the connection open despite `Connection: close`, and a
-    // server that refuses early may reset it once it has answered.
-    let mut raw = Vec::new();
-    let mut chunk = [0u8; 16384];
-    loop {
-        if complete(&raw) {
-            break;
-        }
-        match stream.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => raw.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset && complete(&raw) => break,
-            Err(e) => panic!("{method} {target}: {e} after {} bytes", raw.len()),
-        }
-    }
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("a complete HTTP head");
-    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
-    let mut lines = head.split("\r\n");
-    let status = lines
-        .next()
-        .unwrap()
-        .split(' ')
-        .nth(1)
-        .unwrap()
-        .parse()
+    all.extend_from_slice(headers);
+    stream
+        .write_all(&request_bytes(method, target, &all, body))
         .unwrap();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|line| line.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let mut body = raw[split + 4..].to_vec();
-    if headers
-        .iter()
-        .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"))
-    {
-        body = dechunk(&body);
-    }
-    HttpResponse {
-        status,
-        headers,
-        body,
-    }
-}
-
-/// Whether `raw` holds a whole response: head, then Content-Length bytes or a last chunk.
-fn complete(raw: &[u8]) -> bool {
-    let Some(split) = raw.windows(4).position(|w| w == b"\r\n\r\n") else {
-        return false;
-    };
-    let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
-    let body = &raw[split + 4..];
-    if let Some(length) = head
-        .lines()
-        .find_map(|line| line.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse::<usize>().ok())
-    {
-        return body.len() >= length;
-    }
-    head.contains("transfer-encoding: chunked") && body.ends_with(b"0\r\n\r\n")
-}
-
-fn dechunk(mut data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    loop {
-        let Some(end) = data.windows(2).position(|w| w == b"\r\n") else {
-            return out;
-        };
-        let size = usize::from_str_radix(std::str::from_utf8(&data[..end]).unwrap().trim(), 16)
-            .unwrap_or(0);
-        if size == 0 {
-            return out;
-        }
-        out.extend_from_slice(&data[end + 2..end + 2 + size]);
-        data = &data[end + 2 + size + 2..];
-    }
+    ResponseReader::new(stream)
+        .next_response()
+        .unwrap_or_else(|e| panic!("{method} {target}: {e}"))
 }
 
 /// A free port on 127.0.0.1 (bound, then released for the child to take).
