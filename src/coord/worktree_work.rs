@@ -102,6 +102,9 @@ pub struct Worktrees {
     texts: HashMap<(Origin, String), FileTexts>,
     /// Line maps kept by (origin text, base, length of the asking text).
     carries: HashMap<(usize, usize, usize), Arc<CarryMaps>>,
+    /// Per watched worktree root: a number that grows with every change seen on its disk
+    /// (what lets the forecast keep a worktree's state while it does not change).
+    generations: HashMap<String, u64>,
 }
 
 impl Coord {
@@ -119,7 +122,28 @@ impl Coord {
         if main_root.is_none() {
             worktrees.texts.clear();
             worktrees.carries.clear();
+            worktrees.generations.clear();
         }
+    }
+
+    /// Records that the worktree at `root`, watched for changes, may have changed now.
+    pub fn worktree_touched(&self, root: &str) {
+        *self
+            .worktrees()
+            .generations
+            .entry(root.to_owned())
+            .or_default() += 1;
+    }
+
+    /// Records that the worktree at `root` is not watched (its changes are not all seen).
+    pub fn worktree_unwatched(&self, root: &str) {
+        self.worktrees().generations.remove(root);
+    }
+
+    /// How many changes have been seen on the disk of the watched worktree at `root`
+    /// (`None`: it is not watched, so any moment may have changed it).
+    pub fn worktree_generation(&self, root: &str) -> Option<u64> {
+        self.worktrees().generations.get(root).copied()
     }
 
     /// Whether observed regions may be lines of different worktrees' texts.

@@ -181,6 +181,7 @@ impl Observer {
             self.dirty.remove(&root);
             self.last_read.remove(&root);
             self.symbols.remove(&root);
+            self.coord.worktree_unwatched(&root.to_string_lossy());
             let coord = Arc::clone(&self.coord);
             let key = root.to_string_lossy().into_owned();
             let released = tokio::task::spawn_blocking(move || coord.release_worktree(&key)).await;
@@ -270,6 +271,12 @@ impl Observer {
 
     fn mark(&mut self, root: &Path) {
         let now = Instant::now();
+        let key = root.to_string_lossy();
+        if self.polled.contains(root) {
+            self.coord.worktree_unwatched(&key);
+        } else {
+            self.coord.worktree_touched(&key);
+        }
         self.dirty
             .entry(root.to_path_buf())
             .and_modify(|d| d.last = now)

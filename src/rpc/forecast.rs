@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, PoisonError};
 
 use super::convert::related_item;
 use super::errors::task_failed;
@@ -21,7 +21,7 @@ use crate::protocol::{
     LineRegion, ProtocolError, WorktreeCollision, WorktreeForecastParams, WorktreeForecastResult,
     WorktreePair,
 };
-use crate::worktrees::forecast::{conflicts_of_all, states_of, Conflict};
+use crate::worktrees::forecast::{Conflict, ForecastMemory};
 use crate::worktrees::{all_worktrees, repository_of};
 
 impl WorktreeMethods for App {
@@ -31,17 +31,25 @@ impl WorktreeMethods for App {
     ) -> Result<WorktreeForecastResult, ProtocolError> {
         let root = self.main_root();
         let coord = self.coord();
-        let pairs = tokio::task::spawn_blocking(move || forecast(root, &coord))
-            .await
-            .map_err(task_failed)?
-            .map_err(ProtocolError::internal)?;
+        let memory = self.forecast_memory();
+        let pairs = tokio::task::spawn_blocking(move || {
+            let mut memory = memory.lock().unwrap_or_else(PoisonError::into_inner);
+            forecast(root, &coord, &mut memory)
+        })
+        .await
+        .map_err(task_failed)?
+        .map_err(ProtocolError::internal)?;
         Ok(WorktreeForecastResult { pairs })
     }
 }
 
 /// The pairs of worktrees of the repository at `root` whose changes meet: where merging
 /// them would conflict (git), and what is related (13.5) across them.
-fn forecast(root: Option<PathBuf>, coord: &Coord) -> Result<Vec<WorktreePair>, String> {
+fn forecast(
+    root: Option<PathBuf>,
+    coord: &Coord,
+    memory: &mut ForecastMemory,
+) -> Result<Vec<WorktreePair>, String> {
     let Some(repository) = root.as_deref().and_then(repository_of) else {
         return Ok(Vec::new());
     };
@@ -50,14 +58,20 @@ fn forecast(root: Option<PathBuf>, coord: &Coord) -> Result<Vec<WorktreePair>, S
         return Ok(Vec::new());
     }
     let started = std::time::Instant::now();
-    let states = states_of(&roots).map_err(|e| e.to_string())?;
+    let generations: Vec<Option<u64>> = roots
+        .iter()
+        .map(|root| coord.worktree_generation(&root.to_string_lossy()))
+        .collect();
+    let states = memory
+        .states(&roots, &generations)
+        .map_err(|e| e.to_string())?;
     let stated = started.elapsed();
-    let mut found: HashMap<(usize, usize), Vec<Conflict>> =
-        conflicts_of_all(&repository.main_root, &states)
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .map(|(i, j, conflicts)| ((i, j), conflicts))
-            .collect();
+    let mut found: HashMap<(usize, usize), Vec<Conflict>> = memory
+        .conflicts(&repository.main_root, &states)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .map(|(i, j, conflicts)| ((i, j), conflicts))
+        .collect();
     let merged = started.elapsed();
     let work: Vec<Vec<FileWork>> = roots
         .iter()

@@ -22,6 +22,7 @@ use crate::protocol::server::{
 };
 use crate::protocol::ProtocolError;
 use crate::store::{Store, StoreError};
+use crate::worktrees::forecast::ForecastMemory;
 
 /// How often the pulse runs: dead sessions reaped, sightings flushed, expired locks swept
 /// (each with its `lock.expired` event). Dead sessions are reaped within 5 s of dying.
@@ -59,6 +60,8 @@ pub struct App {
     worktree: Option<Arc<dyn CodeIndex>>,
     /// The main worktree's root (the repository's), when the app serves one on disk.
     main_root: Option<Arc<std::path::PathBuf>>,
+    /// What `worktree.forecast` keeps between calls, for every worktree's app.
+    forecast: Arc<std::sync::Mutex<ForecastMemory>>,
 }
 
 impl std::fmt::Debug for App {
@@ -82,6 +85,7 @@ impl App {
             pulse: Arc::new(tokio::sync::Notify::new()),
             worktree: None,
             main_root: None,
+            forecast: Arc::default(),
         }
     }
 
@@ -103,6 +107,11 @@ impl App {
             worktree: Some(index),
             ..self.clone()
         }
+    }
+
+    /// What `worktree.forecast` keeps between calls.
+    pub(super) fn forecast_memory(&self) -> Arc<std::sync::Mutex<ForecastMemory>> {
+        Arc::clone(&self.forecast)
     }
 
     /// The coordination core.

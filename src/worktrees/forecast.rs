@@ -154,6 +154,71 @@ pub fn states_of(roots: &[PathBuf]) -> Result<Vec<State>, GitError> {
     })
 }
 
+/// What the forecast keeps between calls: each watched worktree's state while nothing on
+/// its disk has changed (the observer's generation of it says so), and the conflicts of the
+/// last set of states (a pure function of their commits).
+#[derive(Debug, Default)]
+pub struct ForecastMemory {
+    states: HashMap<PathBuf, (u64, State)>,
+    last: Option<(Vec<String>, PairConflicts)>,
+}
+
+/// `(i, j, conflicts)` of two states `i < j` that conflict.
+pub type PairConflicts = Vec<(usize, usize, Vec<Conflict>)>;
+
+impl ForecastMemory {
+    /// The states of `roots`; `generations[i]` is the change count of `roots[i]` when it is
+    /// watched (`None`: not watched, its state is always read again). Read before the
+    /// states are: a change while they are read makes the next call read them again.
+    pub fn states(
+        &mut self,
+        roots: &[PathBuf],
+        generations: &[Option<u64>],
+    ) -> Result<Vec<State>, GitError> {
+        let kept = |i: usize| {
+            let generation = generations.get(i).copied().flatten()?;
+            self.states
+                .get(&roots[i])
+                .filter(|(at, _)| *at == generation)
+                .map(|(_, state)| state.clone())
+        };
+        let known: Vec<Option<State>> = (0..roots.len()).map(kept).collect();
+        let missing: Vec<PathBuf> = roots
+            .iter()
+            .zip(&known)
+            .filter(|(_, state)| state.is_none())
+            .map(|(root, _)| root.clone())
+            .collect();
+        let mut read = states_of(&missing)?.into_iter();
+        let states: Vec<State> = known
+            .into_iter()
+            .map(|state| state.or_else(|| read.next()))
+            .collect::<Option<Vec<State>>>()
+            .ok_or_else(|| GitError::new("status", "a worktree's state was not read".into()))?;
+        self.states.retain(|root, _| roots.contains(root));
+        for (i, state) in states.iter().enumerate() {
+            if let Some(generation) = generations.get(i).copied().flatten() {
+                self.states
+                    .insert(roots[i].clone(), (generation, state.clone()));
+            }
+        }
+        Ok(states)
+    }
+
+    /// [`conflicts_of_all`], answered again without git while the states are the same.
+    pub fn conflicts(&mut self, repo: &Path, states: &[State]) -> Result<PairConflicts, GitError> {
+        let commits: Vec<String> = states.iter().map(|s| s.commit.clone()).collect();
+        if let Some((known, conflicts)) = &self.last {
+            if *known == commits {
+                return Ok(conflicts.clone());
+            }
+        }
+        let conflicts = conflicts_of_all(repo, states)?;
+        self.last = Some((commits, conflicts.clone()));
+        Ok(conflicts)
+    }
+}
+
 /// The conflicts of every two of `states` (`(i, j, conflicts)` for `i < j`, in that order,
 /// pairs without conflicts left out). Git is asked in batches, whatever the number of
 /// pairs and files: one `merge-tree --stdin` for every pair, a `merge-base` per conflicting

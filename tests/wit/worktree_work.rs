@@ -357,5 +357,27 @@ fn the_forecast_relates_worktrees_whose_changes_meet_without_conflicting() {
                  "relation": "called-by", "sessionId": w1_session, "intentId": intent},
             ])
         );
+
+        // w2 now changes f's signature too: the next forecast reads w2 again (what it keeps
+        // of an unchanged worktree must not hide a change) and the two collide there.
+        write_file(
+            &two,
+            "app.py",
+            &edited("def f(x):\n", "def f(x, strict=False):\n"),
+        );
+        wait_for_intents(&main, &worktree_session(&two), None, |i| {
+            i.len() == 1 && regions(&i[0]) == [[1, 1]]
+        })
+        .await;
+        let again = main.worktree_forecast().await.unwrap();
+        assert_eq!(again.pairs.len(), 1);
+        let collisions = serde_json::to_value(&again.pairs[0].collisions).unwrap();
+        assert_eq!(collisions[0]["file"], "app.py", "{collisions}");
+        // The symbols either side's changed lines of the file touch.
+        assert_eq!(
+            collisions[0]["symbols"],
+            serde_json::json!(["f", "g"]),
+            "{collisions}"
+        );
     });
 }

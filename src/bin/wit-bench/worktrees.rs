@@ -514,6 +514,28 @@ async fn forecast_figures(
         fmt_duration(latencies.last().copied().unwrap_or_default()),
         fmt_duration(cpu),
     );
+    // Calls after one worktree saved a file: that worktree's state is read again, the
+    // others' are kept (the observer saw nothing change there).
+    let mut after_save = Vec::new();
+    for k in 0..args.calls.clamp(1, 10) {
+        let i = 1 + k % (roots.len() - 1);
+        let path = roots[i].join(&pool[i]);
+        let mut text = std::fs::read_to_string(&path)?;
+        text.push_str(&format!("// wit-bench save {k}\n"));
+        std::fs::write(&path, text)?;
+        // Past the observer's settling time: the save has been seen.
+        tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+        let started = Instant::now();
+        conn.call("worktree.forecast", json!({})).await?;
+        after_save.push(started.elapsed());
+    }
+    after_save.sort_unstable();
+    println!(
+        "worktree.forecast after one worktree saved a file: {} calls, p50 {} max {}",
+        after_save.len(),
+        fmt_duration(percentile(&after_save, 0.5)),
+        fmt_duration(after_save.last().copied().unwrap_or_default()),
+    );
     stop(daemon).await;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
