@@ -9,9 +9,11 @@
 //!    worktree is the pair's base;
 //! 2. A's patch is written into worktree A as an editor saves (a temporary file renamed over
 //!    the file; a deleted file removed), with no wit call at all;
-//! 3. the bench polls `intent.query` for the session `worktree:<A>` until its intents name
-//!    every file of A's patch that wit observes (tracked files, and new files of supported
-//!    languages): the time from the last write to then is the pair's visibility;
+//! 3. the bench polls `intent.query` until the live intents on the pair's files are exactly
+//!    A's changes as git tells them (one intent of the session `worktree:<A>` per changed
+//!    file, with git's changed lines as its regions; tracked files, and new files of
+//!    supported languages) and no other session's: the time from the last write to then is
+//!    the pair's visibility;
 //! 4. B (session `b<i>`) previews its patch file by file through B's own socket
 //!    (`<b>/.wit/daemon.sock`, `edit.preflight` without `record`) against the base, which is
 //!    what B's worktree holds → predictor `conflicts (worktree)`;
@@ -33,6 +35,7 @@ use crate::replay_data::{Pair, Side};
 use crate::replay_score::{Outcome, NOT_SEEN};
 use crate::replay_truth::TruthRepo;
 use crate::safegit::git;
+use wit::worktrees::changes::changes_of;
 
 /// How long the bench waits for A's patch to show as observed work (a condition, generous).
 const SEEN_DEADLINE: Duration = Duration::from_secs(30);
@@ -122,12 +125,8 @@ impl Scene {
         self.stage_base(&dir, pair)?;
         let written = write_side(&self.a.join(&dir), pair, Side::A)?;
         let session_a = format!("worktree:{}", self.a.display());
-        let watched: Vec<String> = pair
-            .changed(Side::A)
-            .filter(|path| observed(pair, path))
-            .map(|path| format!("{dir}/{path}"))
-            .collect();
-        let seen = wait_seen(&mut self.conn, &session_a, &watched).await?;
+        let expected = expected_work(&self.a, &self.main, &dir)?;
+        let seen = wait_seen(&mut self.conn, &session_a, &dir, &expected).await?;
         let seen_after = seen.then(|| written.elapsed());
         let session_b = format!("b{index}");
         let (previews, not_applied) =
@@ -216,10 +215,38 @@ impl Scene {
     }
 }
 
-/// Whether wit observes `side A`'s change of `path`: tracked files always, new (untracked)
-/// ones only in supported languages (14.4).
-fn observed(pair: &Pair, path: &str) -> bool {
-    pair.files[path].base.is_some() || wit::analysis::Language::for_path(path).is_some()
+/// What the daemon should show as A's work on the pair's files under `dir/`, as git says
+/// (the observer's own reading of a worktree, [`changes_of`]): per changed file its changed
+/// lines merged into regions, `None` for file-level work.
+fn expected_work(a: &Path, main: &Path, dir: &str) -> Result<Vec<(String, Option<Value>)>> {
+    let changes =
+        changes_of(a, main).map_err(|e| anyhow::anyhow!("git on {}: {e:?}", a.display()))?;
+    let prefix = format!("{dir}/");
+    Ok(changes
+        .files
+        .into_iter()
+        .filter(|file| file.file.starts_with(&prefix))
+        .map(|file| {
+            let regions = (!file.whole_file).then(|| {
+                let mut merged: Vec<(i64, i64)> = Vec::new();
+                let mut lines = file.lines.clone();
+                lines.sort_unstable();
+                for (first, last) in lines {
+                    match merged.last_mut() {
+                        Some(end) if first <= end.1 + 1 => end.1 = end.1.max(last),
+                        _ => merged.push((first, last)),
+                    }
+                }
+                Value::Array(
+                    merged
+                        .into_iter()
+                        .map(|(first, last)| json!({"startLine": first, "endLine": last}))
+                        .collect(),
+                )
+            });
+            (file.file, regions)
+        })
+        .collect())
 }
 
 /// Writes `side`'s patch of `pair` under `dir` as an editor saves: each changed file's new
@@ -245,15 +272,20 @@ fn write_side(dir: &Path, pair: &Pair, side: Side) -> Result<Instant> {
     Ok(Instant::now())
 }
 
-/// Polls `intent.query` for `session` until its live intents name every file of `files`
-/// (step 3). `false`: not within [`SEEN_DEADLINE`].
-async fn wait_seen(conn: &mut Conn, session: &str, files: &[String]) -> Result<bool> {
+/// Polls `intent.query` until the live intents on the pair's files (under `dir/`) are
+/// exactly `expected`, all of them `session`'s (step 3): transitional states the daemon may
+/// have seen meanwhile (the base's files untracked in the main worktree before its commit,
+/// a worktree half reset) must be gone. `false`: not within [`SEEN_DEADLINE`].
+async fn wait_seen(
+    conn: &mut Conn,
+    session: &str,
+    dir: &str,
+    expected: &[(String, Option<Value>)],
+) -> Result<bool> {
     let deadline = Instant::now() + SEEN_DEADLINE;
     loop {
-        let found = conn
-            .call("intent.query", json!({"sessionId": session}))
-            .await?;
-        if covers(&found, files) {
+        let found = conn.call("intent.query", json!({})).await?;
+        if shows(&found, session, dir, expected) {
             return Ok(true);
         }
         if Instant::now() > deadline {
@@ -263,18 +295,30 @@ async fn wait_seen(conn: &mut Conn, session: &str, files: &[String]) -> Result<b
     }
 }
 
-/// Whether the live intents `found` name each of `files`.
-fn covers(found: &Value, files: &[String]) -> bool {
-    let intents = found.as_array().map(Vec::as_slice).unwrap_or_default();
-    files.iter().all(|file| {
-        let listed = format!(",{file},");
-        intents.iter().any(|intent| {
-            matches!(intent["status"].as_str(), Some("active") | Some("declared"))
-                && intent["files"]
-                    .as_str()
-                    .is_some_and(|f| f.contains(&listed))
+/// Whether the live intents `found` on files under `dir/` are `session`'s, one per file of
+/// `expected`, each with its expected regions.
+fn shows(found: &Value, session: &str, dir: &str, expected: &[(String, Option<Value>)]) -> bool {
+    let under = format!(",{dir}/");
+    let live: Vec<&Value> = found
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter(|i| matches!(i["status"].as_str(), Some("active") | Some("declared")))
+        .filter(|i| i["files"].as_str().is_some_and(|f| f.contains(&under)))
+        .collect();
+    live.len() == expected.len()
+        && live.iter().all(|i| i["sessionId"] == session)
+        && expected.iter().all(|(file, regions)| {
+            let listed = format!(",{file},");
+            live.iter().any(|i| {
+                i["files"].as_str().is_some_and(|f| f == listed)
+                    && match regions {
+                        Some(regions) => i["regions"] == *regions,
+                        None => i["regions"].as_array().is_none_or(|r| r.is_empty()),
+                    }
+            })
         })
-    })
 }
 
 /// A connection to a linked worktree's socket once the daemon serves it (it binds new
