@@ -154,8 +154,9 @@ impl Coord {
     }
 
     /// `row`'s regions, lines of `origin`'s text of `file`, carried to `text` (the asking
-    /// worktree's text) through the merge-base (14.5): origin text → base → `text`. A file
-    /// the origin did not change is its base text.
+    /// worktree's text) through the merge-base (14.5): origin text → base (the base lines
+    /// they came from, a deletion's included: [`LineMap::preimage`]) → `text`. A file the
+    /// origin did not change is its base text.
     pub(super) fn carried_across(
         &self,
         origin: &Origin,
@@ -183,7 +184,7 @@ impl Coord {
         };
         let from = origin_text.or_else(|| theirs.map(|t| t.current));
         let at_base = match from {
-            Some(from) => LineMap::between(&from, &base).carry(regions),
+            Some(from) => LineMap::between(&base, &from).preimage(regions),
             None => regions.clone(),
         };
         row.regions = Some(LineMap::between(&base, text).carry(&at_base));
