@@ -162,8 +162,8 @@ impl LineMap {
 
     /// The lines of the old text that `regions` of the new text came from, sorted and merged
     /// (the way back through a worktree's merge-base, 14.5): a kept line is itself, the lines
-    /// a change wrote come from the old lines it replaced — all of them, so a deletion's
-    /// region (its join line) takes in the lines it deleted. A region of inserted lines
+    /// a change wrote come from the old lines it replaced — all of them, and a region next to
+    /// a deletion (a deletion's own region is its join line) takes in the deleted lines. A region of inserted lines
     /// only is the old line where they were inserted (its join line, as [`LineMap::carry`]
     /// would give).
     pub fn preimage(&self, regions: &[LineRegion]) -> Vec<LineRegion> {
@@ -176,9 +176,11 @@ impl LineMap {
             let before = found.len();
             for op in &self.ops {
                 let (old, new) = (op.old_range(), op.new_range());
-                // The new lines of the op, 1-based inclusive; a deletion's is its join line.
+                // The new lines of the op, 1-based inclusive; a deletion's are the lines on
+                // both sides of the point where it joins them (a deletion next to changed
+                // lines is one hunk with them, as git tells it).
                 let (first, last) = if new.is_empty() {
-                    (to_i64(new.start + 1), to_i64(new.start + 1))
+                    (to_i64(new.start), to_i64(new.start + 1))
                 } else {
                     (to_i64(new.start + 1), to_i64(new.end))
                 };
