@@ -3,7 +3,11 @@
 //!
 //! ```text
 //! wit-bench replay --data /work/replay-data/pairs.jsonl [--limit N] [--json OUT] [--jobs N]
+//!                  [--worktrees]
 //! ```
+//!
+//! `--worktrees` replays the pairs with each agent in a git worktree of its own
+//! ([`crate::replay_worktrees`]); what follows is the replay in one tree.
 //!
 //! The pairs come from `scripts/replay/mine.py` (see [`crate::replay_data`]). One daemon
 //! serves the whole run (or each of `--jobs N` daemons a share of the pairs), on a scratch
