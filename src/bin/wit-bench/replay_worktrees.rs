@@ -139,33 +139,27 @@ impl Scene {
         let judged = Judged::of(pair, &previews);
         let conflicted = truth.conflicted_files(pair)?;
         let is_conflict = !conflicted.is_empty();
-        let mut hint_text =
-            if is_conflict != judged.conflicts || is_conflict != !forecast.is_empty() {
-                let mut text = hint(
-                    &mut self.conn,
-                    &session_a,
-                    &dir,
-                    pair,
-                    &judged.common,
-                    &previews,
-                    &conflicted,
-                )
-                .await?;
-                text.push_str(&format!("; forecast [{}]", forecast.join(", ")));
-                text
-            } else {
-                String::new()
-            };
+        let forecasts = !forecast.is_empty();
+        let mut hint_text = if is_conflict != judged.conflicts || is_conflict != forecasts {
+            let mut text = hint(
+                &mut self.conn,
+                &session_a,
+                &dir,
+                pair,
+                &judged.common,
+                &previews,
+                &conflicted,
+            )
+            .await?;
+            text.push_str(&format!("; forecast [{}]", forecast.join(", ")));
+            text
+        } else {
+            String::new()
+        };
         if !seen {
             hint_text = format!("{NOT_SEEN}; {hint_text}");
         }
-        let mut outcome = judged.outcome(
-            pair,
-            conflicted,
-            vec![!forecast.is_empty()],
-            not_applied,
-            hint_text,
-        );
+        let mut outcome = judged.outcome(pair, conflicted, vec![forecasts], not_applied, hint_text);
         outcome.seen_after = seen_after;
         Ok(outcome)
     }
