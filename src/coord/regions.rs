@@ -160,6 +160,55 @@ impl LineMap {
         (last_new, last_new)
     }
 
+    /// The lines of the old text that `regions` of the new text came from, sorted and merged
+    /// (the way back through a worktree's merge-base, 14.5): a kept line is itself, the lines
+    /// a change wrote come from the old lines it replaced — all of them, and a region next to
+    /// a deletion (a deletion's own region is its join line) takes in the deleted lines. A region of inserted lines
+    /// only is the old line where they were inserted (its join line, as [`LineMap::carry`]
+    /// would give).
+    pub fn preimage(&self, regions: &[LineRegion]) -> Vec<LineRegion> {
+        let last_old = self
+            .ops
+            .last()
+            .map_or(1, |op| to_i64(op.old_range().end.max(1)));
+        let mut found = Vec::new();
+        for region in regions {
+            let before = found.len();
+            for op in &self.ops {
+                let (old, new) = (op.old_range(), op.new_range());
+                // The new lines of the op, 1-based inclusive; a deletion's are the lines on
+                // both sides of the point where it joins them (a deletion next to changed
+                // lines is one hunk with them, as git tells it).
+                let (first, last) = if new.is_empty() {
+                    (to_i64(new.start), to_i64(new.start + 1))
+                } else {
+                    (to_i64(new.start + 1), to_i64(new.end))
+                };
+                if last < region.start_line || region.end_line < first {
+                    continue;
+                }
+                match op {
+                    DiffOp::Equal { .. } => {
+                        let from = first.max(region.start_line) - first;
+                        let to = last.min(region.end_line) - first;
+                        let start = to_i64(old.start + 1);
+                        found.push(LineRegion::new(start + from, start + to));
+                    }
+                    _ if old.is_empty() => {
+                        let at = to_i64(old.start + 1).clamp(1, last_old);
+                        found.push(LineRegion::new(at, at));
+                    }
+                    _ => found.push(LineRegion::new(to_i64(old.start + 1), to_i64(old.end))),
+                }
+            }
+            if found.len() == before {
+                let at = last_old;
+                found.push(LineRegion::new(at, at));
+            }
+        }
+        merge(found)
+    }
+
     /// `regions` of the old text carried into the new one (13.3), sorted and merged.
     pub fn carry(&self, regions: &[LineRegion]) -> Vec<LineRegion> {
         let carried = regions.iter().map(|region| {
@@ -228,6 +277,24 @@ mod tests {
     fn merging() {
         assert_eq!(merge(vec![r(5, 6), r(1, 2), r(3, 3)]), [r(1, 3), r(5, 6)]);
         assert_eq!(merge(vec![r(1, 9), r(2, 3)]), [r(1, 9)]);
+    }
+
+    #[test]
+    fn regions_go_back_to_the_lines_they_came_from() {
+        let old = "a\nb\nc\nd\ne\n";
+        // A kept line is itself, moved back.
+        let map = LineMap::between(old, "x\na\nb\nc\nd\ne\n");
+        assert_eq!(map.preimage(&[r(3, 4)]), [r(2, 3)]);
+        // Replaced lines come from all the lines they replaced.
+        let map = LineMap::between(old, "a\nB\ne\n");
+        assert_eq!(map.preimage(&[r(2, 2)]), [r(2, 4)]);
+        // A deletion's region is its join line: it takes in the deleted lines (and the
+        // line it joins).
+        let map = LineMap::between(old, "a\ne\n");
+        assert_eq!(map.preimage(&[r(2, 2)]), [r(2, 5)]);
+        // Inserted lines only: the old line where they were inserted.
+        let map = LineMap::between(old, "a\nb\nnew\nc\nd\ne\n");
+        assert_eq!(map.preimage(&[r(3, 3)]), [r(3, 3)]);
     }
 
     #[test]

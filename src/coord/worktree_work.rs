@@ -84,8 +84,9 @@ struct CarryMaps {
     from: Option<Arc<str>>,
     base: Arc<str>,
     to: Arc<str>,
-    /// Origin text → base (`None`: the origin's text is the base).
-    to_base: Option<LineMap>,
+    /// Base → origin text, whose preimage takes regions back to the base lines they came
+    /// from (`None`: the origin's text is the base).
+    base_to_origin: Option<LineMap>,
     /// Base → the asking text.
     from_base: LineMap,
 }
@@ -196,8 +197,9 @@ impl Coord {
     }
 
     /// `row`'s regions, lines of `origin`'s text of `file`, carried to `text` (the asking
-    /// worktree's text) through the merge-base (14.5): origin text → base → `text`. A file
-    /// the origin did not change is its base text.
+    /// worktree's text) through the merge-base (14.5): origin text → base (the base lines
+    /// they came from, a deletion's included: [`LineMap::preimage`]) → `text`. A file the
+    /// origin did not change is its base text.
     pub(super) fn carried_across(
         &self,
         origin: &Origin,
@@ -225,8 +227,8 @@ impl Coord {
         };
         let from = origin_text.or_else(|| theirs.map(|t| t.current));
         let maps = self.carry_maps(from.as_ref(), &base, text);
-        let at_base = match &maps.to_base {
-            Some(to_base) => to_base.carry(regions),
+        let at_base = match &maps.base_to_origin {
+            Some(base_to_origin) => base_to_origin.preimage(regions),
             None => regions.clone(),
         };
         row.regions = Some(maps.from_base.carry(&at_base));
@@ -253,7 +255,7 @@ impl Coord {
             return Arc::clone(maps);
         }
         let maps = Arc::new(CarryMaps {
-            to_base: from.map(|from| LineMap::between(from, base)),
+            base_to_origin: from.map(|from| LineMap::between(base, from)),
             from_base: LineMap::between(base, text),
             from: from.cloned(),
             base: Arc::clone(base),

@@ -25,8 +25,8 @@ fn fixture_pairs() -> Vec<Value> {
         .collect()
 }
 
-/// Runs the replay on the sample and returns its JSON report.
-fn run_replay() -> Value {
+/// Runs the replay on the sample (with `extra` arguments) and returns its JSON report.
+fn run_replay(extra: &[&str]) -> Value {
     let out_dir = tempfile::tempdir().unwrap();
     let json = out_dir.path().join("replay.json");
     let output = Command::new(env!("CARGO_BIN_EXE_wit-bench"))
@@ -34,6 +34,7 @@ fn run_replay() -> Value {
         .arg(wit_bin())
         .args(["replay", "--data"])
         .arg(fixture())
+        .args(extra)
         .arg("--json")
         .arg(&json)
         .output()
@@ -64,7 +65,7 @@ fn assert_ratio(reported: &Value, num: u64, den: u64, what: &str) {
 fn the_replay_scores_real_pairs_against_git() {
     let pairs = fixture_pairs();
     assert!(pairs.iter().any(|p| p["truth"] == true) && pairs.iter().any(|p| p["truth"] == false));
-    let report = run_replay();
+    let report = run_replay(&[]);
     let outcomes = report["pairs"].as_array().unwrap();
     assert_eq!(outcomes.len(), pairs.len());
 
@@ -158,5 +159,59 @@ fn the_replay_scores_real_pairs_against_git() {
             assert_ratio(&s["recall"], tp, tp + fn_, name);
             assert_ratio(&s["f1"], 2 * tp, 2 * tp + fp + fn_, name);
         }
+    }
+}
+
+/// Worktree mode (issue 24): A's patch written into its own worktree with no wit call is
+/// seen as that worktree's work, B's previews through its own worktree's socket are scored,
+/// and `worktree.forecast` between the two worktrees finds exactly git's conflicts (it asks
+/// git about the same states). Three pairs of the sample: one conflicting, two clean.
+#[test]
+fn the_replay_in_worktrees_sees_unhooked_work_and_forecasts_gits_conflicts() {
+    let pairs = fixture_pairs();
+    let report = run_replay(&["--worktrees", "--limit", "3"]);
+    let outcomes = report["pairs"].as_array().unwrap();
+    assert_eq!(outcomes.len(), 3);
+    assert!(outcomes.iter().any(|o| o["truth"] == true));
+    assert!(outcomes.iter().any(|o| o["truth"] == false));
+    for (pair, outcome) in pairs.iter().zip(outcomes) {
+        let id = &pair["id"];
+        assert_eq!(&outcome["id"], id);
+        assert_eq!(outcome["notApplied"], 0, "{id}");
+        let conflicted = pair["conflicted"].as_array().unwrap();
+        assert_eq!(
+            outcome["truth"],
+            Value::Bool(!conflicted.is_empty()),
+            "{id}"
+        );
+        // A's work was shown as the worktree's observed work (each pair changes a tracked
+        // file on A's side).
+        assert!(
+            outcome["seenAfterMs"].is_number(),
+            "{id}: {}",
+            outcome["hint"]
+        );
+        let predicted = &outcome["predicted"];
+        assert_eq!(predicted["forecast"], outcome["truth"], "{id}");
+        assert_eq!(
+            predicted["conflicts (worktree)"], outcome["truth"],
+            "{id}: {}",
+            outcome["hint"]
+        );
+    }
+    let all = report["scores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["language"] == "all")
+        .unwrap();
+    for name in [
+        "conflicts (worktree)",
+        "related",
+        "same file",
+        "lines ±1",
+        "forecast",
+    ] {
+        assert!(all["predictors"][name].is_object(), "{name}");
     }
 }

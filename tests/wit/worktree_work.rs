@@ -381,3 +381,40 @@ fn the_forecast_relates_worktrees_whose_changes_meet_without_conflicting() {
         );
     });
 }
+
+/// A block deleted in one worktree is a collision for a change of its lines in another: the
+/// deletion's region (its join line) goes back through the merge-base to the lines it
+/// deleted (replay in worktree mode, requests-c0d4b23cea: git conflicts there).
+#[test]
+fn a_change_of_lines_another_worktree_deleted_meets_the_deletion() {
+    let family = Family::new(&[("app.py", APP)]);
+    let one = family.add("w1");
+    let two = family.add("w2");
+    let _daemon = family.daemon();
+    wait_answering(&one, true);
+    wait_answering(&two, true);
+    // w1 deletes g (lines 9-12): its region is the line where the sides join.
+    write_file(
+        &one,
+        "app.py",
+        &edited("def g(x):\n    z = x * 2\n    return z\n\n", ""),
+    );
+    block_on(async {
+        let main = client(&family.main());
+        let session = worktree_session(&one);
+        let found = wait_for_intents(&main, &session, None, |i| {
+            i.len() == 1 && regions(&i[0]) == [[9, 9]]
+        })
+        .await;
+        // w2, still at the base, changes a line inside the deleted block.
+        let w2 = client(&two);
+        let hit = preview(&w2, "b", "    z = x * 2\n", "    z = x * 3\n").await;
+        assert_eq!(
+            overlaps(&hit),
+            [(session.clone(), found[0].intent_id.clone())]
+        );
+        // A line well above the deletion does not meet it.
+        let clear = preview(&w2, "b", "    y = x + 1\n", "    y = x + 2\n").await;
+        assert!(overlaps(&clear).is_empty(), "{:?}", clear.conflicts);
+    });
+}

@@ -41,6 +41,7 @@ mod replay_data;
 mod replay_edits;
 mod replay_score;
 mod replay_truth;
+mod replay_worktrees;
 mod safegit;
 mod sections;
 mod store;

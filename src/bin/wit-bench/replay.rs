@@ -3,7 +3,11 @@
 //!
 //! ```text
 //! wit-bench replay --data /work/replay-data/pairs.jsonl [--limit N] [--json OUT] [--jobs N]
+//!                  [--worktrees]
 //! ```
+//!
+//! `--worktrees` replays the pairs with each agent in a git worktree of its own
+//! ([`crate::replay_worktrees`]); what follows is the replay in one tree.
 //!
 //! The pairs come from `scripts/replay/mine.py` (see [`crate::replay_data`]). One daemon
 //! serves the whole run (or each of `--jobs N` daemons a share of the pairs), on a scratch
@@ -39,8 +43,9 @@ use crate::replay_data::{load, Pair, Side};
 use crate::replay_edits::{
     agent_edits, apply_changes, changes_of, hunks, lines_meet, rebase_changes, Hunk,
 };
-use crate::replay_score::{print_report, to_json, Outcome};
+use crate::replay_score::{print_report, to_json, Outcome, PREDICTORS, WORKTREE_PREDICTORS};
 use crate::replay_truth::TruthRepo;
+use crate::replay_worktrees;
 
 /// `wit-bench replay` arguments.
 #[derive(Debug, clap::Args)]
@@ -57,6 +62,10 @@ pub(crate) struct ReplayArgs {
     /// Daemons replaying at once, each on its own scratch repository and share of the pairs.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub jobs: usize,
+    /// Worktree mode (issue 24): A's patch is written into a worktree of its own with no wit
+    /// call, B previews through another worktree's socket (see [`crate::replay_worktrees`]).
+    #[arg(long)]
+    pub worktrees: bool,
 }
 
 /// Runs the replay and prints its report.
@@ -69,15 +78,22 @@ pub(crate) async fn replay(wit: &Path, args: &ReplayArgs) -> Result<()> {
     let work = WorkDir::new()?;
     let started = std::time::Instant::now();
     let jobs = args.jobs.max(1);
+    let worktrees = args.worktrees;
     let shards: Vec<_> = (0..jobs)
         .map(|shard| {
             let (wit, pairs) = (wit.to_owned(), Arc::clone(&pairs));
             let dir = work.path().join(format!("s{shard}"));
             std::thread::spawn(move || -> Result<Vec<(usize, Outcome)>> {
-                tokio::runtime::Builder::new_current_thread()
+                let runtime = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
-                    .build()?
-                    .block_on(replay_shard(&wit, &dir, &pairs, shard, jobs))
+                    .build()?;
+                if worktrees {
+                    runtime.block_on(replay_worktrees::replay_shard(
+                        &wit, &dir, &pairs, shard, jobs,
+                    ))
+                } else {
+                    runtime.block_on(replay_shard(&wit, &dir, &pairs, shard, jobs))
+                }
             })
         })
         .collect();
@@ -91,17 +107,26 @@ pub(crate) async fn replay(wit: &Path, args: &ReplayArgs) -> Result<()> {
         }
     }
     let outcomes: Vec<Outcome> = outcomes.into_iter().flatten().collect();
+    let predictors: &[&str] = if worktrees {
+        &WORKTREE_PREDICTORS
+    } else {
+        &PREDICTORS
+    };
     println!(
-        "# wit-bench replay: {} pairs of {} in {:.1} s ({jobs} daemons)",
+        "# wit-bench replay{}: {} pairs of {} in {:.1} s ({jobs} daemons)",
+        if worktrees { " --worktrees" } else { "" },
         outcomes.len(),
         args.data.display(),
         started.elapsed().as_secs_f64()
     );
     println!();
-    print_report(&outcomes);
+    print_report(predictors, &outcomes);
     if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_vec_pretty(&to_json(&outcomes))?)
-            .with_context(|| format!("write {}", path.display()))?;
+        std::fs::write(
+            path,
+            serde_json::to_vec_pretty(&to_json(predictors, &outcomes))?,
+        )
+        .with_context(|| format!("write {}", path.display()))?;
     }
     Ok(())
 }
@@ -137,14 +162,6 @@ async fn replay_shard(
     Ok(outcomes)
 }
 
-/// What B's previews of one file said.
-#[derive(Debug, Default)]
-struct Preview {
-    conflicts: Vec<Value>,
-    related: Vec<Value>,
-    symbols: Vec<String>,
-}
-
 /// Replays pair number `index` (steps 1–4 of the module doc) and scores it.
 async fn replay_pair(
     conn: &mut Conn,
@@ -175,13 +192,68 @@ async fn replay_pair(
         }
         write(&on_disk(path), target)?;
     }
-    let mut previews: Vec<(String, Preview)> = Vec::new();
+    let (previews, not_applied_b) = preview_b(conn, &session_b, &dir, pair, true).await?;
+    let judged = Judged::of(pair, &previews);
+    let conflicted = truth.conflicted_files(pair)?;
+    let hint = if conflicted.is_empty() == judged.conflicts {
+        hint(
+            conn,
+            &session_a,
+            &dir,
+            pair,
+            &judged.common,
+            &previews,
+            &conflicted,
+        )
+        .await?
+    } else {
+        String::new()
+    };
+    for session in [&session_a, &session_b] {
+        conn.call("session.end", json!({"sessionId": session}))
+            .await?;
+    }
+    let _ = std::fs::remove_dir_all(root.join(&dir));
+    Ok(judged.outcome(
+        pair,
+        conflicted,
+        Vec::new(),
+        not_applied + not_applied_b,
+        hint,
+    ))
+}
+
+/// What B's previews of one file said.
+#[derive(Debug, Default)]
+pub(crate) struct Preview {
+    conflicts: Vec<Value>,
+    related: Vec<Value>,
+    symbols: Vec<String>,
+}
+
+/// B (`session`) previews its patch of `pair` file by file (`edit.preflight` without
+/// `record`) on `conn`, the pair's files being under `dir/`: against the tree as A left it
+/// when `after_a` (B's hunks of the base carried onto A's text through A's line diff), else
+/// against the base. Returns the previews by path and how many did not apply.
+pub(crate) async fn preview_b(
+    conn: &mut Conn,
+    session: &str,
+    dir: &str,
+    pair: &Pair,
+    after_a: bool,
+) -> Result<(Vec<(String, Preview)>, usize)> {
+    let mut not_applied = 0;
+    let mut previews = Vec::new();
     for path in pair.changed(Side::B) {
         let file = &pair.files[path];
-        let current = file.after(Side::A);
-        let moved = match (file.base.as_deref(), file.side(Side::A)) {
-            (Some(base), Some(Some(a))) => Some(hunks(base, a)),
-            _ => None,
+        let (current, moved) = if after_a {
+            let moved = match (file.base.as_deref(), file.side(Side::A)) {
+                (Some(base), Some(Some(a))) => Some(hunks(base, a)),
+                _ => None,
+            };
+            (file.after(Side::A), moved)
+        } else {
+            (file.base.as_deref(), None)
         };
         let Some(change) = edit_request(
             current,
@@ -191,7 +263,7 @@ async fn replay_pair(
         ) else {
             continue;
         };
-        let answer = preflight(conn, &session_b, &format!("{dir}/{path}"), change, false).await?;
+        let answer = preflight(conn, session, &format!("{dir}/{path}"), change, false).await?;
         if answer["applies"] != Value::Bool(true) {
             not_applied += 1;
         }
@@ -209,67 +281,93 @@ async fn replay_pair(
             },
         ));
     }
-    let common: Vec<&str> = pair
-        .changed(Side::A)
-        .filter(|p| pair.files[*p].b.is_some())
-        .collect();
-    let lines = common.iter().any(|path| {
-        let file = &pair.files[*path];
-        match (file.base.as_deref(), file.side(Side::A), file.side(Side::B)) {
-            (Some(base), Some(Some(a)), Some(Some(b))) => {
-                lines_meet(&hunks(base, a), &hunks(base, b))
+    Ok((previews, not_applied))
+}
+
+/// The predictors every mode shares, for one pair and B's previews.
+pub(crate) struct Judged<'p> {
+    /// The files both patches change.
+    pub common: Vec<&'p str>,
+    /// Some preview of B reported a collision (INTENT_OVERLAP or LOCK_INTERSECTION).
+    pub conflicts: bool,
+    /// `related` items over B's previews.
+    pub related_items: usize,
+    /// The line check: in a common file, hunks within one line of each other (base lines),
+    /// or a common file created or deleted.
+    pub lines: bool,
+}
+
+impl<'p> Judged<'p> {
+    /// Judges `pair` by B's `previews`.
+    pub(crate) fn of(pair: &'p Pair, previews: &[(String, Preview)]) -> Self {
+        let common: Vec<&str> = pair
+            .changed(Side::A)
+            .filter(|p| pair.files[*p].b.is_some())
+            .collect();
+        let lines = common.iter().any(|path| {
+            let file = &pair.files[*path];
+            match (file.base.as_deref(), file.side(Side::A), file.side(Side::B)) {
+                (Some(base), Some(Some(a)), Some(Some(b))) => {
+                    lines_meet(&hunks(base, a), &hunks(base, b))
+                }
+                _ => true,
             }
-            _ => true,
+        });
+        let conflicts = previews.iter().any(|(_, p)| {
+            p.conflicts.iter().any(|c| {
+                matches!(
+                    c["type"].as_str(),
+                    Some("INTENT_OVERLAP") | Some("LOCK_INTERSECTION")
+                )
+            })
+        });
+        let related_items = previews.iter().map(|(_, p)| p.related.len()).sum();
+        Self {
+            common,
+            conflicts,
+            related_items,
+            lines,
         }
-    });
-    let conflicts = previews.iter().any(|(_, p)| {
-        p.conflicts.iter().any(|c| {
-            matches!(
-                c["type"].as_str(),
-                Some("INTENT_OVERLAP") | Some("LOCK_INTERSECTION")
-            )
-        })
-    });
-    let related_items: usize = previews.iter().map(|(_, p)| p.related.len()).sum();
-    let conflicted = truth.conflicted_files(pair)?;
-    let is_conflict = !conflicted.is_empty();
-    let hint = if is_conflict != conflicts {
-        hint(
-            conn,
-            &session_a,
-            &dir,
-            pair,
-            &common,
-            &previews,
-            &conflicted,
-        )
-        .await?
-    } else {
-        String::new()
-    };
-    for session in [&session_a, &session_b] {
-        conn.call("session.end", json!({"sessionId": session}))
-            .await?;
     }
-    let _ = std::fs::remove_dir_all(root.join(&dir));
-    Ok(Outcome {
-        id: pair.id.clone(),
-        language: pair.language.clone(),
-        truth: is_conflict,
-        mined_agrees: is_conflict != pair.mined_conflicted.is_empty(),
-        conflicted,
-        predicted: [conflicts, related_items > 0, !common.is_empty(), lines],
-        related_items,
-        not_applied,
-        hint,
-    })
+
+    /// The pair's outcome: git's `conflicted` files, the shared predictors in the order of
+    /// [`crate::replay_score::PREDICTORS`] followed by `more`.
+    pub(crate) fn outcome(
+        &self,
+        pair: &Pair,
+        conflicted: Vec<String>,
+        more: Vec<bool>,
+        not_applied: usize,
+        hint: String,
+    ) -> Outcome {
+        let is_conflict = !conflicted.is_empty();
+        let mut predicted = vec![
+            self.conflicts,
+            self.related_items > 0,
+            !self.common.is_empty(),
+            self.lines,
+        ];
+        predicted.extend(more);
+        Outcome {
+            id: pair.id.clone(),
+            language: pair.language.clone(),
+            truth: is_conflict,
+            mined_agrees: is_conflict != pair.mined_conflicted.is_empty(),
+            conflicted,
+            predicted,
+            related_items: self.related_items,
+            not_applied,
+            hint,
+            seen_after: None,
+        }
+    }
 }
 
 /// The `edit.preflight` params (`edits` or `content`) an agent sends to turn the file from
 /// `current` into its side's `target`, given the side's patch of `base`; `moved` is the
 /// other side's line diff of base to current when it changed the file. `None`: nothing to
 /// send.
-fn edit_request(
+pub(crate) fn edit_request(
     current: Option<&str>,
     base: Option<&str>,
     target: Option<&str>,
@@ -303,7 +401,7 @@ fn edit_request(
 }
 
 /// One `edit.preflight` of `file` by `session`.
-async fn preflight(
+pub(crate) async fn preflight(
     conn: &mut Conn,
     session: &str,
     file: &str,
@@ -318,7 +416,7 @@ async fn preflight(
 }
 
 /// Writes `text` to `path` (creating its directory), or removes the file for `None`.
-fn write(path: &Path, text: Option<&str>) -> Result<()> {
+pub(crate) fn write(path: &Path, text: Option<&str>) -> Result<()> {
     match text {
         Some(text) => {
             if let Some(parent) = path.parent() {
@@ -334,9 +432,9 @@ fn write(path: &Path, text: Option<&str>) -> Result<()> {
 }
 
 /// A short cause hint for a false alarm or a miss: per file both change, A's observed intent
-/// (its symbols, file-level or its regions), what B's preview touched and reported, and
-/// whether git conflicts there.
-async fn hint(
+/// (of `session_a`: its symbols, file-level or its regions), what B's preview touched and
+/// reported, and whether git conflicts there.
+pub(crate) async fn hint(
     conn: &mut Conn,
     session_a: &str,
     dir: &str,

@@ -2,11 +2,28 @@
 //! `related` rate, and the list of the `conflicts` predictor's false alarms and misses.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
-/// The predictors, in the order of [`Outcome::predicted`].
+use crate::measure::{fmt_duration, p50_p99};
+
+/// The hint of a pair whose A patch the daemon did not show within the deadline.
+pub(crate) const NOT_SEEN: &str = "A's work never shown";
+
+/// The predictors of the replay, in the order of [`Outcome::predicted`].
 pub(crate) const PREDICTORS: [&str; 4] = ["conflicts", "related", "same file", "lines ±1"];
+
+/// The predictors of the replay in worktree mode (`--worktrees`), in the order of
+/// [`Outcome::predicted`]: the first four are those of [`PREDICTORS`], wit's collisions
+/// being the ones it finds between worktrees; then `worktree.forecast`'s collisions.
+pub(crate) const WORKTREE_PREDICTORS: [&str; 5] = [
+    "conflicts (worktree)",
+    "related",
+    "same file",
+    "lines ±1",
+    "forecast",
+];
 
 /// One replayed pair.
 #[derive(Debug, Clone)]
@@ -19,14 +36,18 @@ pub(crate) struct Outcome {
     pub conflicted: Vec<String>,
     /// Whether the miner's merge of the original commits agreed.
     pub mined_agrees: bool,
-    /// Each predictor's answer, in the order of [`PREDICTORS`].
-    pub predicted: [bool; 4],
+    /// Each predictor's answer, in the order of the run's predictor names
+    /// ([`PREDICTORS`] or [`WORKTREE_PREDICTORS`]).
+    pub predicted: Vec<bool>,
     /// How many `related` items B's previews carried.
     pub related_items: usize,
     /// Previews or recordings that did not apply (a harness fault when non-zero).
     pub not_applied: usize,
     /// A short cause hint: the shared files, A's observed intent, what B touched.
     pub hint: String,
+    /// Worktree mode: how long after A's patch was written the daemon showed it as the
+    /// worktree's observed work (`None`: not within the deadline, or not worktree mode).
+    pub seen_after: Option<Duration>,
 }
 
 /// A confusion matrix.
@@ -73,7 +94,7 @@ fn fmt(value: Option<f64>) -> String {
 pub(crate) fn counts(outcomes: &[&Outcome], index: usize) -> Counts {
     let mut c = Counts::default();
     for o in outcomes {
-        c.add(o.truth, o.predicted[index]);
+        c.add(o.truth, o.predicted.get(index).copied().unwrap_or(false));
     }
     c
 }
@@ -90,13 +111,14 @@ fn groups(outcomes: &[Outcome]) -> Vec<(String, Vec<&Outcome>)> {
     out
 }
 
-/// Prints the tables and the list of false alarms and misses.
-pub(crate) fn print_report(outcomes: &[Outcome]) {
+/// Prints the tables of `predictors` (the names of [`Outcome::predicted`]) and the list of
+/// false alarms and misses of the first one and of `forecast`.
+pub(crate) fn print_report(predictors: &[&str], outcomes: &[Outcome]) {
     println!("| language | pairs | conflicting | predictor | TP | FP | FN | TN | precision | recall | F1 |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for (language, group) in groups(outcomes) {
         let conflicting = group.iter().filter(|o| o.truth).count();
-        for (index, name) in PREDICTORS.iter().enumerate() {
+        for (index, name) in predictors.iter().enumerate() {
             let c = counts(&group, index);
             println!(
                 "| {language} | {} | {conflicting} | {name} | {} | {} | {} | {} | {} | {} | {} |",
@@ -129,30 +151,70 @@ pub(crate) fn print_report(outcomes: &[Outcome]) {
     println!(
         "edits that did not apply: {not_applied}; pairs where the replayed merge and the original merge disagree: {disagree}"
     );
+    print_visibility(outcomes);
+    for (index, name) in predictors.iter().enumerate() {
+        if index == 0 || *name == "forecast" {
+            print_misses(predictors, outcomes, index);
+        }
+    }
+}
+
+/// Worktree mode: how long the daemon took to show A's patch as observed work (p50, p99,
+/// max over the pairs where A changed a file wit observes), and how often it did not within
+/// the deadline.
+fn print_visibility(outcomes: &[Outcome]) {
+    let mut seen: Vec<Duration> = outcomes.iter().filter_map(|o| o.seen_after).collect();
+    let unseen = outcomes
+        .iter()
+        .filter(|o| o.hint.contains(NOT_SEEN))
+        .count();
+    if seen.is_empty() && unseen == 0 {
+        return;
+    }
+    let max = seen.iter().max().copied().unwrap_or_default();
+    let count = seen.len();
+    let (p50, p99) = p50_p99(&mut seen);
+    println!(
+        "A's patch written → shown as worktree work ({count} pairs): p50 {}  p99 {}  max {}; not shown within the deadline: {unseen}",
+        fmt_duration(p50),
+        fmt_duration(p99),
+        fmt_duration(max)
+    );
+}
+
+/// Prints the false alarms and misses of predictor `index`, with whether the line check
+/// fired and the pair's hint.
+fn print_misses(predictors: &[&str], outcomes: &[Outcome], index: usize) {
+    let lines = predictors.iter().position(|n| *n == "lines ±1");
     println!();
-    println!("`conflicts` false alarms and misses:");
+    println!("`{}` false alarms and misses:", predictors[index]);
     for o in outcomes {
-        let label = match (o.truth, o.predicted[0]) {
+        let label = match (o.truth, o.predicted.get(index).copied().unwrap_or(false)) {
             (false, true) => "false alarm",
             (true, false) => "miss",
             _ => continue,
         };
+        let line_check = lines.and_then(|l| o.predicted.get(l)).copied();
         println!(
             "- {label} {} ({}; lines ±1 {}): {}",
             o.id,
             o.language,
-            if o.predicted[3] { "yes" } else { "no" },
+            if line_check == Some(true) {
+                "yes"
+            } else {
+                "no"
+            },
             o.hint
         );
     }
 }
 
-/// The outcomes and the scores as JSON (`--json`).
-pub(crate) fn to_json(outcomes: &[Outcome]) -> Value {
+/// The outcomes and the scores of `predictors` as JSON (`--json`).
+pub(crate) fn to_json(predictors: &[&str], outcomes: &[Outcome]) -> Value {
     let scores: Vec<Value> = groups(outcomes)
         .into_iter()
         .map(|(language, group)| {
-            let predictors: serde_json::Map<String, Value> = PREDICTORS
+            let scores: serde_json::Map<String, Value> = predictors
                 .iter()
                 .enumerate()
                 .map(|(index, name)| {
@@ -167,7 +229,7 @@ pub(crate) fn to_json(outcomes: &[Outcome]) -> Value {
             json!({"language": language, "pairs": group.len(),
                 "conflicting": group.iter().filter(|o| o.truth).count(),
                 "withRelated": group.iter().filter(|o| o.related_items > 0).count(),
-                "predictors": predictors})
+                "predictors": scores})
         })
         .collect();
     let pairs: Vec<Value> = outcomes
@@ -175,8 +237,9 @@ pub(crate) fn to_json(outcomes: &[Outcome]) -> Value {
         .map(|o| {
             json!({"id": o.id, "language": o.language, "truth": o.truth,
                 "conflicted": o.conflicted, "minedAgrees": o.mined_agrees,
-                "predicted": PREDICTORS.iter().zip(o.predicted).map(|(n, p)| ((*n).to_owned(), Value::Bool(p))).collect::<serde_json::Map<_, _>>(),
-                "relatedItems": o.related_items, "notApplied": o.not_applied, "hint": o.hint})
+                "predicted": predictors.iter().zip(&o.predicted).map(|(n, p)| ((*n).to_owned(), Value::Bool(*p))).collect::<serde_json::Map<_, _>>(),
+                "relatedItems": o.related_items, "notApplied": o.not_applied, "hint": o.hint,
+                "seenAfterMs": o.seen_after.map(|d| d.as_secs_f64() * 1e3)})
         })
         .collect();
     json!({"scores": scores, "pairs": pairs})
