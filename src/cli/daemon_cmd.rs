@@ -261,6 +261,12 @@ fn init_logging(level: Option<&str>) {
         None => EnvFilter::try_from_default_env().or_else(|_| EnvFilter::try_new("info")),
     }
     .unwrap_or_else(|_| EnvFilter::new("info"));
+    // notify warns each time a watched directory is deleted (its watch is gone with it):
+    // normal in a worktree, and noise in the log. Its errors still show.
+    let filter = match "notify=error".parse() {
+        Ok(quiet) => filter.add_directive(quiet),
+        Err(_) => filter,
+    };
     // Colour only on a terminal: `.wit/daemon.log` and captured stderr stay plain text.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
