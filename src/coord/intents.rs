@@ -149,7 +149,14 @@ impl Coord {
         let declaration = Declaration::check(description, files, symbols.unwrap_or_default())?;
         let resolution = self.resolve(&declaration.files, &declaration.distinct_symbols);
         let conflicts = self.declare_conflicts(session_id, &declaration, &resolution)?;
-        let intent = self.store_intent(session_id, &declaration, &resolution, None, &conflicts)?;
+        let intent = self.store_intent(
+            session_id,
+            &declaration,
+            &resolution,
+            None,
+            &conflicts,
+            IntentStatus::Declared,
+        )?;
         Ok(DeclaredIntent { intent, conflicts })
     }
 
@@ -222,7 +229,7 @@ impl Coord {
         Ok(conflicts)
     }
 
-    /// Stores a declaration as a `declared` intent (with `regions`, an observed one) and
+    /// Stores a declaration as an intent in `status` (with `regions`, an observed one) and
     /// appends its event.
     pub(super) fn store_intent(
         &self,
@@ -231,6 +238,7 @@ impl Coord {
         resolution: &Resolution,
         regions: Option<Vec<LineRegion>>,
         conflicts: &[Conflict],
+        status: IntentStatus,
     ) -> Result<Intent> {
         let id = self.ids.next_id();
         let (start_byte, end_byte) = match regions {
@@ -248,7 +256,7 @@ impl Coord {
                     .unwrap_or_else(|_| "[]".to_owned()),
                 start_byte,
                 end_byte,
-                status: IntentStatus::Declared,
+                status,
                 declared_at_ms: now,
                 updated_at_ms: now,
                 regions,

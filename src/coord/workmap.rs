@@ -314,7 +314,14 @@ impl Coord {
             let declaration = Declaration::observed(file, observed.touched);
             let resolution = Coord::observed_resolution(file);
             let regions = (!observed.file_level).then_some(added);
-            let intent = self.store_intent(session_id, &declaration, &resolution, regions, &[])?;
+            let intent = self.store_intent(
+                session_id,
+                &declaration,
+                &resolution,
+                regions,
+                &[],
+                IntentStatus::Declared,
+            )?;
             self.update_intent(&intent.id, session_id, IntentStatus::Active)?;
             Some(intent.id)
         };

@@ -312,13 +312,7 @@ impl Coord {
             };
             wanted.insert(file.file, regions);
         }
-        let live = self.store.read(|r| {
-            r.intents(&IntentFilter {
-                session_id: Some(&session),
-                file: None,
-                status: None,
-            })
-        })?;
+        let live = self.live_intents_of(&session)?;
         let description = format!("worktree {label}");
         let now = self.clock.now_ms();
         let mut kept = HashSet::new();
@@ -410,40 +404,26 @@ impl Coord {
             symbols,
         };
         let resolution = Coord::observed_resolution(file);
-        let id = self.ids.next_id();
-        self.store.write(|w| {
-            let now = self.clock.now_ms();
-            let intent = Intent {
-                id: id.clone(),
-                session_id: session.to_owned(),
-                description: declaration.description.clone(),
-                files: format!(",{file},"),
-                symbols: serde_json::to_string(&declaration.symbols)
-                    .unwrap_or_else(|_| "[]".to_owned()),
-                start_byte: None,
-                end_byte: None,
-                status: IntentStatus::Active,
-                declared_at_ms: now,
-                updated_at_ms: now,
-                regions,
-            };
-            w.insert_intent(&intent, &resolution.ranges)?;
-            events::append(
-                w,
-                now,
-                EventKind::IntentDeclared,
-                Some(session),
-                &intent.id,
-                json!({
-                    "description": intent.description,
-                    "files": declaration.files,
-                    "symbols": declaration.distinct_symbols,
-                    "status": intent.status.as_str(),
-                    "conflicts": 0,
-                }),
-            )?;
-            Ok::<_, super::CoordError>(())
-        })
+        self.store_intent(
+            session,
+            &declaration,
+            &resolution,
+            regions,
+            &[],
+            IntentStatus::Active,
+        )?;
+        Ok(())
+    }
+
+    /// The declared and active intents of `session`.
+    fn live_intents_of(&self, session: &str) -> Result<Vec<Intent>> {
+        Ok(self.store.read(|r| {
+            r.intents(&IntentFilter {
+                session_id: Some(session),
+                file: None,
+                status: None,
+            })
+        })?)
     }
 
     /// Resolves every live intent of the worktree at `root` (it was removed, or the
@@ -452,13 +432,7 @@ impl Coord {
         let session = worktree_session(root);
         let origin = self.origin_of_root(Some(root));
         self.worktrees().texts.retain(|(o, _), _| *o != origin);
-        let live = self.store.read(|r| {
-            r.intents(&IntentFilter {
-                session_id: Some(&session),
-                file: None,
-                status: None,
-            })
-        })?;
+        let live = self.live_intents_of(&session)?;
         if live.is_empty() {
             return Ok(());
         }
@@ -476,13 +450,7 @@ impl Coord {
     pub fn worktree_files(&self, root: &str) -> Result<Vec<WorktreeFile>> {
         let session = worktree_session(root);
         let origin = self.origin_of_root(Some(root));
-        let live = self.store.read(|r| {
-            r.intents(&IntentFilter {
-                session_id: Some(&session),
-                file: None,
-                status: None,
-            })
-        })?;
+        let live = self.live_intents_of(&session)?;
         let worktrees = self.worktrees();
         Ok(live
             .into_iter()
