@@ -300,6 +300,11 @@ impl Coord {
         let mut symbols: HashMap<String, Vec<String>> = HashMap::new();
         for file in files {
             symbols.insert(file.file.clone(), file.symbols);
+            if let Some(current) = &file.current {
+                // The regions observed there so far (this worktree's among them) become lines
+                // of the text read now, the text the new regions are lines of (13.3).
+                self.follow_text_of(&origin, &file.file, current)?;
+            }
             let regions = match (file.regions, &file.current) {
                 (Some(regions), Some(current)) => {
                     match self.uncovered(&origin, &session, &file.file, current, regions)? {

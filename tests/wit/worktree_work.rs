@@ -418,3 +418,38 @@ fn a_change_of_lines_another_worktree_deleted_meets_the_deletion() {
         assert!(overlaps(&clear).is_empty(), "{:?}", clear.conflicts);
     });
 }
+
+#[test]
+fn a_worktrees_regions_stay_true_when_previews_there_saw_an_older_text() {
+    let family = Family::new(&[("app.py", APP)]);
+    let one = family.add("w1");
+    let _daemon = family.daemon();
+    wait_answering(&one, true);
+    let session = worktree_session(&one);
+    let g_changed = edited("    z = x * 2\n", "    z = x * 4\n");
+    write_file(&one, "app.py", &g_changed);
+    block_on(async {
+        let main = client(&family.main());
+        let w1 = client(&one);
+        wait_for_intents(&main, &session, None, |i| {
+            i.len() == 1 && regions(&i[0]) == [[10, 10]]
+        })
+        .await;
+        // A preview in w1 reads the worktree's regions against the text it sees now.
+        preview(&w1, "c", "    return y\n", "    return -y\n").await;
+        // Two lines inserted at the top: the worktree's regions are git's lines of the new text.
+        write_file(
+            &one,
+            "app.py",
+            &format!("import os\nimport re\n{g_changed}"),
+        );
+        wait_for_intents(&main, &session, None, |i| {
+            i.len() == 1 && regions(&i[0]) == [[1, 2], [12, 12]]
+        })
+        .await;
+        // Another preview there, and the regions are still those lines (not carried twice).
+        preview(&w1, "c", "    return y\n", "    return -y\n").await;
+        let found = intents(&main, &session, None).await;
+        assert_eq!(regions(&found[0]), [[1, 2], [12, 12]], "{found:?}");
+    });
+}
