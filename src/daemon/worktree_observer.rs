@@ -51,29 +51,12 @@ pub async fn observe_worktrees(
     };
     let (events_tx, mut events) = mpsc::channel::<notify::Result<notify::Event>>(QUEUE);
     let overflowed = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let flag = Arc::clone(&overflowed);
-    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        // Reads (every file the index parses, every `git` that opens one) change nothing,
-        // and would crowd out the changes that do.
-        if event
-            .as_ref()
-            .is_ok_and(|e| matches!(e.kind, EventKind::Access(_)))
-        {
-            return;
-        }
-        if events_tx.try_send(event).is_err() {
-            flag.store(true, std::sync::atomic::Ordering::Relaxed);
-        }
-    });
     let mut observer = Observer {
         repository,
         coord,
-        watcher: match watcher {
-            Ok(watcher) => Some(watcher),
-            Err(error) => {
-                tracing::warn!(%error, "no file-system notification; worktrees are polled");
-                None
-            }
+        watcher: Watching::NotYet {
+            events: events_tx,
+            overflowed: Arc::clone(&overflowed),
         },
         roots: Vec::new(),
         watched: HashMap::new(),
@@ -114,10 +97,57 @@ struct Dirty {
     last: Instant,
 }
 
+/// The file-system watcher: made when the repository first has a second worktree (a
+/// repository with one worktree holds no inotify instance), or unavailable.
+enum Watching {
+    /// Not made yet: where its events will go.
+    NotYet {
+        events: mpsc::Sender<notify::Result<notify::Event>>,
+        overflowed: Arc<std::sync::atomic::AtomicBool>,
+    },
+    /// Watching.
+    On(RecommendedWatcher),
+    /// No notification here: worktrees are polled.
+    Unavailable,
+}
+
+impl Watching {
+    /// The watcher, made on first use.
+    fn get(&mut self) -> Option<&mut RecommendedWatcher> {
+        if let Watching::NotYet { events, overflowed } = self {
+            let (events, flag) = (events.clone(), Arc::clone(overflowed));
+            let made = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                // Reads (every file the index parses, every `git` that opens one) change
+                // nothing, and would crowd out the changes that do.
+                if event
+                    .as_ref()
+                    .is_ok_and(|e| matches!(e.kind, EventKind::Access(_)))
+                {
+                    return;
+                }
+                if events.try_send(event).is_err() {
+                    flag.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+            *self = match made {
+                Ok(watcher) => Watching::On(watcher),
+                Err(error) => {
+                    tracing::warn!(%error, "no file-system notification; worktrees are polled");
+                    Watching::Unavailable
+                }
+            };
+        }
+        match self {
+            Watching::On(watcher) => Some(watcher),
+            _ => None,
+        }
+    }
+}
+
 struct Observer {
     repository: Repository,
     coord: Arc<Coord>,
-    watcher: Option<RecommendedWatcher>,
+    watcher: Watching,
     /// The worktrees observed now (main first); empty while the repository has one.
     roots: Vec<PathBuf>,
     /// Watched directories, and the worktree each belongs to.
@@ -201,7 +231,7 @@ impl Observer {
 
     /// Watches the common directory's top level and its refs (commits, merges, checkouts).
     fn watch_common_dir(&mut self) {
-        let Some(watcher) = &mut self.watcher else {
+        let Some(watcher) = self.watcher.get() else {
             return;
         };
         let common = &self.repository.common_dir;
@@ -216,7 +246,7 @@ impl Observer {
 
     /// Watches every directory of the worktree at `root` holding files git knows.
     async fn watch_worktree(&mut self, root: &Path) {
-        if self.watcher.is_none() {
+        if self.watcher.get().is_none() {
             self.polled.insert(root.to_path_buf());
             return;
         }
@@ -236,12 +266,12 @@ impl Observer {
 
     /// Watches one directory of `root`; whether that worked.
     fn watch_dir(&mut self, root: &Path, dir: &Path) -> bool {
-        let Some(watcher) = &mut self.watcher else {
-            return false;
-        };
         if self.watched.contains_key(dir) {
             return true;
         }
+        let Some(watcher) = self.watcher.get() else {
+            return false;
+        };
         match watcher.watch(dir, RecursiveMode::NonRecursive) {
             Ok(()) => {
                 self.watched.insert(dir.to_path_buf(), root.to_path_buf());
@@ -262,7 +292,7 @@ impl Observer {
             .collect();
         for dir in dirs {
             self.watched.remove(&dir);
-            if let Some(watcher) = &mut self.watcher {
+            if let Watching::On(watcher) = &mut self.watcher {
                 let _ = watcher.unwatch(&dir);
             }
         }
