@@ -8,11 +8,9 @@
 //! refreshing the index (which would wake the file watcher that asked for this).
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
-use super::forecast::{git, GitError};
+use super::forecast::{git, new_side_lines, texts_at, GitError};
 use crate::analysis::language::Language;
 
 /// The largest text kept of a changed file (larger ones are file-level work).
@@ -91,7 +89,8 @@ pub fn changes_of(root: &Path, main_root: &Path) -> Result<WorktreeChanges, GitE
     let mut paths: Vec<String> = hunks.keys().cloned().collect();
     paths.sort();
     paths.truncate(MAX_FILES);
-    let bases = texts_at(root, &merge_base, &paths)?;
+    let names: Vec<String> = paths.iter().map(|p| format!("{merge_base}:{p}")).collect();
+    let bases = texts_at(root, &names)?;
     let files = paths
         .into_iter()
         .zip(bases)
@@ -210,12 +209,8 @@ fn changed_file(
         diff.hunks
             .iter()
             .map(|&(_, _, start, count)| {
-                if count == 0 {
-                    let at = (start + 1).clamp(1, last);
-                    (at, at)
-                } else {
-                    (start, start + count - 1)
-                }
+                let (first, end) = new_side_lines(start, count);
+                (first.min(last), end.min(last).max(first.min(last)))
             })
             .collect()
     };
@@ -235,77 +230,6 @@ fn read_text(path: &Path) -> Option<String> {
         return None;
     }
     String::from_utf8(std::fs::read(path).ok()?).ok()
-}
-
-/// The texts of `paths` at `commit`, in order (`None`: absent, binary or too large), read
-/// through one `git cat-file --batch`.
-fn texts_at(root: &Path, commit: &str, paths: &[String]) -> Result<Vec<Option<String>>, GitError> {
-    if paths.is_empty() {
-        return Ok(Vec::new());
-    }
-    let failed = |message: String| GitError::new("cat-file --batch", message);
-    let mut child = Command::new("git")
-        .args(["cat-file", "--batch"])
-        .current_dir(root)
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| failed(e.to_string()))?;
-    let mut input = String::new();
-    for path in paths {
-        input.push_str(commit);
-        input.push(':');
-        input.push_str(path);
-        input.push('\n');
-    }
-    let mut stdin = child
-        .stdin
-        .take()
-        .ok_or_else(|| failed("no stdin".into()))?;
-    // Written from its own thread: git answers while it reads, and a pipe holds little.
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let mut out = Vec::new();
-    child
-        .stdout
-        .take()
-        .ok_or_else(|| failed("no stdout".into()))?
-        .read_to_end(&mut out)
-        .map_err(|e| failed(e.to_string()))?;
-    let _ = writer.join();
-    let _ = child.wait();
-    Ok(parse_batch(&out, paths.len()))
-}
-
-/// The contents of `count` answers of `git cat-file --batch`.
-fn parse_batch(mut out: &[u8], count: usize) -> Vec<Option<String>> {
-    let mut texts = Vec::with_capacity(count);
-    while texts.len() < count {
-        let Some(end) = out.iter().position(|&b| b == b'\n') else {
-            break;
-        };
-        let header = String::from_utf8_lossy(&out[..end]).into_owned();
-        out = &out[end + 1..];
-        let mut fields = header.rsplitn(3, ' ');
-        let size = fields.next().and_then(|s| s.parse::<usize>().ok());
-        let kind = fields.next();
-        match (kind, size) {
-            (Some(kind), Some(size)) if out.len() > size => {
-                let body = &out[..size];
-                out = &out[size + 1..];
-                texts.push(
-                    (kind == "blob" && size <= MAX_TEXT_BYTES)
-                        .then(|| String::from_utf8(body.to_vec()).ok())
-                        .flatten(),
-                );
-            }
-            // `<name> missing`: absent at that commit.
-            _ => texts.push(None),
-        }
-    }
-    texts.resize(count, None);
-    texts
 }
 
 #[cfg(test)]
@@ -348,14 +272,5 @@ mod tests {
             opaque: false,
         };
         assert!(changed_file("a.py".into(), text(3), text(2), &rewrite).whole_file);
-    }
-
-    #[test]
-    fn batch_answers_in_order() {
-        let out = b"abc blob 3\nx\ny\nmain:gone missing\ndef blob 2\nhi\n";
-        assert_eq!(
-            parse_batch(out, 3),
-            [Some("x\ny".to_owned()), None, Some("hi".to_owned())]
-        );
     }
 }

@@ -8,6 +8,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use super::changes::MAX_TEXT_BYTES;
+
 /// A worktree's state as a commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct State {
@@ -529,8 +531,11 @@ impl Drop for TempIndex {
 }
 
 /// The texts of `names` (`<commit>:<path>`), in order, through one `git cat-file --batch`
-/// (`None`: missing there, or not UTF-8).
-fn texts_at(repo: &Path, names: &[String]) -> Result<Vec<Option<String>>, GitError> {
+/// (`None`: missing there, not UTF-8, or over [`MAX_TEXT_BYTES`]).
+pub(super) fn texts_at(repo: &Path, names: &[String]) -> Result<Vec<Option<String>>, GitError> {
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
     let request: String = names.iter().map(|n| format!("{n}\n")).collect();
     let output = git_with_input(repo, &["cat-file", "--batch"], request)?;
     Ok(batch_texts(&output, names.len()))
@@ -553,7 +558,11 @@ fn batch_texts(mut output: &[u8], count: usize) -> Vec<Option<String>> {
             .filter(|_| !header.ends_with(" missing") && !header.ends_with(" ambiguous"));
         match size {
             Some(size) if output.len() > size => {
-                texts.push(String::from_utf8(output[..size].to_vec()).ok());
+                // A text too large to analyse is kept as none (its bytes are skipped).
+                let text = (size <= MAX_TEXT_BYTES)
+                    .then(|| String::from_utf8(output[..size].to_vec()).ok())
+                    .flatten();
+                texts.push(text);
                 output = &output[size + 1..];
             }
             _ => texts.push(None),
@@ -574,15 +583,20 @@ fn hunk_lines(diff: &str) -> Vec<(i64, i64)> {
                 Some((start, count)) => (start.parse::<i64>().ok()?, count.parse::<i64>().ok()?),
                 None => (new.parse::<i64>().ok()?, 1),
             };
-            Some(if count == 0 {
-                // A pure deletion after line `start`: the line where the sides join.
-                let at = (start + 1).max(1);
-                (at, at)
-            } else {
-                (start, start + count - 1)
-            })
+            Some(new_side_lines(start, count))
         })
         .collect()
+}
+
+/// The lines of the new text a `-U0` hunk `+start,count` changed, 1-based and inclusive; a
+/// pure deletion (count 0, after line `start`) is the line where the two sides now join.
+pub(super) fn new_side_lines(start: i64, count: i64) -> (i64, i64) {
+    if count == 0 {
+        let at = (start + 1).max(1);
+        (at, at)
+    } else {
+        (start, start + count - 1)
+    }
 }
 
 #[cfg(test)]
