@@ -267,6 +267,16 @@ impl<'c> Others<'c> {
             .get_or_init(|| row.as_ref().and_then(process_of)))
     }
 
+    /// The LOCK_INTERSECTION items of `locks` whose holder stands against the acting
+    /// session.
+    pub fn lock_items(&self, locks: Vec<Lock>) -> Result<Vec<Conflict>> {
+        Ok(self
+            .filter(locks, |l| l.session_id.as_str())?
+            .into_iter()
+            .map(lock_item)
+            .collect())
+    }
+
     /// `items` whose session (as `session_of` names it) stands against the acting one.
     pub fn filter<T>(&self, items: Vec<T>, session_of: impl Fn(&T) -> &str) -> Result<Vec<T>> {
         let mut kept = Vec::with_capacity(items.len());
@@ -303,7 +313,7 @@ pub fn overlap_items(mut hits: Vec<RangeHit>) -> Vec<Conflict> {
 }
 
 /// The LOCK_INTERSECTION item for a lock that stands against the acting session.
-pub fn lock_item(lock: Lock) -> Conflict {
+fn lock_item(lock: Lock) -> Conflict {
     Conflict::LockIntersection {
         symbol_path: lock.symbol_path,
         held_by: lock.session_id,

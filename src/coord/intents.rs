@@ -10,7 +10,7 @@
 
 use std::collections::HashSet;
 
-use super::conflicts::{collides, held_by_another, lock_item, overlap_items, Others, Work};
+use super::conflicts::{collides, held_by_another, overlap_items, Others, Work};
 use super::events::{self, EventKind};
 use super::paths::{join_symbol_path, normalize};
 use super::regions::Lines;
@@ -213,12 +213,7 @@ impl Coord {
             }
             Ok::<_, CoordError>((locks, deps))
         })?;
-        conflicts.extend(
-            others
-                .filter(locks, |l| l.session_id.as_str())?
-                .into_iter()
-                .map(lock_item),
-        );
+        conflicts.extend(others.lock_items(locks)?);
         for (intent_symbol, lock) in others.filter(deps, |(_, l)| l.session_id.as_str())? {
             conflicts.push(Conflict::DepChain {
                 intent_symbol,

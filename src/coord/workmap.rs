@@ -184,7 +184,7 @@ impl Coord {
     }
 
     /// The live region rows of `file` observed in `origin`'s worktree, each intent once.
-    fn live_regions_of(&self, origin: &Origin, file: &str) -> Result<Vec<RangeHit>> {
+    pub(super) fn live_regions_of(&self, origin: &Origin, file: &str) -> Result<Vec<RangeHit>> {
         let rows = region_rows(self.store.read(|r| r.live_regions_in_file(file))?);
         if !self.several_worktrees() {
             return Ok(rows);

@@ -307,11 +307,11 @@ impl Coord {
             }
             let regions = match (file.regions, &file.current) {
                 (Some(regions), Some(current)) => {
-                    match self.uncovered(&origin, &session, &file.file, current, regions)? {
-                        Some(left) if !left.is_empty() => Some(left),
-                        Some(_) => continue,
-                        None => None,
+                    let left = self.uncovered(&origin, &session, &file.file, current, regions)?;
+                    if left.is_empty() {
+                        continue;
                     }
+                    Some(left)
                 }
                 _ => None,
             };
@@ -361,7 +361,7 @@ impl Coord {
     }
 
     /// `regions` of `file` in the worktree of `origin` without the lines a live session's
-    /// observed intent there already covers; `None` when the file-level answer stands.
+    /// observed intent there already covers (its regions, as lines of `current`).
     fn uncovered(
         &self,
         origin: &Origin,
@@ -369,28 +369,21 @@ impl Coord {
         file: &str,
         current: &str,
         regions: Vec<LineRegion>,
-    ) -> Result<Option<Vec<LineRegion>>> {
-        let rows = self.store.read(|r| r.live_regions_in_file(file))?;
-        let rows: Vec<RangeHit> = rows
+    ) -> Result<Vec<LineRegion>> {
+        let theirs: Vec<RangeHit> = self
+            .live_regions_of(origin, file)?
             .into_iter()
-            .filter(|row| row.session_id != session && row.regions.is_some())
+            .filter(|row| row.session_id != session)
             .collect();
-        if rows.is_empty() {
-            return Ok(Some(regions));
+        if theirs.is_empty() {
+            return Ok(regions);
         }
-        let origins = self.origins(&rows)?;
-        let theirs: Vec<RangeHit> = rows
-            .into_iter()
-            .zip(origins)
-            .filter(|(_, o)| o == origin)
-            .map(|(row, _)| row)
-            .collect();
-        let theirs = self.regions_of_origin(origin, file, current, theirs)?;
-        let covered: Vec<LineRegion> = theirs
+        let covered: Vec<LineRegion> = self
+            .regions_of_origin(origin, file, current, theirs)?
             .into_iter()
             .flat_map(|r| r.regions.unwrap_or_default())
             .collect();
-        Ok(Some(subtract(&regions, &covered)))
+        Ok(subtract(&regions, &covered))
     }
 
     /// Declares the observed work of a worktree on one file as an `active` intent.

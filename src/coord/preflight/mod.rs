@@ -20,9 +20,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::conflicts::{
-    collides, held_by_another, lock_item, overlap_items, Conflict, Others, Related, Work,
-};
+use super::conflicts::{collides, held_by_another, overlap_items, Conflict, Others, Related, Work};
 use super::contracts::{Violation, SYMBOL_NOT_IN_STAGED_CONTENT};
 use super::paths::{join_symbol_path, normalize};
 use super::regions::Lines;
@@ -222,12 +220,7 @@ impl Coord {
             }
             Ok::<_, CoordError>(locks)
         })?;
-        conflicts.extend(
-            others
-                .filter(locks, |l| l.session_id.as_str())?
-                .into_iter()
-                .map(lock_item),
-        );
+        conflicts.extend(others.lock_items(locks)?);
         Ok((conflicts, near))
     }
 
