@@ -61,6 +61,23 @@ fn assert_ratio(reported: &Value, num: u64, den: u64, what: &str) {
     }
 }
 
+/// Asserts what every replayed pair must be: the fixture's pair, every recording of A and
+/// every preview of B applied (the derived edits are sound), and the truth git's merge of
+/// the replayed files, agreeing with the merge of the original commits the miner ran. The
+/// pair's id and conflicted files.
+fn assert_sound<'p>(pair: &'p Value, outcome: &Value) -> (&'p Value, &'p Vec<Value>) {
+    let id = &pair["id"];
+    assert_eq!(&outcome["id"], id);
+    assert_eq!(outcome["notApplied"], 0, "{id}");
+    let conflicted = pair["conflicted"].as_array().unwrap();
+    assert_eq!(
+        outcome["truth"],
+        Value::Bool(!conflicted.is_empty()),
+        "{id}"
+    );
+    (id, conflicted)
+}
+
 #[test]
 fn the_replay_scores_real_pairs_against_git() {
     let pairs = fixture_pairs();
@@ -70,18 +87,7 @@ fn the_replay_scores_real_pairs_against_git() {
     assert_eq!(outcomes.len(), pairs.len());
 
     for (pair, outcome) in pairs.iter().zip(outcomes) {
-        let id = &pair["id"];
-        assert_eq!(&outcome["id"], id);
-        // Every recording of A and every preview of B applied: the derived edits are sound.
-        assert_eq!(outcome["notApplied"], 0, "{id}");
-        // The truth is git's merge of the replayed files, and it agrees with the merge of the
-        // original commits the miner ran.
-        let conflicted = pair["conflicted"].as_array().unwrap();
-        assert_eq!(
-            outcome["truth"],
-            Value::Bool(!conflicted.is_empty()),
-            "{id}"
-        );
+        let (id, conflicted) = assert_sound(pair, outcome);
         assert_eq!(
             outcome["conflicted"].as_array().unwrap(),
             conflicted,
@@ -175,15 +181,7 @@ fn the_replay_in_worktrees_sees_unhooked_work_and_forecasts_gits_conflicts() {
     assert!(outcomes.iter().any(|o| o["truth"] == true));
     assert!(outcomes.iter().any(|o| o["truth"] == false));
     for (pair, outcome) in pairs.iter().zip(outcomes) {
-        let id = &pair["id"];
-        assert_eq!(&outcome["id"], id);
-        assert_eq!(outcome["notApplied"], 0, "{id}");
-        let conflicted = pair["conflicted"].as_array().unwrap();
-        assert_eq!(
-            outcome["truth"],
-            Value::Bool(!conflicted.is_empty()),
-            "{id}"
-        );
+        let (id, _) = assert_sound(pair, outcome);
         // A's work was shown as the worktree's observed work (each pair changes a tracked
         // file on A's side).
         assert!(

@@ -2,7 +2,7 @@
 //! another worktree's changes (14.5): real daemons, real `git worktree add`, files written
 //! to disk as a shell or an editor would, with no wit call.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -18,6 +18,18 @@ use crate::worktrees::{client, wait_answering, write_file, Family};
 
 /// Twelve lines: `f` on lines 1-3, `g` on lines 9-11.
 const APP: &str = "def f(x):\n    y = x + 1\n    return y\n\n\nA = 1\n\n\ndef g(x):\n    z = x * 2\n    return z\n\nB = 2\n";
+
+/// A repository holding `APP` with the linked worktrees `names`, served by one daemon that
+/// answers on every worktree's socket.
+fn served(names: &[&str]) -> (Family, Vec<PathBuf>, Daemon) {
+    let family = Family::new(&[("app.py", APP)]);
+    let roots: Vec<PathBuf> = names.iter().map(|name| family.add(name)).collect();
+    let daemon = family.daemon();
+    for root in &roots {
+        wait_answering(root, true);
+    }
+    (family, roots, daemon)
+}
 
 fn worktree_session(root: &Path) -> String {
     format!("worktree:{}", root.display())
@@ -116,12 +128,8 @@ fn edited(old: &str, new: &str) -> String {
 
 #[test]
 fn an_edit_in_one_worktree_without_hooks_is_seen_by_a_preview_in_another() {
-    let family = Family::new(&[("app.py", APP)]);
-    let one = family.add("w1");
-    let two = family.add("w2");
-    let _daemon = family.daemon();
-    wait_answering(&one, true);
-    wait_answering(&two, true);
+    let (family, roots, _daemon) = served(&["w1", "w2"]);
+    let [one, two] = [roots[0].clone(), roots[1].clone()];
     // An editor in w1 changes f's body; w2 has three lines of its own above f.
     write_file(
         &one,
@@ -184,10 +192,8 @@ fn an_edit_in_one_worktree_without_hooks_is_seen_by_a_preview_in_another() {
 
 #[test]
 fn a_branch_merged_into_the_main_worktree_resolves_its_observed_work() {
-    let family = Family::new(&[("app.py", APP)]);
-    let one = family.add("w1");
-    let _daemon = family.daemon();
-    wait_answering(&one, true);
+    let (family, roots, _daemon) = served(&["w1"]);
+    let one = roots[0].clone();
     // Committed on the branch: still its work against the merge-base.
     write_file(
         &one,
@@ -210,10 +216,8 @@ fn a_branch_merged_into_the_main_worktree_resolves_its_observed_work() {
 
 #[test]
 fn a_removed_worktree_takes_its_observed_work_with_it() {
-    let family = Family::new(&[("app.py", APP)]);
-    let one = family.add("w1");
-    let _daemon = family.daemon();
-    wait_answering(&one, true);
+    let (family, roots, _daemon) = served(&["w1"]);
+    let one = roots[0].clone();
     write_file(&one, "app.py", &edited("A = 1\n", "A = 2\n"));
     block_on(async {
         let main = client(&family.main());
@@ -227,10 +231,8 @@ fn a_removed_worktree_takes_its_observed_work_with_it() {
 
 #[test]
 fn a_shell_session_with_no_wit_calls_is_seen_through_its_worktree() {
-    let family = Family::new(&[("app.py", APP)]);
-    let one = family.add("w1");
-    let _daemon = family.daemon();
-    wait_answering(&one, true);
+    let (family, roots, _daemon) = served(&["w1"]);
+    let one = roots[0].clone();
     // A shell in w1 writes a new module and appends to another: no wit anywhere.
     let shell = Command::new("sh")
         .args([
@@ -272,10 +274,8 @@ fn a_shell_session_with_no_wit_calls_is_seen_through_its_worktree() {
 
 #[test]
 fn lines_a_session_recorded_are_not_reported_twice() {
-    let family = Family::new(&[("app.py", APP)]);
-    let one = family.add("w1");
-    let _daemon = family.daemon();
-    wait_answering(&one, true);
+    let (family, roots, _daemon) = served(&["w1"]);
+    let one = roots[0].clone();
     block_on(async {
         let w1 = client(&one);
         // An agent in w1 edits f through the gate (recorded), and writes it.
@@ -315,12 +315,8 @@ fn lines_a_session_recorded_are_not_reported_twice() {
 
 #[test]
 fn the_forecast_relates_worktrees_whose_changes_meet_without_conflicting() {
-    let family = Family::new(&[("app.py", APP)]);
-    let one = family.add("w1");
-    let two = family.add("w2");
-    let _daemon = family.daemon();
-    wait_answering(&one, true);
-    wait_answering(&two, true);
+    let (family, roots, _daemon) = served(&["w1", "w2"]);
+    let [one, two] = [roots[0].clone(), roots[1].clone()];
     // w1 changes f's signature and makes g call f; w2 changes f's last line: f's lines
     // apart (git merges them cleanly), and g calls the f w2 changes.
     let w1_text = edited("def f(x):\n", "def f(x, k=0):\n").replacen(
@@ -387,12 +383,8 @@ fn the_forecast_relates_worktrees_whose_changes_meet_without_conflicting() {
 /// deleted (replay in worktree mode, requests-c0d4b23cea: git conflicts there).
 #[test]
 fn a_change_of_lines_another_worktree_deleted_meets_the_deletion() {
-    let family = Family::new(&[("app.py", APP)]);
-    let one = family.add("w1");
-    let two = family.add("w2");
-    let _daemon = family.daemon();
-    wait_answering(&one, true);
-    wait_answering(&two, true);
+    let (family, roots, _daemon) = served(&["w1", "w2"]);
+    let [one, two] = [roots[0].clone(), roots[1].clone()];
     // w1 deletes g (lines 9-12): its region is the line where the sides join.
     write_file(
         &one,
@@ -421,10 +413,8 @@ fn a_change_of_lines_another_worktree_deleted_meets_the_deletion() {
 
 #[test]
 fn a_worktrees_regions_stay_true_when_previews_there_saw_an_older_text() {
-    let family = Family::new(&[("app.py", APP)]);
-    let one = family.add("w1");
-    let _daemon = family.daemon();
-    wait_answering(&one, true);
+    let (family, roots, _daemon) = served(&["w1"]);
+    let one = roots[0].clone();
     let session = worktree_session(&one);
     let g_changed = edited("    z = x * 2\n", "    z = x * 4\n");
     write_file(&one, "app.py", &g_changed);
