@@ -19,6 +19,7 @@ pub mod hosts;
 mod index;
 mod intents;
 mod locks;
+pub mod owner_map;
 pub mod paths;
 pub mod preflight;
 pub mod process;

@@ -661,3 +661,131 @@ where
         )?;
     ::std::result::Result::Ok(())
 }
+/// The `work.*` methods of the protocol: `work.begin`, `work.end`, `work.owners`, `work.changes`.
+///
+/// Implement each method with `async fn`; the returned future must be `Send`.
+pub trait WorkMethods {
+    /// Open a tool call's window: changes on disk while it is open are the session's.
+    ///
+    /// Opened by a harness's pre-tool hook for every tool call the gate lets through (file edits, shell commands, notebook edits, other servers' tools). While the window is open, changes the daemon sees on disk that no recorded edit explains are attributed to its session (a window naming a file and its edits explains that file's change alone). It closes with work.end, after ttlMs, or when its session ends.
+    fn work_begin(
+        &self,
+        params: crate::protocol::WorkBeginParams,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            crate::protocol::WorkBeginResult,
+            crate::protocol::ProtocolError,
+        >,
+    > + ::std::marker::Send;
+    /// Close a tool call's window; what it attributed.
+    ///
+    /// Called by the post-tool hook. Changes already on disk are attributed before the window closes, so the answer includes a change the tool made just before the hook ran. An unknown or already closed window answers changed: [].
+    fn work_end(
+        &self,
+        params: crate::protocol::WorkEndParams,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            crate::protocol::WorkEndResult,
+            crate::protocol::ProtocolError,
+        >,
+    > + ::std::marker::Send;
+    /// Who owns each uncommitted line of a file.
+    ///
+    /// The owners of the file's uncommitted lines in its current text, in line order: sessionIds empty for unowned lines. A binary (non-UTF-8) file has no lines: its owners are the file's.
+    fn work_owners(
+        &self,
+        params: crate::protocol::WorkOwnersParams,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            crate::protocol::WorkOwnersResult,
+            crate::protocol::ProtocolError,
+        >,
+    > + ::std::marker::Send;
+    /// The owner map: every uncommitted change of the tree against HEAD, with its owners.
+    ///
+    /// Per file with uncommitted work, its changes from HEAD's text to the current text as the daemon saw them made (git's -U0 numbering), split so that each hunk has one set of owners. With sessionId, each hunk also says whether it is the caller's agent's (mine) and which other live sessions own it (others), by the daemon's same-agent rule and liveness: what the shell gate, wit commit and the git hooks ask.
+    fn work_changes(
+        &self,
+        params: crate::protocol::WorkChangesParams,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<
+            crate::protocol::WorkChangesResult,
+            crate::protocol::ProtocolError,
+        >,
+    > + ::std::marker::Send;
+}
+/// Registers the `work.*` methods (`work.begin`, `work.end`, `work.owners`, `work.changes`) on `module` under their wire names.
+///
+/// Each handler decodes its params with the generated decoder (problems answer -32600 INVALID_REQUEST with `{formErrors, fieldErrors}`), calls the trait method and maps a `ProtocolError` to the JSON-RPC error object.
+pub fn register_work_methods<T>(
+    module: &mut ::jsonrpsee::RpcModule<T>,
+) -> ::std::result::Result<(), ::jsonrpsee::core::RegisterMethodError>
+where
+    T: WorkMethods + ::std::marker::Send + ::std::marker::Sync + 'static,
+{
+    module
+        .register_async_method(
+            "work.begin",
+            |params, context, _extensions| async move {
+                match crate::protocol::server::decode_params(
+                    &params,
+                    crate::protocol::WorkBeginParams::from_params,
+                ) {
+                    ::std::result::Result::Ok(params) => context.work_begin(params).await,
+                    ::std::result::Result::Err(error) => {
+                        ::std::result::Result::Err(error)
+                    }
+                }
+            },
+        )?;
+    module
+        .register_async_method(
+            "work.end",
+            |params, context, _extensions| async move {
+                match crate::protocol::server::decode_params(
+                    &params,
+                    crate::protocol::WorkEndParams::from_params,
+                ) {
+                    ::std::result::Result::Ok(params) => context.work_end(params).await,
+                    ::std::result::Result::Err(error) => {
+                        ::std::result::Result::Err(error)
+                    }
+                }
+            },
+        )?;
+    module
+        .register_async_method(
+            "work.owners",
+            |params, context, _extensions| async move {
+                match crate::protocol::server::decode_params(
+                    &params,
+                    crate::protocol::WorkOwnersParams::from_params,
+                ) {
+                    ::std::result::Result::Ok(params) => {
+                        context.work_owners(params).await
+                    }
+                    ::std::result::Result::Err(error) => {
+                        ::std::result::Result::Err(error)
+                    }
+                }
+            },
+        )?;
+    module
+        .register_async_method(
+            "work.changes",
+            |params, context, _extensions| async move {
+                match crate::protocol::server::decode_params(
+                    &params,
+                    crate::protocol::WorkChangesParams::from_params,
+                ) {
+                    ::std::result::Result::Ok(params) => {
+                        context.work_changes(params).await
+                    }
+                    ::std::result::Result::Err(error) => {
+                        ::std::result::Result::Err(error)
+                    }
+                }
+            },
+        )?;
+    ::std::result::Result::Ok(())
+}

@@ -752,6 +752,14 @@ pub struct EventsPollResult {
     ///The since to pass next time
     pub next: i64,
 }
+///One file's uncommitted changes against HEAD with their owners
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct FileChanges {
+    ///Not valid UTF-8: one file-level hunk (all counts 0)
+    pub binary: bool,
+    pub file: ::std::string::String,
+    pub hunks: ::std::vec::Vec<OwnedHunk>,
+}
 ///The params of `intent.declare`: Declare intent to modify files/symbols and receive a conflict report
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct IntentDeclareParams {
@@ -1203,6 +1211,41 @@ pub struct LockWait {
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct LockWaitsParams {}
+///HEAD's oldLines lines from oldStart replaced by the current file's newLines lines from newStart (git's -U0 numbering: with a count of 0 the start is the line after which the point lies)
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct OwnedHunk {
+    ///With sessionId: the change is the caller's agent's
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub mine: ::std::option::Option<bool>,
+    #[serde(rename = "newLines")]
+    pub new_lines: i64,
+    #[serde(rename = "newStart")]
+    pub new_start: i64,
+    #[serde(rename = "oldLines")]
+    pub old_lines: i64,
+    #[serde(rename = "oldStart")]
+    pub old_start: i64,
+    ///With sessionId: the live owners that are not the caller's agent (unowned work is 'unowned:<root>')
+    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+    pub others: ::std::vec::Vec<::std::string::String>,
+    ///Who made this change; empty: unowned
+    #[serde(rename = "sessionIds")]
+    pub session_ids: ::std::vec::Vec<::std::string::String>,
+}
+///A run of uncommitted lines with the same owners (PROTOCOL-NOTES 15.7)
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct OwnedLines {
+    ///Last line, inclusive
+    #[serde(rename = "endLine")]
+    pub end_line: i64,
+    ///The sessions that changed these lines; empty: unowned
+    #[serde(rename = "sessionIds")]
+    pub session_ids: ::std::vec::Vec<::std::string::String>,
+    ///When the newest of these lines was changed (ISO-8601)
+    pub since: ::std::string::String,
+    #[serde(rename = "startLine")]
+    pub start_line: i64,
+}
 ///The params of `ping`: Health check — verifies the daemon is reachable
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -1524,6 +1567,98 @@ pub struct Violation {
     ///The symbol path
     #[serde(rename = "symbolPath")]
     pub symbol_path: ::std::string::String,
+}
+///Lines a tool-call window attributed to its session in one file (PROTOCOL-NOTES 15.2)
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct WindowChange {
+    pub file: ::std::string::String,
+    pub regions: ::std::vec::Vec<LineRegion>,
+}
+///The params of `work.begin`: Open a tool call's window: changes on disk while it is open are the session's
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct WorkBeginParams {
+    ///The file-edit tool's edits (as in edit.preflight)
+    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+    pub edits: ::std::vec::Vec<WorkBeginParamsEditsItem>,
+    ///The file a file-edit tool writes, relative to the root
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub file: ::std::option::Option<::std::string::String>,
+    ///The session the tool call belongs to
+    #[serde(rename = "sessionId")]
+    pub session_id: ::std::string::String,
+    ///The tool being called (as the harness names it)
+    pub tool: ::std::string::String,
+    ///How long the window stays open without work.end (default 600000)
+    #[serde(rename = "ttlMs", skip_serializing_if = "::std::option::Option::is_none")]
+    pub ttl_ms: ::std::option::Option<i64>,
+}
+///`WorkBeginParamsEditsItem`
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct WorkBeginParamsEditsItem {
+    #[serde(rename = "newText")]
+    pub new_text: ::std::string::String,
+    #[serde(rename = "oldText")]
+    pub old_text: ::std::string::String,
+    #[serde(
+        rename = "replaceAll",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub replace_all: ::std::option::Option<bool>,
+}
+///The result of `work.begin`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct WorkBeginResult {
+    ///The window, for work.end
+    #[serde(rename = "windowId")]
+    pub window_id: ::std::string::String,
+}
+///The params of `work.changes`: The owner map: every uncommitted change of the tree against HEAD, with its owners
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+pub struct WorkChangesParams {
+    ///Only these files (relative to the root)
+    #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
+    pub files: ::std::vec::Vec<::std::string::String>,
+    ///The asking session: adds mine and others to each hunk
+    #[serde(
+        rename = "sessionId",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub session_id: ::std::option::Option<::std::string::String>,
+}
+///The result of `work.changes`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct WorkChangesResult {
+    pub files: ::std::vec::Vec<FileChanges>,
+}
+///The params of `work.end`: Close a tool call's window; what it attributed
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct WorkEndParams {
+    ///The session the tool call belongs to
+    #[serde(rename = "sessionId")]
+    pub session_id: ::std::string::String,
+    ///The window work.begin opened
+    #[serde(rename = "windowId")]
+    pub window_id: ::std::string::String,
+}
+///The result of `work.end`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct WorkEndResult {
+    ///Per file, the lines attributed to the session during the window (lines of the file's current text; empty for a binary file)
+    pub changed: ::std::vec::Vec<WindowChange>,
+}
+///The params of `work.owners`: Who owns each uncommitted line of a file
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct WorkOwnersParams {
+    ///The file, relative to the root
+    pub file: ::std::string::String,
+}
+///The result of `work.owners`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct WorkOwnersResult {
+    ///The file is not valid UTF-8: its work is file-level
+    pub binary: bool,
+    pub file: ::std::string::String,
+    pub lines: ::std::vec::Vec<OwnedLines>,
 }
 ///A file where merging the two worktrees would conflict.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -2898,6 +3033,326 @@ impl WorktreeForecastParams {
         ::std::result::Result::Ok(Self {})
     }
 }
+impl WorkBeginParams {
+    /// The params of `work.begin` as the decoder checks them, in spec order.
+    pub const PARAM_RULES: &'static [crate::protocol::params::ParamRule] = &[
+        crate::protocol::params::ParamRule {
+            name: "sessionId",
+            required: true,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::String,
+                nullable: false,
+                min_length: ::std::option::Option::Some(1usize),
+                max_length: ::std::option::Option::None,
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::None,
+                max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
+            },
+        },
+        crate::protocol::params::ParamRule {
+            name: "tool",
+            required: true,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::String,
+                nullable: false,
+                min_length: ::std::option::Option::Some(1usize),
+                max_length: ::std::option::Option::Some(200usize),
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::None,
+                max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
+            },
+        },
+        crate::protocol::params::ParamRule {
+            name: "file",
+            required: false,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::String,
+                nullable: false,
+                min_length: ::std::option::Option::Some(1usize),
+                max_length: ::std::option::Option::None,
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::None,
+                max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
+            },
+        },
+        crate::protocol::params::ParamRule {
+            name: "edits",
+            required: false,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::Array(
+                    &crate::protocol::params::Check {
+                        kind: crate::protocol::params::Kind::Object(
+                            &[
+                                crate::protocol::params::ParamRule {
+                                    name: "oldText",
+                                    required: true,
+                                    check: crate::protocol::params::Check {
+                                        kind: crate::protocol::params::Kind::String,
+                                        nullable: false,
+                                        min_length: ::std::option::Option::None,
+                                        max_length: ::std::option::Option::None,
+                                        pattern: ::std::option::Option::None,
+                                        enum_values: &[],
+                                        min_items: ::std::option::Option::None,
+                                        max_items: ::std::option::Option::None,
+                                        minimum: ::std::option::Option::None,
+                                        maximum: ::std::option::Option::None,
+                                    },
+                                },
+                                crate::protocol::params::ParamRule {
+                                    name: "newText",
+                                    required: true,
+                                    check: crate::protocol::params::Check {
+                                        kind: crate::protocol::params::Kind::String,
+                                        nullable: false,
+                                        min_length: ::std::option::Option::None,
+                                        max_length: ::std::option::Option::None,
+                                        pattern: ::std::option::Option::None,
+                                        enum_values: &[],
+                                        min_items: ::std::option::Option::None,
+                                        max_items: ::std::option::Option::None,
+                                        minimum: ::std::option::Option::None,
+                                        maximum: ::std::option::Option::None,
+                                    },
+                                },
+                                crate::protocol::params::ParamRule {
+                                    name: "replaceAll",
+                                    required: false,
+                                    check: crate::protocol::params::Check {
+                                        kind: crate::protocol::params::Kind::Boolean,
+                                        nullable: false,
+                                        min_length: ::std::option::Option::None,
+                                        max_length: ::std::option::Option::None,
+                                        pattern: ::std::option::Option::None,
+                                        enum_values: &[],
+                                        min_items: ::std::option::Option::None,
+                                        max_items: ::std::option::Option::None,
+                                        minimum: ::std::option::Option::None,
+                                        maximum: ::std::option::Option::None,
+                                    },
+                                },
+                            ],
+                        ),
+                        nullable: false,
+                        min_length: ::std::option::Option::None,
+                        max_length: ::std::option::Option::None,
+                        pattern: ::std::option::Option::None,
+                        enum_values: &[],
+                        min_items: ::std::option::Option::None,
+                        max_items: ::std::option::Option::None,
+                        minimum: ::std::option::Option::None,
+                        maximum: ::std::option::Option::None,
+                    },
+                ),
+                nullable: false,
+                min_length: ::std::option::Option::None,
+                max_length: ::std::option::Option::None,
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::Some(1usize),
+                max_items: ::std::option::Option::Some(1000usize),
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
+            },
+        },
+        crate::protocol::params::ParamRule {
+            name: "ttlMs",
+            required: false,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::Integer,
+                nullable: false,
+                min_length: ::std::option::Option::None,
+                max_length: ::std::option::Option::None,
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::None,
+                max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::Some(1i64),
+                maximum: ::std::option::Option::Some(86400000i64),
+            },
+        },
+    ];
+    /// Decodes and checks the params of `work.begin`, reporting every problem found (missing, wrong type, too short, too long, bad format, unknown enum value) keyed by param name. Unknown params are ignored.
+    pub fn from_params(
+        params: ::std::option::Option<&::serde_json::Value>,
+    ) -> ::std::result::Result<Self, crate::protocol::params::ParamErrors> {
+        let mut decoder = crate::protocol::params::ParamDecoder::new(params)?;
+        let session_id = decoder.required(&Self::PARAM_RULES[0usize]);
+        let tool = decoder.required(&Self::PARAM_RULES[1usize]);
+        let file = decoder.optional_field(&Self::PARAM_RULES[2usize]);
+        let edits = decoder.optional_field(&Self::PARAM_RULES[3usize]);
+        let ttl_ms = decoder.optional_field(&Self::PARAM_RULES[4usize]);
+        match (session_id, tool) {
+            (
+                ::std::option::Option::Some(session_id),
+                ::std::option::Option::Some(tool),
+            ) => {
+                decoder
+                    .finish(Self {
+                        session_id,
+                        tool,
+                        file,
+                        edits,
+                        ttl_ms,
+                    })
+            }
+            _ => ::std::result::Result::Err(decoder.into_errors()),
+        }
+    }
+}
+impl WorkEndParams {
+    /// The params of `work.end` as the decoder checks them, in spec order.
+    pub const PARAM_RULES: &'static [crate::protocol::params::ParamRule] = &[
+        crate::protocol::params::ParamRule {
+            name: "sessionId",
+            required: true,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::String,
+                nullable: false,
+                min_length: ::std::option::Option::Some(1usize),
+                max_length: ::std::option::Option::None,
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::None,
+                max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
+            },
+        },
+        crate::protocol::params::ParamRule {
+            name: "windowId",
+            required: true,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::String,
+                nullable: false,
+                min_length: ::std::option::Option::Some(1usize),
+                max_length: ::std::option::Option::Some(200usize),
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::None,
+                max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
+            },
+        },
+    ];
+    /// Decodes and checks the params of `work.end`, reporting every problem found (missing, wrong type, too short, too long, bad format, unknown enum value) keyed by param name. Unknown params are ignored.
+    pub fn from_params(
+        params: ::std::option::Option<&::serde_json::Value>,
+    ) -> ::std::result::Result<Self, crate::protocol::params::ParamErrors> {
+        let mut decoder = crate::protocol::params::ParamDecoder::new(params)?;
+        let session_id = decoder.required(&Self::PARAM_RULES[0usize]);
+        let window_id = decoder.required(&Self::PARAM_RULES[1usize]);
+        match (session_id, window_id) {
+            (
+                ::std::option::Option::Some(session_id),
+                ::std::option::Option::Some(window_id),
+            ) => decoder.finish(Self { session_id, window_id }),
+            _ => ::std::result::Result::Err(decoder.into_errors()),
+        }
+    }
+}
+impl WorkOwnersParams {
+    /// The params of `work.owners` as the decoder checks them, in spec order.
+    pub const PARAM_RULES: &'static [crate::protocol::params::ParamRule] = &[
+        crate::protocol::params::ParamRule {
+            name: "file",
+            required: true,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::String,
+                nullable: false,
+                min_length: ::std::option::Option::Some(1usize),
+                max_length: ::std::option::Option::None,
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::None,
+                max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
+            },
+        },
+    ];
+    /// Decodes and checks the params of `work.owners`, reporting every problem found (missing, wrong type, too short, too long, bad format, unknown enum value) keyed by param name. Unknown params are ignored.
+    pub fn from_params(
+        params: ::std::option::Option<&::serde_json::Value>,
+    ) -> ::std::result::Result<Self, crate::protocol::params::ParamErrors> {
+        let mut decoder = crate::protocol::params::ParamDecoder::new(params)?;
+        let file = decoder.required(&Self::PARAM_RULES[0usize]);
+        match (file,) {
+            (::std::option::Option::Some(file),) => decoder.finish(Self { file }),
+            _ => ::std::result::Result::Err(decoder.into_errors()),
+        }
+    }
+}
+impl WorkChangesParams {
+    /// The params of `work.changes` as the decoder checks them, in spec order.
+    pub const PARAM_RULES: &'static [crate::protocol::params::ParamRule] = &[
+        crate::protocol::params::ParamRule {
+            name: "sessionId",
+            required: false,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::String,
+                nullable: false,
+                min_length: ::std::option::Option::Some(1usize),
+                max_length: ::std::option::Option::None,
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::None,
+                max_items: ::std::option::Option::None,
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
+            },
+        },
+        crate::protocol::params::ParamRule {
+            name: "files",
+            required: false,
+            check: crate::protocol::params::Check {
+                kind: crate::protocol::params::Kind::Array(
+                    &crate::protocol::params::Check {
+                        kind: crate::protocol::params::Kind::String,
+                        nullable: false,
+                        min_length: ::std::option::Option::Some(1usize),
+                        max_length: ::std::option::Option::None,
+                        pattern: ::std::option::Option::None,
+                        enum_values: &[],
+                        min_items: ::std::option::Option::None,
+                        max_items: ::std::option::Option::None,
+                        minimum: ::std::option::Option::None,
+                        maximum: ::std::option::Option::None,
+                    },
+                ),
+                nullable: false,
+                min_length: ::std::option::Option::None,
+                max_length: ::std::option::Option::None,
+                pattern: ::std::option::Option::None,
+                enum_values: &[],
+                min_items: ::std::option::Option::None,
+                max_items: ::std::option::Option::Some(10000usize),
+                minimum: ::std::option::Option::None,
+                maximum: ::std::option::Option::None,
+            },
+        },
+    ];
+    /// Decodes and checks the params of `work.changes`, reporting every problem found (missing, wrong type, too short, too long, bad format, unknown enum value) keyed by param name. Unknown params are ignored.
+    pub fn from_params(
+        params: ::std::option::Option<&::serde_json::Value>,
+    ) -> ::std::result::Result<Self, crate::protocol::params::ParamErrors> {
+        let mut decoder = crate::protocol::params::ParamDecoder::new(params)?;
+        let session_id = decoder.optional_field(&Self::PARAM_RULES[0usize]);
+        let files = decoder.optional_field(&Self::PARAM_RULES[1usize]);
+        let value = Self { session_id, files };
+        decoder.finish(value)
+    }
+}
 /// Every method of the protocol, in spec order: wire name, summary, param names and
 /// the rules the params decoder checks.
 pub const METHODS: &[crate::protocol::MethodInfo] = &[
@@ -3014,5 +3469,29 @@ pub const METHODS: &[crate::protocol::MethodInfo] = &[
         summary: "Which worktrees of the repository will collide where, by symbol",
         params: &[],
         rules: &[],
+    },
+    crate::protocol::MethodInfo {
+        name: "work.begin",
+        summary: "Open a tool call's window: changes on disk while it is open are the session's",
+        params: &["sessionId", "tool", "file", "edits", "ttlMs"],
+        rules: WorkBeginParams::PARAM_RULES,
+    },
+    crate::protocol::MethodInfo {
+        name: "work.end",
+        summary: "Close a tool call's window; what it attributed",
+        params: &["sessionId", "windowId"],
+        rules: WorkEndParams::PARAM_RULES,
+    },
+    crate::protocol::MethodInfo {
+        name: "work.owners",
+        summary: "Who owns each uncommitted line of a file",
+        params: &["file"],
+        rules: WorkOwnersParams::PARAM_RULES,
+    },
+    crate::protocol::MethodInfo {
+        name: "work.changes",
+        summary: "The owner map: every uncommitted change of the tree against HEAD, with its owners",
+        params: &["sessionId", "files"],
+        rules: WorkChangesParams::PARAM_RULES,
     },
 ];

@@ -314,8 +314,15 @@ pub fn diff_lines(current: &str, new: &str) -> Vec<Change> {
 /// often), changed blocks slid as far down as they go — so that the lines wit calls changed
 /// are the lines `git merge` compares (it uses histogram since git 2.34's `ort`; Myers
 /// aligns some changes differently, and then wit and git disagree on which changes meet).
-pub(crate) fn line_ops(old_lines: &[&str], new_lines: &[&str]) -> Vec<DiffOp> {
-    let mut input: InternedInput<&str> = InternedInput::default();
+pub(crate) fn line_ops<T: Eq + std::hash::Hash + ?Sized>(
+    old_lines: &[&T],
+    new_lines: &[&T],
+) -> Vec<DiffOp> {
+    let mut input: InternedInput<&T> = InternedInput {
+        before: Vec::new(),
+        after: Vec::new(),
+        interner: imara_diff::Interner::new(old_lines.len() + new_lines.len()),
+    };
     input.reserve(to_u32(old_lines.len()), to_u32(new_lines.len()));
     input.update_before(old_lines.iter().copied());
     input.update_after(new_lines.iter().copied());

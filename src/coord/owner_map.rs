@@ -1,0 +1,478 @@
+//! The owner map (PROTOCOL-NOTES 15): for one file with uncommitted work, how its current
+//! bytes came from HEAD's, line by line, and who made each change.
+//!
+//! Every line of the current text is either a line of HEAD's text left as it was, or a line
+//! some sessions wrote; every line of HEAD's text that is gone records who deleted it. The map
+//! is kept *incrementally*: each change the daemon sees (a recorded edit, or a change on disk
+//! it attributes) is one small line diff of the last text it knew and the new one (13.7's
+//! diff), so "which lines did this session change" is never re-derived from a diff of HEAD
+//! against the current text, which need not line up with the edits in repetitive code.
+//!
+//! A file is bytes and a line ends at `\n` (15.4). A file that is not valid UTF-8 (on either
+//! side) is binary: its work is file-level, one mark for the whole file.
+//!
+//! Pure data and functions: no store, no git. The daemon feeds it bytes.
+
+use similar::DiffOp;
+
+use super::preflight::spans::line_ops;
+
+/// Who made a change and when: the sessions (sorted, each once; none for unowned work) and
+/// the time of the newest change, unix ms.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Mark {
+    /// The sessions that made the change (empty: nobody known).
+    pub owners: Vec<String>,
+    /// When the newest of them made it.
+    pub at_ms: i64,
+}
+
+impl Mark {
+    /// A mark of `owners` at `at_ms` (sorted, deduplicated).
+    pub fn new(owners: &[String], at_ms: i64) -> Mark {
+        let mut owners = owners.to_vec();
+        owners.sort();
+        owners.dedup();
+        Mark { owners, at_ms }
+    }
+
+    /// This mark and `other` together: both sets of owners, the later time.
+    fn joined(&self, other: &Mark) -> Mark {
+        let mut owners = self.owners.clone();
+        owners.extend(other.owners.iter().cloned());
+        owners.sort();
+        owners.dedup();
+        Mark {
+            owners,
+            at_ms: self.at_ms.max(other.at_ms),
+        }
+    }
+}
+
+/// One entry of a text file's map, in the order of the text: a line of the current text
+/// (kept from HEAD, or written), or a line of HEAD's text that is gone (a tombstone, where it
+/// was).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Entry {
+    /// Line `n` (0-based) of HEAD's text, unchanged.
+    Base(usize),
+    /// A current line written by the marked sessions.
+    Added(Mark),
+    /// Line `n` (0-based) of HEAD's text, deleted by the marked sessions.
+    Deleted(usize, Mark),
+}
+
+impl Entry {
+    fn is_line(&self) -> bool {
+        !matches!(self, Entry::Deleted(..))
+    }
+
+    fn mark(&self) -> Option<&Mark> {
+        match self {
+            Entry::Base(_) => None,
+            Entry::Added(mark) | Entry::Deleted(_, mark) => Some(mark),
+        }
+    }
+}
+
+/// What the file's work is made of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Work {
+    /// Text: its entries.
+    Lines(Vec<Entry>),
+    /// Binary: the whole file's change, with everyone who changed it.
+    File(Option<Mark>),
+}
+
+/// One hunk of the owner map: HEAD's `old_lines` lines from `old_start` replaced by the
+/// current text's `new_lines` lines from `new_start`, git's `-U0` numbering (1-based; with a
+/// count of 0 the start is the line after which the point lies), made by `mark`'s owners.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedHunk {
+    /// First replaced line of HEAD's text (or the line after which the insertion lies).
+    pub old_start: usize,
+    /// How many lines of HEAD's text it replaces.
+    pub old_lines: usize,
+    /// First line of the current text it wrote (or the line after which the deletion lies).
+    pub new_start: usize,
+    /// How many lines of the current text it wrote.
+    pub new_lines: usize,
+    /// Who made it.
+    pub mark: Mark,
+}
+
+/// A run of current lines with the same owners, or a deletion point, as `work.owners` shows it
+/// (15.7): 1-based, inclusive; a point after line `n` is `start_line: n + 1, end_line: n`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedLines {
+    /// First line.
+    pub start_line: usize,
+    /// Last line (one less than `start_line` for a deletion point).
+    pub end_line: usize,
+    /// Who changed them.
+    pub mark: Mark,
+}
+
+/// One file's owner map.
+#[derive(Debug, Clone)]
+pub struct FileOwners {
+    base: Vec<u8>,
+    current: Vec<u8>,
+    work: Work,
+}
+
+/// The lines of `bytes`, each with its `\n` (the last may lack one).
+pub fn split_lines(bytes: &[u8]) -> Vec<&[u8]> {
+    bytes.split_inclusive(|&b| b == b'\n').collect()
+}
+
+fn is_text(bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes).is_ok()
+}
+
+impl FileOwners {
+    /// A file whose current bytes are HEAD's (`base`; empty for a file not in HEAD).
+    pub fn unchanged(base: Vec<u8>) -> FileOwners {
+        let work = if is_text(&base) {
+            Work::Lines((0..split_lines(&base).len()).map(Entry::Base).collect())
+        } else {
+            Work::File(None)
+        };
+        FileOwners {
+            current: base.clone(),
+            base,
+            work,
+        }
+    }
+
+    /// A file seen for the first time with uncommitted changes: HEAD's `base` against the
+    /// `current` bytes by one line diff, each change marked by `mark_of` (given the 0-based
+    /// range of current lines it wrote and of base lines it replaced).
+    pub fn rebuilt(
+        base: Vec<u8>,
+        current: &[u8],
+        mark_of: impl Fn(std::ops::Range<usize>, std::ops::Range<usize>) -> Mark,
+    ) -> FileOwners {
+        let mut map = FileOwners::unchanged(base);
+        map.apply_with(current, |new, old| mark_of(new, old));
+        map
+    }
+
+    /// The bytes the map's lines are lines of.
+    pub fn current(&self) -> &[u8] {
+        &self.current
+    }
+
+    /// HEAD's bytes.
+    pub fn base(&self) -> &[u8] {
+        &self.base
+    }
+
+    /// Whether the file is binary (file-level work).
+    pub fn is_binary(&self) -> bool {
+        matches!(self.work, Work::File(_))
+    }
+
+    /// Whether the current bytes are HEAD's again (nothing uncommitted is left).
+    pub fn is_clean(&self) -> bool {
+        self.current == self.base
+    }
+
+    /// The current text changed to `new` by `mark`'s owners: lines they replaced or inserted
+    /// are theirs (and still their earlier owners' where they rewrote lines others wrote);
+    /// base lines they removed are marked deleted by them. A change back to HEAD's text
+    /// (anywhere) leaves no mark there.
+    pub fn apply(&mut self, new: &[u8], mark: &Mark) {
+        self.apply_with(new, |_, _| mark.clone());
+    }
+
+    fn apply_with(
+        &mut self,
+        new: &[u8],
+        mark_of: impl Fn(std::ops::Range<usize>, std::ops::Range<usize>) -> Mark,
+    ) {
+        if new == self.current.as_slice() {
+            return;
+        }
+        if new == self.base.as_slice() {
+            *self = FileOwners::unchanged(std::mem::take(&mut self.base));
+            return;
+        }
+        if matches!(self.work, Work::File(_)) || !is_text(new) {
+            let whole = mark_of(0..0, 0..0);
+            let mark = match &self.work {
+                Work::File(Some(known)) => known.joined(&whole),
+                Work::Lines(entries) => entries
+                    .iter()
+                    .filter_map(Entry::mark)
+                    .fold(whole, |acc, m| acc.joined(m)),
+                Work::File(None) => whole,
+            };
+            self.work = Work::File(Some(mark));
+            self.current = new.to_vec();
+            return;
+        }
+        let Work::Lines(entries) = &mut self.work else {
+            return;
+        };
+        let old_lines = split_lines(&self.current);
+        let new_lines = split_lines(new);
+        // Entry index where old line `i`'s segment starts: its own entry (the first line's
+        // segment also holds the tombstones before it); a segment runs to the next line's.
+        let line_at: Vec<usize> = entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.is_line())
+            .map(|(at, _)| at)
+            .collect();
+        let start_of = |line: usize| match line {
+            0 => 0,
+            n if n < line_at.len() => line_at[n],
+            _ => entries.len(),
+        };
+        let mut next = Vec::with_capacity(entries.len() + new_lines.len());
+        for op in line_ops::<[u8]>(&old_lines, &new_lines) {
+            let (old, fresh) = (op.old_range(), op.new_range());
+            let segment = &entries[start_of(old.start)..start_of(old.end)];
+            if let DiffOp::Equal { .. } = op {
+                next.extend(segment.iter().cloned());
+                continue;
+            }
+            let mut mark = mark_of(fresh.clone(), old.clone());
+            // Lines rewritten over others' lines stay theirs too (15.1).
+            for entry in segment {
+                if let Entry::Added(earlier) = entry {
+                    mark = mark.joined(earlier);
+                }
+            }
+            for entry in segment {
+                match entry {
+                    Entry::Base(line) => next.push(Entry::Deleted(*line, mark.clone())),
+                    Entry::Deleted(..) => next.push(entry.clone()),
+                    Entry::Added(_) => {}
+                }
+            }
+            next.extend(fresh.map(|_| Entry::Added(mark.clone())));
+        }
+        *entries = next;
+        self.current = new.to_vec();
+        self.restore_unchanged_runs();
+    }
+
+    /// Where a run of changes between two kept base lines holds exactly the base lines it
+    /// replaced, they are base lines again (a change undone, or rewritten as it was).
+    fn restore_unchanged_runs(&mut self) {
+        let Work::Lines(entries) = &mut self.work else {
+            return;
+        };
+        let base_lines = split_lines(&self.base);
+        let current_lines = split_lines(&self.current);
+        let mut rebuilt = Vec::with_capacity(entries.len());
+        let (mut at, mut line) = (0, 0);
+        while at < entries.len() {
+            if let Entry::Base(_) = entries[at] {
+                rebuilt.push(entries[at].clone());
+                at += 1;
+                line += 1;
+                continue;
+            }
+            let start = at;
+            while at < entries.len() && !matches!(entries[at], Entry::Base(_)) {
+                at += 1;
+            }
+            let run = &entries[start..at];
+            let gone: Vec<usize> = run
+                .iter()
+                .filter_map(|e| match e {
+                    Entry::Deleted(n, _) => Some(*n),
+                    _ => None,
+                })
+                .collect();
+            let written = run.iter().filter(|e| e.is_line()).count();
+            let same = gone.len() == written
+                && gone
+                    .iter()
+                    .zip(line..line + written)
+                    .all(|(&b, c)| base_lines.get(b) == current_lines.get(c));
+            if same {
+                rebuilt.extend(gone.into_iter().map(Entry::Base));
+            } else {
+                rebuilt.extend(run.iter().cloned());
+            }
+            line += written;
+        }
+        *entries = rebuilt;
+    }
+
+    /// The map as hunks from HEAD's text to the current one, in order: each run of changes
+    /// with the same owners (or with one's owners among the other's) is one hunk, so changes
+    /// of different sessions side by side stay apart, in the order they stand in the text. A
+    /// binary file is one hunk of zeros.
+    pub fn hunks(&self) -> Vec<OwnedHunk> {
+        let entries = match &self.work {
+            Work::File(None) => return Vec::new(),
+            Work::File(Some(mark)) => {
+                return vec![OwnedHunk {
+                    old_start: 0,
+                    old_lines: 0,
+                    new_start: 0,
+                    new_lines: 0,
+                    mark: mark.clone(),
+                }]
+            }
+            Work::Lines(entries) => entries,
+        };
+        let mut hunks: Vec<OwnedHunk> = Vec::new();
+        // Base and current lines before the entry being read.
+        let (mut old, mut new) = (0, 0);
+        // Whether the previous entry was a change (a hunk may go on).
+        let mut open = false;
+        for entry in entries {
+            let Some(mark) = entry.mark() else {
+                old += 1;
+                new += 1;
+                open = false;
+                continue;
+            };
+            let (gone, written) = match entry {
+                Entry::Deleted(..) => (1, 0),
+                _ => (0, 1),
+            };
+            match hunks
+                .last_mut()
+                .filter(|h| open && mergeable(&h.mark, mark))
+            {
+                Some(hunk) => {
+                    if hunk.old_lines == 0 && gone == 1 {
+                        hunk.old_start = old + 1;
+                    }
+                    if hunk.new_lines == 0 && written == 1 {
+                        hunk.new_start = new + 1;
+                    }
+                    hunk.old_lines += gone;
+                    hunk.new_lines += written;
+                    hunk.mark = hunk.mark.joined(mark);
+                }
+                None => hunks.push(OwnedHunk {
+                    old_start: if gone == 1 { old + 1 } else { old },
+                    old_lines: gone,
+                    new_start: if written == 1 { new + 1 } else { new },
+                    new_lines: written,
+                    mark: mark.clone(),
+                }),
+            }
+            open = true;
+            old += gone;
+            new += written;
+        }
+        hunks
+    }
+
+    /// The current lines with their owners, runs of the same owners merged, and the points
+    /// where base lines were deleted (15.7). Empty for a binary file (its owners are the
+    /// file's: [`FileOwners::file_mark`]).
+    pub fn lines(&self) -> Vec<OwnedLines> {
+        let mut out: Vec<OwnedLines> = Vec::new();
+        for hunk in self.hunks() {
+            if self.is_binary() {
+                break;
+            }
+            let (start_line, end_line) = if hunk.new_lines == 0 {
+                (hunk.new_start + 1, hunk.new_start)
+            } else {
+                (hunk.new_start, hunk.new_start + hunk.new_lines - 1)
+            };
+            match out.last_mut() {
+                Some(last)
+                    if hunk.new_lines > 0
+                        && last.end_line >= last.start_line
+                        && last.end_line + 1 == start_line
+                        && last.mark.owners == hunk.mark.owners =>
+                {
+                    last.end_line = end_line;
+                    last.mark.at_ms = last.mark.at_ms.max(hunk.mark.at_ms);
+                }
+                _ => out.push(OwnedLines {
+                    start_line,
+                    end_line,
+                    mark: hunk.mark,
+                }),
+            }
+        }
+        out
+    }
+
+    /// The owners of a binary file's change (`None` for text or no change).
+    pub fn file_mark(&self) -> Option<&Mark> {
+        match &self.work {
+            Work::File(mark) => mark.as_ref(),
+            Work::Lines { .. } => None,
+        }
+    }
+
+    /// Every session with work in the file.
+    pub fn owners(&self) -> Vec<String> {
+        let mut owners: Vec<String> = self
+            .hunks()
+            .into_iter()
+            .flat_map(|h| h.mark.owners)
+            .collect();
+        owners.sort();
+        owners.dedup();
+        owners
+    }
+}
+
+/// Whether two neighbouring changes are one hunk: the same owners, or one's owners among
+/// the other's (a session that rewrote another's change). Unowned work stays apart.
+fn mergeable(a: &Mark, b: &Mark) -> bool {
+    let within =
+        |x: &Mark, y: &Mark| !x.owners.is_empty() && x.owners.iter().all(|o| y.owners.contains(o));
+    a.owners == b.owners || within(a, b) || within(b, a)
+}
+
+/// HEAD's bytes with the hunks `keep` chooses applied, their new lines taken from `current`:
+/// "HEAD plus exactly these changes" (15.6), byte for byte. Hunks are in the order
+/// [`FileOwners::hunks`] gives.
+pub fn compose(
+    base: &[u8],
+    current: &[u8],
+    hunks: &[OwnedHunk],
+    keep: impl Fn(&OwnedHunk) -> bool,
+) -> Vec<u8> {
+    let base_lines = split_lines(base);
+    let current_lines = split_lines(current);
+    let mut out = Vec::with_capacity(base.len());
+    let mut next_base = 0; // 0-based: base lines before it are written (or dropped)
+    for hunk in hunks.iter().filter(|h| keep(h)) {
+        let old_from = if hunk.old_lines == 0 {
+            hunk.old_start
+        } else {
+            hunk.old_start - 1
+        };
+        let old_from = old_from.min(base_lines.len());
+        if old_from < next_base {
+            continue;
+        }
+        for line in &base_lines[next_base..old_from] {
+            out.extend_from_slice(line);
+        }
+        let new_from = if hunk.new_lines == 0 {
+            hunk.new_start
+        } else {
+            hunk.new_start - 1
+        };
+        let new_to = (new_from + hunk.new_lines).min(current_lines.len());
+        for line in &current_lines[new_from.min(new_to)..new_to] {
+            out.extend_from_slice(line);
+        }
+        next_base = (old_from + hunk.old_lines).min(base_lines.len());
+    }
+    for line in &base_lines[next_base..] {
+        out.extend_from_slice(line);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
