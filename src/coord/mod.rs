@@ -20,6 +20,7 @@ mod index;
 mod intents;
 mod locks;
 pub mod owner_map;
+pub mod ownership;
 pub mod paths;
 pub mod preflight;
 pub mod process;
@@ -176,6 +177,8 @@ pub struct Coord {
     region_texts: Mutex<workmap::RegionTexts>,
     /// The worktrees served and the texts of their changed files (PROTOCOL-NOTES 14.4).
     worktrees: Mutex<worktree_work::Worktrees>,
+    /// Tool-call windows and the owner maps of the trees served (PROTOCOL-NOTES 15).
+    ownership: Mutex<ownership::Ownership>,
 }
 
 impl Coord {
@@ -196,6 +199,7 @@ impl Coord {
             started_at_ms,
             region_texts: Mutex::default(),
             worktrees: Mutex::default(),
+            ownership: Mutex::default(),
         }
     }
 

@@ -267,6 +267,8 @@ impl Coord {
     /// `lock.released` per lock (each handed to its first waiter, if any) and one
     /// `intent.updated` per abandoned intent. The session's own waiting requests are refused.
     fn finish_session(&self, session_id: &str, reason: EndReason) -> Result<EndedSession> {
+        // Its tool-call windows close with it (15.2).
+        self.close_windows_of(session_id);
         let mut waits = self.waits();
         // The session's own waiting requests leave first: none of its locks may be handed to it.
         let refused: Vec<_> = waits

@@ -243,50 +243,45 @@ impl Coord {
         session_id: &str,
         observed: &Observed<'_>,
     ) -> Result<Option<String>> {
+        let recorded =
+            self.record_observed_by(&[session_id.to_owned()], observed, &self.here(), true)?;
+        Ok(recorded.into_iter().next().flatten())
+    }
+
+    /// [`Coord::record_observed`] for a change several sessions own at once (15.1, 15.3: each
+    /// of them gets the changed lines), observed in `origin`'s worktree. `pending`: the change
+    /// is not on disk yet (a recorded edit before the editor writes it), so the text before
+    /// it is no change of the file meanwhile. Per session, the id of a newly declared intent.
+    pub(super) fn record_observed_by(
+        &self,
+        sessions: &[String],
+        observed: &Observed<'_>,
+        origin: &Origin,
+        pending: bool,
+    ) -> Result<Vec<Option<String>>> {
         let file = observed.file;
-        let here = self.here();
-        self.follow_text_of(&here, file, observed.before)?;
+        self.follow_text_of(origin, file, observed.before)?;
         let new_lines = Lines::of(&observed.applied.text);
         let added = regions_of_changes(&observed.applied.changes, &new_lines);
         let mut texts = self.region_texts();
-        let (own, own_rows) = self.store.read(|r| {
-            let own = r.intents(&IntentFilter {
-                session_id: Some(session_id),
-                file: Some(file),
-                status: None,
-            })?;
-            let own_rows = r.own_live_ranges_in_file(file, session_id)?;
-            Ok::<_, super::CoordError>((own, own_rows))
-        })?;
-        let rows = self.live_regions_of(&here, file)?;
-        let observed_intent = own
-            .iter()
-            .find(|intent| intent.regions.is_some())
-            .map(|intent| intent.id.clone());
-        let covered = observed_intent.is_none() && {
-            let file_level = own_rows
-                .iter()
-                .any(|row| row.range.is_none() && row.regions.is_none());
-            let names_all = observed.touched.iter().all(|name| {
-                let simple = name.rsplit('.').next().unwrap_or(name);
-                own.iter().filter(|i| i.regions.is_none()).any(|intent| {
-                    let names: Vec<String> =
-                        serde_json::from_str(&intent.symbols).unwrap_or_default();
-                    names.iter().any(|n| n == name || n == simple)
-                })
-            });
-            !own.is_empty() && (file_level || names_all)
-        };
+        let mut owners = Vec::with_capacity(sessions.len());
+        for session_id in sessions {
+            owners.push(self.observed_intent_of(session_id, observed)?);
+        }
+        let rows = self.live_regions_of(origin, file)?;
         if !rows.is_empty() {
             let map = LineMap::between(observed.before, &observed.applied.text);
             self.store.write(|w| {
                 let now = self.clock.now_ms();
                 for row in &rows {
-                    let mine = observed_intent.as_deref() == Some(row.intent_id.as_str());
+                    let owner = sessions.iter().zip(&owners).find(|(_, own)| {
+                        own.intent.as_deref() == Some(row.intent_id.as_str())
+                    });
+                    let mine = owner.is_some();
                     let extra: &[LineRegion] = if mine { &added } else { &[] };
                     let moved = carry(w, row, &map, extra)?;
                     let named = mine && add_symbols(w, &row.intent_id, observed.touched)?;
-                    if mine && (moved || named) {
+                    if let (Some((session_id, _)), true) = (owner, moved || named) {
                         let intent = w.intent(&row.intent_id)?;
                         let mut data = json!({"regions": regions_json(
                             intent.as_ref().and_then(|i| i.regions.as_deref()).unwrap_or_default()
@@ -308,12 +303,15 @@ impl Coord {
                 Ok::<_, super::CoordError>(())
             })?;
         }
-        let recorded = if observed_intent.is_some() || covered {
-            None
-        } else {
+        let mut recorded = Vec::with_capacity(sessions.len());
+        for (session_id, own) in sessions.iter().zip(&owners) {
+            if own.intent.is_some() || own.covered {
+                recorded.push(None);
+                continue;
+            }
             let declaration = Declaration::observed(file, observed.touched);
             let resolution = Coord::observed_resolution(file);
-            let regions = (!observed.file_level).then_some(added);
+            let regions = (!observed.file_level).then(|| added.clone());
             let intent = self.store_intent(
                 session_id,
                 &declaration,
@@ -323,18 +321,65 @@ impl Coord {
                 IntentStatus::Declared,
             )?;
             self.update_intent(&intent.id, session_id, IntentStatus::Active)?;
-            Some(intent.id)
-        };
-        let back = LineMap::between(&observed.applied.text, observed.before);
+            recorded.push(Some(intent.id));
+        }
+        let before_edit = pending.then(|| {
+            (
+                fingerprint(observed.before),
+                LineMap::between(&observed.applied.text, observed.before),
+            )
+        });
         texts.files.insert(
-            (here, file.to_owned()),
+            (origin.clone(), file.to_owned()),
             RegionText {
                 text: Arc::from(observed.applied.text.as_str()),
-                before_edit: Some((fingerprint(observed.before), back)),
+                before_edit,
             },
         );
         Ok(recorded)
     }
+
+    /// The session's observed intent on the observed file, and whether its declared intents
+    /// there already cover the change (file-level, or naming every touched symbol).
+    fn observed_intent_of(&self, session_id: &str, observed: &Observed<'_>) -> Result<OwnIntent> {
+        let file = observed.file;
+        let (own, own_rows) = self.store.read(|r| {
+            let own = r.intents(&IntentFilter {
+                session_id: Some(session_id),
+                file: Some(file),
+                status: None,
+            })?;
+            let own_rows = r.own_live_ranges_in_file(file, session_id)?;
+            Ok::<_, super::CoordError>((own, own_rows))
+        })?;
+        let intent = own
+            .iter()
+            .find(|intent| intent.regions.is_some())
+            .map(|intent| intent.id.clone());
+        let covered = intent.is_none() && {
+            let file_level = own_rows
+                .iter()
+                .any(|row| row.range.is_none() && row.regions.is_none());
+            let names_all = observed.touched.iter().all(|name| {
+                let simple = name.rsplit('.').next().unwrap_or(name);
+                own.iter().filter(|i| i.regions.is_none()).any(|intent| {
+                    let names: Vec<String> =
+                        serde_json::from_str(&intent.symbols).unwrap_or_default();
+                    names.iter().any(|n| n == name || n == simple)
+                })
+            });
+            !own.is_empty() && (file_level || names_all)
+        };
+        Ok(OwnIntent { intent, covered })
+    }
+}
+
+/// A session's own intents on a file, as recording an observed change reads them.
+struct OwnIntent {
+    /// Its observed intent there (the one with regions).
+    intent: Option<String>,
+    /// Whether a declared intent of its already covers the change.
+    covered: bool,
 }
 
 /// `rows` with their regions carried through `map` (in memory).

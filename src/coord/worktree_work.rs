@@ -153,7 +153,7 @@ impl Coord {
     }
 
     /// The origin a worktree root stands for (the main worktree is `None`).
-    fn origin_of_root(&self, root: Option<&str>) -> Origin {
+    pub(super) fn origin_of_root(&self, root: Option<&str>) -> Origin {
         let worktrees = self.worktrees();
         match (root, &worktrees.main_root) {
             (Some(root), Some(main)) if root != main => Some(root.to_owned()),

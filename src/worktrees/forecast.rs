@@ -533,43 +533,53 @@ impl Drop for TempIndex {
 /// The texts of `names` (`<commit>:<path>`), in order, through one `git cat-file --batch`
 /// (`None`: missing there, not UTF-8, or over [`MAX_TEXT_BYTES`]).
 pub(super) fn texts_at(repo: &Path, names: &[String]) -> Result<Vec<Option<String>>, GitError> {
+    Ok(blobs_at(repo, names, MAX_TEXT_BYTES)?
+        .into_iter()
+        .map(|blob| blob.and_then(|bytes| String::from_utf8(bytes).ok()))
+        .collect())
+}
+
+/// The bytes of the objects `names` (`<commit>:<path>`), in order, through one `git cat-file
+/// --batch` (`None`: missing there, or over `limit` bytes).
+pub fn blobs_at(
+    repo: &Path,
+    names: &[String],
+    limit: usize,
+) -> Result<Vec<Option<Vec<u8>>>, GitError> {
     if names.is_empty() {
         return Ok(Vec::new());
     }
     let request: String = names.iter().map(|n| format!("{n}\n")).collect();
     let output = git_with_input(repo, &["cat-file", "--batch"], request)?;
-    Ok(batch_texts(&output, names.len()))
+    Ok(batch_blobs(&output, names.len(), limit))
 }
 
 /// The objects of a `git cat-file --batch` answer (`<oid> <type> <size>\n<content>\n`, or
-/// `<name> missing\n`), `count` of them.
-fn batch_texts(mut output: &[u8], count: usize) -> Vec<Option<String>> {
-    let mut texts = Vec::with_capacity(count);
-    while texts.len() < count {
+/// `<name> missing\n`), `count` of them; one over `limit` bytes is none.
+fn batch_blobs(mut output: &[u8], count: usize, limit: usize) -> Vec<Option<Vec<u8>>> {
+    let mut blobs = Vec::with_capacity(count);
+    while blobs.len() < count {
         let Some(end) = output.iter().position(|b| *b == b'\n') else {
             break;
         };
-        let header = String::from_utf8_lossy(&output[..end]).into_owned();
+        let header = &output[..end];
         output = &output[end + 1..];
         let size = header
-            .rsplit(' ')
+            .rsplit(|b| *b == b' ')
             .next()
+            .and_then(|s| std::str::from_utf8(s).ok())
             .and_then(|s| s.parse::<usize>().ok())
-            .filter(|_| !header.ends_with(" missing") && !header.ends_with(" ambiguous"));
+            .filter(|_| !header.ends_with(b" missing") && !header.ends_with(b" ambiguous"));
         match size {
             Some(size) if output.len() > size => {
-                // A text too large to analyse is kept as none (its bytes are skipped).
-                let text = (size <= MAX_TEXT_BYTES)
-                    .then(|| String::from_utf8(output[..size].to_vec()).ok())
-                    .flatten();
-                texts.push(text);
+                blobs.push((size <= limit).then(|| output[..size].to_vec()));
                 output = &output[size + 1..];
             }
-            _ => texts.push(None),
+            _ => blobs.push(None),
         }
     }
-    texts.resize(count, None);
-    texts
+    blobs.resize(count, None);
+    blobs
 }
 
 /// The new-side lines of each hunk of a `-U0` diff.
@@ -629,12 +639,13 @@ mod tests {
     }
 
     #[test]
-    fn a_cat_file_batch_gives_texts_in_order_and_none_for_missing() {
+    fn a_cat_file_batch_gives_blobs_in_order_and_none_for_missing() {
         let output = b"abc blob 3\nhi\n\nc1:gone missing\ndef blob 2\n\xff\xfe\n";
         assert_eq!(
-            batch_texts(output, 4),
-            [Some("hi\n".to_owned()), None, None, None]
+            batch_blobs(output, 4, 1024),
+            [Some(b"hi\n".to_vec()), None, Some(b"\xff\xfe".to_vec()), None]
         );
+        assert_eq!(batch_blobs(output, 1, 2), [None], "over the limit");
     }
 
     #[test]

@@ -172,6 +172,7 @@ impl Coord {
                 file_level: is_whole_rewrite(new, &current, &applied),
             };
             preflight.recorded_intent = self.record_observed(session_id, &observed)?;
+            self.note_recorded_edit(session_id, &file, &current, &applied.text);
         }
         Ok(preflight)
     }

@@ -1,0 +1,557 @@
+//! Every change of the tree has an owner (PROTOCOL-NOTES 15.1–15.3, 15.7): tool-call windows,
+//! the attribution of changes seen on disk, and the owner map of every file with uncommitted
+//! work, per worktree.
+//!
+//! A harness's pre-tool hook opens a *window* for each tool call the gate lets through
+//! ([`Coord::open_window`]); its post-tool hook closes it ([`Coord::close_window`]). The
+//! daemon's tree observer hands in every change it sees on disk ([`Coord::attribute_change`]):
+//! a change no recorded edit explains is attributed to the window that names the file, else to
+//! the sessions of the open windows that name no file (a shell command, a notebook, another
+//! server's tool), else to nobody — the session `unowned:<worktree root>`. The changed lines
+//! join each owner's observed intent as a recorded edit's would (13), and the file's
+//! [`FileOwners`] records them line by line, which is what `work.owners`, `work.changes`,
+//! `wit commit` and the snapshots read.
+//!
+//! Windows and owner maps live in this daemon's memory: they describe its machine's trees.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{MutexGuard, PoisonError};
+
+use super::owner_map::{FileOwners, Mark, OwnedHunk, OwnedLines};
+use super::paths::normalize;
+use super::preflight::spans::{diff_lines, Applied};
+use super::regions::{regions_of_changes, Lines};
+use super::workmap::Observed;
+use super::worktree_work::Origin;
+use super::{Coord, CoordError, LineRegion, Result, MAX_SESSION_ID_BYTES};
+use crate::store::IntentFilter;
+
+/// The session of a worktree's unowned work is this prefix and the worktree's root (15.3).
+pub const UNOWNED_SESSION_PREFIX: &str = "unowned:";
+
+/// The session holding the unowned work of the worktree at `root`.
+pub fn unowned_session(root: &str) -> String {
+    format!("{UNOWNED_SESSION_PREFIX}{root}")
+}
+
+/// Whether `session_id` is a worktree's unowned work.
+pub fn is_unowned_session(session_id: &str) -> bool {
+    session_id.starts_with(UNOWNED_SESSION_PREFIX)
+}
+
+/// How long a window stays open without `work.end` (15.2), in ms.
+pub const DEFAULT_WINDOW_TTL_MS: i64 = 600_000;
+/// The longest window.
+pub const MAX_WINDOW_TTL_MS: i64 = 86_400_000;
+/// The most windows open at once; past it the oldest closes.
+const MAX_WINDOWS: usize = 4_096;
+/// The longest tool name kept.
+const MAX_TOOL_BYTES: usize = 200;
+
+/// One open tool-call window.
+#[derive(Debug, Clone)]
+struct Window {
+    session_id: String,
+    /// The worktree the call acts in (the request's).
+    root: String,
+    /// The file a file-edit tool writes (normalised).
+    file: Option<String>,
+    expires_at_ms: i64,
+    /// What was attributed to it, per file.
+    changed: BTreeMap<String, Vec<LineRegion>>,
+}
+
+/// One file's uncommitted work, as the tree observer last saw it.
+#[derive(Debug, Clone)]
+struct TreeFile {
+    owners: FileOwners,
+    /// Whether the file exists on disk.
+    exists: bool,
+    /// Whether HEAD has the file.
+    in_head: bool,
+}
+
+impl TreeFile {
+    /// Whether nothing of it is uncommitted.
+    fn is_clean(&self) -> bool {
+        self.owners.is_clean() && self.exists == self.in_head
+    }
+}
+
+/// The windows and owner maps of the trees this daemon serves.
+#[derive(Debug, Default)]
+pub struct Ownership {
+    windows: HashMap<String, Window>,
+    /// Per (worktree root, file).
+    files: HashMap<(String, String), TreeFile>,
+    next_window: u64,
+}
+
+/// One file's changes against HEAD with their owners, as `work.changes` answers.
+#[derive(Debug, Clone)]
+pub struct FileChanges {
+    /// The file, relative to its worktree's root.
+    pub file: String,
+    /// Not valid UTF-8: one file-level hunk.
+    pub binary: bool,
+    /// Whether the file still exists (a deleted file's hunks delete every line).
+    pub exists: bool,
+    /// The hunks, in order, each with its owners and, seen from an asking session, whose.
+    pub hunks: Vec<SeenHunk>,
+}
+
+/// A hunk of the owner map seen from a session (the vantage of `work.changes`).
+#[derive(Debug, Clone)]
+pub struct SeenHunk {
+    /// The hunk.
+    pub hunk: OwnedHunk,
+    /// Whether it is the asking agent's own (by the same-agent rule); `None` without one.
+    pub mine: Option<bool>,
+    /// The live owners that are not the asking agent's (`unowned:<root>` for nobody's).
+    pub others: Vec<String>,
+}
+
+/// One file's owners, as `work.owners` answers.
+#[derive(Debug, Clone)]
+pub struct FileOwnersView {
+    /// The file.
+    pub file: String,
+    /// Not valid UTF-8: file-level.
+    pub binary: bool,
+    /// The owned runs of lines (a binary file's: one run over its whole text, lines 1..=0).
+    pub lines: Vec<OwnedLines>,
+}
+
+/// A change seen on disk, as the tree observer hands it in.
+#[derive(Debug, Clone, Copy)]
+pub struct DiskChange<'a> {
+    /// The worktree's root.
+    pub root: &'a str,
+    /// The file, relative to it.
+    pub file: &'a str,
+    /// Its bytes in HEAD (`None`: not in HEAD).
+    pub head: Option<&'a [u8]>,
+    /// Its bytes now (`None`: deleted).
+    pub now: Option<&'a [u8]>,
+}
+
+impl Coord {
+    fn ownership(&self) -> MutexGuard<'_, Ownership> {
+        self.ownership
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The root of the worktree the current request acts in.
+    fn request_root(&self) -> String {
+        self.index.worktree_root().unwrap_or_default()
+    }
+
+    /// Opens a tool call's window (15.2, `work.begin`); its id.
+    pub fn open_window(
+        &self,
+        session_id: &str,
+        tool: &str,
+        file: Option<&str>,
+        ttl_ms: Option<i64>,
+    ) -> Result<String> {
+        if session_id.is_empty() || session_id.len() > MAX_SESSION_ID_BYTES {
+            return Err(CoordError::invalid("sessionId", "1 to 256 bytes"));
+        }
+        if tool.is_empty() || tool.len() > MAX_TOOL_BYTES {
+            return Err(CoordError::invalid("tool", "1 to 200 bytes"));
+        }
+        let ttl = ttl_ms.unwrap_or(DEFAULT_WINDOW_TTL_MS);
+        if !(1..=MAX_WINDOW_TTL_MS).contains(&ttl) {
+            return Err(CoordError::invalid("ttlMs", "1 to 86400000"));
+        }
+        let file = file
+            .map(|f| normalize(f).map_err(|e| CoordError::invalid("file", e.to_string())))
+            .transpose()?;
+        let now = self.clock.now_ms();
+        let root = self.request_root();
+        let mut ownership = self.ownership();
+        ownership.windows.retain(|_, w| w.expires_at_ms > now);
+        if ownership.windows.len() >= MAX_WINDOWS {
+            let oldest = ownership
+                .windows
+                .iter()
+                .min_by_key(|(_, w)| w.expires_at_ms)
+                .map(|(id, _)| id.clone());
+            if let Some(id) = oldest {
+                ownership.windows.remove(&id);
+            }
+        }
+        ownership.next_window += 1;
+        let id = format!("w{}-{}", ownership.next_window, self.ids.next_id());
+        ownership.windows.insert(
+            id.clone(),
+            Window {
+                session_id: session_id.to_owned(),
+                root,
+                file,
+                expires_at_ms: now.saturating_add(ttl),
+                changed: BTreeMap::new(),
+            },
+        );
+        Ok(id)
+    }
+
+    /// Closes a window (`work.end`): what was attributed to its session while it was open.
+    /// An unknown, expired or foreign window closes nothing and answers nothing.
+    pub fn close_window(
+        &self,
+        session_id: &str,
+        window_id: &str,
+    ) -> Vec<(String, Vec<LineRegion>)> {
+        let mut ownership = self.ownership();
+        match ownership.windows.get(window_id) {
+            Some(window) if window.session_id == session_id => {}
+            _ => return Vec::new(),
+        }
+        ownership
+            .windows
+            .remove(window_id)
+            .map(|w| w.changed.into_iter().collect())
+            .unwrap_or_default()
+    }
+
+    /// Closes every window of a session that ended.
+    pub fn close_windows_of(&self, session_id: &str) {
+        self.ownership()
+            .windows
+            .retain(|_, w| w.session_id != session_id);
+    }
+
+    /// Takes in a change seen on disk (15.3): unless it is the text the owner map already
+    /// holds (a recorded edit's, or nothing new), its changed lines are attributed — to the
+    /// window naming the file, else to every open window naming none, else to nobody — and
+    /// join the owners' observed intents; a change back to HEAD's bytes resolves what the
+    /// file's observed intents covered.
+    pub fn attribute_change(&self, change: DiskChange<'_>) -> Result<()> {
+        let key = (change.root.to_owned(), change.file.to_owned());
+        let now_bytes = change.now.unwrap_or_default();
+        let exists = change.now.is_some();
+        let (before, owners) = {
+            let mut ownership = self.ownership();
+            let known = ownership.files.get(&key);
+            let before: Vec<u8> = match known {
+                Some(known) => known.owners.current().to_vec(),
+                None => change.head.unwrap_or_default().to_vec(),
+            };
+            let was = known.map_or(change.head.is_some(), |k| k.exists);
+            if before == now_bytes && was == exists {
+                return Ok(());
+            }
+            let now_ms = self.clock.now_ms();
+            let owners = ownership.owners_of_change(change.root, change.file, now_ms);
+            let entry = ownership.files.entry(key.clone()).or_insert_with(|| TreeFile {
+                owners: FileOwners::unchanged(change.head.unwrap_or_default().to_vec()),
+                exists: change.head.is_some(),
+                in_head: change.head.is_some(),
+            });
+            let mark_owners: Vec<String> = owners
+                .iter()
+                .filter(|s| !is_unowned_session(s))
+                .cloned()
+                .collect();
+            entry.owners.apply(now_bytes, &Mark::new(&mark_owners, now_ms));
+            entry.exists = exists;
+            if entry.is_clean() {
+                ownership.files.remove(&key);
+            }
+            (before, owners)
+        };
+        let origin = self.origin_for_root(change.root);
+        let restored = change.now == change.head;
+        if restored {
+            return self.resolve_observed_in(&origin, change.file);
+        }
+        match (std::str::from_utf8(&before), std::str::from_utf8(now_bytes)) {
+            (Ok(before), Ok(now)) => {
+                let applied = Applied {
+                    text: now.to_owned(),
+                    changes: diff_lines(before, now),
+                };
+                let regions = regions_of_changes(&applied.changes, &Lines::of(now));
+                let lines: Vec<(i64, i64)> =
+                    regions.iter().map(|r| (r.start_line, r.end_line)).collect();
+                let touched = crate::analysis::symbols_on_lines(change.file, now, &lines);
+                let observed = Observed {
+                    file: change.file,
+                    touched: &touched,
+                    before,
+                    applied: &applied,
+                    file_level: !exists,
+                };
+                self.record_observed_by(&owners, &observed, &origin, false)?;
+                self.note_in_windows(change.root, change.file, &owners, &regions);
+            }
+            _ => {
+                self.record_file_level(&owners, change.file)?;
+                self.note_in_windows(change.root, change.file, &owners, &[]);
+            }
+        }
+        Ok(())
+    }
+
+    /// The origin (13, 14.5) a worktree root stands for.
+    fn origin_for_root(&self, root: &str) -> Origin {
+        if !self.several_worktrees() {
+            return None;
+        }
+        self.origin_of_root(Some(root))
+    }
+
+    /// Adds the attributed lines to the open windows of their owners in that worktree.
+    fn note_in_windows(&self, root: &str, file: &str, owners: &[String], regions: &[LineRegion]) {
+        let mut ownership = self.ownership();
+        let now = self.clock.now_ms();
+        for window in ownership.windows.values_mut() {
+            if window.root == root
+                && window.expires_at_ms > now
+                && owners.contains(&window.session_id)
+            {
+                let kept = window.changed.entry(file.to_owned()).or_default();
+                kept.extend_from_slice(regions);
+                *kept = super::regions::merge(std::mem::take(kept));
+            }
+        }
+    }
+
+    /// Records a change of a binary file (15.4): file-level observed work of each owner that
+    /// has none on the file yet.
+    fn record_file_level(&self, owners: &[String], file: &str) -> Result<()> {
+        for session_id in owners {
+            let has = self.store.read(|r| {
+                r.intents(&IntentFilter {
+                    session_id: Some(session_id),
+                    file: Some(file),
+                    status: None,
+                })
+            })?;
+            if has.iter().any(|i| i.status.is_live()) {
+                continue;
+            }
+            let declaration = super::intents::Declaration::observed(file, &[]);
+            let resolution = Coord::observed_resolution(file);
+            let intent = self.store_intent(
+                session_id,
+                &declaration,
+                &resolution,
+                None,
+                &[],
+                super::IntentStatus::Declared,
+            )?;
+            self.update_intent(&intent.id, session_id, super::IntentStatus::Active)?;
+        }
+        Ok(())
+    }
+
+    /// Resolves the observed intents on `file` in `origin`'s worktree: the file is HEAD's
+    /// again (15.3).
+    fn resolve_observed_in(&self, origin: &Origin, file: &str) -> Result<()> {
+        let rows = self.live_regions_of(origin, file)?;
+        for row in rows {
+            self.update_intent(&row.intent_id, &row.session_id, super::IntentStatus::Resolved)?;
+        }
+        Ok(())
+    }
+
+    /// A clean edit recorded through `edit.preflight` (15.1): the owner map takes it at once,
+    /// so that when the editor writes it the observer finds nothing new. A file the map does
+    /// not hold yet is taken to be HEAD's text before the edit (the observer holds every file
+    /// that changed on disk).
+    pub(super) fn note_recorded_edit(&self, session_id: &str, file: &str, before: &str, after: &str) {
+        let key = (self.request_root(), file.to_owned());
+        let now = self.clock.now_ms();
+        let mut ownership = self.ownership();
+        let entry = ownership.files.entry(key.clone()).or_insert_with(|| TreeFile {
+            owners: FileOwners::unchanged(before.as_bytes().to_vec()),
+            exists: true,
+            in_head: !before.is_empty(),
+        });
+        if entry.owners.current() != before.as_bytes() {
+            entry.owners.apply(before.as_bytes(), &Mark::new(&[], now));
+        }
+        entry
+            .owners
+            .apply(after.as_bytes(), &Mark::new(&[session_id.to_owned()], now));
+        entry.exists = true;
+        if entry.is_clean() {
+            ownership.files.remove(&key);
+        }
+    }
+
+    /// The owner map of every file with uncommitted work in the request's worktree (or only
+    /// `files`), seen from `vantage` when given (`work.changes`).
+    pub fn owned_changes(
+        &self,
+        files: &[String],
+        vantage: Option<&str>,
+    ) -> Result<Vec<FileChanges>> {
+        let root = self.request_root();
+        let wanted: Vec<String> = files
+            .iter()
+            .map(|f| normalize(f).map_err(|e| CoordError::invalid("files", e.to_string())))
+            .collect::<Result<_>>()?;
+        let mut found: Vec<(String, TreeFile)> = {
+            let ownership = self.ownership();
+            ownership
+                .files
+                .iter()
+                .filter(|((r, f), _)| *r == root && (wanted.is_empty() || wanted.contains(f)))
+                .map(|((_, f), t)| (f.clone(), t.clone()))
+                .collect()
+        };
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        let others = vantage
+            .map(|session| super::conflicts::Others::of(self, session))
+            .transpose()?;
+        let unowned = unowned_session(&root);
+        let mut out = Vec::with_capacity(found.len());
+        for (file, tree) in found {
+            let mut hunks = Vec::new();
+            for hunk in tree.owners.hunks() {
+                let (mine, others) = match &others {
+                    None => (None, Vec::new()),
+                    Some(view) => {
+                        let mut mine = false;
+                        let mut theirs = Vec::new();
+                        for owner in &hunk.mark.owners {
+                            if view.against(owner)? {
+                                theirs.push(owner.clone());
+                            } else {
+                                mine = true;
+                            }
+                        }
+                        if hunk.mark.owners.is_empty() {
+                            theirs.push(unowned.clone());
+                        }
+                        (Some(mine), theirs)
+                    }
+                };
+                hunks.push(SeenHunk { hunk, mine, others });
+            }
+            out.push(FileChanges {
+                file,
+                binary: tree.owners.is_binary(),
+                exists: tree.exists,
+                hunks,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The owners of `file`'s uncommitted lines in the request's worktree (`work.owners`).
+    pub fn file_owners(&self, file: &str) -> Result<FileOwnersView> {
+        let file = normalize(file).map_err(|e| CoordError::invalid("file", e.to_string()))?;
+        let root = self.request_root();
+        let ownership = self.ownership();
+        let Some(tree) = ownership.files.get(&(root, file.clone())) else {
+            return Ok(FileOwnersView {
+                file,
+                binary: false,
+                lines: Vec::new(),
+            });
+        };
+        let binary = tree.owners.is_binary();
+        let lines = match tree.owners.file_mark() {
+            Some(mark) => vec![OwnedLines {
+                start_line: 1,
+                end_line: 0,
+                mark: mark.clone(),
+            }],
+            None => tree.owners.lines(),
+        };
+        Ok(FileOwnersView {
+            file,
+            binary,
+            lines,
+        })
+    }
+
+    /// The files of the worktree at `root` the owner map holds (what the observer compares
+    /// after a checkout or a commit moved HEAD).
+    pub fn owned_files(&self, root: &str) -> Vec<String> {
+        let mut files: Vec<String> = self
+            .ownership()
+            .files
+            .keys()
+            .filter(|(r, _)| r == root)
+            .map(|(_, f)| f.clone())
+            .collect();
+        files.sort();
+        files
+    }
+
+    /// Takes HEAD's new bytes of `file` (a commit, a checkout): the map is rebuilt against
+    /// them, each remaining change keeping the owners of the lines it wrote, and dropped
+    /// when nothing is left uncommitted.
+    pub fn rebase_owner_map(&self, root: &str, file: &str, head: Option<&[u8]>) {
+        let key = (root.to_owned(), file.to_owned());
+        let mut ownership = self.ownership();
+        let Some(tree) = ownership.files.remove(&key) else {
+            return;
+        };
+        let base = head.unwrap_or_default().to_vec();
+        let current = tree.owners.current().to_vec();
+        if current == base && tree.exists == head.is_some() {
+            return;
+        }
+        let old_lines = tree.owners.lines();
+        let rebuilt = FileOwners::rebuilt(base, &current, |new, _| {
+            // The owners of the old map's lines among the ones this change wrote.
+            let (first, last) = (new.start + 1, new.end);
+            old_lines
+                .iter()
+                .filter(|l| l.start_line <= last.max(first) && first <= l.end_line.max(l.start_line))
+                .fold(Mark::default(), |acc, l| Mark {
+                    owners: {
+                        let mut o = acc.owners.clone();
+                        o.extend(l.mark.owners.iter().cloned());
+                        o.sort();
+                        o.dedup();
+                        o
+                    },
+                    at_ms: acc.at_ms.max(l.mark.at_ms),
+                })
+        });
+        ownership.files.insert(
+            key,
+            TreeFile {
+                owners: rebuilt,
+                exists: tree.exists,
+                in_head: head.is_some(),
+            },
+        );
+    }
+}
+
+impl Ownership {
+    /// Whose change on disk this is (15.3): the sessions of the live windows in `root` naming
+    /// `file`, else of those naming no file, else the worktree's unowned session.
+    fn owners_of_change(&mut self, root: &str, file: &str, now_ms: i64) -> Vec<String> {
+        self.windows.retain(|_, w| w.expires_at_ms > now_ms);
+        let open: Vec<&Window> = self.windows.values().filter(|w| w.root == root).collect();
+        let naming: Vec<String> = open
+            .iter()
+            .filter(|w| w.file.as_deref() == Some(file))
+            .map(|w| w.session_id.clone())
+            .collect();
+        let mut owners = if naming.is_empty() {
+            open.iter()
+                .filter(|w| w.file.is_none())
+                .map(|w| w.session_id.clone())
+                .collect()
+        } else {
+            naming
+        };
+        owners.sort();
+        owners.dedup();
+        if owners.is_empty() {
+            owners.push(unowned_session(root));
+        }
+        owners
+    }
+}
