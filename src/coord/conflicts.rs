@@ -235,6 +235,11 @@ impl<'c> Others<'c> {
         if session_id == self.me {
             return Ok(false);
         }
+        if super::ownership::is_unowned_session(session_id) {
+            // 15.3: a person's or an unhooked tool's lines are for the git guards to weigh
+            // (`[gate] unowned`); they are no agent's work that an edit or a lock collides with.
+            return Ok(false);
+        }
         if let Some(root) = worktree_of_session(session_id) {
             // 14.4: a worktree's own observed work never stands against work from it.
             return Ok(self.coord.index.worktree_root().as_deref() != Some(root));

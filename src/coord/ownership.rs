@@ -245,17 +245,22 @@ impl Coord {
             }
             let now_ms = self.clock.now_ms();
             let owners = ownership.owners_of_change(change.root, change.file, now_ms);
-            let entry = ownership.files.entry(key.clone()).or_insert_with(|| TreeFile {
-                owners: FileOwners::unchanged(change.head.unwrap_or_default().to_vec()),
-                exists: change.head.is_some(),
-                in_head: change.head.is_some(),
-            });
+            let entry = ownership
+                .files
+                .entry(key.clone())
+                .or_insert_with(|| TreeFile {
+                    owners: FileOwners::unchanged(change.head.unwrap_or_default().to_vec()),
+                    exists: change.head.is_some(),
+                    in_head: change.head.is_some(),
+                });
             let mark_owners: Vec<String> = owners
                 .iter()
                 .filter(|s| !is_unowned_session(s))
                 .cloned()
                 .collect();
-            entry.owners.apply(now_bytes, &Mark::new(&mark_owners, now_ms));
+            entry
+                .owners
+                .apply(now_bytes, &Mark::new(&mark_owners, now_ms));
             entry.exists = exists;
             if entry.is_clean() {
                 ownership.files.remove(&key);
@@ -353,7 +358,11 @@ impl Coord {
     fn resolve_observed_in(&self, origin: &Origin, file: &str) -> Result<()> {
         let rows = self.live_regions_of(origin, file)?;
         for row in rows {
-            self.update_intent(&row.intent_id, &row.session_id, super::IntentStatus::Resolved)?;
+            self.update_intent(
+                &row.intent_id,
+                &row.session_id,
+                super::IntentStatus::Resolved,
+            )?;
         }
         Ok(())
     }
@@ -362,15 +371,24 @@ impl Coord {
     /// so that when the editor writes it the observer finds nothing new. A file the map does
     /// not hold yet is taken to be HEAD's text before the edit (the observer holds every file
     /// that changed on disk).
-    pub(super) fn note_recorded_edit(&self, session_id: &str, file: &str, before: &str, after: &str) {
+    pub(super) fn note_recorded_edit(
+        &self,
+        session_id: &str,
+        file: &str,
+        before: &str,
+        after: &str,
+    ) {
         let key = (self.request_root(), file.to_owned());
         let now = self.clock.now_ms();
         let mut ownership = self.ownership();
-        let entry = ownership.files.entry(key.clone()).or_insert_with(|| TreeFile {
-            owners: FileOwners::unchanged(before.as_bytes().to_vec()),
-            exists: true,
-            in_head: !before.is_empty(),
-        });
+        let entry = ownership
+            .files
+            .entry(key.clone())
+            .or_insert_with(|| TreeFile {
+                owners: FileOwners::unchanged(before.as_bytes().to_vec()),
+                exists: true,
+                in_head: !before.is_empty(),
+            });
         if entry.owners.current() != before.as_bytes() {
             entry.owners.apply(before.as_bytes(), &Mark::new(&[], now));
         }
@@ -505,7 +523,9 @@ impl Coord {
             let (first, last) = (new.start + 1, new.end);
             old_lines
                 .iter()
-                .filter(|l| l.start_line <= last.max(first) && first <= l.end_line.max(l.start_line))
+                .filter(|l| {
+                    l.start_line <= last.max(first) && first <= l.end_line.max(l.start_line)
+                })
                 .fold(Mark::default(), |acc, l| Mark {
                     owners: {
                         let mut o = acc.owners.clone();

@@ -274,9 +274,10 @@ impl Coord {
             self.store.write(|w| {
                 let now = self.clock.now_ms();
                 for row in &rows {
-                    let owner = sessions.iter().zip(&owners).find(|(_, own)| {
-                        own.intent.as_deref() == Some(row.intent_id.as_str())
-                    });
+                    let owner = sessions
+                        .iter()
+                        .zip(&owners)
+                        .find(|(_, own)| own.intent.as_deref() == Some(row.intent_id.as_str()));
                     let mine = owner.is_some();
                     let extra: &[LineRegion] = if mine { &added } else { &[] };
                     let moved = carry(w, row, &map, extra)?;

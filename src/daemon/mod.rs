@@ -9,8 +9,9 @@
 //! - [`store_choice`]: which store (`sqlite` or PostgreSQL) and project a daemon opens.
 //! - [`worktree_server`]: the daemon serving each worktree of the repository
 //!   ([`crate::worktrees`]) on its own socket, picking new ones up and letting removed ones go.
-//! - [`worktree_observer`]: every worktree's changes observed without hooks, by file-system
-//!   notification (PROTOCOL-NOTES 14.4).
+//! - [`worktree_observer`]: every tree the daemon serves watched by file-system notification:
+//!   changes attributed (PROTOCOL-NOTES 15.3) and worktrees' work observed (14.4).
+//! - [`tree_attribution`]: one worktree's changed files read as bytes for attribution.
 
 pub mod envelope;
 pub mod launcher;
@@ -19,6 +20,7 @@ pub mod paths;
 pub mod runner;
 pub mod server;
 pub mod store_choice;
+pub mod tree_attribution;
 pub mod worktree_observer;
 pub mod worktree_server;
 

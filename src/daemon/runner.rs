@@ -87,7 +87,12 @@ pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
             options.serve,
             stopping.clone()
         ),
-        observe_worktrees(repository_of(&paths.main_root), services.coord(), stopping),
+        observe_worktrees(
+            repository_of(&paths.main_root),
+            services.coord(),
+            services.app().tree_flush(),
+            stopping,
+        ),
     );
     services.shutdown();
     residence.release();

@@ -1,7 +1,9 @@
-//! Work in worktrees observed without hooks (PROTOCOL-NOTES 14.4): while the repository has
-//! more than one worktree, every worktree's changes against its merge-base with the main
-//! worktree are handed to the coordination core ([`Coord::observe_worktree`]) within
-//! moments of a change on disk.
+//! The trees the daemon serves, watched (PROTOCOL-NOTES 15.3): every change on disk in any
+//! worktree (the one tree of a repository too) is handed, as bytes, to the coordination core
+//! for attribution ([`crate::daemon::tree_attribution`]) within moments; and while the
+//! repository has more than one worktree, every worktree's changes against its merge-base with
+//! the main worktree are handed to it as well ([`Coord::observe_worktree`], 14.4). A handler
+//! that must answer from what is on disk now (`work.end`) asks for a flush ([`TreeFlush`]).
 //!
 //! Changes are noticed by file-system notification, not by polling the tree: each directory
 //! holding files git knows (tracked, or untracked and not ignored) is watched on its own
@@ -24,6 +26,8 @@ use crate::analysis::symbols_on_lines;
 use crate::coord::regions::merge;
 use crate::coord::worktree_work::ObservedFile;
 use crate::coord::{Coord, LineRegion};
+use crate::daemon::tree_attribution::{attribute, Changed};
+use crate::rpc::tree_flush::TreeFlush;
 use crate::worktrees::changes::{changes_of, WorktreeChanges};
 use crate::worktrees::{all_worktrees, branch_of, Repository};
 
@@ -43,12 +47,14 @@ const QUEUE: usize = 4_096;
 pub async fn observe_worktrees(
     repository: Option<Repository>,
     coord: Arc<Coord>,
+    flush: Arc<TreeFlush>,
     mut stopping: watch::Receiver<bool>,
 ) {
     let Some(repository) = repository else {
         let _ = stopping.wait_for(|stop| *stop).await;
         return;
     };
+    flush.set_active(true);
     let (events_tx, mut events) = mpsc::channel::<notify::Result<notify::Event>>(QUEUE);
     let overflowed = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut observer = Observer {
@@ -64,14 +70,15 @@ pub async fn observe_worktrees(
         dirty: HashMap::new(),
         last_read: HashMap::new(),
         symbols: HashMap::new(),
+        several: false,
     };
     observer.forget_vanished().await;
     loop {
         observer.rescan().await;
         if overflowed.swap(false, std::sync::atomic::Ordering::Relaxed) {
-            observer.all_dirty();
+            observer.all_dirty(Seen::Everything);
         }
-        observer.read_settled().await;
+        observer.read_settled(false).await;
         let wake = if observer.dirty.is_empty() {
             RESCAN
         } else {
@@ -80,6 +87,16 @@ pub async fn observe_worktrees(
         tokio::select! {
             _ = stopping.wait_for(|stop| *stop) => break,
             () = tokio::time::sleep(wake) => {}
+            () = flush.asked() => {
+                let ticket = flush.ticket();
+                // What the kernel has queued reaches the watcher's thread within moments.
+                tokio::time::sleep(FLUSH_GRACE).await;
+                while let Ok(event) = events.try_recv() {
+                    observer.on_event(event);
+                }
+                observer.read_settled(true).await;
+                flush.answered(ticket);
+            }
             Some(event) = events.recv() => {
                 observer.on_event(event);
                 while let Ok(event) = events.try_recv() {
@@ -88,13 +105,34 @@ pub async fn observe_worktrees(
             }
         }
     }
+    flush.set_active(false);
 }
 
-/// A dirty worktree: when it was first and last seen changing.
-#[derive(Debug, Clone, Copy)]
+/// How long a flush lets queued file-system events arrive before it reads.
+const FLUSH_GRACE: Duration = Duration::from_millis(15);
+
+/// A dirty worktree: when it was first and last seen changing, and what changed.
+#[derive(Debug, Clone)]
 struct Dirty {
     first: Instant,
     last: Instant,
+    /// The files seen changing (relative to the root).
+    paths: HashSet<String>,
+    /// Anything may have changed (start, overflow, poll).
+    everything: bool,
+    /// HEAD may have moved (a commit, a checkout, a reset).
+    head_moved: bool,
+}
+
+/// What a mark says changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seen<'a> {
+    /// One file.
+    File(&'a str),
+    /// Anything.
+    Everything,
+    /// The repository's refs or HEAD.
+    Head,
 }
 
 /// The file-system watcher: made when the repository first has a second worktree (a
@@ -158,6 +196,8 @@ struct Observer {
     last_read: HashMap<PathBuf, Instant>,
     /// Per worktree: the symbols of its changed files.
     symbols: HashMap<PathBuf, SymbolCache>,
+    /// Whether the repository has more than one worktree (14.4 runs).
+    several: bool,
 }
 
 impl Observer {
@@ -188,10 +228,11 @@ impl Observer {
     /// Reads the list of worktrees; starts observing new ones, lets removed ones go.
     async fn rescan(&mut self) {
         let now = all_worktrees(&self.repository);
-        let now = if now.len() > 1 { now } else { Vec::new() };
-        if now == self.roots {
+        let several = now.len() > 1;
+        if now == self.roots && several == self.several {
             return;
         }
+        self.several = several;
         let gone: Vec<PathBuf> = self
             .roots
             .iter()
@@ -203,7 +244,10 @@ impl Observer {
             .filter(|r| !self.roots.contains(r))
             .cloned()
             .collect();
-        let main = now.first().map(|m| m.to_string_lossy().into_owned());
+        let main = now
+            .first()
+            .filter(|_| several)
+            .map(|m| m.to_string_lossy().into_owned());
         self.coord.set_main_worktree(main.as_deref());
         for root in gone {
             tracing::info!(worktree = %root.display(), "worktree gone; its observed work resolves");
@@ -225,7 +269,7 @@ impl Observer {
         }
         for root in new {
             self.watch_worktree(&root).await;
-            self.mark(&root);
+            self.mark(&root, Seen::Everything);
         }
     }
 
@@ -299,7 +343,7 @@ impl Observer {
         self.polled.remove(root);
     }
 
-    fn mark(&mut self, root: &Path) {
+    fn mark(&mut self, root: &Path, seen: Seen<'_>) {
         let now = Instant::now();
         let key = root.to_string_lossy();
         if self.polled.contains(root) {
@@ -307,25 +351,36 @@ impl Observer {
         } else {
             self.coord.worktree_touched(&key);
         }
-        self.dirty
-            .entry(root.to_path_buf())
-            .and_modify(|d| d.last = now)
-            .or_insert(Dirty {
-                first: now,
-                last: now,
-            });
+        let dirty = self.dirty.entry(root.to_path_buf()).or_insert(Dirty {
+            first: now,
+            last: now,
+            paths: HashSet::new(),
+            everything: false,
+            head_moved: false,
+        });
+        dirty.last = now;
+        match seen {
+            Seen::File(file) => {
+                dirty.paths.insert(file.to_owned());
+            }
+            Seen::Everything => dirty.everything = true,
+            Seen::Head => {
+                dirty.head_moved = true;
+                dirty.everything = true;
+            }
+        }
     }
 
-    fn all_dirty(&mut self) {
+    fn all_dirty(&mut self, seen: Seen<'_>) {
         for root in self.roots.clone() {
-            self.mark(&root);
+            self.mark(&root, seen);
         }
     }
 
     /// Marks the worktree a file-system event belongs to; watches a new directory.
     fn on_event(&mut self, event: notify::Result<notify::Event>) {
         let Ok(event) = event else {
-            self.all_dirty();
+            self.all_dirty(Seen::Everything);
             return;
         };
         if matches!(event.kind, EventKind::Access(_)) {
@@ -336,7 +391,7 @@ impl Observer {
                 if is_git_noise(path) {
                     continue;
                 }
-                self.all_dirty();
+                self.all_dirty(Seen::Head);
                 continue;
             }
             let Some(root) = self.root_of(path) else {
@@ -359,8 +414,13 @@ impl Observer {
                 for dir in walk_dirs(path) {
                     self.watch_dir(&root, &dir);
                 }
+                self.mark(&root, Seen::Everything);
+                continue;
             }
-            self.mark(&root);
+            match relative.to_str() {
+                Some(file) => self.mark(&root, Seen::File(file)),
+                None => self.mark(&root, Seen::Everything),
+            }
         }
     }
 
@@ -374,7 +434,8 @@ impl Observer {
     }
 
     /// Reads the changes of every worktree that is settled, and of polled ones when due.
-    async fn read_settled(&mut self) {
+    /// `now`: read every dirty worktree at once, settled or not (a flush).
+    async fn read_settled(&mut self, now_all: bool) {
         let now = Instant::now();
         for root in self.polled.clone() {
             let due = self
@@ -382,20 +443,41 @@ impl Observer {
                 .get(&root)
                 .is_none_or(|at| now.duration_since(*at) >= FALLBACK_POLL);
             if due {
-                self.mark(&root);
+                self.mark(&root, Seen::Everything);
             }
         }
         let ready: Vec<PathBuf> = self
             .dirty
             .iter()
             .filter(|(_, d)| {
-                now.duration_since(d.last) >= SETTLE || now.duration_since(d.first) >= MAX_DELAY
+                now_all
+                    || now.duration_since(d.last) >= SETTLE
+                    || now.duration_since(d.first) >= MAX_DELAY
             })
             .map(|(root, _)| root.clone())
             .collect();
         for root in ready {
-            self.dirty.remove(&root);
+            let Some(dirty) = self.dirty.remove(&root) else {
+                continue;
+            };
             self.last_read.insert(root.clone(), Instant::now());
+            let changed = if dirty.everything {
+                Changed::Everything
+            } else {
+                Changed::Paths(dirty.paths.into_iter().collect())
+            };
+            let coord = Arc::clone(&self.coord);
+            let at = root.clone();
+            let attributed = tokio::task::spawn_blocking(move || {
+                attribute(&coord, &at, changed, dirty.head_moved)
+            })
+            .await;
+            if let Ok(Err(error)) = attributed {
+                tracing::warn!(worktree = %root.display(), %error, "could not attribute its changes");
+            }
+            if !self.several {
+                continue;
+            }
             let Some(main) = self.roots.first().cloned() else {
                 return;
             };

@@ -20,8 +20,10 @@ mod intents;
 mod locks;
 mod services;
 mod sessions;
+pub mod tree_flush;
 pub mod waiting;
 mod wit;
+mod work;
 pub mod worktree_index;
 
 pub use services::{App, OpenError, Services, INDEX_DB, INDEX_STATUS};

@@ -18,7 +18,7 @@ use crate::coord::{CodeIndex, Coord, CoordError, SystemClock};
 use crate::protocol::server::{
     register_contract_methods, register_discover, register_edit_methods, register_events_methods,
     register_intent_methods, register_lock_methods, register_session_methods, register_wit_methods,
-    register_worktree_methods,
+    register_work_methods, register_worktree_methods,
 };
 use crate::protocol::ProtocolError;
 use crate::store::{Store, StoreError};
@@ -62,6 +62,8 @@ pub struct App {
     main_root: Option<Arc<std::path::PathBuf>>,
     /// What `worktree.forecast` keeps between calls, for every worktree's app.
     forecast: Arc<std::sync::Mutex<ForecastMemory>>,
+    /// How handlers ask the tree observer to read what is on disk (15.2).
+    tree_flush: Arc<super::tree_flush::TreeFlush>,
 }
 
 impl std::fmt::Debug for App {
@@ -86,7 +88,13 @@ impl App {
             worktree: None,
             main_root: None,
             forecast: Arc::default(),
+            tree_flush: Arc::default(),
         }
+    }
+
+    /// The handle through which handlers ask the tree observer to read the disk.
+    pub fn tree_flush(&self) -> Arc<super::tree_flush::TreeFlush> {
+        Arc::clone(&self.tree_flush)
     }
 
     /// The app of the repository whose main worktree is at `root`.
@@ -331,6 +339,7 @@ pub fn build_methods(app: App) -> Result<Methods, OpenError> {
     register_events_methods(&mut module)?;
     register_edit_methods(&mut module)?;
     register_worktree_methods(&mut module)?;
+    register_work_methods(&mut module)?;
     register_discover(&mut module)?;
     Ok(module.into())
 }

@@ -643,7 +643,12 @@ mod tests {
         let output = b"abc blob 3\nhi\n\nc1:gone missing\ndef blob 2\n\xff\xfe\n";
         assert_eq!(
             batch_blobs(output, 4, 1024),
-            [Some(b"hi\n".to_vec()), None, Some(b"\xff\xfe".to_vec()), None]
+            [
+                Some(b"hi\n".to_vec()),
+                None,
+                Some(b"\xff\xfe".to_vec()),
+                None
+            ]
         );
         assert_eq!(batch_blobs(output, 1, 2), [None], "over the limit");
     }

@@ -1,0 +1,175 @@
+//! What changed on disk in one worktree, handed to the coordination core for attribution
+//! (PROTOCOL-NOTES 15.3): the bytes of each changed file now and in HEAD (one `git cat-file
+//! --batch` for all of them), never decoded.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::coord::ownership::DiskChange;
+use crate::coord::Coord;
+use crate::worktrees::forecast::blobs_at;
+
+/// The largest file whose changes are attributed line by line or kept (larger ones are left
+/// out, and said so in the log).
+pub const MAX_FILE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Which files of a worktree to read.
+#[derive(Debug, Clone)]
+pub enum Changed {
+    /// These paths (relative to the root) changed.
+    Paths(Vec<String>),
+    /// Anything may have changed (a start, an overflow, a poll): git's dirty files and every
+    /// file the owner map holds.
+    Everything,
+}
+
+/// Reads the `changed` files of the worktree at `root` and hands them to `coord`; with
+/// `head_moved`, every file the owner map holds is rebased on HEAD's new bytes too.
+pub fn attribute(
+    coord: &Coord,
+    root: &Path,
+    changed: Changed,
+    head_moved: bool,
+) -> Result<(), String> {
+    let key = root.to_string_lossy().into_owned();
+    let owned = coord.owned_files(&key);
+    let mut files = match changed {
+        Changed::Paths(paths) => paths,
+        Changed::Everything => {
+            let mut files = dirty_files(root);
+            files.extend(owned.iter().cloned());
+            files
+        }
+    };
+    files.retain(|f| !is_private(f));
+    files.sort();
+    files.dedup();
+    let files = not_ignored(root, files);
+    let mut rebase: Vec<String> = if head_moved {
+        owned
+            .into_iter()
+            .filter(|f| files.binary_search(f).is_err())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    rebase.sort();
+    let names: Vec<String> = files
+        .iter()
+        .chain(rebase.iter())
+        .map(|f| format!("HEAD:{f}"))
+        .collect();
+    if names.is_empty() {
+        return Ok(());
+    }
+    let heads = blobs_at(root, &names, MAX_FILE_BYTES).map_err(|e| e.to_string())?;
+    for (file, head) in files.iter().zip(&heads) {
+        let Some(now) = read_now(&root.join(file)) else {
+            tracing::info!(file = %file, "too large to attribute");
+            continue;
+        };
+        coord
+            .attribute_change(DiskChange {
+                root: &key,
+                file,
+                head: head.as_deref(),
+                now: now.as_deref(),
+            })
+            .map_err(|e| e.to_string())?;
+    }
+    for (file, head) in rebase.iter().zip(&heads[files.len()..]) {
+        coord.rebase_owner_map(&key, file, head.as_deref());
+    }
+    Ok(())
+}
+
+/// Paths of wit's and git's own state, never work.
+fn is_private(file: &str) -> bool {
+    let first = file.split('/').next().unwrap_or(file);
+    first == ".git" || first == ".wit"
+}
+
+/// A file's bytes now: `Some(None)` when it is gone (or a directory), a symlink's target as
+/// its bytes (15.4), `None` when it is too large to keep.
+fn read_now(path: &Path) -> Option<Option<Vec<u8>>> {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Some(None);
+    };
+    if meta.file_type().is_symlink() {
+        return Some(
+            std::fs::read_link(path)
+                .ok()
+                .map(|target| target.as_os_str().as_encoded_bytes().to_vec()),
+        );
+    }
+    if !meta.is_file() {
+        return Some(None);
+    }
+    if usize::try_from(meta.len()).unwrap_or(usize::MAX) > MAX_FILE_BYTES {
+        return None;
+    }
+    Some(std::fs::read(path).ok())
+}
+
+fn git(root: &Path, args: &[&str], input: Option<&[u8]>) -> Option<Vec<u8>> {
+    let mut child = Command::new("git")
+        .args(args)
+        .current_dir(root)
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+        use std::io::Write;
+        let data = input.to_vec();
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&data);
+        });
+    }
+    child.wait_with_output().ok().map(|out| out.stdout)
+}
+
+/// The files git sees changed or untracked (not ignored) in the worktree.
+fn dirty_files(root: &Path) -> Vec<String> {
+    let Some(out) = git(
+        root,
+        &[
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+        ],
+        None,
+    ) else {
+        return Vec::new();
+    };
+    out.split(|&b| b == 0)
+        .filter(|entry| entry.len() > 3)
+        .filter_map(|entry| std::str::from_utf8(&entry[3..]).ok())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `files` without those git ignores (one `git check-ignore --stdin`), sorted.
+fn not_ignored(root: &Path, files: Vec<String>) -> Vec<String> {
+    if files.is_empty() {
+        return files;
+    }
+    let input: Vec<u8> = files.iter().flat_map(|f| f.bytes().chain([0])).collect();
+    let ignored: std::collections::HashSet<String> =
+        git(root, &["check-ignore", "--stdin", "-z"], Some(&input))
+            .unwrap_or_default()
+            .split(|&b| b == 0)
+            .filter_map(|f| std::str::from_utf8(f).ok())
+            .filter(|f| !f.is_empty())
+            .map(str::to_owned)
+            .collect();
+    files.into_iter().filter(|f| !ignored.contains(f)).collect()
+}
