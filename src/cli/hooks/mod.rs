@@ -25,6 +25,7 @@ pub mod policy;
 pub mod post_tool;
 pub mod pre_edit;
 pub mod shell;
+pub mod windows;
 
 #[cfg(test)]
 mod fuzz_tests;

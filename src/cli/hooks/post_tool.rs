@@ -441,9 +441,13 @@ fn told(
     // The news hook never starts a daemon.
     let doorway = deadline.doorway(paths.clone(), false);
     let mut state = HarnessSession::load(&paths, &session);
-    let lines = doorway::block_on(gather(&doorway, &session, agent, &mut state))
-        .ok()?
-        .ok()?;
+    let lines = doorway::block_on(async {
+        // The call's window closes first (15.2): what it wrote is attributed before news.
+        super::windows::close(&doorway, &paths, &session).await;
+        gather(&doorway, &session, agent, &mut state).await
+    })
+    .ok()?
+    .ok()?;
     state.save(&paths);
     (!lines.is_empty()).then(|| {
         format!(

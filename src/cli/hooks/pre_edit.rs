@@ -251,8 +251,13 @@ fn gate(
         return Verdict::allow();
     };
     let doorway = deadline.doorway(paths.clone(), doorway::autostart_from_env());
+    let names: Vec<String> = files.iter().map(|(file, _)| file.clone()).collect();
     let checked = doorway::block_on(async {
         let checked = check(&doorway, &session, files, policy).await;
+        // The call's window (15.2): what it writes is this session's, warned or not.
+        if matches!(&checked, Ok((verdict, _)) if verdict.decision == Decision::Allow) {
+            super::windows::open(&doorway, &paths, &session, "edit", &names).await;
+        }
         // The harness's pulse, once per session; the verdict does not wait on its failure.
         let mut state = HarnessSession::load(&paths, &session);
         if let Ok(true) = state

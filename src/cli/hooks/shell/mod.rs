@@ -127,6 +127,9 @@ pub fn run(
 ) -> Report {
     let mut notes = Vec::new();
     let verdict = gate(&request, repo, session_flag, deadline, &mut notes);
+    if verdict.decision == Decision::Allow {
+        open_window(&request, repo, session_flag, deadline);
+    }
     let answer = if request.cursor_shell_event {
         cursor_shell_answer(&verdict)
     } else {
@@ -144,6 +147,37 @@ pub fn run(
         report = report.with_note(note);
     }
     report
+}
+
+/// Opens the tool-call window of a command the gate lets through (15.2), when the
+/// repository's daemon is running (a window needs its observer); silent on any failure.
+fn open_window(
+    request: &ShellRequest,
+    repo: Option<&Path>,
+    session_flag: Option<&str>,
+    deadline: Deadline,
+) {
+    let Some(cwd) = working_dir(request.cwd.clone()) else {
+        return;
+    };
+    let Some(root) = find_root(repo, &cwd) else {
+        return;
+    };
+    let paths = WitPaths::for_root(&root);
+    if !paths.socket.exists() {
+        return;
+    }
+    let Some(session) = hook_session(session_flag, request.session.as_deref(), &paths) else {
+        return;
+    };
+    let doorway = deadline.doorway(paths.clone(), false);
+    let _ = doorway::block_on(super::windows::open(
+        &doorway,
+        &paths,
+        &session,
+        "shell",
+        &[],
+    ));
 }
 
 /// Cursor's `beforeShellExecution` answer.
