@@ -10,6 +10,7 @@
 
 mod agent_config;
 mod agents;
+mod blame;
 mod call;
 mod claude;
 pub mod commit;
@@ -152,6 +153,10 @@ pub enum Command {
     Sessions,
     /// Which worktrees of the repository will collide where when merged, by symbol.
     Worktrees,
+    /// Who owns each uncommitted line of a file (sessions, or unowned).
+    ///
+    /// Example: wit blame src/lib.py
+    Blame(blame::BlameArgs),
     /// End a session (release its locks, abandon its intents) or renew its lease.
     #[command(subcommand)]
     Session(sessions::SessionCommand),
@@ -333,6 +338,7 @@ fn dispatch(ctx: &Context, command: Command) -> Result<Report, CliError> {
         Command::Register(args) => ctx.block_on(agents::register(ctx, args)),
         Command::Sessions => ctx.block_on(sessions::list(ctx)),
         Command::Worktrees => ctx.block_on(worktrees::forecast(ctx)),
+        Command::Blame(args) => ctx.block_on(blame::blame(ctx, args)),
         Command::Session(command) => ctx.block_on(sessions::run(ctx, command)),
         Command::Log(args) => ctx.block_on(log::run(ctx, args)),
         Command::Call(args) => ctx.block_on(call::run(ctx, args)),

@@ -292,7 +292,11 @@ fn methods_table_lists_every_method() {
             "session.list",
             "events.poll",
             "edit.preflight",
-            "worktree.forecast"
+            "worktree.forecast",
+            "work.begin",
+            "work.end",
+            "work.owners",
+            "work.changes"
         ]
     );
     assert_eq!(

@@ -14,6 +14,7 @@ mod languages;
 mod load;
 mod locks;
 mod mcp;
+mod owners;
 mod replay;
 mod safegit;
 mod sessions;

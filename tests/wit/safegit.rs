@@ -29,12 +29,12 @@ const ALICE_NEW: &str = "  return a + 100;";
 const BOB_OLD: &str = "  return b * 2;";
 const BOB_NEW: &str = "  return b * 200;";
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// `wit` in `repo` as `session`, with a clean wit environment.
-fn wit_cmd(repo: &Path, session: &str) -> Command {
+pub(crate) fn wit_cmd(repo: &Path, session: &str) -> Command {
     let mut command = Command::new(wit_bin());
     command
         .current_dir(repo)
@@ -53,7 +53,7 @@ fn wit_cmd(repo: &Path, session: &str) -> Command {
     command
 }
 
-fn wit_ok(repo: &Repo, session: &str, args: &[&str]) -> Output {
+pub(crate) fn wit_ok(repo: &Repo, session: &str, args: &[&str]) -> Output {
     let out = wit_cmd(repo.path(), session).args(args).output().unwrap();
     assert!(
         out.status.success(),
@@ -64,7 +64,7 @@ fn wit_ok(repo: &Repo, session: &str, args: &[&str]) -> Output {
     out
 }
 
-fn git(repo: &Path, session: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(crate) fn git(repo: &Path, session: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = Command::new("git");
     command
         .current_dir(repo)
@@ -84,7 +84,7 @@ fn git(repo: &Path, session: &str, args: &[&str], env: &[(&str, &str)]) -> Outpu
     command.output().unwrap()
 }
 
-fn git_text(repo: &Path, args: &[&str]) -> String {
+pub(crate) fn git_text(repo: &Path, args: &[&str]) -> String {
     let out = git(repo, "setup", args, &[]);
     assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
     text(&out.stdout)
@@ -93,7 +93,7 @@ fn git_text(repo: &Path, args: &[&str]) -> String {
 /// Runs the gate (`wit hook pre-edit --agent AGENT`) with `payload` on stdin, from the
 /// stand-in harness of the payload's session (each agent its own harness process, as in the
 /// field); exit 0 always.
-fn hook(repo: &Repo, agent: &str, payload: &Value) -> Output {
+pub(crate) fn hook(repo: &Repo, agent: &str, payload: &Value) -> Output {
     let payload = payload.to_string();
     let args = ["hook", "pre-edit", "--agent", agent];
     let session = payload_session(&payload).unwrap_or_else(|| "unused".to_string());
@@ -104,7 +104,7 @@ fn hook(repo: &Repo, agent: &str, payload: &Value) -> Output {
     out
 }
 
-fn answer(out: &Output) -> Value {
+pub(crate) fn answer(out: &Output) -> Value {
     let stdout = text(&out.stdout);
     if stdout.trim().is_empty() {
         return Value::Null;
@@ -113,7 +113,7 @@ fn answer(out: &Output) -> Value {
 }
 
 /// Claude Code's Bash tool call of `session` running `command`.
-fn bash(repo: &Repo, session: &str, command: &str) -> Value {
+pub(crate) fn bash(repo: &Repo, session: &str, command: &str) -> Value {
     json!({
         "session_id": session,
         "cwd": repo.path().display().to_string(),
@@ -124,7 +124,7 @@ fn bash(repo: &Repo, session: &str, command: &str) -> Value {
 }
 
 /// Claude Code's verdict on `command` run by `session`: `(decision or "", reason/context)`.
-fn shell_verdict(repo: &Repo, session: &str, command: &str) -> (String, String) {
+pub(crate) fn shell_verdict(repo: &Repo, session: &str, command: &str) -> (String, String) {
     let out = hook(repo, "claude", &bash(repo, session, command));
     let value = answer(&out);
     let output = &value["hookSpecificOutput"];
@@ -142,7 +142,7 @@ fn shell_verdict(repo: &Repo, session: &str, command: &str) -> (String, String) 
 
 /// `session` edits `old` to `new` in `file` through Claude Code's edit gate (recorded as
 /// observed work), then the harness writes the edit.
-fn edit(repo: &Repo, session: &str, file: &str, old: &str, new: &str) {
+pub(crate) fn edit(repo: &Repo, session: &str, file: &str, old: &str, new: &str) {
     let payload = json!({
         "session_id": session,
         "cwd": repo.path().display().to_string(),

@@ -1,0 +1,270 @@
+//! Owners (PROTOCOL-NOTES 15.1–15.3, 15.7, issue "Owners") end to end: every agent a stand-in
+//! harness process of its own running the real hooks (`wit hook pre-edit`, then the tool's
+//! write, then `wit hook post-tool`), a real daemon watching the tree, real git.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::harness::*;
+use crate::safegit::{answer, edit, git_text, hook, shell_verdict, text, wit_ok};
+use wit::protocol::{IntentQueryParams, WorkChangesParams, WorkOwnersParams};
+
+const LIB_PY: &str = "\
+def alpha(x):
+    return x + 1
+
+
+def beta(y):
+    return y * 2
+
+
+def gamma(z):
+    return z - 3
+";
+
+/// A committed `src/lib.py`, hooks installed, a daemon; alice and bob registered.
+fn repo_with_lib() -> (Repo, Daemon) {
+    let repo = Repo::new();
+    repo.write("src/lib.py", LIB_PY);
+    git_text(repo.path(), &["add", "."]);
+    git_text(repo.path(), &["commit", "-q", "-m", "init"]);
+    let daemon = Daemon::start(&repo);
+    wit_ok(&repo, "alice", &["register", "alice"]);
+    wit_ok(&repo, "bob", &["register", "bob"]);
+    wit_ok(&repo, "alice", &["hook", "install"]);
+    (repo, daemon)
+}
+
+/// Claude Code's post-tool hook of `session` after a tool call.
+fn post_tool(repo: &Repo, session: &str, tool: &str) {
+    let payload = json!({
+        "session_id": session,
+        "cwd": repo.path().display().to_string(),
+        "hook_event_name": "PostToolUse",
+        "tool_name": tool,
+        "tool_input": {},
+        "tool_response": {},
+    })
+    .to_string();
+    let out = with_harness(repo, session, |stand_in| {
+        stand_in.run(&["hook", "post-tool", "--agent", "claude"], &payload, &[])
+    });
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+/// `session` runs `command` through its harness's Bash tool: the gate lets it through (or
+/// not), the tool runs it in the repository, the post-tool hook closes the call.
+fn run_bash(repo: &Repo, session: &str, command: &str) {
+    let (decision, said) = shell_verdict(repo, session, command);
+    assert_eq!(decision, "", "{command}: {said}");
+    let status = std::process::Command::new("bash")
+        .args(["-c", command])
+        .current_dir(repo.path())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{command}");
+    post_tool(repo, session, "Bash");
+}
+
+fn owners(repo: &Repo, file: &str) -> wit::protocol::WorkOwnersResult {
+    let client = repo.client();
+    block_on(client.work_owners(WorkOwnersParams { file: file.into() })).unwrap()
+}
+
+/// Waits (at most 5 s) until `check` holds of the file's owners.
+fn owners_until(
+    repo: &Repo,
+    file: &str,
+    check: impl Fn(&wit::protocol::WorkOwnersResult) -> bool,
+) -> wit::protocol::WorkOwnersResult {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let found = owners(repo, file);
+        if check(&found) || Instant::now() > until {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn sessions_of(result: &wit::protocol::WorkOwnersResult) -> Vec<Vec<String>> {
+    result.lines.iter().map(|l| l.session_ids.clone()).collect()
+}
+
+fn observed_intents(repo: &Repo) -> Vec<Value> {
+    let client = repo.client();
+    let intents = block_on(client.intent_query(IntentQueryParams::default())).unwrap();
+    intents
+        .into_iter()
+        .map(|i| serde_json::to_value(i).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_shell_edit_is_its_sessions_and_anothers_stash_is_denied_naming_it() {
+    let (repo, _daemon) = repo_with_lib();
+    run_bash(&repo, "bob", "sed -i 's/y \\* 2/y * 20/' src/lib.py");
+    let found = owners_until(&repo, "src/lib.py", |o| !o.lines.is_empty());
+    assert_eq!(
+        sessions_of(&found),
+        vec![vec!["bob".to_owned()]],
+        "{found:?}"
+    );
+    assert_eq!((found.lines[0].start_line, found.lines[0].end_line), (6, 6));
+    let intents = observed_intents(&repo);
+    assert!(
+        intents
+            .iter()
+            .any(|i| i["sessionId"] == "bob" && i["regions"].is_array()),
+        "{intents:?}"
+    );
+    let (decision, said) = shell_verdict(&repo, "alice", "git stash");
+    assert_eq!(decision, "deny", "{said}");
+    assert!(said.contains("bob"), "{said}");
+}
+
+#[test]
+fn a_warned_adjacent_edit_is_recorded_and_protected() {
+    let (repo, _daemon) = repo_with_lib();
+    repo.write(".wit/config.toml", "[gate]\nintents = \"warn\"\n");
+    edit(
+        &repo,
+        "alice",
+        "src/lib.py",
+        "def beta(y):",
+        "def beta(y, k=1):",
+    );
+    // Bob changes the line right below alice's: the gate warns and lets it through.
+    let payload = json!({
+        "session_id": "bob",
+        "cwd": repo.path().display().to_string(),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Edit",
+        "tool_input": {
+            "file_path": repo.path().join("src/lib.py").display().to_string(),
+            "old_string": "    return y * 2",
+            "new_string": "    return y * 3",
+        },
+    });
+    let verdict = answer(&hook(&repo, "claude", &payload));
+    let context = verdict["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        context.contains("alice"),
+        "a warning naming alice: {verdict}"
+    );
+    let path = repo.path().join("src/lib.py");
+    let current = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        current.replacen("    return y * 2", "    return y * 3", 1),
+    )
+    .unwrap();
+    post_tool(&repo, "bob", "Edit");
+    let found = owners_until(&repo, "src/lib.py", |o| {
+        o.lines
+            .iter()
+            .any(|l| l.session_ids.contains(&"bob".to_owned()))
+    });
+    assert!(
+        found
+            .lines
+            .iter()
+            .any(|l| l.session_ids == ["bob"] && l.start_line == 6),
+        "{found:?}"
+    );
+    let (decision, said) = shell_verdict(&repo, "alice", "git add -A && git commit -m mine");
+    assert_eq!(decision, "deny", "{said}");
+    assert!(said.contains("bob"), "{said}");
+}
+
+#[test]
+fn two_overlapping_shell_commands_both_own_the_change() {
+    let (repo, _daemon) = repo_with_lib();
+    // Both calls are let through (windows open), then one command writes, then both end.
+    let (a, _) = shell_verdict(&repo, "alice", "make fmt");
+    let (b, _) = shell_verdict(&repo, "bob", "make test");
+    assert_eq!((a.as_str(), b.as_str()), ("", ""));
+    let path = repo.path().join("src/lib.py");
+    let current = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, current.replace("z - 3", "z - 30")).unwrap();
+    post_tool(&repo, "alice", "Bash");
+    post_tool(&repo, "bob", "Bash");
+    let found = owners_until(&repo, "src/lib.py", |o| !o.lines.is_empty());
+    assert_eq!(
+        sessions_of(&found),
+        vec![vec!["alice".to_owned(), "bob".to_owned()]],
+        "{found:?}"
+    );
+}
+
+#[test]
+fn a_change_with_no_window_is_unowned() {
+    let (repo, _daemon) = repo_with_lib();
+    let path = repo.path().join("src/lib.py");
+    let current = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, current.replace("x + 1", "x + 2")).unwrap();
+    let found = owners_until(&repo, "src/lib.py", |o| !o.lines.is_empty());
+    assert_eq!(sessions_of(&found), vec![Vec::<String>::new()], "{found:?}");
+    let client = repo.client();
+    let changes = block_on(client.work_changes(WorkChangesParams {
+        session_id: Some("alice".into()),
+        files: Vec::new(),
+    }))
+    .unwrap();
+    let root = std::fs::canonicalize(repo.path()).unwrap();
+    let hunk = &changes.files[0].hunks[0];
+    assert_eq!(hunk.mine, Some(false));
+    assert_eq!(
+        hunk.others,
+        vec![format!("unowned:{}", root.display())],
+        "{changes:?}"
+    );
+    let intents = observed_intents(&repo);
+    assert!(
+        intents.iter().any(|i| i["sessionId"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("unowned:"))),
+        "{intents:?}"
+    );
+}
+
+#[test]
+fn an_edit_of_a_latin1_file_is_recorded_file_level_with_its_bytes() {
+    let (repo, _daemon) = repo_with_lib();
+    std::fs::write(repo.path().join("notes.txt"), b"caf\xe9\n").unwrap();
+    git_text(repo.path(), &["add", "notes.txt"]);
+    git_text(repo.path(), &["commit", "-q", "-m", "latin-1"]);
+    let (decision, _) = shell_verdict(&repo, "bob", "printf 'na\\xefve\\n' >> notes.txt");
+    assert_eq!(decision, "");
+    std::fs::write(repo.path().join("notes.txt"), b"caf\xe9\nna\xefve\n").unwrap();
+    post_tool(&repo, "bob", "Bash");
+    let found = owners_until(&repo, "notes.txt", |o| !o.lines.is_empty());
+    assert!(found.binary, "{found:?}");
+    assert_eq!(sessions_of(&found), vec![vec!["bob".to_owned()]]);
+}
+
+#[test]
+fn wit_blame_names_the_owners_of_three_sessions_lines() {
+    let (repo, _daemon) = repo_with_lib();
+    wit_ok(&repo, "carol", &["register", "carol"]);
+    edit(&repo, "alice", "src/lib.py", "x + 1", "x + 10");
+    run_bash(&repo, "bob", "sed -i 's/y \\* 2/y * 20/' src/lib.py");
+    run_bash(&repo, "carol", "sed -i 's/z - 3/z - 33/' src/lib.py");
+    owners_until(&repo, "src/lib.py", |o| o.lines.len() == 3);
+    let out = wit_ok(&repo, "alice", &["blame", "src/lib.py"]);
+    let shown = text(&out.stdout);
+    for (line, who, code) in [
+        (2, "alice", "x + 10"),
+        (6, "bob", "y * 20"),
+        (10, "carol", "z - 33"),
+    ] {
+        let row = shown
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{line} ")))
+            .unwrap_or_else(|| panic!("line {line} in {shown}"));
+        assert!(row.contains(who) && row.contains(code), "{row}");
+    }
+}
