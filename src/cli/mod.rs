@@ -338,7 +338,7 @@ fn dispatch(ctx: &Context, command: Command) -> Result<Report, CliError> {
         Command::Register(args) => ctx.block_on(agents::register(ctx, args)),
         Command::Sessions => ctx.block_on(sessions::list(ctx)),
         Command::Worktrees => ctx.block_on(worktrees::forecast(ctx)),
-        Command::Blame(args) => ctx.block_on(blame::blame(ctx, args)),
+        Command::Blame(args) => ctx.block_on(blame::blame(ctx, &args)),
         Command::Session(command) => ctx.block_on(sessions::run(ctx, command)),
         Command::Log(args) => ctx.block_on(log::run(ctx, args)),
         Command::Call(args) => ctx.block_on(call::run(ctx, args)),

@@ -56,6 +56,8 @@ struct Window {
     root: String,
     /// The file a file-edit tool writes (normalised).
     file: Option<String>,
+    /// The texts its edits write (empty: any change of the file is its own).
+    texts: Vec<String>,
     expires_at_ms: i64,
     /// What was attributed to it, per file.
     changed: BTreeMap<String, Vec<LineRegion>>,
@@ -153,6 +155,7 @@ impl Coord {
         session_id: &str,
         tool: &str,
         file: Option<&str>,
+        texts: Vec<String>,
         ttl_ms: Option<i64>,
     ) -> Result<String> {
         if session_id.is_empty() || session_id.len() > MAX_SESSION_ID_BYTES {
@@ -190,6 +193,7 @@ impl Coord {
                 session_id: session_id.to_owned(),
                 root,
                 file,
+                texts,
                 expires_at_ms: now.saturating_add(ttl),
                 changed: BTreeMap::new(),
             },
@@ -244,7 +248,8 @@ impl Coord {
                 return Ok(());
             }
             let now_ms = self.clock.now_ms();
-            let owners = ownership.owners_of_change(change.root, change.file, now_ms);
+            let written = written_lines(&before, now_bytes);
+            let owners = ownership.owners_of_change(change.root, change.file, &written, now_ms);
             let entry = ownership
                 .files
                 .entry(key.clone())
@@ -548,15 +553,47 @@ impl Coord {
     }
 }
 
+impl Window {
+    /// Whether this file-edit window's edits explain a change that wrote `written` (15.2):
+    /// every written line is in the text of one of its edits.
+    fn explains(&self, written: &[String]) -> bool {
+        self.texts.is_empty()
+            || written
+                .iter()
+                .all(|line| self.texts.iter().any(|text| text.contains(line.as_str())))
+    }
+}
+
+/// The non-blank lines a change from `before` to `after` wrote, trimmed (none for bytes that
+/// are not text).
+fn written_lines(before: &[u8], after: &[u8]) -> Vec<String> {
+    let (Ok(before), Ok(after)) = (std::str::from_utf8(before), std::str::from_utf8(after)) else {
+        return Vec::new();
+    };
+    diff_lines(before, after)
+        .iter()
+        .flat_map(|change| after[change.new.0..change.new.1].lines())
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 impl Ownership {
     /// Whose change on disk this is (15.3): the sessions of the live windows in `root` naming
     /// `file`, else of those naming no file, else the worktree's unowned session.
-    fn owners_of_change(&mut self, root: &str, file: &str, now_ms: i64) -> Vec<String> {
+    fn owners_of_change(
+        &mut self,
+        root: &str,
+        file: &str,
+        written: &[String],
+        now_ms: i64,
+    ) -> Vec<String> {
         self.windows.retain(|_, w| w.expires_at_ms > now_ms);
         let open: Vec<&Window> = self.windows.values().filter(|w| w.root == root).collect();
         let naming: Vec<String> = open
             .iter()
-            .filter(|w| w.file.as_deref() == Some(file))
+            .filter(|w| w.file.as_deref() == Some(file) && w.explains(written))
             .map(|w| w.session_id.clone())
             .collect();
         let mut owners = if naming.is_empty() {

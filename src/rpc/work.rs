@@ -33,6 +33,7 @@ impl WorkMethods for App {
                 &params.session_id,
                 &params.tool,
                 params.file.as_deref(),
+                params.edits.iter().map(|e| e.new_text.clone()).collect(),
                 params.ttl_ms,
             )
         })?;

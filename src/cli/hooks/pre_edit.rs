@@ -251,7 +251,16 @@ fn gate(
         return Verdict::allow();
     };
     let doorway = deadline.doorway(paths.clone(), doorway::autostart_from_env());
-    let names: Vec<String> = files.iter().map(|(file, _)| file.clone()).collect();
+    let names: Vec<(String, Vec<String>)> = files
+        .iter()
+        .map(|(file, change)| {
+            let texts = match change {
+                Change::Edits(edits) => edits.iter().map(|e| e.new_text.clone()).collect(),
+                Change::Content(content) => vec![content.clone()],
+            };
+            (file.clone(), texts)
+        })
+        .collect();
     let checked = doorway::block_on(async {
         let checked = check(&doorway, &session, files, policy).await;
         // The call's window (15.2): what it writes is this session's, warned or not.

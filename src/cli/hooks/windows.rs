@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::daemon::paths::WitPaths;
 use crate::doorway::Doorway;
-use crate::protocol::{WorkBeginParams, WorkEndParams};
+use crate::protocol::{WorkBeginParams, WorkBeginParamsEditsItem, WorkEndParams};
 
 /// How long a window a hook opens stays open without its post-tool hook: long enough for a
 /// slow build or test run, short enough that a harness without a post-tool hook does not
@@ -48,27 +48,38 @@ fn save(path: &Path, open: &Open) {
     }
 }
 
-/// Opens a window for a tool call the gate let through: one per named file, or one naming
-/// no file (a shell command, any other tool). Failures are silent: the gate fails open.
+/// Opens a window for a tool call the gate let through: one per named file with the texts
+/// its edits write, or one naming no file (a shell command, any other tool). Failures are
+/// silent: the gate fails open.
 pub async fn open(
     doorway: &Doorway,
     paths: &WitPaths,
     session: &str,
     tool: &str,
-    files: &[String],
+    files: &[(String, Vec<String>)],
 ) {
-    let names: Vec<Option<String>> = if files.is_empty() {
-        vec![None]
+    let names: Vec<(Option<String>, Vec<String>)> = if files.is_empty() {
+        vec![(None, Vec::new())]
     } else {
-        files.iter().cloned().map(Some).collect()
+        files
+            .iter()
+            .map(|(file, texts)| (Some(file.clone()), texts.clone()))
+            .collect()
     };
     let mut opened = Vec::new();
-    for file in names {
+    for (file, texts) in names {
         let params = WorkBeginParams {
             session_id: session.to_owned(),
             tool: tool.to_owned(),
             file,
-            edits: Vec::new(),
+            edits: texts
+                .into_iter()
+                .map(|new_text| WorkBeginParamsEditsItem {
+                    old_text: String::new(),
+                    new_text,
+                    replace_all: None,
+                })
+                .collect(),
             ttl_ms: Some(HOOK_WINDOW_TTL_MS),
         };
         let begun = doorway
