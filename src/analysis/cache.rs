@@ -1,6 +1,8 @@
-//! A content-addressed cache of analyses, bounded by the bytes of source it covers, evicting the
-//! least recently used entry. Disk parses and `analyze_content` share it, so staged content equal
-//! to the working copy costs no parse.
+//! A content-addressed cache of analyses, bounded by the memory they take, evicting the least
+//! recently used entry. Disk parses and `analyze_content` share it, so staged content equal
+//! to the working copy costs no parse. An analysis heavier than the whole bound is kept too,
+//! alone in a slot of its own (the last such one): otherwise every call on a huge file would
+//! decode its analysis again (issue 32.5: 128k one-line functions, 40× the cost of 64k).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -58,6 +60,9 @@ struct Inner {
     entries: HashMap<ContentKey, Entry>,
     bytes: usize,
     tick: u64,
+    /// The last analysis heavier than the capacity, outside the bound (at most one: what a
+    /// file under the index's size limit analyses to).
+    oversize: Option<(ContentKey, Entry)>,
 }
 
 /// The cache. Cheap to share; all methods take `&self`.
@@ -76,6 +81,7 @@ impl ContentCache {
                 entries: HashMap::new(),
                 bytes: 0,
                 tick: 0,
+                oversize: None,
             }),
             capacity,
         }
@@ -86,20 +92,38 @@ impl ContentCache {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.tick += 1;
         let tick = inner.tick;
-        let entry = inner.entries.get_mut(key)?;
-        entry.last_used = tick;
-        Some(Arc::clone(&entry.analysis))
+        if let Some(entry) = inner.entries.get_mut(key) {
+            entry.last_used = tick;
+            return Some(Arc::clone(&entry.analysis));
+        }
+        match &inner.oversize {
+            Some((oversize, entry)) if oversize == key => Some(Arc::clone(&entry.analysis)),
+            _ => None,
+        }
     }
 
-    /// Remembers an analysis; evicts the least recently used entries beyond the capacity.
+    /// Remembers an analysis; evicts the least recently used entries beyond the capacity. One
+    /// heavier than the capacity takes the oversize slot, in place of the one there (a cache of
+    /// capacity 0 keeps nothing at all).
     pub(crate) fn insert(&self, key: ContentKey, analysis: Arc<FileAnalysis>) {
-        let weight = analysis.approx_heap_bytes();
-        if weight > self.capacity {
+        if self.capacity == 0 {
             return;
         }
+        let weight = analysis.approx_heap_bytes();
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.tick += 1;
         let tick = inner.tick;
+        if weight > self.capacity {
+            inner.oversize = Some((
+                key,
+                Entry {
+                    analysis,
+                    weight,
+                    last_used: tick,
+                },
+            ));
+            return;
+        }
         let replaced = inner.entries.insert(
             key,
             Entry {
@@ -131,9 +155,18 @@ impl ContentCache {
         self.capacity
     }
 
-    /// The weight of the cached analyses now (at most the capacity).
+    /// The weight of the cached analyses within the bound now (at most the capacity).
     pub(crate) fn bytes(&self) -> usize {
         self.inner.lock().map(|i| i.bytes).unwrap_or(0)
+    }
+
+    /// The weight of the analysis in the oversize slot (0 when it is empty).
+    pub(crate) fn oversize_bytes(&self) -> usize {
+        self.inner
+            .lock()
+            .ok()
+            .and_then(|i| i.oversize.as_ref().map(|(_, entry)| entry.weight))
+            .unwrap_or(0)
     }
 
     /// Number of cached analyses.
@@ -164,16 +197,33 @@ mod tests {
         assert!(cache.get(&b).is_none(), "b was least recently used");
         assert!(cache.get(&c).is_some());
         assert_eq!(cache.len(), 2);
-        // An analysis heavier than the whole cache is not kept (however short its source).
-        let source: String = (0..50)
-            .map(|i| format!("def f{i}(a, b=1):\n    return g(a)\n"))
-            .collect();
-        let heavy = Arc::new(crate::analysis::analyze(Language::Python, &source));
+        // An analysis heavier than the whole cache (however short its source) takes the
+        // oversize slot: kept, evicting nothing, and replaced by the next such one.
+        let heavy_source = |n: usize| -> String {
+            (0..50)
+                .map(|i| format!("def f{n}_{i}(a, b=1):\n    return g(a)\n"))
+                .collect()
+        };
+        let (first, second) = (heavy_source(1), heavy_source(2));
+        let heavy = Arc::new(crate::analysis::analyze(Language::Python, &first));
         assert!(heavy.approx_heap_bytes() > 3 * one);
-        let key = ContentKey::new(Language::Python, &source);
-        cache.insert(key, heavy);
-        assert!(cache.get(&key).is_none());
+        let first_key = ContentKey::new(Language::Python, &first);
+        cache.insert(first_key, Arc::clone(&heavy));
+        assert!(cache.get(&first_key).is_some());
+        assert_eq!(cache.oversize_bytes(), heavy.approx_heap_bytes());
         assert_eq!(cache.len(), 2);
+        assert!(cache.get(&a).is_some() && cache.get(&c).is_some());
+        let second_key = ContentKey::new(Language::Python, &second);
+        cache.insert(
+            second_key,
+            Arc::new(crate::analysis::analyze(Language::Python, &second)),
+        );
+        assert!(cache.get(&second_key).is_some());
+        assert!(
+            cache.get(&first_key).is_none(),
+            "one oversize analysis at a time"
+        );
+        assert!(cache.bytes() <= cache.capacity());
     }
 
     /// An analysis weighs more than its bare records: every string counts.

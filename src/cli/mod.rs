@@ -89,6 +89,17 @@ Exit codes: 0 ok, 1 protocol error (e.g. LOCK_CONFLICT) or blocked check, 2 usag
 #[derive(Debug, Parser)]
 #[command(name = "wit", version, about, after_help = EXAMPLES)]
 pub struct Cli {
+    /// The flags every command takes.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// The subcommand.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The flags every command takes.
+#[derive(Debug, clap::Args)]
+pub struct GlobalArgs {
     /// Repository root (default: $WIT_REPO_ROOT, else the enclosing git work tree, else the
     /// current directory).
     #[arg(long, global = true, value_name = "DIR")]
@@ -100,9 +111,28 @@ pub struct Cli {
     /// Print machine-readable JSON on stdout (errors too, as `{"error": {..}}`).
     #[arg(long, global = true)]
     pub json: bool,
-    /// The subcommand.
+}
+
+/// `wit hook …` alone, for the harness hooks an agent's harness runs around every tool call
+/// (`pre-edit`, `post-tool`): parsed without building the rest of the command line, whose
+/// every subcommand's arguments clap would build first (issue 32.2: the hook process's own
+/// start is most of its cost). The same flags and subcommands as [`Cli`], so the same
+/// command line means the same thing; anything else takes the full parser.
+#[derive(Debug, Parser)]
+#[command(name = "wit")]
+struct HookCli {
+    #[command(flatten)]
+    global: GlobalArgs,
     #[command(subcommand)]
-    pub command: Command,
+    command: HookOnly,
+}
+
+/// The one subcommand [`HookCli`] knows.
+#[derive(Debug, Subcommand)]
+enum HookOnly {
+    /// `wit hook …`.
+    #[command(subcommand)]
+    Hook(hooks::HookCommand),
 }
 
 /// The subcommands.
@@ -220,6 +250,11 @@ pub fn main() -> ExitCode {
     if args.next().is_some_and(|first| first == worker::SUBCOMMAND) {
         return analyze_worker(args.collect());
     }
+    if let Some((global, hook)) = parse_harness_hook() {
+        let json = global.json;
+        let outcome = Ok(harness_hook(&global, hook));
+        return ExitCode::from(output::finish(outcome, json));
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
@@ -232,9 +267,48 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    let json = cli.json;
+    let json = cli.global.json;
     let outcome = run(cli);
     ExitCode::from(output::finish(outcome, json))
+}
+
+/// A harness hook's command line (`wit … hook pre-edit|post-tool …`) read by [`HookCli`];
+/// `None` for every other command line, and for one it does not read (the full parser then
+/// says what is wrong).
+fn parse_harness_hook() -> Option<(GlobalArgs, HarnessHook)> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let named = args
+        .windows(2)
+        .any(|pair| pair[0] == "hook" && (pair[1] == "pre-edit" || pair[1] == "post-tool"));
+    if !named {
+        return None;
+    }
+    let HookCli { global, command } = HookCli::try_parse_from(args).ok()?;
+    let HookOnly::Hook(command) = command;
+    let hook = match command {
+        hooks::HookCommand::PreEdit { agent } => HarnessHook::PreEdit(agent),
+        hooks::HookCommand::PostTool { agent } => HarnessHook::PostTool(agent),
+        _ => return None,
+    };
+    Some((global, hook))
+}
+
+/// The hooks a harness runs around each tool call.
+enum HarnessHook {
+    /// `wit hook pre-edit --agent ..`: the edit gate.
+    PreEdit(agent_config::Agent),
+    /// `wit hook post-tool --agent ..`: the news hook.
+    PostTool(agent_config::Agent),
+}
+
+/// Runs a harness hook. They find their repository from the harness's payload and fail open
+/// on anything, so they run before (and without) the usual repository context.
+fn harness_hook(global: &GlobalArgs, hook: HarnessHook) -> Report {
+    let (repo, session) = (global.repo.as_deref(), global.session.as_deref());
+    match hook {
+        HarnessHook::PreEdit(agent) => hooks::pre_edit::run(agent, repo, session),
+        HarnessHook::PostTool(agent) => hooks::post_tool::run(agent, repo, session),
+    }
 }
 
 /// `wit __analyze LANGUAGE BUDGET_MS` (one source) or `wit __analyze --serve` (framed
@@ -283,41 +357,36 @@ fn analyze_worker(args: Vec<std::ffi::OsString>) -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<Report, CliError> {
-    match cli.command {
+    let Cli { global, command } = cli;
+    match command {
         // Commands that need no repository or daemon.
         Command::Completions { shell } => {
             let mut buffer = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "wit", &mut buffer);
             Ok(Report::raw(buffer))
         }
-        Command::Demo(args) => demo::run(&args, cli.json),
+        Command::Demo(args) => demo::run(&args, global.json),
         // Stdout is the MCP channel: nothing else may be printed there.
         Command::Mcp => {
             let autostart = crate::doorway::autostart_from_env();
-            crate::mcp::serve(cli.repo.as_deref(), cli.session.as_deref(), autostart)
+            crate::mcp::serve(global.repo.as_deref(), global.session.as_deref(), autostart)
                 .map(|()| Report::nothing())
                 .map_err(|error| CliError::Failed(format!("wit mcp: {error}")))
         }
-        // The edit gate finds its repository from the harness's payload and fails open on
-        // anything, so it runs before (and without) the usual repository context.
-        Command::Hook(hooks::HookCommand::PreEdit { agent }) => Ok(hooks::pre_edit::run(
-            agent,
-            cli.repo.as_deref(),
-            cli.session.as_deref(),
-        )),
+        Command::Hook(hooks::HookCommand::PreEdit { agent }) => {
+            Ok(harness_hook(&global, HarnessHook::PreEdit(agent)))
+        }
+        Command::Hook(hooks::HookCommand::PostTool { agent }) => {
+            Ok(harness_hook(&global, HarnessHook::PostTool(agent)))
+        }
         // The page acts as the person's own session: only --session names it, never an
         // agent's identity inherited from the environment.
         Command::Ui(args) => {
-            let ctx = Context::new(cli.repo.as_deref(), None, cli.json)?;
-            ui::run(&ctx, &args, cli.session)
+            let ctx = Context::new(global.repo.as_deref(), None, global.json)?;
+            ui::run(&ctx, &args, global.session)
         }
-        Command::Hook(hooks::HookCommand::PostTool { agent }) => Ok(hooks::post_tool::run(
-            agent,
-            cli.repo.as_deref(),
-            cli.session.as_deref(),
-        )),
         command => {
-            let ctx = Context::new(cli.repo.as_deref(), cli.session, cli.json)?;
+            let ctx = Context::new(global.repo.as_deref(), global.session, global.json)?;
             dispatch(&ctx, command)
         }
     }
@@ -355,10 +424,40 @@ fn dispatch(ctx: &Context, command: Command) -> Result<Report, CliError> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
     use super::*;
 
     #[test]
     fn the_command_line_definition_is_consistent() {
         Cli::command().debug_assert();
+        HookCli::command().debug_assert();
+    }
+
+    /// The hooks' own parser reads a hook's command line as the full one does, global flags
+    /// anywhere, and leaves every other command line to it.
+    #[test]
+    fn the_hook_parser_reads_what_the_full_parser_reads() {
+        let line = [
+            "wit", "--repo", "/r", "hook", "pre-edit", "--agent", "codex", "--json",
+        ];
+        let HookCli { global, command } = HookCli::try_parse_from(line).unwrap();
+        let full = Cli::try_parse_from(line).unwrap();
+        assert_eq!(global.repo, full.global.repo);
+        assert_eq!(global.json, full.global.json);
+        assert!(global.json);
+        let HookOnly::Hook(command) = command;
+        assert!(matches!(
+            (command, full.command),
+            (
+                hooks::HookCommand::PreEdit {
+                    agent: agent_config::Agent::Codex
+                },
+                Command::Hook(hooks::HookCommand::PreEdit {
+                    agent: agent_config::Agent::Codex
+                })
+            )
+        ));
+        assert!(HookCli::try_parse_from(["wit", "status"]).is_err());
     }
 }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use super::lifecycle::{ensure_state_dir, read_pid_file, DaemonError, PidRecord};
 use super::paths::WitPaths;
-use crate::client::{ClientError, WitClient};
+use crate::client::WitClient;
 
 /// How long `start` waits for a freshly spawned daemon to answer `ping`.
 pub const START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -258,7 +258,9 @@ pub async fn status(paths: &WitPaths) -> DaemonStatus {
     }
 }
 
-/// Asks the daemon to stop (SIGTERM) and waits until its socket stops answering.
+/// Asks the daemon to stop (SIGTERM) and waits until its process has exited, so that its
+/// `daemon.lock` is free and a `wit daemon start` right after succeeds (a socket that stops
+/// answering is not enough: the process still holds the lock while it drains and cleans up).
 /// Returns false when no daemon was running.
 pub async fn stop(paths: &WitPaths, timeout: Duration) -> Result<bool, LaunchError> {
     let client = WitClient::new(&paths.socket);
@@ -281,15 +283,43 @@ pub async fn stop(paths: &WitPaths, timeout: Duration) -> Result<bool, LaunchErr
             reason: e.to_string(),
         }
     })?;
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline {
-        if matches!(client.ping().await, Err(ClientError::Unreachable(_))) {
-            return Ok(true);
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+    if has_exited(pid, timeout).await {
+        Ok(true)
+    } else {
+        Err(LaunchError::NoAnswer {
+            timeout,
+            log: paths.log.display().to_string(),
+        })
     }
-    Err(LaunchError::NoAnswer {
-        timeout,
-        log: paths.log.display().to_string(),
-    })
+}
+
+/// Whether process `pid` exited within `timeout`: gone, or a zombie whose threads have all
+/// ended (its files, the lock among them, are closed then; its parent may not have reaped it
+/// yet).
+async fn has_exited(pid: rustix::process::Pid, timeout: Duration) -> bool {
+    let status = format!("/proc/{}/status", pid.as_raw_nonzero());
+    let deadline = Instant::now() + timeout;
+    loop {
+        let gone = rustix::process::test_kill_process(pid).is_err()
+            || std::fs::read_to_string(&status).map_or(true, |text| is_finished_zombie(&text));
+        if gone {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// Whether a `/proc/<pid>/status` text is that of a zombie with no thread left running.
+fn is_finished_zombie(status: &str) -> bool {
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .map(str::trim)
+    };
+    field("State:").is_some_and(|state| state.starts_with('Z'))
+        && field("Threads:").is_some_and(|threads| threads == "1")
 }

@@ -78,9 +78,18 @@ pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
     let main_stop = async move {
         let _ = main_stopping.wait_for(|stop| *stop).await;
     };
+    // The accept loop runs on a worker thread, as its connections do: a connection spawned
+    // there starts on the same thread, with no wake-up of another (from the thread that
+    // blocks on this future, every connection cost two cross-thread wake-ups; issue 32.1).
+    let main_server = tokio::spawn(serve(listener, methods, options.serve.clone(), main_stop));
+    let main_served = async move {
+        if let Err(error) = main_server.await {
+            tracing::error!(%error, "the socket server failed");
+        }
+    };
     tokio::join!(
         signalled,
-        serve(listener, methods, options.serve.clone(), main_stop),
+        main_served,
         serve_worktrees(
             repository_of(&paths.main_root),
             &services,

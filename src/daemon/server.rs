@@ -83,8 +83,10 @@ pub async fn serve(
                     continue;
                 }
             },
-            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
         };
+        // Finished connections are reaped here, without a waker: waiting on `join_next`
+        // would wake this loop (and its thread) once more for every connection that ends.
+        while connections.try_join_next().is_some() {}
         let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
             connections.spawn(refuse_connection(stream));
             continue;

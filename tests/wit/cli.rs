@@ -646,6 +646,34 @@ fn a_commit_with_the_daemon_unreachable_goes_through_fast() {
     );
 }
 
+/// Issue 32.6: `wit daemon stop` returns once the daemon has exited, so its lock is free and
+/// a `start` right after never meets "a wit daemon is already running".
+#[test]
+fn daemon_stop_returns_once_the_daemon_has_exited_so_start_follows() {
+    let repo = seeded_repo();
+    let _stop = StopDaemon(&repo);
+    let daemon = |verb: &str| {
+        wit_cmd(repo.path(), &[])
+            .args(["daemon", verb])
+            .output()
+            .unwrap()
+    };
+    for round in 0..20 {
+        let out = daemon("start");
+        assert_eq!(code(&out), 0, "start, round {round}: {}", text(&out.stderr));
+        let out = daemon("stop");
+        assert_eq!(code(&out), 0, "stop, round {round}: {}", text(&out.stderr));
+        let lock = std::fs::OpenOptions::new()
+            .write(true)
+            .open(repo.path().join(".wit/daemon.lock"))
+            .unwrap();
+        assert!(
+            lock.try_lock().is_ok(),
+            "round {round}: the daemon still holds its lock after stop returned"
+        );
+    }
+}
+
 #[test]
 fn hooks_chain_to_an_existing_hook_and_uninstall_restores_it() {
     let repo = seeded_repo();

@@ -55,7 +55,8 @@ const TOO_LARGE: &str = "larger than 8 MiB: not parsed";
 /// counts it): a few versions of a 1.7 MB TypeScript file, or thousands of ordinary ones.
 /// Content equal to a file's indexed version is found in the store whatever the cache
 /// evicted (`analyze_content_of`); the cache decides which other contents (staged versions)
-/// are kept for a repeat.
+/// are kept for a repeat. One analysis heavier than this is kept beside it (a file of 128k
+/// functions), so calls on it do not decode it again each time.
 const CACHE_BYTES: usize = 16 * 1024 * 1024;
 
 /// Files at least this large have their stored analysis read back into the cache once the
@@ -212,7 +213,8 @@ impl RepoIndex {
     }
 
     /// About how many bytes of memory the index holds: the files' facts, the analyses of
-    /// files that were not parsed, and the parse cache (bounded by its capacity). The call
+    /// files that were not parsed, and the parse cache (bounded by its capacity, plus the one
+    /// analysis heavier than that). The call
     /// graph and the analyses are in the store (in memory too when the store is).
     pub fn resident_bytes(&self) -> usize {
         let state = self.read();
@@ -225,7 +227,7 @@ impl RepoIndex {
                     + entry.pinned.as_ref().map_or(0, |a| a.approx_heap_bytes())
             })
             .sum();
-        facts + self.cache.bytes()
+        facts + self.cache.bytes() + self.cache.oversize_bytes()
     }
 
     /// The build's progress now.

@@ -92,6 +92,45 @@ fn hook_runs(
     Ok(samples)
 }
 
+/// Wall times of `runs` processes of the floor program `wit-bench-ping SOCKET` (connect, one
+/// ping, exit), the least a hook process can cost.
+fn floor_runs(
+    wit: &std::path::Path,
+    socket: &std::path::Path,
+    runs: usize,
+) -> Result<Vec<Duration>> {
+    let floor = wit.with_file_name("wit-bench-ping");
+    if !floor.exists() {
+        bail!(
+            "{} not found: build it (cargo build --release --bins)",
+            floor.display()
+        );
+    }
+    let mut samples = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let started = Instant::now();
+        let status = Command::new(&floor)
+            .arg(socket)
+            .stdin(Stdio::null())
+            .status()?;
+        samples.push(started.elapsed());
+        if !status.success() {
+            bail!("{} {} failed: {status}", floor.display(), socket.display());
+        }
+    }
+    Ok(samples)
+}
+
+/// `label`'s p50 and p99 against the floor's, as ratios (targets: p50 ≤ 1.5×, p99 ≤ 2×).
+fn against_floor(label: &str, samples: &mut [Duration], floor: (Duration, Duration)) -> String {
+    let (p50, p99) = p50_p99(samples);
+    format!(
+        "{label} p50 {:.2}× p99 {:.2}×",
+        p50.as_secs_f64() / floor.0.as_secs_f64().max(1e-9),
+        p99.as_secs_f64() / floor.1.as_secs_f64().max(1e-9)
+    )
+}
+
 /// The gate section.
 pub(crate) async fn gate(b: &mut Bench, wit: &std::path::Path) -> Result<()> {
     let (_, file, _, functions) = b
@@ -171,6 +210,15 @@ pub(crate) async fn gate(b: &mut Bench, wit: &std::path::Path) -> Result<()> {
     })
     .await??;
     many_functions(b).await?;
+    let (wit_path, socket) = (wit.to_path_buf(), b.socket.clone());
+    let mut floor =
+        tokio::task::spawn_blocking(move || floor_runs(&wit_path, &socket, runs)).await??;
+    let floor = p50_p99(&mut floor);
+    println!(
+        "| floor of a hook process: `wit-bench-ping` (connect, one ping, exit), {runs} processes: p50 {} p99 {} | | | | | | |",
+        fmt_duration(floor.0),
+        fmt_duration(floor.1)
+    );
     let (a50, a99) = p50_p99(&mut allowed);
     let (d50, d99) = p50_p99(&mut denied);
     println!(
@@ -214,6 +262,13 @@ pub(crate) async fn gate(b: &mut Bench, wit: &std::path::Path) -> Result<()> {
         fmt_duration(q99),
         fmt_duration(n50),
         fmt_duration(n99)
+    );
+    println!(
+        "| hooks against their floor (targets p50 ≤ 1.5×, p99 ≤ 2×): {} | {} | {} | {} | | | |",
+        against_floor("pre-edit clean", &mut allowed, floor),
+        against_floor("pre-edit deny", &mut denied, floor),
+        against_floor("post-tool quiet", &mut quiet, floor),
+        against_floor("post-tool news", &mut busy, floor)
     );
 
     // The gate's worst case: no daemon, and another process holds the launch lock (it is

@@ -42,6 +42,7 @@ mod replay_edits;
 mod replay_score;
 mod replay_truth;
 mod replay_worktrees;
+mod restart;
 mod safegit;
 mod sections;
 mod store;
@@ -59,7 +60,7 @@ use clap::Parser;
 use serde_json::json;
 
 use fixtures::{generated_ts, Daemon, WorkDir};
-use floors::{sqlite_commit_floor, start_floor_server};
+use floors::{sqlite_commit_floor, FloorServer};
 use measure::{cpu_time, fmt_duration, measure, rss_kib, MakeOp, Report};
 use net::{ping_body, Conn};
 
@@ -79,6 +80,7 @@ const SECTIONS: &[&str] = &[
     "cli",
     "mcp",
     "safegit",
+    "restart",
 ];
 
 /// End-to-end benchmarks of a real wit daemon.
@@ -128,6 +130,13 @@ enum Subcommand {
     /// One daemon serving several worktrees of real checkouts (issue 24): the index's time,
     /// size and memory per added worktree, and `worktree.forecast`'s latency.
     Worktrees(worktrees::WorktreesArgs),
+    /// The floor server alone, on SOCKET, until killed (the suite runs it as a child process
+    /// to measure its CPU time per request beside the daemon's).
+    #[command(hide = true)]
+    FloorServer {
+        /// The Unix socket to listen on.
+        socket: PathBuf,
+    },
 }
 
 impl Options {
@@ -152,6 +161,8 @@ pub(crate) struct Bench {
     pub setup: Conn,
     /// The table the rows go to.
     pub report: Report,
+    /// The floor server, kept running for the rows measured beside it.
+    pub floor: FloorServer,
     /// How many pings a ping row sends.
     pub ping_ops: usize,
 }
@@ -192,6 +203,9 @@ async fn main() -> Result<()> {
             print_header(false, &wit);
             return worktrees::worktrees(&wit, args).await;
         }
+        Some(Subcommand::FloorServer { socket }) => {
+            return floors::serve_floor(socket).await;
+        }
         None => {}
     }
     if options.repo.is_some() || options.synthetic.is_some() {
@@ -207,7 +221,7 @@ async fn main() -> Result<()> {
     let generated = prepare_repository(&root, quick)?;
     print_header(quick, &wit);
     let ping_ops = scale(40_000, 5_000);
-    let report = measure_floors(work.path(), &generated, ping_ops).await?;
+    let (report, floor) = measure_floors(work.path(), &generated, ping_ops).await?;
     startup_on_empty_repository(&wit, &work.path().join("e")).await?;
     let (daemon, setup) = start_settled(&wit, &root, &generated).await?;
     let pid = Some(daemon.pid());
@@ -221,6 +235,7 @@ async fn main() -> Result<()> {
         pid,
         setup,
         report,
+        floor,
         ping_ops,
     };
     if options.wants("ping") {
@@ -273,6 +288,11 @@ async fn main() -> Result<()> {
 
     if options.wants("safegit") {
         safegit::safegit(&wit, quick).await?;
+    }
+    if options.wants("restart") {
+        let (wit, dir) = (wit.clone(), work.path().join("restart"));
+        let rounds = scale(100, 20);
+        tokio::task::spawn_blocking(move || restart::restart(&wit, &dir, rounds)).await??;
     }
 
     println!();
@@ -362,15 +382,16 @@ fn print_header(quick: bool, wit: &std::path::Path) {
     println!();
 }
 
-/// The floors of this run (SQLite commit, one parse, a bare hyper server's ping), and the
-/// table whose ratio column divides by the floor's ping at 16 connections.
+/// The floors of this run (SQLite commit, one parse, a bare hyper server's ping), the table
+/// whose ratio column divides by the floor's ping at 16 connections, and the floor server.
 async fn measure_floors(
     work: &std::path::Path,
     generated: &[(String, String, String, usize)],
     ping_ops: usize,
-) -> Result<Report> {
-    let floor_socket = work.join("floor.sock");
-    start_floor_server(floor_socket.clone())?;
+) -> Result<(Report, FloorServer)> {
+    let floor_server = FloorServer::spawn(work.join("floor.sock")).await?;
+    let floor_socket = floor_server.socket.clone();
+    let floor_pid = Some(floor_server.pid());
     let ping = Arc::new(|_: usize, _: usize| vec![ping_body()]) as MakeOp;
     let floor = Report { floor_ping: None };
     let sqlite = tokio::task::spawn_blocking({
@@ -400,7 +421,7 @@ async fn measure_floors(
     for concurrency in [1, 16] {
         let m = measure(
             &floor_socket,
-            None,
+            floor_pid,
             concurrency,
             ping_ops,
             Arc::clone(&ping),
@@ -411,9 +432,17 @@ async fn measure_floors(
             floor_16 = m.ops_per_sec();
         }
     }
-    Ok(Report {
-        floor_ping: Some(floor_16),
-    })
+    Ok((
+        Report {
+            floor_ping: Some(floor_16),
+        },
+        floor_server,
+    ))
+}
+
+/// How many pings a fresh-connection row sends (each costs a connect and a close).
+pub(crate) fn fresh_ops(ping_ops: usize) -> usize {
+    ping_ops / 2
 }
 
 /// Start-up to the first pong on an empty repository.

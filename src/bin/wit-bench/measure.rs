@@ -27,6 +27,10 @@ impl Measured {
     pub(crate) fn percentile(&self, p: f64) -> Duration {
         percentile(&self.latencies, p)
     }
+    /// The server's CPU time per operation, when its pid was given.
+    pub(crate) fn cpu_per_op(&self) -> Option<Duration> {
+        self.cpu.map(|cpu| cpu / self.ops.max(1) as u32)
+    }
 }
 
 /// The `p` quantile (0..=1) of sorted samples (zero when there are none).
@@ -101,6 +105,81 @@ pub(crate) async fn measure(
         errors,
         rss_kib: pid.and_then(rss_kib),
     })
+}
+
+/// Runs `ops` pings, each on a connection of its own (what every hook and CLI process does:
+/// connect, one request, close), over `concurrency` workers; the latency includes the connect.
+pub(crate) async fn measure_fresh(
+    socket: &Path,
+    pid: Option<u32>,
+    concurrency: usize,
+    ops: usize,
+) -> Result<Measured> {
+    let per_worker = ops.div_ceil(concurrency);
+    let body = ping_body();
+    let cpu_before = pid.map(cpu_time_of_threads).transpose()?;
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..concurrency {
+        let socket = socket.to_owned();
+        let body = body.clone();
+        tasks.spawn(async move {
+            let mut latencies = Vec::with_capacity(per_worker);
+            let mut errors = 0usize;
+            for _ in 0..per_worker {
+                let start = Instant::now();
+                let mut conn = Conn::open(&socket).await?;
+                let answer = conn.post(&body).await?;
+                drop(conn);
+                latencies.push(start.elapsed());
+                if find(&answer, b"\"pong\"").is_none() {
+                    errors += 1;
+                }
+            }
+            anyhow::Ok((latencies, errors))
+        });
+    }
+    let mut latencies = Vec::with_capacity(per_worker * concurrency);
+    let mut errors = 0;
+    while let Some(joined) = tasks.join_next().await {
+        let (mut l, e) = joined??;
+        latencies.append(&mut l);
+        errors += e;
+    }
+    let elapsed = started.elapsed();
+    // The last connections' ends are still being handled: give the server a moment before
+    // reading its CPU time.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let cpu = match (pid, cpu_before) {
+        (Some(pid), Some(before)) => Some(cpu_time_of_threads(pid)?.saturating_sub(before)),
+        _ => None,
+    };
+    latencies.sort_unstable();
+    Ok(Measured {
+        ops: latencies.len(),
+        elapsed,
+        latencies,
+        cpu,
+        errors,
+        rss_kib: pid.and_then(rss_kib),
+    })
+}
+
+/// CPU time of a process's live threads to the nanosecond (`/proc/<pid>/task/*/schedstat`;
+/// the clock ticks of `stat` are 10 ms, too coarse for a few thousand cheap requests).
+pub(crate) fn cpu_time_of_threads(pid: u32) -> Result<Duration> {
+    let mut nanos: u64 = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let path = task?.path().join("schedstat");
+        if let Ok(text) = std::fs::read_to_string(path) {
+            nanos += text
+                .split_whitespace()
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    Ok(Duration::from_nanos(nanos))
 }
 
 /// utime + stime of a process.

@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 use serde_json::json;
 
 use crate::fixtures::{accept_contract, generated_ts, lock_cycle};
-use crate::measure::{measure, ping_beside, MakeOp};
+use crate::measure::{fmt_duration, measure, measure_fresh, ping_beside, MakeOp};
 use crate::net::{ping_body, request};
 use crate::Bench;
 
@@ -20,6 +20,35 @@ pub(crate) async fn ping(b: &mut Bench) -> Result<()> {
         let m = measure(&socket, pid, concurrency, b.ping_ops, ping).await?;
         b.report.row("ping", concurrency, &m);
     }
+    // What every hook and CLI process costs the daemon: a connection for one request, beside
+    // the floor server's cost for the same.
+    let floor_socket = b.floor.socket.clone();
+    let floor_pid = Some(b.floor.pid());
+    let ops = crate::fresh_ops(b.ping_ops);
+    let mut ratios = Vec::new();
+    for concurrency in [1, 16] {
+        let floor = measure_fresh(&floor_socket, floor_pid, concurrency, ops).await?;
+        b.report.row(
+            "floor: hyper ping, a new connection per request",
+            concurrency,
+            &floor,
+        );
+        let daemon = measure_fresh(&socket, pid, concurrency, ops).await?;
+        b.report
+            .row("ping, a new connection per request", concurrency, &daemon);
+        if let (Some(daemon), Some(floor)) = (daemon.cpu_per_op(), floor.cpu_per_op()) {
+            ratios.push(format!(
+                "{concurrency} at a time: daemon {} vs floor {} = {:.2}×",
+                fmt_duration(daemon),
+                fmt_duration(floor),
+                daemon.as_secs_f64() / floor.as_secs_f64().max(1e-9)
+            ));
+        }
+    }
+    println!(
+        "| server CPU per ping on a fresh connection (target ≤ 1.3× the floor's): {} | | | | | | | |",
+        ratios.join(" | ")
+    );
     Ok(())
 }
 
