@@ -180,9 +180,17 @@ pub fn classify(
         "restore" => restore(&grammar::RESTORE.parse(args)),
         "reset" => {
             let a = grammar::RESET.parse(args);
-            a.has(&["--hard", "--merge", "--keep"])
+            if a.has(&["--hard"]) {
+                return Verdict::new(Effect::Drops, Scope::All);
+            }
+            // `--merge` and `--keep` keep local changes (git stops where they would be
+            // touched) but move the commit under them.
+            let target = a.operands.first();
+            let moves =
+                a.has(&["--merge", "--keep"]) && target.is_some_and(|t| !is_here(t, base, config));
+            moves
                 .then_some(())
-                .and_then(|()| Verdict::new(Effect::Drops, Scope::All))
+                .and_then(|()| Verdict::new(Effect::Moves, Scope::All))
         }
         "clean" => {
             let a = grammar::CLEAN.parse(args);
@@ -235,7 +243,27 @@ pub fn classify(
         "apply" => apply(&grammar::APPLY.parse(args), dir),
         "update-index" => update_index(&grammar::UPDATE_INDEX.parse(args)),
         "worktree" => worktree(args, dir),
-        "rebase" | "merge" | "pull" => {
+        "rebase" => {
+            // Git refuses to rebase a tree with changes unless it stashes them first.
+            let a = grammar::ANY.parse(args);
+            let stashes = (a.has(&["--autostash"]) || config.rebase_autostash(dir))
+                && !a.has(&["--no-autostash"]);
+            let resumes = a.options.iter().any(|o| {
+                matches!(
+                    o.as_str(),
+                    "--continue"
+                        | "--abort"
+                        | "--skip"
+                        | "--quit"
+                        | "--edit-todo"
+                        | "--show-current-patch"
+                )
+            });
+            (stashes || resumes && !a.has(&["--quit", "--edit-todo", "--show-current-patch"]))
+                .then_some(())
+                .and_then(|()| Verdict::new(Effect::Moves, Scope::All))
+        }
+        "merge" | "pull" => {
             let a = grammar::ANY.parse(args);
             let only_asks = a
                 .options

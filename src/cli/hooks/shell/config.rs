@@ -17,6 +17,9 @@ pub trait RepoConfig {
     /// Whether `git clean` in `dir` needs `-f` (git's default; `clean.requireForce=false`
     /// turns it off).
     fn clean_requires_force(&self, dir: &Path) -> bool;
+    /// Whether `git rebase` in `dir` stashes local changes first (`rebase.autoStash`; without
+    /// it git refuses to rebase a dirty tree).
+    fn rebase_autostash(&self, dir: &Path) -> bool;
     /// The branch the worktree at `dir` has checked out (`None`: detached or unknown).
     fn current_branch(&self, dir: &Path) -> Option<String>;
 }
@@ -30,6 +33,17 @@ const MAX_REPOSITORIES: usize = 4;
 struct Settings {
     aliases: HashMap<String, String>,
     clean_requires_force: bool,
+    rebase_autostash: bool,
+}
+
+impl Settings {
+    fn defaults() -> Self {
+        Self {
+            aliases: HashMap::new(),
+            clean_requires_force: true,
+            rebase_autostash: false,
+        }
+    }
 }
 
 /// [`RepoConfig`] read from git, once per repository (cached for the hook run).
@@ -45,10 +59,7 @@ impl GitConfig {
             return found.clone();
         }
         if self.read.borrow().len() >= MAX_REPOSITORIES {
-            return Rc::new(Settings {
-                aliases: HashMap::new(),
-                clean_requires_force: true,
-            });
+            return Rc::new(Settings::defaults());
         }
         let settings = Rc::new(read_settings(&key));
         self.read.borrow_mut().insert(key, settings.clone());
@@ -68,6 +79,10 @@ impl RepoConfig for GitConfig {
         self.settings(dir).clean_requires_force
     }
 
+    fn rebase_autostash(&self, dir: &Path) -> bool {
+        self.settings(dir).rebase_autostash
+    }
+
     fn current_branch(&self, dir: &Path) -> Option<String> {
         current_branch(dir)
     }
@@ -75,10 +90,7 @@ impl RepoConfig for GitConfig {
 
 /// One `git config` of everything the gate needs.
 fn read_settings(dir: &Path) -> Settings {
-    let mut settings = Settings {
-        aliases: HashMap::new(),
-        clean_requires_force: true,
-    };
+    let mut settings = Settings::defaults();
     // Exit 1 (nothing matched) and any failure leave the defaults.
     let Ok(out) = gitio::run(
         dir,
@@ -86,7 +98,7 @@ fn read_settings(dir: &Path) -> Settings {
             "config",
             "-z",
             "--get-regexp",
-            r"^(alias\..*|clean\.requireforce)$",
+            r"^(alias\..*|clean\.requireforce|rebase\.autostash)$",
         ],
     ) else {
         return settings;
@@ -98,13 +110,61 @@ fn read_settings(dir: &Path) -> Settings {
         if let Some(name) = key.strip_prefix("alias.") {
             settings.aliases.insert(name.to_string(), value.to_string());
         } else if key == "clean.requireforce" {
-            settings.clean_requires_force = !matches!(
-                value.trim().to_ascii_lowercase().as_str(),
-                "false" | "no" | "off" | "0"
-            );
+            settings.clean_requires_force = is_true(value);
+        } else if key == "rebase.autostash" {
+            settings.rebase_autostash = is_true(value);
         }
     }
     settings
+}
+
+/// A git boolean (`true`, `yes`, `on`, `1`, or a bare key).
+fn is_true(value: &str) -> bool {
+    !matches!(
+        value.trim().to_ascii_lowercase().as_str(),
+        "false" | "no" | "off" | "0"
+    )
+}
+
+/// The repository's settings under a git call's own `-c key=value` (later pairs win).
+pub struct Overridden<'a> {
+    /// The repository's.
+    pub base: &'a dyn RepoConfig,
+    /// The call's `-c` pairs (keys lowercased), in order.
+    pub pairs: &'a [(String, String)],
+}
+
+impl Overridden<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.pairs
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+impl RepoConfig for Overridden<'_> {
+    fn alias(&self, dir: &Path, name: &str) -> Option<String> {
+        match self.get(&format!("alias.{}", name.to_ascii_lowercase())) {
+            Some(value) => Some(value.to_string()),
+            None => self.base.alias(dir, name),
+        }
+    }
+
+    fn clean_requires_force(&self, dir: &Path) -> bool {
+        self.get("clean.requireforce")
+            .map_or_else(|| self.base.clean_requires_force(dir), is_true)
+    }
+
+    fn rebase_autostash(&self, dir: &Path) -> bool {
+        self.get("rebase.autostash")
+            .map_or_else(|| self.base.rebase_autostash(dir), is_true)
+    }
+
+    fn current_branch(&self, dir: &Path) -> Option<String> {
+        self.base.current_branch(dir)
+    }
 }
 
 /// The top of the worktree holding `dir`: the nearest ancestor with a `.git`.

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use super::classify::{classify, is_builtin, JUDGED};
-use super::config::top_level;
+use super::config::{top_level, Overridden};
 use super::line::{Place, Walk};
 use super::words::{self, Word};
 
@@ -237,7 +237,11 @@ fn call(walk: &mut Walk, args: &[Word], mut place: Place, mut env: GitEnv, depth
         return;
     }
     let base = env.work_tree.clone().unwrap_or_else(|| place.dir.clone());
-    if let Some(verdict) = classify(&sub.text, rest, &place.dir, &base, walk.config) {
+    let config = Overridden {
+        base: walk.config,
+        pairs: &env.config,
+    };
+    if let Some(verdict) = classify(&sub.text, rest, &place.dir, &base, &config) {
         let mut scope = verdict.scope;
         let mut work_tree = verdict.other_tree.or(env.work_tree.clone());
         if env.git_dir.is_some() || !place.known {
