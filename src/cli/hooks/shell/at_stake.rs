@@ -150,3 +150,86 @@ fn dirty_files(tree: &Path, files: &[&str]) -> Result<HashMap<String, String>, C
         })
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use std::process::Command;
+
+    use super::super::git::Scope;
+    use super::*;
+    use crate::protocol::SessionRecord;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let status = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .output()
+            .unwrap()
+            .status;
+        assert!(status.success(), "git {args:?}");
+    }
+
+    fn session(id: &str, worktree: &Path) -> SessionRecord {
+        SessionRecord {
+            agent_id: None,
+            branch: None,
+            intents: 1,
+            last_seen_at: 0,
+            live: true,
+            locks: 0,
+            name: None,
+            pid: None,
+            session_id: id.into(),
+            worktree: Some(worktree.display().to_string()),
+        }
+    }
+
+    #[test]
+    fn only_work_in_the_same_worktree_is_at_stake() {
+        let base = std::env::temp_dir().join(format!("wit-stake-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let main = base.join("main");
+        let linked = base.join("linked");
+        std::fs::create_dir_all(&main).unwrap();
+        git(&main, &["init", "-q", "-b", "main"]);
+        std::fs::write(main.join("a.ts"), "a\n").unwrap();
+        git(&main, &["add", "."]);
+        git(&main, &["commit", "-qm", "c"]);
+        git(
+            &main,
+            &["worktree", "add", "-q", "-b", "l", linked.to_str().unwrap()],
+        );
+        std::fs::write(main.join("a.ts"), "b's change\n").unwrap();
+        std::fs::write(linked.join("a.ts"), "a's change\n").unwrap();
+        let map = WorkMap {
+            work: vec![Work {
+                session_id: "b".into(),
+                intent_id: "i".into(),
+                file: "a.ts".into(),
+                symbols: Vec::new(),
+                regions: None,
+            }],
+            sessions: vec![session("a", &linked), session("b", &main)],
+        };
+        let stash = |dir: &Path| Risk {
+            dir: dir.to_path_buf(),
+            work_tree: None,
+            command: "git stash".into(),
+            effect: Effect::Drops,
+            scope: Scope::All,
+        };
+        let in_linked = stash(&linked);
+        assert!(at_stake(&map, "a", &[&in_linked]).unwrap().stake.is_empty());
+        let in_main = stash(&main);
+        let found = at_stake(&map, "a", &[&in_main]).unwrap();
+        assert!(!found.stake.is_empty());
+        assert_eq!(found.destroying.len(), 1);
+        let _ = std::fs::remove_dir_all(&base);
+    }
+}
