@@ -6,8 +6,9 @@
 //!
 //! What the gate cannot read (a part that does not parse, a command name or git subcommand
 //! only known when it runs, a shell fed from a pipe, more than [`MAX_COMMANDS`] commands) is
-//! "cannot tell": on a line that also runs a risky git call, or whose unreadable part itself
-//! mentions git, it is a risk of its own (every file); elsewhere only a note. The work is
+//! "cannot tell": on a line that also runs a risky git call, or when what runs may itself be
+//! git (a command name in a variable that held `git`, a shell fed from a pipe), it is a risk
+//! of its own (every file); elsewhere only a note. The work is
 //! bounded: [`MAX_COMMANDS`] commands in all (aliases and nested shells included),
 //! [`MAX_ALIASES`] alias expansions, [`MAX_RISKS`] risky calls.
 
@@ -111,8 +112,9 @@ impl Walk<'_> {
             self.command(command, place, depth);
         }
         if let Some(part) = split.unreadable {
-            let git_ish = mentions_git(&part.text);
-            self.cannot_tell(&part.text, &part.error.to_string(), place, git_ish);
+            // Bash runs none of a part it cannot parse: it only counts on a line that also
+            // runs a risky git call.
+            self.cannot_tell(&part.text, &part.error.to_string(), place, false);
         }
     }
 
