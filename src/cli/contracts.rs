@@ -161,6 +161,16 @@ pub async fn check(ctx: &Context, args: &CheckArgs) -> Result<Report, CliError> 
     )
 }
 
+/// The pre-commit hook's contracts check of the staged content, with no budget of its own
+/// (the hook's one budget is the caller's, PROTOCOL-NOTES 6); never starts a daemon.
+pub async fn check_staged_for_hook(ctx: &Context) -> Result<Report, CliError> {
+    let args = CheckArgs {
+        paths: Vec::new(),
+        hook: true,
+    };
+    check_files(ctx, &args, false).await
+}
+
 async fn check_files(ctx: &Context, args: &CheckArgs, autostart: bool) -> Result<Report, CliError> {
     let hook = args.hook;
     // The pre-commit hook looks at the staged files first: with no supported file staged there

@@ -55,6 +55,11 @@ impl Report {
         Self::new(json, String::new())
     }
 
+    /// The exit code.
+    pub fn code(&self) -> u8 {
+        self.code
+    }
+
     /// The same outcome with exit code `code`.
     pub fn with_code(mut self, code: u8) -> Self {
         self.code = code;

@@ -5,6 +5,7 @@
 mod cli;
 mod contracts;
 mod gate;
+mod git_guards;
 mod hardening;
 mod harness;
 mod hostile;

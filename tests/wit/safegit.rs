@@ -262,7 +262,7 @@ fn stash_checkout_and_restore_of_the_file_are_denied() {
         "git checkout -- src/lib.ts",
         "git restore src/lib.ts",
         "git reset --hard",
-        "git switch -c topic",
+        "git switch other-branch",
     ] {
         let (decision, reason) = shell_verdict(&repo, "alice", command);
         assert_eq!(decision, "deny", "{command}: {reason}");

@@ -157,6 +157,8 @@ pub(crate) async fn safegit(wit: &Path, quick: bool) -> Result<()> {
         fmt_duration(s99)
     );
 
+    worst_cases(wit, &root, quick).await?;
+
     // Four other sessions' uncommitted work in the five files of the commit.
     for other in 1..=4 {
         for j in 0..5 {
@@ -238,5 +240,53 @@ pub(crate) async fn safegit(wit: &Path, quick: bool) -> Result<()> {
         fmt_duration(c99)
     );
     drop(daemon);
+    Ok(())
+}
+
+/// The git guards' worst cases (issue 29), end to end with the 50 sessions' work in place:
+/// a 1 MB line, 5,000 subcommands git does not know (one `git config` read for all), a
+/// self-recursive shell alias fanning out three ways per level. Each must answer (deny: the
+/// line also runs `git stash`) well inside the 1 s deadline.
+async fn worst_cases(wit: &Path, root: &Path, quick: bool) -> Result<()> {
+    git(
+        root,
+        &["config", "alias.loop", "!git loop; git loop; git loop"],
+    )?;
+    let long = format!("echo {} && git stash", "a".repeat(1 << 20));
+    let unknown: String = (0..5_000)
+        .map(|n| format!("git sub{n}; "))
+        .collect::<String>()
+        + "git stash";
+    let cases = [
+        ("a 1 MB line ending in `git stash`", long),
+        ("5,000 unknown git subcommands, then `git stash`", unknown),
+        (
+            "a self-recursive alias (`!git loop; git loop; git loop`), then `git stash`",
+            "git loop; git stash".to_string(),
+        ),
+    ];
+    let runs = if quick { 5 } else { 15 };
+    println!();
+    println!("| worst case (issue 29), shell gate end to end | p50 | max | runs |");
+    println!("|---|---|---|---|");
+    for (what, line) in cases {
+        let payload = shell_payload(root, &line);
+        let wit = wit.to_path_buf();
+        let root = root.to_path_buf();
+        let mut times = tokio::task::spawn_blocking(move || {
+            gate_runs(&wit, &root, &payload, runs, |out| {
+                out.contains("\"permissionDecision\":\"deny\"")
+            })
+        })
+        .await??;
+        let max = times.iter().max().copied().unwrap_or_default();
+        let (p50, _) = p50_p99(&mut times);
+        println!(
+            "| {what} | {} | {} | {runs} |",
+            fmt_duration(p50),
+            fmt_duration(max)
+        );
+    }
+    git(root, &["config", "--unset", "alias.loop"])?;
     Ok(())
 }

@@ -1,4 +1,5 @@
-//! The pre-commit hook's foreign-lines check (`wit hook check-foreign`, any committer, any
+//! The pre-commit hook (`wit hook pre-commit`: contracts, then foreign lines, one budget, one
+//! line) and its foreign-lines check (`wit hook check-foreign`, any committer, any
 //! tool): when the staged content holds lines another live session changed and the
 //! committer's session did not, the commit is blocked (policy `[gate] git`: deny and ask
 //! block, warn lets it through with the warning, off says nothing), naming the sessions,
@@ -8,13 +9,15 @@
 //! language staged, no daemon socket, or no other live session with work in a staged file costs no diff. It fails open:
 //! no daemon answer within 2 s, or any error, lets the commit through.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
 
 use super::super::context::Context;
-use super::super::contracts::is_supported_path;
+use super::super::contracts::{self, is_supported_path};
 use super::super::gitio;
 use super::super::hunks;
-use super::super::output::{CliError, Report};
+use super::super::output::{self, CliError, Report};
 use super::super::owners::{AtStake, Work, WorkMap};
 use super::policy::{self, Action};
 
@@ -24,8 +27,50 @@ pub const ALLOW_ENV: &str = "WIT_ALLOW_FOREIGN";
 /// How long the check waits for the daemon.
 const BUDGET: Duration = Duration::from_secs(2);
 
-/// Runs the check; `Err` (exit 1) blocks the commit.
+/// What the `pre-commit` hook runs (`wit hook pre-commit`): the contracts check, then the
+/// foreign-lines check, sharing one budget ([`contracts::hook_budget`], 2 s) and at most one
+/// warning line (PROTOCOL-NOTES 6). Exit 1 (a broken contract, or `Err`: foreign lines)
+/// blocks the commit; running out of time or any failure to check lets it through.
+pub async fn pre_commit(ctx: &Context) -> Result<Report, CliError> {
+    let budget = contracts::hook_budget();
+    let started = Instant::now();
+    let not_done = |reason: &str| {
+        Ok(
+            Report::quiet(json!({"checked": false, "reason": reason})).with_note(format!(
+                "wit: pre-commit checks not done ({reason}); commit allowed"
+            )),
+        )
+    };
+    match tokio::time::timeout(budget, contracts::check_staged_for_hook(ctx)).await {
+        Ok(Ok(report)) if report.code() != 0 => return Ok(report),
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => {
+            let text = output::error_text(&error);
+            let first = text
+                .trim_start_matches("wit: ")
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            return not_done(&first);
+        }
+        Err(_) => return not_done(&format!("no answer within {} ms", budget.as_millis())),
+    }
+    let left = budget.saturating_sub(started.elapsed());
+    if left.is_zero() {
+        return not_done(&format!("no answer within {} ms", budget.as_millis()));
+    }
+    check_within(ctx, left).await
+}
+
+/// Runs the check with its own 2 s budget (`wit hook check-foreign`, called by hooks that
+/// older `wit hook install`s wrote); `Err` (exit 1) blocks the commit.
 pub async fn check(ctx: &Context) -> Result<Report, CliError> {
+    check_within(ctx, BUDGET).await
+}
+
+/// Runs the check within `budget`; `Err` (exit 1) blocks the commit.
+async fn check_within(ctx: &Context, budget: Duration) -> Result<Report, CliError> {
     let root = &ctx.paths.root;
     if std::env::var(ALLOW_ENV).is_ok_and(|v| !v.is_empty() && v != "0") {
         return Ok(Report::nothing());
@@ -46,8 +91,8 @@ pub async fn check(ctx: &Context) -> Result<Report, CliError> {
     if action == Action::Off {
         return Ok(Report::nothing());
     }
-    let client = ctx.client().with_timeout(BUDGET);
-    let Ok(Ok(map)) = tokio::time::timeout(BUDGET, WorkMap::load(&client)).await else {
+    let client = ctx.client().with_timeout(budget);
+    let Ok(Ok(map)) = tokio::time::timeout(budget, WorkMap::load(&client)).await else {
         return Ok(Report::nothing().with_note(
             "wit: no daemon answer; staged lines of other sessions not checked, commit allowed"
                 .to_string(),

@@ -90,6 +90,10 @@ pub enum HookCommand {
     /// overrides).
     #[command(hide = true)]
     CheckForeign,
+    /// What the pre-commit hook runs: the contracts check and the foreign-lines check, one
+    /// 2 s budget and at most one warning line for both (PROTOCOL-NOTES 6).
+    #[command(hide = true)]
+    PreCommit,
     /// What the post-commit hook runs: resolves the observed-edit intents on the committed
     /// files, whichever session recorded them.
     #[command(hide = true)]
@@ -124,6 +128,7 @@ pub fn run(ctx: &Context, command: HookCommand) -> Result<Report, CliError> {
             Ok(Report::quiet(json!({"trailers": added})))
         }
         HookCommand::CheckForeign => ctx.block_on(foreign::check(ctx)),
+        HookCommand::PreCommit => ctx.block_on(foreign::pre_commit(ctx)),
         HookCommand::PostCommit => {
             // Silent whatever happens: the commit is already made.
             let resolved = block_on(git::resolve_observed(ctx)).unwrap_or_default();

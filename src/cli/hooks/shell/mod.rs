@@ -11,19 +11,28 @@
 //! affected files are saved first as a snapshot ([`crate::cli::snapshots`]). Like the edit
 //! gate it fails open: no `.wit/`, no daemon answer within the budget, any error.
 
+pub mod at_stake;
+pub mod classify;
+pub mod config;
 pub mod git;
+pub mod grammar;
+pub mod line;
+pub mod scope;
 pub mod words;
 
-use std::collections::HashSet;
+#[cfg(test)]
+mod table_tests;
+
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use self::git::{Effect, Risk, Scope};
+use self::config::GitConfig;
+use self::git::{Effect, Risk};
 use super::super::agent_config::Agent;
-use super::super::output::{self, CliError, Report};
+use super::super::output::{self, Report};
 use super::super::owners::{AtStake, WorkMap};
-use super::super::{gitio, snapshots};
+use super::super::snapshots;
 use super::claude::string_field;
 use super::hook_input::{find_root, hook_session, working_dir, Deadline};
 use super::policy::{self, Action};
@@ -211,14 +220,13 @@ fn gate(
     deadline: Deadline,
     notes: &mut Vec<String>,
 ) -> Verdict {
-    // The common case costs no parse: a line that never says "git".
-    if !git::may_hold_git(&request.command) {
-        return Verdict::allow();
-    }
     let Some(cwd) = working_dir(request.cwd.clone()) else {
         return Verdict::allow();
     };
-    let analysis = git::analyse(&request.command, &cwd, &git::GitConfigAliases);
+    // Every line is read (quote removal first): `gi''t stash` is `git stash`. Reading costs
+    // microseconds; only a line with a risky git call goes further.
+    let config = GitConfig::default();
+    let analysis = line::analyse(&request.command, &cwd, &config);
     notes.extend(analysis.notes.iter().map(|note| passed(note)));
     if analysis.risks.is_empty() {
         return Verdict::allow();
@@ -245,34 +253,25 @@ fn gate(
         notes.push(passed("no session id"));
         return Verdict::allow();
     };
-    let doorway = deadline.doorway(paths.clone(), doorway::autostart_from_env());
-    let loaded =
-        doorway::block_on(doorway.call(|client| async move { WorkMap::load(&client).await }));
-    let map = match loaded {
-        Ok(Ok(map)) => map,
-        Ok(Err(error)) => {
-            let text = error.to_string();
-            let first = text.lines().next().unwrap_or_default();
-            notes.push(passed(&format!("command not checked ({first})")));
-            return Verdict::allow();
-        }
+    let map = match owner_map(&paths, deadline) {
+        Ok(map) => map,
         Err(error) => {
             notes.push(passed(&format!("command not checked ({error})")));
             return Verdict::allow();
         }
     };
     let risks: Vec<&Risk> = analysis.risks.iter().collect();
-    let (stake, destroying) = match at_stake(&root, &map, &session, &risks) {
+    let found = match at_stake::at_stake(&map, &session, &risks) {
         Ok(found) => found,
         Err(error) => {
             notes.push(passed(&format!("command not checked ({error})")));
             return Verdict::allow();
         }
     };
-    if stake.is_empty() {
+    if found.stake.is_empty() {
         return Verdict::allow();
     }
-    let reason = reason(&map, &stake, &risks);
+    let reason = reason(&map, &found.stake, &found.risks);
     match action {
         Action::Deny => Verdict {
             decision: Decision::Deny,
@@ -286,17 +285,18 @@ fn gate(
         },
         Action::Warn | Action::Off => {
             let mut context = (action == Action::Warn).then_some(reason);
-            if !destroying.is_empty() {
-                let what = risks
-                    .iter()
-                    .find(|r| r.effect.destroys())
-                    .map(|r| r.command.clone())
-                    .unwrap_or_default();
-                match snapshots::save(&root, &destroying, &what, &stake.names(&map)) {
+            let what = found
+                .risks
+                .iter()
+                .find(|r| r.effect.destroys())
+                .map(|r| r.command.clone())
+                .unwrap_or_default();
+            for (tree, files) in &found.destroying {
+                match snapshots::save(tree, files, &what, &found.stake.names(&map)) {
                     Ok(id) => {
                         let line = format!(
                             "wit: saved the uncommitted work of {} first as snapshot {id} (`wit snapshots restore {id}`)",
-                            stake.names(&map)
+                            found.stake.names(&map)
                         );
                         notes.push(line.clone());
                         if let Some(context) = &mut context {
@@ -319,174 +319,30 @@ fn gate(
     }
 }
 
-/// Other live sessions' uncommitted work the risky calls would take or drop, and the files a
-/// destroying call would touch (to snapshot).
-fn at_stake(
-    root: &Path,
-    map: &WorkMap,
-    session: &str,
-    risks: &[&Risk],
-) -> Result<(AtStake, Vec<String>), CliError> {
-    let selves: HashSet<String> = map.selves(session);
-    let others: Vec<_> = map.others(&selves).collect();
-    let mut stake = AtStake::default();
-    let mut destroying: Vec<String> = Vec::new();
-    if others.is_empty() {
-        return Ok((stake, destroying));
-    }
-    let mut files: Vec<&str> = others.iter().map(|w| w.file.as_str()).collect();
-    files.sort_unstable();
-    files.dedup();
-    let dirty = dirty_files(root, &files)?;
-    for risk in risks {
-        for work in &others {
-            let Some(status) = dirty.iter().find(|(f, _)| *f == work.file).map(|(_, s)| s) else {
-                continue;
-            };
-            if risk.command.starts_with("git clean") && status != "??" {
-                continue;
-            }
-            if !in_scope(root, risk, &work.file) {
-                continue;
-            }
-            stake.add(work);
-            if risk.effect.destroys() && !destroying.contains(&work.file) {
-                destroying.push(work.file.clone());
-            }
+/// The owner map: whose uncommitted lines are where, and which worktree each session acts
+/// in (`session.list`, `intent.query`), asked once within the gate's deadline. The one place
+/// the gate asks the daemon, to switch over to `work.changes` as a whole.
+fn owner_map(paths: &WitPaths, deadline: Deadline) -> Result<WorkMap, String> {
+    let doorway = deadline.doorway(paths.clone(), doorway::autostart_from_env());
+    let loaded =
+        doorway::block_on(doorway.call(|client| async move { WorkMap::load(&client).await }));
+    match loaded {
+        Ok(Ok(map)) => Ok(map),
+        Ok(Err(error)) => {
+            let text = error.to_string();
+            Err(text.lines().next().unwrap_or_default().to_string())
         }
+        Err(error) => Err(error.to_string()),
     }
-    Ok((stake, destroying))
-}
-
-/// The files of `files` that differ from `HEAD` or are untracked, with their two-letter
-/// status.
-fn dirty_files(root: &Path, files: &[&str]) -> Result<Vec<(String, String)>, CliError> {
-    // No optional locks: the gate only reads, and must never hold `index.lock` while an
-    // agent's own git command runs.
-    let mut args = vec![
-        "--no-optional-locks",
-        "status",
-        "--porcelain=v1",
-        "-z",
-        "--untracked-files=all",
-        "--",
-    ];
-    args.extend(files);
-    let out = gitio::run(root, &args)?;
-    Ok(out
-        .split(|b| *b == 0)
-        .filter(|item| item.len() > 3)
-        .map(|item| {
-            let text = String::from_utf8_lossy(item);
-            (text[3..].to_string(), text[..2].to_string())
-        })
-        .collect())
-}
-
-/// Whether `file` (relative to `root`) is within the risk's pathspecs.
-fn in_scope(root: &Path, risk: &Risk, file: &str) -> bool {
-    let Scope::Paths(specs) = &risk.scope else {
-        return true;
-    };
-    let base = risk.work_tree.clone().unwrap_or_else(|| risk.dir.clone());
-    specs.iter().any(|spec| {
-        if spec.dynamic {
-            return true;
-        }
-        let text = spec.text.as_str();
-        let (relative_to_root, pattern) = if let Some(rest) = text.strip_prefix(":/") {
-            (true, rest.to_string())
-        } else if text.starts_with(':') {
-            // Other pathspec magic: assume it may match.
-            return true;
-        } else {
-            (false, text.to_string())
-        };
-        let full = if relative_to_root {
-            root.join(&pattern)
-        } else {
-            base.join(&pattern)
-        };
-        let Some(relative) = relative_to(root, &full) else {
-            return false;
-        };
-        if spec.glob || pattern.contains(['*', '?', '[']) {
-            return glob_match(&relative, file);
-        }
-        relative.is_empty() || file == relative || file.starts_with(&format!("{relative}/"))
-    })
-}
-
-/// `path` relative to `root`, `.`/`..` folded; `None` outside it.
-fn relative_to(root: &Path, path: &Path) -> Option<String> {
-    let mut parts: Vec<String> = Vec::new();
-    let mut root_parts: Vec<String> = Vec::new();
-    for (target, source) in [(&mut root_parts, root), (&mut parts, path)] {
-        for component in source.components() {
-            match component {
-                std::path::Component::CurDir => {}
-                std::path::Component::ParentDir => {
-                    target.pop();
-                }
-                other => target.push(other.as_os_str().to_string_lossy().into_owned()),
-            }
-        }
-    }
-    if parts.len() < root_parts.len() || parts[..root_parts.len()] != root_parts[..] {
-        return None;
-    }
-    Some(parts[root_parts.len()..].join("/"))
-}
-
-/// A git pathspec glob: `*` and `?` match any characters (`/` too), `[…]` a class.
-fn glob_match(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    let (mut pi, mut ti) = (0, 0);
-    let (mut star, mut mark) = (None, 0);
-    while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == '[' {
-            let close = p[pi..].iter().position(|c| *c == ']').map(|at| pi + at);
-            match close {
-                Some(end) if p[pi + 1..end].contains(&t[ti]) => {
-                    pi = end + 1;
-                    ti += 1;
-                }
-                _ => match star {
-                    Some(at) => {
-                        pi = at + 1;
-                        mark += 1;
-                        ti = mark;
-                    }
-                    None => return false,
-                },
-            }
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ti;
-            pi += 1;
-        } else if let Some(at) = star {
-            pi = at + 1;
-            mark += 1;
-            ti = mark;
-        } else {
-            return false;
-        }
-    }
-    while pi < p.len() && p[pi] == '*' {
-        pi += 1;
-    }
-    pi == p.len()
 }
 
 /// The reason: what would happen to whose work, and what to do instead.
 fn reason(map: &WorkMap, stake: &AtStake, risks: &[&Risk]) -> String {
     let takes = risks.iter().any(|r| r.effect == Effect::Takes);
-    let commands: Vec<String> = risks.iter().map(|r| format!("`{}`", r.command)).collect();
-    let verb = if risks.iter().any(|r| r.effect.destroys()) {
+    let (unreadable, calls): (Vec<&&Risk>, Vec<&&Risk>) =
+        risks.iter().partition(|r| r.effect == Effect::CannotTell);
+    let commands: Vec<String> = calls.iter().map(|r| format!("`{}`", r.command)).collect();
+    let verb = if calls.iter().any(|r| r.effect.destroys()) {
         if takes {
             "would take or throw away"
         } else {
@@ -495,14 +351,36 @@ fn reason(map: &WorkMap, stake: &AtStake, risks: &[&Risk]) -> String {
     } else {
         "would take"
     };
-    let mut text = format!(
-        "{} {verb} uncommitted work of other live sessions:\n",
-        commands.join(", ")
-    );
+    let mut text = String::new();
+    if !unreadable.is_empty() {
+        let parts: Vec<String> = unreadable
+            .iter()
+            .map(|r| format!("`{}`", r.command))
+            .collect();
+        text.push_str(&format!(
+            "wit cannot tell what {} does, on a line that runs git",
+            parts.join(", ")
+        ));
+        if commands.is_empty() {
+            text.push_str(
+                ", and it could take or throw away uncommitted work of other live sessions:\n",
+            );
+        } else {
+            text.push_str("; ");
+        }
+    }
+    if !commands.is_empty() {
+        text.push_str(&format!(
+            "{} {verb} uncommitted work of other live sessions:\n",
+            commands.join(", ")
+        ));
+    }
     for line in stake.lines(map) {
         text.push_str(&format!("  {line}\n"));
     }
-    if takes {
+    if !unreadable.is_empty() {
+        text.push_str("Write the line so that every command is plain to read (no unclosed quotes, no command names in variables), ");
+    } else if takes {
         text.push_str(
             "Commit only your own changes with `wit commit -m \"MSG\"` (it leaves others' lines out), ",
         );
@@ -544,30 +422,5 @@ mod tests {
         assert_eq!(shell_request(&copilot).unwrap().command, "git reset --hard");
         let edit = json!({"tool_name": "Edit", "tool_input": {"file_path": "a"}});
         assert!(shell_request(&edit).is_none());
-    }
-
-    #[test]
-    fn pathspecs_and_globs() {
-        let root = Path::new("/repo");
-        let risk = |dir: &str, specs: &[&str]| Risk {
-            dir: PathBuf::from(dir),
-            work_tree: None,
-            command: "git add".into(),
-            effect: Effect::Takes,
-            scope: Scope::Paths(specs.iter().map(|s| words::Word::plain(s)).collect()),
-        };
-        assert!(in_scope(root, &risk("/repo", &["."]), "src/a.ts"));
-        assert!(in_scope(root, &risk("/repo/src", &["."]), "src/a.ts"));
-        assert!(!in_scope(root, &risk("/repo/lib", &["."]), "src/a.ts"));
-        assert!(in_scope(
-            root,
-            &risk("/repo/lib", &["../src/a.ts"]),
-            "src/a.ts"
-        ));
-        assert!(in_scope(root, &risk("/repo/lib", &[":/src"]), "src/a.ts"));
-        assert!(in_scope(root, &risk("/repo", &["*.ts"]), "src/a.ts"));
-        assert!(!in_scope(root, &risk("/repo", &["*.py"]), "src/a.ts"));
-        assert!(!in_scope(root, &risk("/repo", &["src/ab.ts"]), "src/a.ts"));
-        assert!(glob_match("src/[ab].ts", "src/a.ts") && !glob_match("src/[bc].ts", "src/a.ts"));
     }
 }
