@@ -385,7 +385,7 @@ fn the_forecast_relates_worktrees_whose_changes_meet_without_conflicting() {
 fn a_change_of_lines_another_worktree_deleted_meets_the_deletion() {
     let (family, roots, _daemon) = served(&["w1", "w2"]);
     let [one, two] = [roots[0].clone(), roots[1].clone()];
-    // w1 deletes g (lines 9-12): its region is the line where the sides join.
+    // w1 deletes g (lines 9-12): its region is the point where the sides join (after 8).
     write_file(
         &one,
         "app.py",
@@ -395,7 +395,7 @@ fn a_change_of_lines_another_worktree_deleted_meets_the_deletion() {
         let main = client(&family.main());
         let session = worktree_session(&one);
         let found = wait_for_intents(&main, &session, None, |i| {
-            i.len() == 1 && regions(&i[0]) == [[9, 9]]
+            i.len() == 1 && regions(&i[0]) == [[9, 8]]
         })
         .await;
         // w2, still at the base, changes a line inside the deleted block.
@@ -441,5 +441,43 @@ fn a_worktrees_regions_stay_true_when_previews_there_saw_an_older_text() {
         preview(&w1, "c", "    return y\n", "    return -y\n").await;
         let found = intents(&main, &session, None).await;
         assert_eq!(regions(&found[0]), [[1, 2], [12, 12]], "{found:?}");
+    });
+}
+
+/// 13.4 across worktrees (14.5): a change that writes over the same base lines exactly what
+/// another worktree wrote there meets nothing (git's merge applies one copy); other text
+/// there, or the line next to it, still meets it.
+#[test]
+fn an_identical_change_in_another_worktree_meets_nothing() {
+    let (family, roots, _daemon) = served(&["w1", "w2"]);
+    let [one, two] = [roots[0].clone(), roots[1].clone()];
+    write_file(
+        &one,
+        "app.py",
+        &edited("    y = x + 1\n", "    y = x + 100\n"),
+    );
+    block_on(async {
+        let main = client(&family.main());
+        let session = worktree_session(&one);
+        wait_for_intents(&main, &session, None, |i| {
+            i.len() == 1 && regions(&i[0]) == [[2, 2]]
+        })
+        .await;
+        let w2 = client(&two);
+        let same = preview(&w2, "b", "    y = x + 1\n", "    y = x + 100\n").await;
+        assert!(overlaps(&same).is_empty(), "{:?}", same.conflicts);
+        let other = preview(&w2, "b", "    y = x + 1\n", "    y = x + 101\n").await;
+        assert_eq!(overlaps(&other).len(), 1, "{:?}", other.conflicts);
+        let next = preview(&w2, "b", "    return y\n", "    return -y\n").await;
+        assert_eq!(overlaps(&next).len(), 1, "{:?}", next.conflicts);
+        // The same change plus the line next to it is one hunk that differs: it meets.
+        let more = preview(
+            &w2,
+            "b",
+            "    y = x + 1\n    return y\n",
+            "    y = x + 100\n    return -y\n",
+        )
+        .await;
+        assert_eq!(overlaps(&more).len(), 1, "{:?}", more.conflicts);
     });
 }
