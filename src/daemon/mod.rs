@@ -19,6 +19,7 @@ pub mod paths;
 pub mod runner;
 pub mod server;
 pub mod store_choice;
+pub mod watch_set;
 pub mod worktree_observer;
 pub mod worktree_server;
 

@@ -481,3 +481,42 @@ fn an_identical_change_in_another_worktree_meets_nothing() {
         assert_eq!(overlaps(&more).len(), 1, "{:?}", more.conflicts);
     });
 }
+
+/// Issue 35: worktrees of a deep tree added while the daemon runs (the checkout still
+/// writing directories when the daemon first lists the new worktree) keep no directory
+/// without a watch: a save in the deepest directory of each is seen, with no hook.
+#[test]
+fn a_save_in_the_deepest_directory_of_a_worktree_added_while_the_daemon_runs_is_seen() {
+    // 40 directories deep, and 120 side directories with a file each.
+    let deep: String = (0..40).map(|i| format!("d{i}/")).collect();
+    let deepest = format!("{deep}leaf.py");
+    let mut files: Vec<(String, String)> = (0..120)
+        .map(|i| {
+            (
+                format!("side{}/s{i}/m{i}.py", i % 12),
+                format!("X{i} = {i}\n"),
+            )
+        })
+        .collect();
+    files.push((deepest.clone(), "def leaf():\n    return 1\n".into()));
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let family = Family::new(&borrowed);
+    let _daemon = family.daemon();
+    block_on(async {
+        let main = client(&family.main());
+        for name in ["n1", "n2", "n3"] {
+            let root = family.add(name);
+            wait_answering(&root, true);
+            write_file(&root, &deepest, "def leaf():\n    return 2\n");
+            let found = wait_for_intents(&main, &worktree_session(&root), None, |i| {
+                i.iter().any(|i| i.files.contains(&deepest))
+            })
+            .await;
+            assert_eq!(found.len(), 1, "{found:?}");
+            assert_eq!(regions(&found[0]), [[2, 2]]);
+        }
+    });
+}
