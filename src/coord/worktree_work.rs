@@ -330,6 +330,11 @@ impl Coord {
                 let file = intent.files.trim_matches(',').to_owned();
                 match wanted.get(&file) {
                     Some(regions) if kept.insert(file.clone()) => {
+                        if intent.description != description {
+                            // The branch was renamed (or checked out): the description
+                            // names the worktree as it is now.
+                            w.set_intent_description(&intent.id, &description)?;
+                        }
                         let touched = symbols.get(&file).cloned().unwrap_or_default();
                         let listed =
                             serde_json::to_string(&touched).unwrap_or_else(|_| "[]".to_owned());

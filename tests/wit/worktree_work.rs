@@ -520,3 +520,28 @@ fn a_save_in_the_deepest_directory_of_a_worktree_added_while_the_daemon_runs_is_
         }
     });
 }
+
+/// Issue 35: a renamed branch renames the worktree's observed work (its description names
+/// the worktree by its branch as it is now).
+#[test]
+fn a_renamed_branch_updates_the_worktrees_intent_description() {
+    let (family, roots, _daemon) = served(&["w1"]);
+    let one = roots[0].clone();
+    write_file(
+        &one,
+        "app.py",
+        &edited("    y = x + 1\n", "    y = x + 7\n"),
+    );
+    block_on(async {
+        let main = client(&family.main());
+        let session = worktree_session(&one);
+        let found = wait_for_intents(&main, &session, None, |i| i.len() == 1).await;
+        assert_eq!(found[0].description, "worktree w1");
+        family.git(&one, &["branch", "-m", "w1", "renamed"]);
+        let renamed = wait_for_intents(&main, &session, None, |i| {
+            i.len() == 1 && i[0].description == "worktree renamed"
+        })
+        .await;
+        assert_eq!(renamed[0].intent_id, found[0].intent_id, "the same intent");
+    });
+}
