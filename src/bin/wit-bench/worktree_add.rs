@@ -71,7 +71,7 @@ pub(crate) async fn worktree_add(wit: &Path, args: &AddArgs) -> Result<()> {
             let text = std::fs::read_to_string(&path)?;
             std::fs::write(
                 &path,
-                text.replacen("VALUE = 0", &format!("VALUE = {s}"), 1),
+                text.replacen("VALUE = 0", &format!("VALUE = {}", s + 1), 1),
             )?;
             let saved = Instant::now();
             saves += 1;
