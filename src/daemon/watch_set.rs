@@ -11,6 +11,55 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+/// The file in the repository's `.wit/` where the daemon publishes which worktrees it polls
+/// instead of watching, and why (what `wit status` shows; no protocol method is involved).
+pub const WATCH_STATUS: &str = "watch.json";
+
+/// Environment variable: `poll` makes the daemon poll every worktree instead of watching
+/// (file systems without notification, e.g. some network mounts).
+pub const WATCH_ENV: &str = "WIT_WATCH";
+
+/// How the daemon observes the worktrees, as published in [`WATCH_STATUS`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WatchStatus {
+    /// The daemon that wrote it.
+    pub pid: u32,
+    /// The worktrees read on a timer instead of watched (the polling fallback).
+    pub polled: Vec<String>,
+    /// Why, when some are.
+    pub reason: Option<String>,
+}
+
+impl WatchStatus {
+    /// Writes the status into the state directory `dir` (whole, through a renamed file).
+    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        let path = dir.join(WATCH_STATUS);
+        let partial = dir.join(format!("{WATCH_STATUS}.tmp"));
+        std::fs::write(&partial, serde_json::to_vec(self).unwrap_or_default())?;
+        std::fs::rename(partial, path)
+    }
+
+    /// The status published in `path`, if any.
+    pub fn read(path: &Path) -> Option<WatchStatus> {
+        serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+    }
+
+    /// The line `wit status` shows.
+    pub fn summary(&self) -> String {
+        if self.polled.is_empty() {
+            return "file-system notification".to_owned();
+        }
+        format!(
+            "polling {} worktree(s) every {} ms ({}): {}",
+            self.polled.len(),
+            super::worktree_observer::FALLBACK_POLL.as_millis(),
+            self.reason.as_deref().unwrap_or("no notification"),
+            self.polled.join(", ")
+        )
+    }
+}
+
 /// The most directories one walk watches (a directory made by a move or a checkout arrives
 /// whole; past this, the periodic check against git finds the rest).
 pub const MAX_WALK: usize = 4_096;

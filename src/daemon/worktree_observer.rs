@@ -27,7 +27,7 @@ use crate::coord::{Coord, LineRegion};
 use crate::worktrees::changes::{changes_of, WorktreeChanges};
 use crate::worktrees::{all_worktrees, branch_of, Repository};
 
-use super::watch_set::{self, Stamp};
+use super::watch_set::{self, Stamp, WatchStatus};
 
 /// How long a worktree stays quiet before its changes are read.
 pub const SETTLE: Duration = Duration::from_millis(150);
@@ -67,6 +67,8 @@ pub async fn observe_worktrees(
         last_read: HashMap::new(),
         symbols: HashMap::new(),
         index_stamps: HashMap::new(),
+        poll_reason: None,
+        published: None,
     };
     observer.forget_vanished().await;
     loop {
@@ -77,6 +79,7 @@ pub async fn observe_worktrees(
             observer.all_dirty();
         }
         observer.check_watch_sets().await;
+        observer.publish_watch_status();
         observer.read_settled().await;
         let wake = if observer.dirty.is_empty() {
             RESCAN
@@ -122,6 +125,10 @@ impl Watching {
     fn get(&mut self) -> Option<&mut RecommendedWatcher> {
         if let Watching::NotYet { events, overflowed } = self {
             let (events, flag) = (events.clone(), Arc::clone(overflowed));
+            if std::env::var(watch_set::WATCH_ENV).is_ok_and(|v| v == "poll") {
+                *self = Watching::Unavailable;
+                return None;
+            }
             let made = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
                 // Reads (every file the index parses, every `git` that opens one) change
                 // nothing, and would crowd out the changes that do.
@@ -167,6 +174,10 @@ struct Observer {
     /// Per watched worktree: its git index as it was when its watch set was last compared
     /// with what git knows.
     index_stamps: HashMap<PathBuf, Option<Stamp>>,
+    /// Why worktrees are polled, when some are.
+    poll_reason: Option<String>,
+    /// The watch status last published.
+    published: Option<WatchStatus>,
 }
 
 impl Observer {
@@ -259,6 +270,13 @@ impl Observer {
     /// being checked out grows while it is listed); the periodic check does the rest.
     async fn watch_worktree(&mut self, root: &Path) {
         if self.watcher.get().is_none() {
+            self.poll_reason = Some(
+                if std::env::var(watch_set::WATCH_ENV).is_ok_and(|v| v == "poll") {
+                    format!("{}=poll", watch_set::WATCH_ENV)
+                } else {
+                    "no file-system notification".to_owned()
+                },
+            );
             self.polled.insert(root.to_path_buf());
             return;
         }
@@ -341,7 +359,10 @@ impl Observer {
             }
             // Gone already: nothing to watch.
             Err(_) if !dir.exists() => true,
-            Err(_) => false,
+            Err(error) => {
+                self.poll_reason = Some(format!("cannot watch {}: {error}", dir.display()));
+                false
+            }
         }
     }
 
@@ -359,6 +380,32 @@ impl Observer {
             }
         }
         self.polled.remove(root);
+    }
+
+    /// Publishes which worktrees are polled, and why, when that changed (`wit status` shows
+    /// it: the fallback is not only in `daemon.log`).
+    fn publish_watch_status(&mut self) {
+        let mut polled: Vec<String> = self
+            .polled
+            .iter()
+            .map(|root| root.display().to_string())
+            .collect();
+        polled.sort();
+        let status = WatchStatus {
+            pid: std::process::id(),
+            reason: (!polled.is_empty())
+                .then(|| self.poll_reason.clone())
+                .flatten(),
+            polled,
+        };
+        if self.published.as_ref() == Some(&status) {
+            return;
+        }
+        let dir = self.repository.main_root.join(".wit");
+        match status.write(&dir) {
+            Ok(()) => self.published = Some(status),
+            Err(error) => tracing::debug!(%error, "could not publish the watch status"),
+        }
     }
 
     fn mark(&mut self, root: &Path) {

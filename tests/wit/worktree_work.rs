@@ -545,3 +545,62 @@ fn a_renamed_branch_updates_the_worktrees_intent_description() {
         assert_eq!(renamed[0].intent_id, found[0].intent_id, "the same intent");
     });
 }
+
+/// Issue 35: when worktrees are polled instead of watched (here forced with `WIT_WATCH=poll`,
+/// as on a file system without notification), saves are still seen and `wit status` says so,
+/// not only `daemon.log`.
+#[test]
+fn wit_status_reports_the_polling_fallback() {
+    let family = Family::new(&[("app.py", APP)]);
+    let one = family.add("w1");
+    let mut env = store_env(&family.main());
+    env.push(("WIT_WATCH", "poll".to_owned()));
+    let daemon = Daemon::spawn_at(&family.main(), &env);
+    daemon.wait_ready();
+    wait_answering(&one, true);
+    write_file(
+        &one,
+        "app.py",
+        &edited("    y = x + 1\n", "    y = x + 3\n"),
+    );
+    block_on(async {
+        let main = client(&family.main());
+        wait_for_intents(&main, &worktree_session(&one), None, |i| i.len() == 1).await;
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let output = Command::new(wit_bin())
+            .args(["--json", "status"])
+            .current_dir(family.main())
+            .envs(store_env(&family.main()))
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let status: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let polled = status["watch"]["polled"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if polled
+            .iter()
+            .any(|p| p.as_str() == Some(one.to_str().unwrap()))
+        {
+            assert_eq!(status["watch"]["reason"], "WIT_WATCH=poll", "{status}");
+            let human = Command::new(wit_bin())
+                .arg("status")
+                .current_dir(family.main())
+                .envs(store_env(&family.main()))
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&human.stdout);
+            assert!(text.contains("watch: polling"), "{text}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "never reported: {status}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
