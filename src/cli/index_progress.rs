@@ -23,6 +23,14 @@ pub fn current(paths: &WitPaths) -> Option<IndexStatus> {
     (Some(status.pid) == daemon_pid(&paths.pid)).then_some(status)
 }
 
+/// How the live daemon observes the worktrees (`None`: it published nothing, which it does
+/// once the repository has a second worktree).
+pub fn watch_status(paths: &WitPaths) -> Option<crate::daemon::watch_set::WatchStatus> {
+    use crate::daemon::watch_set::{WatchStatus, WATCH_STATUS};
+    let status = WatchStatus::read(&paths.dir.join(WATCH_STATUS))?;
+    (Some(status.pid) == daemon_pid(&paths.pid)).then_some(status)
+}
+
 /// The status line (`1603 files, 27.9 MB, complete in 3.1 s (12 parsed)`), or why there is
 /// none.
 pub fn line(paths: &WitPaths) -> String {

@@ -102,12 +102,15 @@ fn render(ctx: &Context, snapshot: &Snapshot) -> Result<(Value, String), CliErro
         "contracts": snapshot.contracts,
         "sessions": snapshot.sessions,
         "index": super::index_progress::current(&ctx.paths),
+        "watch": super::index_progress::watch_status(&ctx.paths),
     });
     let human = format!(
-        "wit status for {}\n{session_line}\nindex: {}\n\n{}\n{}\n{}\n{}",
+        "wit status for {}\n{session_line}\nindex: {}\nwatch: {}\n\n{}\n{}\n{}\n{}",
         ctx.paths.root.display(),
         super::index_progress::current(&ctx.paths)
             .map_or_else(|| "not published yet".to_owned(), |s| s.summary()),
+        super::index_progress::watch_status(&ctx.paths)
+            .map_or_else(|| "file-system notification".to_owned(), |s| s.summary()),
         render::intents_section(&snapshot.intents),
         render::locks_section(&snapshot.locks),
         render::contracts_section(&snapshot.contracts),

@@ -20,7 +20,7 @@ use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 
 use super::preflight::spans::{meets, Change};
-use super::regions::{meets_region, replaced_lines, shares_lines, Lines};
+use super::regions::{meets_region, replaced_lines, shares_lines, Lines, Written};
 use super::worktree_work::worktree_of_session;
 use super::{Coord, Lock, Result};
 use crate::store::{RangeHit, SessionRow};
@@ -138,8 +138,12 @@ pub enum Work<'a> {
     },
     /// An edit: its changes of the current text, and that text's lines.
     Edit {
-        /// The replaced spans and their replacements.
+        /// The replaced spans and their replacements, exact (against declared ranges).
         changes: &'a [Change],
+        /// The changed lines as git aligns them (against regions, 13.4, 13.7).
+        line_changes: &'a [Change],
+        /// The new text (`line_changes`' new spans are in it).
+        new_text: &'a str,
         /// The lines of the current text.
         lines: &'a Lines,
     },
@@ -148,8 +152,10 @@ pub enum Work<'a> {
 /// Whether `work` collides with another intent's row `theirs` in the same file: file-level
 /// work on either side always does; a declaration's byte ranges against a declared intent's
 /// ranges strictly intersect (3); against an observed intent, a declared range contains a
-/// line of a region (13.4); an edit meets a declared range (10.2) or a region (13.4).
-pub fn collides(work: Work<'_>, theirs: &RangeHit) -> bool {
+/// line of a region (13.4); an edit meets a declared range (10.2) or a region (13.4), as
+/// git's merge finds two changes conflicting, except by a change that writes over the same
+/// lines exactly what `written` says the region's owner wrote there (git applies one copy).
+pub fn collides(work: Work<'_>, theirs: &RangeHit, written: &[Written]) -> bool {
     if let Some(regions) = &theirs.regions {
         return match work {
             Work::Declared { ranges: None, .. } => true,
@@ -162,9 +168,17 @@ pub fn collides(work: Work<'_>, theirs: &RangeHit) -> bool {
                     regions.iter().any(|r| shares_lines(first, last, r))
                 })
             }),
-            Work::Edit { changes, lines } => changes.iter().any(|change| {
-                let (first, last) = replaced_lines(change, lines);
-                regions.iter().any(|r| meets_region(first, last, r))
+            Work::Edit {
+                line_changes,
+                new_text,
+                lines,
+                ..
+            } => line_changes.iter().any(|change| {
+                let replaced = replaced_lines(change, lines);
+                let same = |w: &Written| {
+                    w.at == replaced && new_text.get(change.new.0..change.new.1) == Some(&w.text)
+                };
+                !written.iter().any(same) && regions.iter().any(|r| meets_region(&replaced, r))
             }),
         };
     }
@@ -353,36 +367,80 @@ mod tests {
             ranges: Some(&mine),
             lines: Some(&lines),
         };
-        assert!(collides(work, &hit(None, None)), "file-level");
-        assert!(collides(work, &hit(Some((3, 9)), None)));
-        assert!(!collides(work, &hit(Some((4, 9)), None)), "touching");
+        assert!(collides(work, &hit(None, None), &[]), "file-level");
+        assert!(collides(work, &hit(Some((3, 9)), None), &[]));
+        assert!(!collides(work, &hit(Some((4, 9)), None), &[]), "touching");
         let region = |a, b| Some(vec![LineRegion::new(a, b)]);
-        assert!(collides(work, &hit(None, region(2, 3))));
+        assert!(collides(work, &hit(None, region(2, 3)), &[]));
         assert!(
-            !collides(work, &hit(None, region(3, 4))),
+            !collides(work, &hit(None, region(3, 4)), &[]),
             "next to it is no line of it"
         );
         let whole = Work::Declared {
             ranges: None,
             lines: None,
         };
-        assert!(collides(whole, &hit(None, region(9, 9))));
+        assert!(collides(whole, &hit(None, region(9, 9)), &[]));
+    }
+
+    /// One edit of "a".."g" (one line each) against one region, as git's merge would find
+    /// the two changes: the table of 13.4.
+    #[test]
+    fn an_edit_against_regions() {
+        let current = "a\nb\nc\nd\ne\nf\ng\n";
+        let lines = Lines::of(current);
+        // (what the edit does, the region, whether they meet)
+        let table: [(&str, (i64, i64), bool); 12] = [
+            ("a\nB\nc\nd\ne\nf\ng\n", (3, 4), true), // a replaced line before it
+            ("a\nb\nc\nd\nE\nf\ng\n", (3, 4), true), // after it
+            ("a\nb\nC\nd\ne\nf\ng\n", (3, 4), true), // inside it
+            ("A\nb\nc\nd\ne\nf\ng\n", (3, 4), false), // one unchanged line between
+            ("a\nb\nc\nd\ne\nF\ng\n", (3, 4), false),
+            ("a\nb\nx\nc\nd\ne\nf\ng\n", (3, 4), true), // an insertion at its top
+            ("a\nb\nc\nd\nx\ne\nf\ng\n", (3, 4), true), // at its bottom
+            ("a\nb\nc\nd\ne\nx\nf\ng\n", (3, 4), false), // one line below it
+            ("a\nb\nc\nx\nd\ne\nf\ng\n", (4, 3), true), // two insertions at one point
+            ("a\nb\nc\nd\nx\ne\nf\ng\n", (4, 3), false), // one line apart
+            ("a\nb\nc\ne\nf\ng\n", (5, 4), true),       // a deletion's point at a point
+            ("a\nb\nc\nd\nf\ng\n", (3, 4), true),       // deleting the line after it
+        ];
+        for (new, (start, end), meets) in table {
+            let changes = super::super::preflight::spans::diff_lines(current, new);
+            let work = Work::Edit {
+                changes: &changes,
+                line_changes: &changes,
+                new_text: new,
+                lines: &lines,
+            };
+            let theirs = hit(None, Some(vec![LineRegion::new(start, end)]));
+            assert_eq!(
+                collides(work, &theirs, &[]),
+                meets,
+                "{new:?} against {start}-{end}"
+            );
+        }
     }
 
     #[test]
-    fn an_edit_against_regions() {
-        let lines = Lines::of("a\nb\nc\nd\ne\n");
-        let change = [Change {
-            old: (2, 4),
-            new: (2, 4),
-        }]; // line 2
+    fn an_identical_change_meets_nothing() {
+        let current = "a\nb\nc\n";
+        let new = "a\nB\nc\n";
+        let lines = Lines::of(current);
+        let changes = super::super::preflight::spans::diff_lines(current, new);
         let work = Work::Edit {
-            changes: &change,
+            changes: &changes,
+            line_changes: &changes,
+            new_text: new,
             lines: &lines,
         };
-        let region = |a, b| Some(vec![LineRegion::new(a, b)]);
-        assert!(collides(work, &hit(None, region(3, 4))), "adjacent lines");
-        assert!(!collides(work, &hit(None, region(4, 5))));
+        let theirs = hit(None, Some(vec![LineRegion::new(2, 2)]));
+        let wrote = |text: &str| Written {
+            at: LineRegion::new(2, 2),
+            text: text.into(),
+        };
+        assert!(!collides(work, &theirs, &[wrote("B\n")]), "the same text");
+        assert!(collides(work, &theirs, &[wrote("b2\n")]), "other text");
+        assert!(collides(work, &theirs, &[]));
     }
 
     #[test]

@@ -187,7 +187,7 @@ impl Coord {
                 ranges: mine.as_deref(),
                 lines: lines.as_ref(),
             };
-            hits.extend(rows.into_iter().filter(|row| collides(work, row)));
+            hits.extend(rows.into_iter().filter(|row| collides(work, row, &[])));
         }
         let mut conflicts = overlap_items(others.filter(hits, |h| h.session_id.as_str())?);
 

@@ -279,11 +279,8 @@ impl Coord {
         }
         match (std::str::from_utf8(&before), std::str::from_utf8(now_bytes)) {
             (Ok(before), Ok(now)) => {
-                let applied = Applied {
-                    text: now.to_owned(),
-                    changes: diff_lines(before, now),
-                };
-                let regions = regions_of_changes(&applied.changes, &Lines::of(now));
+                let applied = Applied::content(before, now);
+                let regions = regions_of_changes(&applied.line_changes, &Lines::of(now));
                 let lines: Vec<(i64, i64)> =
                     regions.iter().map(|r| (r.start_line, r.end_line)).collect();
                 let touched = crate::analysis::symbols_on_lines(change.file, now, &lines);

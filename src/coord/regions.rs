@@ -1,6 +1,8 @@
-//! Observed work as line regions (PROTOCOL-NOTES 13.1, 13.3), as pure functions: the lines
-//! of a text, the regions an edit's changes make, merging them, and carrying regions across
-//! a change of the text (a line diff maps them).
+//! Observed work as line regions (PROTOCOL-NOTES 13.1, 13.3, 13.4), as pure functions: the
+//! lines of a text, the regions an edit's changes make, git's meeting rule, merging regions,
+//! and carrying them across a change of the text (git's line diff maps them). A region is
+//! lines, or a *point* between two lines (`{startLine: n + 1, endLine: n}`): a pure
+//! insertion, a pure deletion's region.
 
 use similar::DiffOp;
 
@@ -13,6 +15,7 @@ use super::LineRegion;
 pub struct Lines {
     starts: Vec<usize>,
     len: usize,
+    ends_with_newline: bool,
 }
 
 impl Lines {
@@ -28,7 +31,20 @@ impl Lines {
         Lines {
             starts,
             len: text.len(),
+            ends_with_newline: text.ends_with('\n'),
         }
+    }
+
+    /// When byte `at` lies between two lines (a line's start, or the end of a text whose
+    /// last line is ended): the line it follows (0: before the first). `None` inside a line.
+    pub fn boundary_at(&self, at: usize) -> Option<i64> {
+        if at == 0 {
+            return Some(0);
+        }
+        if at >= self.len {
+            return (at == self.len && self.ends_with_newline).then(|| self.count());
+        }
+        self.starts.binary_search(&at).ok().map(to_i64)
     }
 
     /// How many lines the text has (at least 1).
@@ -59,39 +75,38 @@ fn to_i64(n: usize) -> i64 {
 }
 
 /// The regions of the new text an edit's changes make (13.1): each replacing span widened to
-/// whole lines; a pure deletion is the line where the two sides now join. Sorted and merged.
+/// whole lines; a pure deletion is the point where the two sides now join (13.4). Sorted and
+/// merged.
 pub fn regions_of_changes(changes: &[Change], new_lines: &Lines) -> Vec<LineRegion> {
-    let regions = changes.iter().map(|change| {
-        let (first, last) = new_lines.lines_of(change.new.0, change.new.1);
-        LineRegion::new(first, last)
-    });
+    let regions = changes
+        .iter()
+        .map(|change| span_region(change.new, new_lines));
     merge(regions.collect())
 }
 
-/// The lines of the current text a change replaces (13.4), as `[first, last]`: for a pure
-/// insertion, the line before and the line after its point.
-pub fn replaced_lines(change: &Change, old_lines: &Lines) -> (i64, i64) {
-    let (start, end) = change.old;
-    if start < end {
-        return old_lines.lines_of(start, end);
-    }
-    let line = old_lines.line_of(start);
-    let at_line_start = old_lines
-        .starts
-        .get(usize::try_from(line - 1).unwrap_or(0))
-        .is_some_and(|&s| s == start);
-    if at_line_start {
-        // Between line - 1 and line.
-        ((line - 1).max(1), line)
-    } else {
-        // Inside a line: that line is both neighbours.
-        (line, line)
-    }
+/// The lines of the current text a change replaces (13.4): its span widened to whole lines;
+/// a pure insertion between two lines is that point.
+pub fn replaced_lines(change: &Change, old_lines: &Lines) -> LineRegion {
+    span_region(change.old, old_lines)
 }
 
-/// Whether lines `[first, last]` lie inside `region` or directly next to it (13.4).
-pub fn meets_region(first: i64, last: i64, region: &LineRegion) -> bool {
-    first <= region.end_line + 1 && region.start_line - 1 <= last
+/// The region of bytes `[start, end)` of a text: the lines they lie on, or, empty between
+/// two lines, that point (empty inside a line: that line).
+fn span_region((start, end): (usize, usize), lines: &Lines) -> LineRegion {
+    if start == end {
+        if let Some(line) = lines.boundary_at(start) {
+            return LineRegion::point_after(line);
+        }
+    }
+    let (first, last) = lines.lines_of(start, end);
+    LineRegion::new(first, last)
+}
+
+/// Whether a change replacing `change` (lines, or a point) meets `region` as git's merge
+/// finds two changes conflicting (13.4): their ranges overlap or touch with no unchanged
+/// line between them (xdiff's `xdl_do_merge`: neither ends before the other starts).
+pub fn meets_region(change: &LineRegion, region: &LineRegion) -> bool {
+    change.start_line <= region.end_line + 1 && region.start_line <= change.end_line + 1
 }
 
 /// Whether byte-ranged lines `[first, last]` contain a line of `region` (a symbol's lines
@@ -100,7 +115,8 @@ pub fn shares_lines(first: i64, last: i64, region: &LineRegion) -> bool {
     first <= region.end_line && region.start_line <= last
 }
 
-/// Sorts and merges regions that overlap or touch.
+/// Sorts and merges regions that overlap or touch (a point touching lines is one with them:
+/// what meets the one meets the other).
 pub fn merge(mut regions: Vec<LineRegion>) -> Vec<LineRegion> {
     regions.sort_unstable();
     let mut merged: Vec<LineRegion> = Vec::with_capacity(regions.len());
@@ -113,6 +129,18 @@ pub fn merge(mut regions: Vec<LineRegion>) -> Vec<LineRegion> {
         }
     }
     merged
+}
+
+/// What another worktree wrote over lines of the asking text (13.4, 14.5): the lines (or the
+/// point) `at` of the asking text, which are the merge-base's there, that its change
+/// replaced with `text`. A change writing exactly that over exactly those lines meets
+/// nothing: git's merge applies one copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// The lines of the asking text the change replaced.
+    pub at: LineRegion,
+    /// The lines it wrote there.
+    pub text: String,
 }
 
 /// How lines of an old text map into a new one: the diff's operations in line units.
@@ -134,13 +162,11 @@ impl LineMap {
         }
     }
 
-    /// Where old line `line` (1-based) lies in the new text, as `[first, last]` (1-based): a
-    /// kept line maps to itself moved, a replaced line to the lines that replaced it, a
-    /// deleted one to the line where the two sides now join.
-    fn map_line(&self, line: i64) -> (i64, i64) {
+    /// The new lines old line `line` (1-based) became, as boundaries `(lo, hi)`: new lines
+    /// `lo + 1..=hi`. A kept line is itself, moved; a replaced line the lines that replaced
+    /// it; a deleted one the point where the two sides now join (`lo == hi`).
+    fn image_of_line(&self, line: i64) -> (usize, usize) {
         let index = usize::try_from(line - 1).unwrap_or(0);
-        let last_new = to_i64(self.new_count.max(1));
-        let clamp = |n: usize| to_i64(n + 1).clamp(1, last_new);
         for op in &self.ops {
             let old = op.old_range();
             if !old.contains(&index) {
@@ -150,22 +176,46 @@ impl LineMap {
             return match op {
                 DiffOp::Equal { .. } => {
                     let n = new.start + (index - old.start);
-                    (clamp(n), clamp(n))
+                    (n, n + 1)
                 }
-                DiffOp::Replace { .. } => (clamp(new.start), clamp(new.end.saturating_sub(1))),
-                _ => (clamp(new.start), clamp(new.start)),
+                _ => (new.start, new.end),
             };
         }
-        // Past the old text's end (a region on its last, now joined line).
-        (last_new, last_new)
+        // Past the old text's end: its last line.
+        (self.new_count.saturating_sub(1), self.new_count)
+    }
+
+    /// The new boundaries the point after old line `after` became, `(lo, hi)`: a point,
+    /// unless lines were inserted right there or the lines around it replaced (then those
+    /// lines: what is written at a point is what meets it).
+    fn image_of_point(&self, after: i64) -> (usize, usize) {
+        let at = usize::try_from(after).unwrap_or(0);
+        let mut image: Option<(usize, usize)> = None;
+        for op in &self.ops {
+            let (old, new) = (op.old_range(), op.new_range());
+            let found = match op {
+                DiffOp::Equal { .. } => (old.start <= at && at <= old.end).then(|| {
+                    let n = new.start + (at - old.start);
+                    (n, n)
+                }),
+                DiffOp::Insert { .. } => (old.start == at).then_some((new.start, new.end)),
+                _ if old.start < at && at < old.end => Some((new.start, new.end)),
+                _ if old.start == at => Some((new.start, new.start)),
+                _ if old.end == at => Some((new.end, new.end)),
+                _ => None,
+            };
+            if let Some((lo, hi)) = found {
+                image = Some(image.map_or((lo, hi), |(l, h)| (l.min(lo), h.max(hi))));
+            }
+        }
+        image.unwrap_or((self.new_count, self.new_count))
     }
 
     /// The lines of the old text that `regions` of the new text came from, sorted and merged
     /// (the way back through a worktree's merge-base, 14.5): a kept line is itself, the lines
-    /// a change wrote come from the old lines it replaced — all of them, and a region next to
-    /// a deletion (a deletion's own region is its join line) takes in the deleted lines. A region of inserted lines
-    /// only is the old line where they were inserted (its join line, as [`LineMap::carry`]
-    /// would give).
+    /// a change wrote come from the old lines it replaced — all of them —, and a region next
+    /// to a deletion takes in the deleted lines. A region of inserted lines only is the
+    /// point where they were inserted; a point (a deletion) is the lines it deleted.
     pub fn preimage(&self, regions: &[LineRegion]) -> Vec<LineRegion> {
         let last_old = self
             .ops
@@ -174,47 +224,95 @@ impl LineMap {
         let mut found = Vec::new();
         for region in regions {
             let before = found.len();
+            // The region as new boundaries `[lo, hi]` (a point: `lo == hi`).
+            let lo = usize::try_from(region.start_line - 1).unwrap_or(0);
+            let hi = usize::try_from(region.end_line).unwrap_or(0).max(lo);
             for op in &self.ops {
                 let (old, new) = (op.old_range(), op.new_range());
-                // The new lines of the op, 1-based inclusive; a deletion's are the lines on
-                // both sides of the point where it joins them (a deletion next to changed
-                // lines is one hunk with them, as git tells it).
-                let (first, last) = if new.is_empty() {
-                    (to_i64(new.start), to_i64(new.start + 1))
+                // An op with new lines meets the region when they share a line, or, for a
+                // point, when the point lies at or inside their edges; an op without new
+                // lines (a deletion) when its point lies at or inside the region's edges.
+                let meets = if new.is_empty() || lo == hi {
+                    lo <= new.end && new.start <= hi
                 } else {
-                    (to_i64(new.start + 1), to_i64(new.end))
+                    new.start < hi && lo < new.end
                 };
-                if last < region.start_line || region.end_line < first {
+                if !meets {
                     continue;
                 }
                 match op {
                     DiffOp::Equal { .. } => {
-                        let from = first.max(region.start_line) - first;
-                        let to = last.min(region.end_line) - first;
-                        let start = to_i64(old.start + 1);
-                        found.push(LineRegion::new(start + from, start + to));
+                        let from = lo.max(new.start) - new.start;
+                        let to = hi.min(new.end) - new.start;
+                        found.push(LineRegion::new(
+                            to_i64(old.start + from + 1),
+                            to_i64(old.start + to),
+                        ));
                     }
-                    _ if old.is_empty() => {
-                        let at = to_i64(old.start + 1).clamp(1, last_old);
-                        found.push(LineRegion::new(at, at));
-                    }
+                    _ if old.is_empty() => found.push(LineRegion::point_after(to_i64(old.start))),
                     _ => found.push(LineRegion::new(to_i64(old.start + 1), to_i64(old.end))),
                 }
             }
             if found.len() == before {
-                let at = last_old;
-                found.push(LineRegion::new(at, at));
+                found.push(LineRegion::new(last_old, last_old));
             }
         }
         merge(found)
     }
 
-    /// `regions` of the old text carried into the new one (13.3), sorted and merged.
+    /// Where the old lines `[start, end)` (0-based) lie in the new text when they are all
+    /// kept, in one run, with nothing inserted at either edge: their first new line.
+    fn kept_run(&self, start: usize, end: usize) -> Option<usize> {
+        let (lo, hi) = self.image_of_point(to_i64(start));
+        let (lo_end, hi_end) = self.image_of_point(to_i64(end));
+        if lo != hi || lo_end != hi_end {
+            return None;
+        }
+        if start == end {
+            return Some(lo);
+        }
+        self.ops.iter().find_map(|op| match op {
+            DiffOp::Equal { .. } => {
+                let old = op.old_range();
+                (old.start <= start && end <= old.end)
+                    .then(|| op.new_range().start + (start - old.start))
+            }
+            _ => None,
+        })
+    }
+
+    /// This map's changes (merge-base → `origin`, its new text) as written over the lines
+    /// of another text that `from_base` (merge-base → that text) maps the base to: each
+    /// change whose base lines that text keeps as they are, with the lines it wrote.
+    pub fn written_into(&self, origin: &str, from_base: &LineMap) -> Vec<Written> {
+        let origin_lines: Vec<&str> = origin.split_inclusive('\n').collect();
+        self.ops
+            .iter()
+            .filter(|op| !matches!(op, DiffOp::Equal { .. }))
+            .filter_map(|op| {
+                let (old, new) = (op.old_range(), op.new_range());
+                let at = from_base.kept_run(old.start, old.end)?;
+                let text = origin_lines.get(new.clone())?.concat();
+                Some(Written {
+                    at: LineRegion::new(to_i64(at + 1), to_i64(at + old.len())),
+                    text,
+                })
+            })
+            .collect()
+    }
+
+    /// `regions` of the old text carried into the new one (13.3), sorted and merged: lines
+    /// to what their first and last line became, a point to what it became.
     pub fn carry(&self, regions: &[LineRegion]) -> Vec<LineRegion> {
         let carried = regions.iter().map(|region| {
-            let (first, _) = self.map_line(region.start_line);
-            let (_, last) = self.map_line(region.end_line);
-            LineRegion::new(first, last.max(first))
+            let (lo, hi) = if region.is_point() {
+                self.image_of_point(region.end_line)
+            } else {
+                let (lo, _) = self.image_of_line(region.start_line);
+                let (_, hi) = self.image_of_line(region.end_line);
+                (lo, hi.max(lo))
+            };
+            LineRegion::new(to_i64(lo + 1), to_i64(hi))
         });
         merge(carried.collect())
     }
@@ -250,26 +348,57 @@ mod tests {
             old: (0, 0),
             new: (n0, n1),
         };
-        // Lines 2 and 3 (touching) merge; line 5 stays apart; a deletion is its join line.
+        // Lines 2 and 3 (touching) merge; line 5 stays apart; a deletion is the point where
+        // the sides join (after line 4), one line apart from line 2-3's region.
         let got = regions_of_changes(&[change(2, 4), change(4, 6), change(8, 8)], &new);
-        assert_eq!(got, [r(2, 3), r(5, 5)]);
+        assert_eq!(got, [r(2, 3), r(5, 4)]);
+        // Deleted at the end of the text, at its start; inside a line it is the line.
+        assert_eq!(regions_of_changes(&[change(10, 10)], &new), [r(6, 5)]);
+        assert_eq!(regions_of_changes(&[change(0, 0)], &new), [r(1, 0)]);
+        assert_eq!(regions_of_changes(&[change(3, 3)], &new), [r(2, 2)]);
+        // A text without a last newline: its end is inside its last line.
+        assert_eq!(
+            regions_of_changes(&[change(3, 3)], &Lines::of("a\nb")),
+            [r(2, 2)]
+        );
     }
 
+    /// The meeting rule of 13.4, as git's merge has it (each case checked with `git
+    /// merge-file` in `tests/wit/foresight.rs`).
     #[test]
-    fn replaced_lines_and_meeting() {
+    fn meeting_is_gits_rule() {
         let old = Lines::of("a\nb\nc\n");
         let change = |o0, o1| Change {
             old: (o0, o1),
             new: (0, 0),
         };
-        assert_eq!(replaced_lines(&change(2, 4), &old), (2, 2));
-        assert_eq!(replaced_lines(&change(2, 2), &old), (1, 2), "an insertion");
-        assert_eq!(replaced_lines(&change(3, 3), &old), (2, 2), "inside a line");
+        assert_eq!(replaced_lines(&change(2, 4), &old), r(2, 2));
+        assert_eq!(
+            replaced_lines(&change(2, 2), &old),
+            r(2, 1),
+            "an insertion point"
+        );
+        assert_eq!(replaced_lines(&change(6, 6), &old), r(4, 3), "at the end");
+        assert_eq!(
+            replaced_lines(&change(3, 3), &old),
+            r(2, 2),
+            "inside a line"
+        );
         let region = r(5, 7);
-        assert!(meets_region(4, 4, &region), "directly next to it");
-        assert!(meets_region(8, 9, &region));
-        assert!(!meets_region(1, 3, &region));
-        assert!(!meets_region(9, 9, &region));
+        let meets = |a, b| meets_region(&r(a, b), &region);
+        // Replaced lines inside it, directly before it, directly after it.
+        assert!(meets(6, 6) && meets(4, 4) && meets(8, 9));
+        // One unchanged line between: git merges them.
+        assert!(!meets(1, 3) && !meets(9, 9));
+        // An insertion point inside it or at either edge; one line away, not.
+        assert!(meets(6, 5) && meets(5, 4) && meets(8, 7));
+        assert!(!meets(4, 3) && !meets(9, 8));
+        // Two insertions at one point meet; one line apart they do not.
+        assert!(meets_region(&r(4, 3), &r(4, 3)));
+        assert!(!meets_region(&r(4, 3), &r(5, 4)));
+        // A deletion's point right after a replaced line meets it.
+        assert!(meets_region(&r(3, 2), &r(2, 2)));
+        assert!(!meets_region(&r(4, 3), &r(2, 2)));
         assert!(shares_lines(7, 9, &region) && !shares_lines(8, 9, &region));
     }
 
@@ -277,6 +406,9 @@ mod tests {
     fn merging() {
         assert_eq!(merge(vec![r(5, 6), r(1, 2), r(3, 3)]), [r(1, 3), r(5, 6)]);
         assert_eq!(merge(vec![r(1, 9), r(2, 3)]), [r(1, 9)]);
+        // A point touching lines is one with them; points one line apart stay apart.
+        assert_eq!(merge(vec![r(3, 2), r(3, 5), r(6, 5)]), [r(3, 5)]);
+        assert_eq!(merge(vec![r(4, 3), r(3, 2), r(4, 3)]), [r(3, 2), r(4, 3)]);
     }
 
     #[test]
@@ -288,13 +420,41 @@ mod tests {
         // Replaced lines come from all the lines they replaced.
         let map = LineMap::between(old, "a\nB\ne\n");
         assert_eq!(map.preimage(&[r(2, 2)]), [r(2, 4)]);
-        // A deletion's region is its join line: it takes in the deleted lines (and the
-        // line it joins).
+        // A deletion's region is its point: it goes back to the deleted lines; a region
+        // beside the point takes them in too.
         let map = LineMap::between(old, "a\ne\n");
+        assert_eq!(map.preimage(&[r(2, 1)]), [r(2, 4)]);
         assert_eq!(map.preimage(&[r(2, 2)]), [r(2, 5)]);
-        // Inserted lines only: the old line where they were inserted.
+        // Inserted lines only: the point where they were inserted.
         let map = LineMap::between(old, "a\nb\nnew\nc\nd\ne\n");
-        assert_eq!(map.preimage(&[r(3, 3)]), [r(3, 3)]);
+        assert_eq!(map.preimage(&[r(3, 3)]), [r(3, 2)]);
+        // A point in kept text is that point.
+        assert_eq!(map.preimage(&[r(6, 5)]), [r(5, 4)]);
+    }
+
+    #[test]
+    fn what_a_worktree_wrote_lies_over_the_asking_texts_lines() {
+        let base = "a\nb\nc\nd\n";
+        let origin = "a\nB\nc\nd\nnew\n";
+        let wrote = LineMap::between(base, origin);
+        // The asking text inserted a line at the top: the lines moved down by one.
+        let asking = LineMap::between(base, "x\na\nb\nc\nd\n");
+        assert_eq!(
+            wrote.written_into(origin, &asking),
+            [
+                Written {
+                    at: r(3, 3),
+                    text: "B\n".into()
+                },
+                Written {
+                    at: r(6, 5),
+                    text: "new\n".into()
+                }
+            ]
+        );
+        // Where the asking text changed the same base lines, nothing lies there as it was.
+        let asking = LineMap::between(base, "a\nb2\nc\nd\n");
+        assert_eq!(wrote.written_into(origin, &asking).len(), 1);
     }
 
     #[test]
@@ -306,9 +466,15 @@ mod tests {
         // Its lines replaced: it maps to what replaced them.
         let map = LineMap::between(old, "a\nB\nC\nC2\nd\n");
         assert_eq!(map.carry(&[r(2, 3)]), [r(2, 4)]);
-        // Deleted: the line where the sides join.
+        // Deleted: the point where the sides join.
         let map = LineMap::between(old, "a\nd\n");
-        assert_eq!(map.carry(&[r(2, 3)]), [r(2, 2)]);
+        assert_eq!(map.carry(&[r(2, 3)]), [r(2, 1)]);
+        // A point moves with the text; lines inserted right at it are what it becomes.
+        assert_eq!(map.carry(&[r(4, 3)]), [r(2, 1)], "its neighbours deleted");
+        let map = LineMap::between(old, "x\na\nb\nc\nd\n");
+        assert_eq!(map.carry(&[r(3, 2)]), [r(4, 3)]);
+        let map = LineMap::between(old, "a\nb\nnew\nc\nd\n");
+        assert_eq!(map.carry(&[r(3, 2)]), [r(3, 3)]);
         // Lines inserted inside a region widen it; below it, nothing moves.
         let map = LineMap::between(old, "a\nb\nnew\nc\nd\ne\n");
         assert_eq!(map.carry(&[r(2, 3)]), [r(2, 4)]);

@@ -25,7 +25,7 @@ use super::events::{self, EventKind};
 use super::intents::Declaration;
 use super::preflight::spans::Applied;
 use super::preflight::OBSERVED_EDIT;
-use super::regions::{merge, regions_of_changes, LineMap, Lines};
+use super::regions::{merge, regions_of_changes, LineMap, Lines, Written};
 use super::worktree_work::Origin;
 use super::{Coord, IntentStatus, LineRegion, Result};
 use crate::store::{IntentFilter, RangeHit, Writer};
@@ -90,11 +90,27 @@ impl Coord {
         text: &str,
         rows: Vec<RangeHit>,
     ) -> Result<Vec<RangeHit>> {
+        Ok(self
+            .regions_and_writes_in(file, text, rows)?
+            .into_iter()
+            .map(|(row, _)| row)
+            .collect())
+    }
+
+    /// [`Coord::regions_in`], each row with what its worktree wrote over lines of `text`
+    /// that are still the merge-base's (only for another worktree's rows, 13.4).
+    pub(super) fn regions_and_writes_in(
+        &self,
+        file: &str,
+        text: &str,
+        rows: Vec<RangeHit>,
+    ) -> Result<Vec<(RangeHit, Vec<Written>)>> {
+        let unwritten = |rows: Vec<RangeHit>| rows.into_iter().map(|row| (row, Vec::new()));
         if rows.iter().all(|row| row.regions.is_none()) {
-            return Ok(rows);
+            return Ok(unwritten(rows).collect());
         }
         if !self.several_worktrees() {
-            return self.regions_of_origin(&None, file, text, rows);
+            return Ok(unwritten(self.regions_of_origin(&None, file, text, rows)?).collect());
         }
         let here = self.here();
         let origins = self.origins(&rows)?;
@@ -106,7 +122,8 @@ impl Coord {
                 across.push((origin, row));
             }
         }
-        let mut rows = self.regions_of_origin(&here, file, text, mine)?;
+        let mut rows: Vec<(RangeHit, Vec<Written>)> =
+            unwritten(self.regions_of_origin(&here, file, text, mine)?).collect();
         rows.extend(
             across
                 .into_iter()
@@ -262,7 +279,7 @@ impl Coord {
         let file = observed.file;
         self.follow_text_of(origin, file, observed.before)?;
         let new_lines = Lines::of(&observed.applied.text);
-        let added = regions_of_changes(&observed.applied.changes, &new_lines);
+        let added = regions_of_changes(&observed.applied.line_changes, &new_lines);
         let mut texts = self.region_texts();
         let mut owners = Vec::with_capacity(sessions.len());
         for session_id in sessions {

@@ -19,7 +19,7 @@ use serde_json::json;
 
 use super::events::{self, EventKind};
 use super::intents::Declaration;
-use super::regions::LineMap;
+use super::regions::{LineMap, Written};
 use super::workmap::regions_json;
 use super::{Coord, Intent, IntentStatus, LineRegion, Result};
 use crate::store::{IntentFilter, RangeHit};
@@ -198,8 +198,9 @@ impl Coord {
 
     /// `row`'s regions, lines of `origin`'s text of `file`, carried to `text` (the asking
     /// worktree's text) through the merge-base (14.5): origin text → base (the base lines
-    /// they came from, a deletion's included: [`LineMap::preimage`]) → `text`. A file the
-    /// origin did not change is its base text.
+    /// they came from, a deletion's included: [`LineMap::preimage`]) → `text`; with what the
+    /// origin wrote over lines `text` keeps as the base has them (an identical change there
+    /// meets nothing, 13.4). A file the origin did not change is its base text.
     pub(super) fn carried_across(
         &self,
         origin: &Origin,
@@ -207,9 +208,9 @@ impl Coord {
         file: &str,
         text: &str,
         mut row: RangeHit,
-    ) -> RangeHit {
+    ) -> (RangeHit, Vec<Written>) {
         let Some(regions) = &row.regions else {
-            return row;
+            return (row, Vec::new());
         };
         let (theirs, mine) = {
             let worktrees = self.worktrees();
@@ -223,16 +224,19 @@ impl Coord {
             .or_else(|| mine.as_ref().and_then(|t| t.base.clone()));
         let Some(base) = base else {
             // Neither side changed the file against a base we know: the lines are the same.
-            return row;
+            return (row, Vec::new());
         };
         let from = origin_text.or_else(|| theirs.map(|t| t.current));
         let maps = self.carry_maps(from.as_ref(), &base, text);
-        let at_base = match &maps.base_to_origin {
-            Some(base_to_origin) => base_to_origin.preimage(regions),
-            None => regions.clone(),
+        let (at_base, written) = match (&maps.base_to_origin, &from) {
+            (Some(base_to_origin), Some(from)) => (
+                base_to_origin.preimage(regions),
+                base_to_origin.written_into(from, &maps.from_base),
+            ),
+            _ => (regions.clone(), Vec::new()),
         };
         row.regions = Some(maps.from_base.carry(&at_base));
-        row
+        (row, written)
     }
 
     /// The line maps origin text → base → `text`: kept while the three texts stay the same
@@ -326,6 +330,11 @@ impl Coord {
                 let file = intent.files.trim_matches(',').to_owned();
                 match wanted.get(&file) {
                     Some(regions) if kept.insert(file.clone()) => {
+                        if intent.description != description {
+                            // The branch was renamed (or checked out): the description
+                            // names the worktree as it is now.
+                            w.set_intent_description(&intent.id, &description)?;
+                        }
                         let touched = symbols.get(&file).cloned().unwrap_or_default();
                         let listed =
                             serde_json::to_string(&touched).unwrap_or_else(|_| "[]".to_owned());
@@ -493,12 +502,24 @@ fn resolve(w: &crate::store::Writer<'_>, session: &str, intent: &Intent, now: i6
     Ok(())
 }
 
-/// The lines of `regions` outside `covered` (both sorted and merged).
+/// The lines of `regions` outside `covered` (both sorted and merged). A point of `regions`
+/// stays unless a region of `covered` holds it or touches it; a point of `covered` covers
+/// no line.
 fn subtract(regions: &[LineRegion], covered: &[LineRegion]) -> Vec<LineRegion> {
     let mut left = Vec::new();
     for region in regions {
+        if region.is_point() {
+            let at = region.end_line;
+            if !covered
+                .iter()
+                .any(|c| !c.is_point() && c.start_line <= at + 1 && at <= c.end_line)
+            {
+                left.push(*region);
+            }
+            continue;
+        }
         let mut start = region.start_line;
-        for cover in covered {
+        for cover in covered.iter().filter(|c| !c.is_point()) {
             if cover.end_line < start || cover.start_line > region.end_line {
                 continue;
             }
@@ -530,6 +551,11 @@ mod tests {
         );
         assert_eq!(subtract(&[r(3, 4)], &[r(1, 9)]), []);
         assert_eq!(subtract(&[r(3, 4), r(9, 9)], &[]), [r(3, 4), r(9, 9)]);
+        // A point (a deletion) stays unless a covered region holds or touches it; a covered
+        // point covers no line.
+        assert_eq!(subtract(&[r(5, 4)], &[r(1, 3)]), [r(5, 4)]);
+        assert_eq!(subtract(&[r(5, 4)], &[r(1, 4)]), []);
+        assert_eq!(subtract(&[r(3, 5)], &[r(4, 3)]), [r(3, 5)]);
     }
 
     #[test]

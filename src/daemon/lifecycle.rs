@@ -169,6 +169,7 @@ pub fn take_residence(
     }
     // We hold the lock, so any socket file left here belongs to a dead daemon.
     let listener = bind_socket(&paths.socket)?;
+    record_socket(paths)?;
     write_pid_file(paths, store)?;
     Ok((
         Residence {
@@ -182,8 +183,11 @@ pub fn take_residence(
 /// Binds a fresh socket (0600) at `socket`, removing a file left there: called only by the
 /// daemon holding the repository's lock, so any socket there belongs to a dead daemon.
 pub fn bind_socket(socket: &Path) -> Result<UnixListener, DaemonError> {
-    if socket.as_os_str().len() > 107 {
+    if socket.as_os_str().len() > super::paths::MAX_SOCKET_PATH {
         return Err(DaemonError::SocketPathTooLong(socket.to_path_buf()));
+    }
+    if socket.parent() == Some(super::paths::short_socket_dir().as_path()) {
+        own_short_socket_dir()?;
     }
     match fs::remove_file(socket) {
         Ok(()) => tracing::info!(socket = %socket.display(), "removed a stale socket"),
@@ -202,6 +206,50 @@ pub fn bind_socket(socket: &Path) -> Result<UnixListener, DaemonError> {
         socket.display()
     )))?;
     Ok(listener)
+}
+
+/// Records in the worktree's `.wit/` the short socket path it is served on when its own is
+/// too long for a Unix socket (issue 35), for people and tools that look there; removes a
+/// stale record otherwise.
+pub fn record_socket(paths: &super::paths::WitPaths) -> Result<(), DaemonError> {
+    let record = paths.worktree_dir.join(super::paths::SOCKET_PATH_FILE);
+    if paths.socket_is_short() {
+        let text = format!("{}\n", paths.socket.display());
+        fs::write(&record, text).map_err(io_error(format!("writing {}", record.display())))?;
+        tracing::info!(socket = %paths.socket.display(),
+            "the worktree's socket path is too long for a Unix socket; served on a short path");
+    } else {
+        let _ = fs::remove_file(&record);
+    }
+    Ok(())
+}
+
+/// Makes the directory of short socket paths (mode 0700) or checks that it is this user's
+/// own and nobody else's: another user's directory there could take the sockets over.
+fn own_short_socket_dir() -> Result<(), DaemonError> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let dir = super::paths::short_socket_dir();
+    let made = fs::DirBuilder::new().mode(0o700).create(&dir);
+    if let Err(error) = made {
+        if error.kind() != std::io::ErrorKind::AlreadyExists {
+            return Err(DaemonError::Io {
+                context: format!("creating {}", dir.display()),
+                source: error,
+            });
+        }
+    }
+    let meta =
+        fs::symlink_metadata(&dir).map_err(io_error(format!("reading {}", dir.display())))?;
+    let uid = rustix::process::getuid().as_raw();
+    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
+        return Err(DaemonError::Io {
+            context: format!("the short socket directory {}", dir.display()),
+            source: std::io::Error::other(
+                "it is not a directory of this user's alone (mode 0700); remove it",
+            ),
+        });
+    }
+    Ok(())
 }
 
 fn write_pid_file(paths: &WitPaths, store: &str) -> Result<(), DaemonError> {

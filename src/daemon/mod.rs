@@ -21,6 +21,7 @@ pub mod runner;
 pub mod server;
 pub mod store_choice;
 pub mod tree_attribution;
+pub mod watch_set;
 pub mod worktree_observer;
 pub mod worktree_server;
 

@@ -23,7 +23,8 @@ pub struct WitPaths {
     pub dir: PathBuf,
     /// `<root>/.wit`, mode 0700: this worktree's directory (its socket).
     pub worktree_dir: PathBuf,
-    /// `<root>/.wit/daemon.sock`, the JSON-RPC socket of this worktree.
+    /// `<root>/.wit/daemon.sock`, the JSON-RPC socket of this worktree; when that path is
+    /// longer than a Unix socket address allows, a short one ([`short_socket`]).
     pub socket: PathBuf,
     /// `<main root>/.wit/daemon.lock`, held exclusively by the live daemon.
     pub lock: PathBuf,
@@ -43,6 +44,37 @@ pub struct WitPaths {
     pub session_id: PathBuf,
 }
 
+/// The longest path a Unix socket address holds (`sun_path` is 108 bytes with its NUL).
+pub const MAX_SOCKET_PATH: usize = 107;
+
+/// The name of the file in a worktree's `.wit/` that records the short socket path it is
+/// served on when its own is too long.
+pub const SOCKET_PATH_FILE: &str = "daemon.sock.path";
+
+/// The socket of the worktree whose `.wit/` is `worktree_dir`: `daemon.sock` there, or, when
+/// that path is too long for a Unix socket, [`short_socket`] of it. Daemon and clients
+/// derive the same path from the worktree, so neither has to read the other's record.
+fn socket_for(worktree_dir: &Path) -> PathBuf {
+    let natural = worktree_dir.join("daemon.sock");
+    if natural.as_os_str().len() <= MAX_SOCKET_PATH {
+        return natural;
+    }
+    short_socket(&natural)
+}
+
+/// A short socket path standing for `natural`: `/tmp/wit-<uid>/<hash of the path>.sock` (the
+/// directory is the user's own, mode 0700, checked when the socket is bound).
+pub fn short_socket(natural: &Path) -> PathBuf {
+    let hash = xxhash_rust::xxh3::xxh3_64(natural.as_os_str().as_encoded_bytes());
+    short_socket_dir().join(format!("{hash:016x}.sock"))
+}
+
+/// The directory of short socket paths: `/tmp/wit-<uid>`.
+pub fn short_socket_dir() -> PathBuf {
+    let uid = rustix::process::getuid().as_raw();
+    PathBuf::from(format!("/tmp/wit-{uid}"))
+}
+
 impl WitPaths {
     /// The paths for the worktree at `root`, the state in its repository's main worktree.
     pub fn for_root(root: &Path) -> Self {
@@ -54,7 +86,7 @@ impl WitPaths {
         Self {
             root: root.to_path_buf(),
             main_root,
-            socket: worktree_dir.join("daemon.sock"),
+            socket: socket_for(&worktree_dir),
             session_id: worktree_dir.join("session.id"),
             worktree_dir,
             lock: dir.join("daemon.lock"),
@@ -65,6 +97,11 @@ impl WitPaths {
             launch_lock: dir.join("launch.lock"),
             dir,
         }
+    }
+
+    /// Whether this worktree is served on a short socket path (its own is too long).
+    pub fn socket_is_short(&self) -> bool {
+        !self.socket.starts_with(&self.worktree_dir)
     }
 
     /// Whether `root` is a linked worktree of a repository whose main worktree is elsewhere.

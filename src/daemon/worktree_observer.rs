@@ -31,6 +31,8 @@ use crate::rpc::tree_flush::TreeFlush;
 use crate::worktrees::changes::{changes_of, WorktreeChanges};
 use crate::worktrees::{all_worktrees, branch_of, Repository};
 
+use super::watch_set::{self, Stamp, WatchStatus};
+
 /// How long a worktree stays quiet before its changes are read.
 pub const SETTLE: Duration = Duration::from_millis(150);
 /// The longest a dirty worktree waits, however busy it stays.
@@ -71,13 +73,20 @@ pub async fn observe_worktrees(
         last_read: HashMap::new(),
         symbols: HashMap::new(),
         several: false,
+        index_stamps: HashMap::new(),
+        poll_reason: None,
+        published: None,
     };
     observer.forget_vanished().await;
     loop {
         observer.rescan().await;
         if overflowed.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            // Events were lost (a burst of creations): every watch set is checked again.
+            observer.index_stamps.clear();
             observer.all_dirty(Seen::Everything);
         }
+        observer.check_watch_sets().await;
+        observer.publish_watch_status();
         observer.read_settled(false).await;
         let wake = if observer.dirty.is_empty() {
             RESCAN
@@ -154,6 +163,10 @@ impl Watching {
     fn get(&mut self) -> Option<&mut RecommendedWatcher> {
         if let Watching::NotYet { events, overflowed } = self {
             let (events, flag) = (events.clone(), Arc::clone(overflowed));
+            if std::env::var(watch_set::WATCH_ENV).is_ok_and(|v| v == "poll") {
+                *self = Watching::Unavailable;
+                return None;
+            }
             let made = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
                 // Reads (every file the index parses, every `git` that opens one) change
                 // nothing, and would crowd out the changes that do.
@@ -198,6 +211,13 @@ struct Observer {
     symbols: HashMap<PathBuf, SymbolCache>,
     /// Whether the repository has more than one worktree (14.4 runs).
     several: bool,
+    /// Per watched worktree: its git index as it was when its watch set was last compared
+    /// with what git knows.
+    index_stamps: HashMap<PathBuf, Option<Stamp>>,
+    /// Why worktrees are polled, when some are.
+    poll_reason: Option<String>,
+    /// The watch status last published.
+    published: Option<WatchStatus>,
 }
 
 impl Observer {
@@ -255,6 +275,7 @@ impl Observer {
             self.dirty.remove(&root);
             self.last_read.remove(&root);
             self.symbols.remove(&root);
+            self.index_stamps.remove(&root);
             self.coord.worktree_unwatched(&root.to_string_lossy());
             let coord = Arc::clone(&self.coord);
             let key = root.to_string_lossy().into_owned();
@@ -288,22 +309,75 @@ impl Observer {
         }
     }
 
-    /// Watches every directory of the worktree at `root` holding files git knows.
+    /// Watches every directory of the worktree at `root` holding files git knows, then lists
+    /// them again with the watches in place until nothing new turns up (a worktree still
+    /// being checked out grows while it is listed); the periodic check does the rest.
     async fn watch_worktree(&mut self, root: &Path) {
         if self.watcher.get().is_none() {
+            self.poll_reason = Some(
+                if std::env::var(watch_set::WATCH_ENV).is_ok_and(|v| v == "poll") {
+                    format!("{}=poll", watch_set::WATCH_ENV)
+                } else {
+                    "no file-system notification".to_owned()
+                },
+            );
             self.polled.insert(root.to_path_buf());
             return;
         }
+        for _ in 0..4 {
+            match self.watch_known(root).await {
+                Some(0) | None => break,
+                Some(_) => {}
+            }
+        }
+    }
+
+    /// Compares the watch set of `root` with the directories git knows there and watches
+    /// what it lacks: how many it added (`None`: a watch failed, the worktree is polled).
+    async fn watch_known(&mut self, root: &Path) -> Option<usize> {
+        let index = watch_set::index_file(root);
+        self.index_stamps.insert(
+            root.to_path_buf(),
+            index.as_deref().and_then(watch_set::stamp),
+        );
         let listed = root.to_path_buf();
         let dirs = tokio::task::spawn_blocking(move || known_dirs(&listed))
             .await
             .unwrap_or_default();
-        for dir in dirs {
-            if !self.watch_dir(root, &dir) {
+        let missing: Vec<PathBuf> = watch_set::missing(&dirs, &self.watched)
+            .into_iter()
+            .cloned()
+            .collect();
+        for dir in &missing {
+            if !self.watch_dir(root, dir) {
                 tracing::warn!(worktree = %root.display(), dir = %dir.display(),
                     "cannot watch; the worktree is polled");
                 self.polled.insert(root.to_path_buf());
-                break;
+                return None;
+            }
+        }
+        Some(missing.len())
+    }
+
+    /// The cheap periodic check (issue 35): for each watched worktree whose git index was
+    /// written since its watch set was last compared with git, compare again; a worktree
+    /// that had directories without a watch is read again (saves there went unseen).
+    async fn check_watch_sets(&mut self) {
+        let roots: Vec<PathBuf> = self
+            .roots
+            .iter()
+            .filter(|root| !self.polled.contains(*root))
+            .cloned()
+            .collect();
+        for root in roots {
+            let now = watch_set::index_file(&root).and_then(|index| watch_set::stamp(&index));
+            if self.index_stamps.get(&root) == Some(&now) {
+                continue;
+            }
+            if let Some(added) = self.watch_known(&root).await.filter(|&n| n > 0) {
+                tracing::info!(worktree = %root.display(), added,
+                    "directories git knows had no watch; watched now");
+                self.mark(&root, Seen::Everything);
             }
         }
     }
@@ -313,6 +387,12 @@ impl Observer {
         if self.watched.contains_key(dir) {
             return true;
         }
+        self.rewatch_dir(root, dir)
+    }
+
+    /// Watches one directory of `root` even if it was watched (a directory made again under
+    /// the same path is a new directory, and its old watch went with the old one).
+    fn rewatch_dir(&mut self, root: &Path, dir: &Path) -> bool {
         let Some(watcher) = self.watcher.get() else {
             return false;
         };
@@ -323,7 +403,10 @@ impl Observer {
             }
             // Gone already: nothing to watch.
             Err(_) if !dir.exists() => true,
-            Err(_) => false,
+            Err(error) => {
+                self.poll_reason = Some(format!("cannot watch {}: {error}", dir.display()));
+                false
+            }
         }
     }
 
@@ -341,6 +424,32 @@ impl Observer {
             }
         }
         self.polled.remove(root);
+    }
+
+    /// Publishes which worktrees are polled, and why, when that changed (`wit status` shows
+    /// it: the fallback is not only in `daemon.log`).
+    fn publish_watch_status(&mut self) {
+        let mut polled: Vec<String> = self
+            .polled
+            .iter()
+            .map(|root| root.display().to_string())
+            .collect();
+        polled.sort();
+        let status = WatchStatus {
+            pid: std::process::id(),
+            reason: (!polled.is_empty())
+                .then(|| self.poll_reason.clone())
+                .flatten(),
+            polled,
+        };
+        if self.published.as_ref() == Some(&status) {
+            return;
+        }
+        let dir = self.repository.main_root.join(".wit");
+        match status.write(&dir) {
+            Ok(()) => self.published = Some(status),
+            Err(error) => tracing::debug!(%error, "could not publish the watch status"),
+        }
     }
 
     fn mark(&mut self, root: &Path, seen: Seen<'_>) {
@@ -400,19 +509,19 @@ impl Observer {
             let Ok(relative) = path.strip_prefix(&root) else {
                 continue;
             };
-            if relative
-                .components()
-                .next()
-                .is_some_and(|c| c.as_os_str() == ".git" || c.as_os_str() == ".wit")
-            {
+            if watch_set::is_own_dir(relative) {
                 continue;
             }
             if matches!(event.kind, EventKind::Create(_))
                 && path.is_dir()
                 && !is_ignored(&root, path)
             {
-                for dir in walk_dirs(path) {
-                    self.watch_dir(&root, &dir);
+                // Watched before listed, each directory below it too.
+                let mut watch = |dir: &Path| self.rewatch_dir(&root, dir);
+                if let Err(dir) = watch_set::watch_tree(&root, path, &mut watch) {
+                    tracing::warn!(worktree = %root.display(), dir = %dir.display(),
+                        "cannot watch; the worktree is polled");
+                    self.polled.insert(root.clone());
                 }
                 self.mark(&root, Seen::Everything);
                 continue;
@@ -606,24 +715,6 @@ fn known_dirs(root: &Path) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = dirs.into_iter().collect();
     dirs.sort();
     dirs
-}
-
-/// `dir` and the directories below it (a directory made by a move or a checkout arrives
-/// whole), at most a few thousand.
-fn walk_dirs(dir: &Path) -> Vec<PathBuf> {
-    let mut found = vec![dir.to_path_buf()];
-    let mut next = 0;
-    while next < found.len() && found.len() < 4_096 {
-        if let Ok(entries) = std::fs::read_dir(&found[next]) {
-            for entry in entries.flatten() {
-                if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                    found.push(entry.path());
-                }
-            }
-        }
-        next += 1;
-    }
-    found
 }
 
 /// Whether git ignores `path` in the worktree at `root`.

@@ -10,12 +10,12 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinSet;
 
-use super::lifecycle::{bind_socket, make_wit_dir};
+use super::lifecycle::{bind_socket, make_wit_dir, record_socket};
 use super::paths::WitPaths;
 use super::server::{serve, ServeConfig};
 use crate::rpc::Services;
@@ -23,6 +23,9 @@ use crate::worktrees::{linked_worktrees, Repository};
 
 /// How often the list of worktrees is read again.
 pub const RESCAN: Duration = Duration::from_millis(250);
+/// How long a worktree that could not be served waits before it is tried again (a failure
+/// is logged once per attempt, never every rescan).
+pub const RETRY: Duration = Duration::from_secs(30);
 
 /// A worktree being served: how to stop its server, and its socket.
 struct Served {
@@ -43,9 +46,12 @@ pub async fn serve_worktrees(
         return;
     };
     let mut served: HashMap<PathBuf, Served> = HashMap::new();
+    // Worktrees that could not be served, and when they were last tried.
+    let mut failed: HashMap<PathBuf, Instant> = HashMap::new();
     let mut servers = JoinSet::new();
     loop {
         let now = linked_worktrees(&repository);
+        failed.retain(|root, at| now.contains(root) && at.elapsed() < RETRY);
         served.retain(|root, worktree| {
             let keep = now.contains(root);
             if !keep {
@@ -55,7 +61,7 @@ pub async fn serve_worktrees(
             keep
         });
         for root in now {
-            if served.contains_key(&root) {
+            if served.contains_key(&root) || failed.contains_key(&root) {
                 continue;
             }
             match start(&root, services, &config, &mut servers) {
@@ -63,9 +69,10 @@ pub async fn serve_worktrees(
                     tracing::info!(worktree = %root.display(), "serving worktree");
                     served.insert(root, worktree);
                 }
-                // Tried again at the next rescan.
                 Err(error) => {
-                    tracing::warn!(worktree = %root.display(), %error, "cannot serve worktree")
+                    tracing::warn!(worktree = %root.display(), %error,
+                        "cannot serve worktree; trying again in {} s", RETRY.as_secs());
+                    failed.insert(root, Instant::now());
                 }
             }
         }
@@ -82,7 +89,8 @@ pub async fn serve_worktrees(
     while servers.join_next().await.is_some() {}
 }
 
-/// Binds the socket of the worktree at `root` and starts its server.
+/// Binds the socket of the worktree at `root` (first: a socket that cannot be bound costs no
+/// index) and starts its server.
 fn start(
     root: &std::path::Path,
     services: &Services,
@@ -91,9 +99,17 @@ fn start(
 ) -> Result<Served, String> {
     let paths = WitPaths::for_root(root);
     make_wit_dir(&paths.worktree_dir).map_err(|e| e.to_string())?;
+    let listener = bind_socket(&paths.socket).map_err(|e| e.to_string())?;
+    record_socket(&paths).map_err(|e| e.to_string())?;
     let socket = paths.socket;
-    let methods = services.worktree_methods(root).map_err(|e| e.to_string())?;
-    let listener = bind_socket(&socket).map_err(|e| e.to_string())?;
+    let methods = match services.worktree_methods(root) {
+        Ok(methods) => methods,
+        Err(error) => {
+            drop(listener);
+            let _ = std::fs::remove_file(&socket);
+            return Err(error.to_string());
+        }
+    };
     let (stop, stopped) = oneshot::channel::<()>();
     servers.spawn(serve(listener, methods, config.clone(), async move {
         // A dropped sender stops the server too.

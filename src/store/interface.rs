@@ -103,6 +103,8 @@ pub trait StoreWrite: StoreRead {
     fn set_intent_regions(&self, id: &str, regions: Option<&[LineRegion]>) -> Result<bool>;
     /// Replaces an intent's symbols (their JSON array, as stored); whether the intent exists.
     fn set_intent_symbols(&self, id: &str, symbols: &str) -> Result<bool>;
+    /// Replaces an intent's description; whether the intent exists.
+    fn set_intent_description(&self, id: &str, description: &str) -> Result<bool>;
 
     /// Stores a new contract.
     fn insert_contract(&self, contract: &Contract) -> Result<()>;
@@ -209,6 +211,7 @@ macro_rules! impl_store_interface {
                     fn set_intent_status(&self, id: &str, status: IntentStatus, now_ms: i64) -> Result<bool>;
                     fn set_intent_regions(&self, id: &str, regions: Option<&[LineRegion]>) -> Result<bool>;
                     fn set_intent_symbols(&self, id: &str, symbols: &str) -> Result<bool>;
+                    fn set_intent_description(&self, id: &str, description: &str) -> Result<bool>;
                     fn insert_contract(&self, contract: &Contract) -> Result<()>;
                     fn set_contract_response(&self, id: &str, status: ContractStatus, responder: &str,
                         now_ms: i64) -> Result<bool>;

@@ -182,7 +182,8 @@ pub struct Intent {
 }
 
 /// Lines `start_line..=end_line` (1-based) of a file's current text: one region of observed
-/// work (PROTOCOL-NOTES 13.1).
+/// work (PROTOCOL-NOTES 13.1). With `end_line == start_line - 1` it holds no line: it is the
+/// *point* after line `end_line` (13.4: a pure insertion, a pure deletion's region).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LineRegion {
     /// First line, 1-based.
@@ -198,6 +199,16 @@ impl LineRegion {
             start_line,
             end_line,
         }
+    }
+
+    /// The point after line `line` (0: before the first line), `{line + 1, line}`.
+    pub fn point_after(line: i64) -> LineRegion {
+        LineRegion::new(line + 1, line)
+    }
+
+    /// Whether the region is a point between two lines (it holds no line).
+    pub fn is_point(&self) -> bool {
+        self.end_line < self.start_line
     }
 }
 

@@ -210,7 +210,13 @@ fn changed_file(
             .iter()
             .map(|&(_, _, start, count)| {
                 let (first, end) = new_side_lines(start, count);
-                (first.min(last), end.min(last).max(first.min(last)))
+                if count == 0 {
+                    // A point: after a line of the text.
+                    let at = end.min(last);
+                    (at + 1, at)
+                } else {
+                    (first.min(last), end.min(last).max(first.min(last)))
+                }
             })
             .collect()
     };
@@ -259,8 +265,8 @@ mod tests {
         let file = changed_file("a.py".into(), text(12), text(11), &diff);
         assert_eq!(
             file.lines,
-            [(3, 4), (11, 11)],
-            "a deletion is its join line"
+            [(3, 4), (11, 10)],
+            "a deletion is the point where the sides join (13.4)"
         );
         assert!(!file.whole_file);
         let new = changed_file("a.py".into(), None, text(3), &FileDiff::new_file());

@@ -599,11 +599,12 @@ fn hunk_lines(diff: &str) -> Vec<(i64, i64)> {
 }
 
 /// The lines of the new text a `-U0` hunk `+start,count` changed, 1-based and inclusive; a
-/// pure deletion (count 0, after line `start`) is the line where the two sides now join.
+/// pure deletion (count 0, after line `start`) is the point where the two sides now join,
+/// `(start + 1, start)` (PROTOCOL-NOTES 13.4).
 pub(super) fn new_side_lines(start: i64, count: i64) -> (i64, i64) {
     if count == 0 {
-        let at = (start + 1).max(1);
-        (at, at)
+        let at = start.max(0);
+        (at + 1, at)
     } else {
         (start, start + count - 1)
     }
@@ -634,7 +635,11 @@ mod tests {
         let diff = "diff --git a/x.ts b/x.ts\nindex 1..2 100644\n--- a/x.ts\n+++ b/x.ts\n@@ -1 +1,2 @@\n-a\n+b\n+c\ndiff --git a/y.ts b/y.ts\ndeleted file mode 100644\n--- a/y.ts\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-a\n";
         let lines = lines_per_file(diff);
         assert_eq!(lines["x.ts"], [(1, 2)]);
-        assert_eq!(lines["y.ts"], [(1, 1)]);
+        assert_eq!(
+            lines["y.ts"],
+            [(1, 0)],
+            "all deleted: the point before line 1"
+        );
         assert_eq!(lines.len(), 2);
     }
 
@@ -718,6 +723,10 @@ mod tests {
     fn hunks_give_the_new_side_lines() {
         let diff =
             "diff --git a/x b/x\n@@ -1,2 +1,3 @@ def f\n-a\n+b\n@@ -9 +10 @@\n@@ -20,2 +21,0 @@\n";
-        assert_eq!(hunk_lines(diff), [(1, 3), (10, 10), (22, 22)]);
+        assert_eq!(
+            hunk_lines(diff),
+            [(1, 3), (10, 10), (22, 21)],
+            "a deletion is a point"
+        );
     }
 }

@@ -580,6 +580,152 @@ fn an_edit_that_changes_nothing_meets_nothing() {
     });
 }
 
+/// Eight one-line statements, `s1`..`s8`, lines 1-8.
+const LINES: &str = "s1 = 1\ns2 = 2\ns3 = 3\ns4 = 4\ns5 = 5\ns6 = 6\ns7 = 7\ns8 = 8\n";
+
+/// A records `a_edit` on `LINES` and writes it; then B previews `b_edit`: whether it meets A.
+fn meets_after(a_edit: (&str, &str), b_edit: (&str, &str)) -> (Vec<[i64; 2]>, bool) {
+    let (repo, _daemon) = setup(&[("m.py", LINES)]);
+    let client = repo.client();
+    block_on(async {
+        edit_and_write(&repo, &client, "a", "m.py", &[a_edit]).await;
+        let regions = regions_of(&client, "a").await;
+        let b = preflight(&client, "b", "m.py", &[b_edit], false).await;
+        (regions, !overlap_sessions(&b).is_empty())
+    })
+}
+
+/// 13.4, wave 4: an insertion directly after a region meets it; with one unchanged line
+/// between, git merges the two, and so they do not meet.
+#[test]
+fn an_insertion_meets_a_region_it_touches_not_one_a_line_away() {
+    let change = ("s3 = 3\n", "s3 = 30\n");
+    let (regions, meets) = meets_after(change, ("s3 = 30\n", "s3 = 30\nnew = 0\n"));
+    assert_eq!(regions, [[3, 3]]);
+    assert!(meets, "an insertion right after the region");
+    let (_, meets) = meets_after(change, ("s2 = 2\n", "new = 0\ns2 = 2\n"));
+    assert!(!meets, "an insertion before s2: s2 lies between");
+    let (_, meets) = meets_after(change, ("s4 = 4\n", "s4 = 4\nnew = 0\n"));
+    assert!(!meets, "an insertion after s4: s4 lies between");
+    let (_, meets) = meets_after(change, ("s5 = 5\n", "s5 = 50\n"));
+    assert!(!meets, "a change with one unchanged line between");
+}
+
+/// Two insertions at one point meet; one line apart they do not. An insertion's region is
+/// its lines; what B inserts is a point between two lines of A's text.
+#[test]
+fn two_insertions_meet_at_one_point_not_one_line_apart() {
+    let insert = ("s4 = 4\n", "s4 = 4\nmine = 1\n");
+    let (regions, meets) = meets_after(insert, ("mine = 1\n", "mine = 1\ntheirs = 2\n"));
+    assert_eq!(regions, [[5, 5]]);
+    assert!(meets, "inserted at the same point (after A's line)");
+    let (_, meets) = meets_after(insert, ("s4 = 4\n", "theirs = 2\ns4 = 4\n"));
+    assert!(!meets, "one line (s4) apart");
+}
+
+/// A pure deletion's region is the point where the text joins, `{startLine: n + 1,
+/// endLine: n}`; a change of a line next to the point meets it, one a line away does not.
+#[test]
+fn a_deletions_region_is_the_point_where_the_text_joins() {
+    let delete = ("s4 = 4\ns5 = 5\n", "");
+    let (regions, meets) = meets_after(delete, ("s3 = 3\n", "s3 = 30\n"));
+    assert_eq!(regions, [[4, 3]], "the point after line 3");
+    assert!(meets, "the line before the point");
+    let (_, meets) = meets_after(delete, ("s6 = 6\n", "s6 = 60\n"));
+    assert!(meets, "the line after the point (now line 4)");
+    let (_, meets) = meets_after(delete, ("s2 = 2\n", "s2 = 20\n"));
+    assert!(!meets, "s3 lies between");
+    let (_, meets) = meets_after(delete, ("s7 = 7\n", "s7 = 70\n"));
+    assert!(!meets, "s6 lies between");
+}
+
+/// Identical changes in one tree: B writing the text A already wrote changes no line, so it
+/// meets nothing — as a whole-content write too.
+#[test]
+fn an_identical_change_in_one_tree_meets_nothing() {
+    let (repo, _daemon) = setup(&[("m.py", LINES)]);
+    let client = repo.client();
+    block_on(async {
+        edit_and_write(&repo, &client, "a", "m.py", &[("s3 = 3\n", "s3 = 30\n")]).await;
+        let mut same = params("b", "m.py", &[], false);
+        same.edits = Vec::new();
+        same.content = Some(LINES.replace("s3 = 3\n", "s3 = 30\n"));
+        let b = client.edit_preflight(same).await.unwrap();
+        assert!(b.conflicts.is_empty(), "{:?}", b.conflicts);
+    });
+}
+
+/// git's unified diff of two texts as merge-ort aligns them (histogram, no indent
+/// heuristic): the new-side lines of each hunk, `[start, end]` (a point for a deletion).
+fn gits_new_lines(old: &str, new: &str) -> Vec<[i64; 2]> {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::write(&a, old).unwrap();
+    std::fs::write(&b, new).unwrap();
+    let out = std::process::Command::new("git")
+        .args(["diff", "--no-index", "--no-color", "--histogram"])
+        .args(["--no-indent-heuristic", "-U0", "--"])
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| line.strip_prefix("@@ -"))
+        .map(|rest| {
+            let new = rest.split(' ').nth(1).unwrap().trim_start_matches('+');
+            let (start, count) = match new.split_once(',') {
+                Some((s, c)) => (s.parse::<i64>().unwrap(), c.parse::<i64>().unwrap()),
+                None => (new.parse::<i64>().unwrap(), 1),
+            };
+            if count == 0 {
+                [start + 1, start]
+            } else {
+                [start, start + count - 1]
+            }
+        })
+        .collect()
+}
+
+/// The ambiguous insertion of issue 35: a method inserted between two methods whose tails
+/// are alike, written as an edit that carries the previous method's tail as context. The
+/// region is where git's merge puts the inserted lines, not where the edit's own texts
+/// would align them; B's change of the previous method's last line, which git merges
+/// cleanly, meets nothing.
+#[test]
+fn an_ambiguous_insertion_is_placed_where_git_places_it() {
+    let before = "\
+class C:
+    def a(self):
+        x = 1
+        return None
+
+    def c(self):
+        return None
+";
+    let old = "        x = 1\n        return None\n\n    def c(self):\n";
+    let new = "        x = 1\n        return None\n\n    def b(self):\n        return None\n\n    def c(self):\n";
+    let after = before.replacen(old, new, 1);
+    let (repo, _daemon) = setup(&[("c.py", before)]);
+    let client = repo.client();
+    block_on(async {
+        edit_and_write(&repo, &client, "a", "c.py", &[(old, new)]).await;
+        let regions = regions_of(&client, "a").await;
+        assert_eq!(regions, gits_new_lines(before, &after), "git's placement");
+        assert_eq!(
+            regions,
+            [[6, 8]],
+            "after the blank line, slid down as git slides it"
+        );
+        let tail = (
+            "        return None\n\n    def b",
+            "        return 0\n\n    def b",
+        );
+        let b = preflight(&client, "b", "c.py", &[tail], false).await;
+        assert!(overlap_sessions(&b).is_empty(), "{:?}", b.conflicts);
+    });
+}
+
 #[test]
 fn adjacent_lines_collide() {
     let (repo, _daemon) = setup(&[("app.py", APP)]);

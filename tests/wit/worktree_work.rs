@@ -385,7 +385,7 @@ fn the_forecast_relates_worktrees_whose_changes_meet_without_conflicting() {
 fn a_change_of_lines_another_worktree_deleted_meets_the_deletion() {
     let (family, roots, _daemon) = served(&["w1", "w2"]);
     let [one, two] = [roots[0].clone(), roots[1].clone()];
-    // w1 deletes g (lines 9-12): its region is the line where the sides join.
+    // w1 deletes g (lines 9-12): its region is the point where the sides join (after 8).
     write_file(
         &one,
         "app.py",
@@ -395,7 +395,7 @@ fn a_change_of_lines_another_worktree_deleted_meets_the_deletion() {
         let main = client(&family.main());
         let session = worktree_session(&one);
         let found = wait_for_intents(&main, &session, None, |i| {
-            i.len() == 1 && regions(&i[0]) == [[9, 9]]
+            i.len() == 1 && regions(&i[0]) == [[9, 8]]
         })
         .await;
         // w2, still at the base, changes a line inside the deleted block.
@@ -442,4 +442,165 @@ fn a_worktrees_regions_stay_true_when_previews_there_saw_an_older_text() {
         let found = intents(&main, &session, None).await;
         assert_eq!(regions(&found[0]), [[1, 2], [12, 12]], "{found:?}");
     });
+}
+
+/// 13.4 across worktrees (14.5): a change that writes over the same base lines exactly what
+/// another worktree wrote there meets nothing (git's merge applies one copy); other text
+/// there, or the line next to it, still meets it.
+#[test]
+fn an_identical_change_in_another_worktree_meets_nothing() {
+    let (family, roots, _daemon) = served(&["w1", "w2"]);
+    let [one, two] = [roots[0].clone(), roots[1].clone()];
+    write_file(
+        &one,
+        "app.py",
+        &edited("    y = x + 1\n", "    y = x + 100\n"),
+    );
+    block_on(async {
+        let main = client(&family.main());
+        let session = worktree_session(&one);
+        wait_for_intents(&main, &session, None, |i| {
+            i.len() == 1 && regions(&i[0]) == [[2, 2]]
+        })
+        .await;
+        let w2 = client(&two);
+        let same = preview(&w2, "b", "    y = x + 1\n", "    y = x + 100\n").await;
+        assert!(overlaps(&same).is_empty(), "{:?}", same.conflicts);
+        let other = preview(&w2, "b", "    y = x + 1\n", "    y = x + 101\n").await;
+        assert_eq!(overlaps(&other).len(), 1, "{:?}", other.conflicts);
+        let next = preview(&w2, "b", "    return y\n", "    return -y\n").await;
+        assert_eq!(overlaps(&next).len(), 1, "{:?}", next.conflicts);
+        // The same change plus the line next to it is one hunk that differs: it meets.
+        let more = preview(
+            &w2,
+            "b",
+            "    y = x + 1\n    return y\n",
+            "    y = x + 100\n    return -y\n",
+        )
+        .await;
+        assert_eq!(overlaps(&more).len(), 1, "{:?}", more.conflicts);
+    });
+}
+
+/// Issue 35: worktrees of a deep tree added while the daemon runs (the checkout still
+/// writing directories when the daemon first lists the new worktree) keep no directory
+/// without a watch: a save in the deepest directory of each is seen, with no hook.
+#[test]
+fn a_save_in_the_deepest_directory_of_a_worktree_added_while_the_daemon_runs_is_seen() {
+    // 40 directories deep, and 120 side directories with a file each.
+    let deep: String = (0..40).map(|i| format!("d{i}/")).collect();
+    let deepest = format!("{deep}leaf.py");
+    let mut files: Vec<(String, String)> = (0..120)
+        .map(|i| {
+            (
+                format!("side{}/s{i}/m{i}.py", i % 12),
+                format!("X{i} = {i}\n"),
+            )
+        })
+        .collect();
+    files.push((deepest.clone(), "def leaf():\n    return 1\n".into()));
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let family = Family::new(&borrowed);
+    let _daemon = family.daemon();
+    block_on(async {
+        let main = client(&family.main());
+        for name in ["n1", "n2", "n3"] {
+            let root = family.add(name);
+            wait_answering(&root, true);
+            write_file(&root, &deepest, "def leaf():\n    return 2\n");
+            let found = wait_for_intents(&main, &worktree_session(&root), None, |i| {
+                i.iter().any(|i| i.files.contains(&deepest))
+            })
+            .await;
+            assert_eq!(found.len(), 1, "{found:?}");
+            assert_eq!(regions(&found[0]), [[2, 2]]);
+        }
+    });
+}
+
+/// Issue 35: a renamed branch renames the worktree's observed work (its description names
+/// the worktree by its branch as it is now).
+#[test]
+fn a_renamed_branch_updates_the_worktrees_intent_description() {
+    let (family, roots, _daemon) = served(&["w1"]);
+    let one = roots[0].clone();
+    write_file(
+        &one,
+        "app.py",
+        &edited("    y = x + 1\n", "    y = x + 7\n"),
+    );
+    block_on(async {
+        let main = client(&family.main());
+        let session = worktree_session(&one);
+        let found = wait_for_intents(&main, &session, None, |i| i.len() == 1).await;
+        assert_eq!(found[0].description, "worktree w1");
+        family.git(&one, &["branch", "-m", "w1", "renamed"]);
+        let renamed = wait_for_intents(&main, &session, None, |i| {
+            i.len() == 1 && i[0].description == "worktree renamed"
+        })
+        .await;
+        assert_eq!(renamed[0].intent_id, found[0].intent_id, "the same intent");
+    });
+}
+
+/// Issue 35: when worktrees are polled instead of watched (here forced with `WIT_WATCH=poll`,
+/// as on a file system without notification), saves are still seen and `wit status` says so,
+/// not only `daemon.log`.
+#[test]
+fn wit_status_reports_the_polling_fallback() {
+    let family = Family::new(&[("app.py", APP)]);
+    let one = family.add("w1");
+    let mut env = store_env(&family.main());
+    env.push(("WIT_WATCH", "poll".to_owned()));
+    let daemon = Daemon::spawn_at(&family.main(), &env);
+    daemon.wait_ready();
+    wait_answering(&one, true);
+    write_file(
+        &one,
+        "app.py",
+        &edited("    y = x + 1\n", "    y = x + 3\n"),
+    );
+    block_on(async {
+        let main = client(&family.main());
+        wait_for_intents(&main, &worktree_session(&one), None, |i| i.len() == 1).await;
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let output = Command::new(wit_bin())
+            .args(["--json", "status"])
+            .current_dir(family.main())
+            .envs(store_env(&family.main()))
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let status: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let polled = status["watch"]["polled"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if polled
+            .iter()
+            .any(|p| p.as_str() == Some(one.to_str().unwrap()))
+        {
+            assert_eq!(status["watch"]["reason"], "WIT_WATCH=poll", "{status}");
+            let human = Command::new(wit_bin())
+                .arg("status")
+                .current_dir(family.main())
+                .envs(store_env(&family.main()))
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&human.stdout);
+            assert!(text.contains("watch: polling"), "{text}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "never reported: {status}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

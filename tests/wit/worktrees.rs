@@ -446,3 +446,58 @@ fn wit_init_in_a_linked_worktree_wires_the_repository() {
     assert!(stop.status.success());
     wait_answering(&family.main(), false);
 }
+
+/// Issue 35: a worktree whose `.wit/daemon.sock` would be 120 bytes long (more than a Unix
+/// socket address holds) is served on a short path recorded in its `.wit/`, and `wit status`
+/// there answers at once instead of waiting for a socket that can never exist.
+#[test]
+fn a_worktree_with_a_socket_path_too_long_is_served_on_a_short_path() {
+    let family = Family::new(&[("src/shapes.py", SHAPES)]);
+    let prefix = family.worktree("").join(".wit/daemon.sock");
+    let name = "w".repeat(120 - 1 - prefix.as_os_str().len());
+    let root = family.add(&name);
+    let natural = root.join(".wit/daemon.sock");
+    assert_eq!(natural.as_os_str().len(), 120);
+    let _daemon = family.daemon();
+    let record = root.join(".wit/daemon.sock.path");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !record.exists() {
+        assert!(Instant::now() < deadline, "no short socket recorded");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let short = PathBuf::from(std::fs::read_to_string(&record).unwrap().trim());
+    assert!(short.as_os_str().len() <= 107, "{}", short.display());
+    let (status, body) = post(&short, PING);
+    assert_eq!(status, 200, "{body}");
+    // The CLI finds the same short path from the worktree.
+    let started = Instant::now();
+    let output = Command::new(wit_bin())
+        .arg("status")
+        .current_dir(&root)
+        .envs(store_env(&family.main()))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "wit status waited {:?}",
+        started.elapsed()
+    );
+    // A lock taken there is the repository's.
+    block_on(async {
+        WitClient::new(short.clone())
+            .lock_acquire(acquire("src/shapes.py:area", "s-long", None))
+            .await
+            .unwrap();
+        let refused = rpc_error(
+            client(&family.main())
+                .lock_acquire(acquire("src/shapes.py:area", "s-main", None))
+                .await,
+        );
+        assert!(refused.is(ErrorCode::LockConflict), "{refused:?}");
+    });
+}

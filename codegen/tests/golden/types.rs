@@ -1040,10 +1040,10 @@ pub struct IntentUpdateResult {
     #[serde(rename = "updatedAt")]
     pub updated_at: i64,
 }
-///Lines of a file's current text that observed work changed (PROTOCOL-NOTES 13.1): 1-based, inclusive.
+///Lines of a file's current text that observed work changed (PROTOCOL-NOTES 13.1): 1-based, inclusive; with endLine = startLine - 1 the point after line endLine (13.4: a pure insertion, a pure deletion's region).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct LineRegion {
-    ///Last line, inclusive
+    ///Last line, inclusive (startLine - 1: a point)
     #[serde(rename = "endLine")]
     pub end_line: i64,
     ///First line, 1-based

@@ -47,6 +47,7 @@ mod safegit;
 mod sections;
 mod store;
 mod synthetic;
+mod worktree_add;
 mod worktree_watch;
 mod worktrees;
 
@@ -127,6 +128,8 @@ enum Subcommand {
     /// How soon a change saved in one worktree is seen as observed work from another
     /// (PROTOCOL-NOTES 14.4), with no hook in between.
     WorktreeWatch(worktree_watch::WatchArgs),
+    /// Worktrees added while the daemon runs keep no directory without a watch (issue 35).
+    WorktreeAdd(worktree_add::AddArgs),
     /// One daemon serving several worktrees of real checkouts (issue 24): the index's time,
     /// size and memory per added worktree, and `worktree.forecast`'s latency.
     Worktrees(worktrees::WorktreesArgs),
@@ -199,6 +202,7 @@ async fn main() -> Result<()> {
         Some(Subcommand::WorktreeWatch(args)) => {
             return worktree_watch::worktree_watch(&wit, args).await
         }
+        Some(Subcommand::WorktreeAdd(args)) => return worktree_add::worktree_add(&wit, args).await,
         Some(Subcommand::Worktrees(args)) => {
             print_header(false, &wit);
             return worktrees::worktrees(&wit, args).await;

@@ -13,6 +13,7 @@
 //! The rules (what collides, what is context, whose work counts) live in
 //! [`super::conflicts`]; the regions' upkeep in `workmap`.
 
+pub mod line_ops;
 mod related;
 pub mod spans;
 
@@ -28,7 +29,7 @@ use super::workmap::Observed;
 use super::{check_len, Coord, CoordError, Result, SymbolSpan, MAX_PATH_BYTES};
 use crate::protocol::params::MAX_BODY_BYTES;
 use crate::store::RangeHit;
-use spans::{apply_edits, diff_lines, map_end, map_start, meets, Applied, Change, Edit, EditError};
+use spans::{apply_edits, map_end, map_start, meets, Applied, Change, Edit, EditError};
 
 /// The description of an intent recorded from an observed edit.
 pub const OBSERVED_EDIT: &str = "observed edit";
@@ -113,10 +114,7 @@ impl Coord {
                     return Err(CoordError::invalid("edits", too_large.to_string()))
                 }
             },
-            NewText::Content(content) => Applied {
-                text: content.to_owned(),
-                changes: diff_lines(&current, content),
-            },
+            NewText::Content(content) => Applied::content(&current, content),
         };
         interest.check()?;
         let supported = self.index.is_supported(&file);
@@ -142,6 +140,8 @@ impl Coord {
             current: &current,
             touched: &touched,
             changes: &applied.changes,
+            line_changes: &applied.line_changes,
+            new_text: &applied.text,
             lines: &old_lines,
         };
         let others = Others::of(self, session_id)?;
@@ -188,14 +188,22 @@ impl Coord {
     ) -> Result<(Vec<Conflict>, Vec<RangeHit>)> {
         let me = others.me();
         let rows = self.store.read(|r| r.live_ranges_in_file(edit.file, me))?;
-        let rows = self.regions_in(edit.file, edit.current, rows)?;
+        let rows = self.regions_and_writes_in(edit.file, edit.current, rows)?;
         let work = Work::Edit {
             changes: edit.changes,
+            line_changes: edit.line_changes,
+            new_text: edit.new_text,
             lines: edit.lines,
         };
         // Whose work counts is asked only of what the geometry keeps (a read per session).
-        let (hits, near): (Vec<RangeHit>, Vec<RangeHit>) =
-            rows.into_iter().partition(|row| collides(work, row));
+        let (mut hits, mut near): (Vec<RangeHit>, Vec<RangeHit>) = (Vec::new(), Vec::new());
+        for (row, written) in rows {
+            if collides(work, &row, &written) {
+                hits.push(row);
+            } else {
+                near.push(row);
+            }
+        }
         let hits = others.filter(hits, |row| row.session_id.as_str())?;
         let hit_ids: HashSet<i64> = hits.iter().map(|h| h.intent_seq).collect();
         let near = near
@@ -315,8 +323,12 @@ pub(crate) struct EditView<'a> {
     pub current: &'a str,
     /// The touched symbols, innermost first.
     pub touched: &'a [Touched],
-    /// The changes of the current text.
+    /// The changes of the current text (exact spans).
     pub changes: &'a [Change],
+    /// Its changed lines as git aligns them.
+    pub line_changes: &'a [Change],
+    /// The new text.
+    pub new_text: &'a str,
     /// The current text's lines.
     pub lines: &'a Lines,
 }

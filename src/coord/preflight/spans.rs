@@ -2,8 +2,9 @@
 //! find-and-replace edits, diffing whole new content, and mapping positions of the current
 //! text into the new one.
 
-use imara_diff::{Algorithm, Diff, InternedInput};
 use similar::DiffOp;
+
+pub(crate) use super::line_ops::line_ops;
 
 /// One find-and-replace edit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,8 +32,24 @@ pub struct Change {
 pub struct Applied {
     /// The whole new text.
     pub text: String,
-    /// The changes, in order, not overlapping.
+    /// The changes, in order, not overlapping: each edit's exact spans (what byte ranges
+    /// are checked against, 10.2).
     pub changes: Vec<Change>,
+    /// The changed lines as git's diff of the whole texts aligns them (13.7): what regions
+    /// are made of and checked against (13.1, 13.4).
+    pub line_changes: Vec<Change>,
+}
+
+impl Applied {
+    /// A whole new text: its changes are git's line diff from `current`.
+    pub fn content(current: &str, text: &str) -> Applied {
+        let changes = diff_lines(current, text);
+        Applied {
+            text: text.to_owned(),
+            line_changes: changes.clone(),
+            changes,
+        }
+    }
 }
 
 /// The most changes kept for one edit: past it, neighbouring changes are merged (their
@@ -102,9 +119,19 @@ pub fn apply_edits(current: &str, edits: &[Edit], limit: usize) -> Result<Applie
         };
         text = Some(next);
     }
+    let text = text.unwrap_or_else(|| current.to_owned());
+    // The lines git's merge would see changed (13.7): its diff of the whole texts, which may
+    // align an ambiguous change differently from the diff of each edit's own texts.
+    let too_long = |text: &str| text.split_inclusive('\n').nth(MAX_DIFF_LINES).is_some();
+    let line_changes = if too_long(current) || too_long(&text) {
+        changes.clone()
+    } else {
+        diff_lines(current, &text)
+    };
     Ok(Applied {
-        text: text.unwrap_or_else(|| current.to_owned()),
+        text,
         changes,
+        line_changes,
     })
 }
 
@@ -274,18 +301,25 @@ fn compose(prev: &[Change], step: &[Change]) -> Vec<Change> {
 }
 
 /// The changed spans between two texts by lines (what a line diff marks as changed on either
-/// side), for whole-content writes. The common head and tail are cut off first; a middle
-/// longer than [`MAX_DIFF_LINES`] lines on either side is one change, so the diff's memory is
+/// side), for whole-content writes: git's diff of the whole texts ([`line_ops`], 13.7). Texts
+/// longer than [`MAX_DIFF_LINES`] lines have their common head and tail cut off first, and a
+/// middle still longer than that on either side is one change, so the diff's memory is
 /// bounded whatever the texts.
 pub fn diff_lines(current: &str, new: &str) -> Vec<Change> {
-    let head = common_head_lines(current, new);
-    let tail = common_tail_lines(&current[head..], &new[head..]);
+    let too_long = |text: &str| text.split_inclusive('\n').nth(MAX_DIFF_LINES).is_some();
+    let (head, tail) = if too_long(current) || too_long(new) {
+        let head = common_head_lines(current, new);
+        (head, common_tail_lines(&current[head..], &new[head..]))
+    } else if current == new {
+        return Vec::new();
+    } else {
+        (0, 0)
+    };
     let old_middle = &current[head..current.len() - tail];
     let new_middle = &new[head..new.len() - tail];
     if old_middle.is_empty() && new_middle.is_empty() {
         return Vec::new();
     }
-    let too_long = |text: &str| text.split_inclusive('\n').nth(MAX_DIFF_LINES).is_some();
     if too_long(old_middle) || too_long(new_middle) {
         return vec![Change {
             old: (head, head + old_middle.len()),
@@ -307,71 +341,6 @@ pub fn diff_lines(current: &str, new: &str) -> Vec<Change> {
     let old_at = offsets(&old_lines);
     let new_at = offsets(&new_lines);
     changes_of(&line_ops(&old_lines, &new_lines), &old_at, &new_at)
-}
-
-/// The line diff of two texts split into lines: what every line mapping of `coord` is built
-/// on. It is git's merge diff — histogram (falling back to Myers for lines that repeat too
-/// often), changed blocks slid as far down as they go — so that the lines wit calls changed
-/// are the lines `git merge` compares (it uses histogram since git 2.34's `ort`; Myers
-/// aligns some changes differently, and then wit and git disagree on which changes meet).
-pub(crate) fn line_ops<T: Eq + std::hash::Hash + ?Sized>(
-    old_lines: &[&T],
-    new_lines: &[&T],
-) -> Vec<DiffOp> {
-    let mut input: InternedInput<&T> = InternedInput {
-        before: Vec::new(),
-        after: Vec::new(),
-        interner: imara_diff::Interner::new(old_lines.len() + new_lines.len()),
-    };
-    input.reserve(to_u32(old_lines.len()), to_u32(new_lines.len()));
-    input.update_before(old_lines.iter().copied());
-    input.update_after(new_lines.iter().copied());
-    let mut diff = Diff::compute(Algorithm::Histogram, &input);
-    diff.postprocess_no_heuristic(&input);
-    let mut ops = Vec::new();
-    let (mut old_at, mut new_at) = (0usize, 0usize);
-    for hunk in diff.hunks() {
-        let old = hunk.before.start as usize..hunk.before.end as usize;
-        let new = hunk.after.start as usize..hunk.after.end as usize;
-        if old.start > old_at {
-            ops.push(DiffOp::Equal {
-                old_index: old_at,
-                new_index: new_at,
-                len: old.start - old_at,
-            });
-        }
-        ops.push(match (old.is_empty(), new.is_empty()) {
-            (true, _) => DiffOp::Insert {
-                old_index: old.start,
-                new_index: new.start,
-                new_len: new.len(),
-            },
-            (false, true) => DiffOp::Delete {
-                old_index: old.start,
-                old_len: old.len(),
-                new_index: new.start,
-            },
-            (false, false) => DiffOp::Replace {
-                old_index: old.start,
-                old_len: old.len(),
-                new_index: new.start,
-                new_len: new.len(),
-            },
-        });
-        (old_at, new_at) = (old.end, new.end);
-    }
-    if old_lines.len() > old_at {
-        ops.push(DiffOp::Equal {
-            old_index: old_at,
-            new_index: new_at,
-            len: old_lines.len() - old_at,
-        });
-    }
-    ops
-}
-
-fn to_u32(n: usize) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// The length of the whole lines `a` and `b` begin with in common.

@@ -213,6 +213,14 @@ impl Tx<'_> {
         )?;
         Ok(n > 0)
     }
+
+    pub(super) fn set_intent_description(&self, id: &str, description: &str) -> Result<bool> {
+        let n = self.execute(
+            "UPDATE wit_intents SET description = $3 WHERE project = $1 AND id = $2",
+            &[&self.project, &id, &description],
+        )?;
+        Ok(n > 0)
+    }
 }
 
 /// The SQL and arguments of [`Tx::intents`] for `filter` (one statement per combination of

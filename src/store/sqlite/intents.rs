@@ -210,4 +210,11 @@ impl Tx<'_> {
             .prepare_cached("UPDATE intents SET symbols = ?2 WHERE id = ?1")?;
         Ok(stmt.execute(params![id, symbols])? > 0)
     }
+
+    pub(super) fn set_intent_description(&self, id: &str, description: &str) -> Result<bool> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("UPDATE intents SET description = ?2 WHERE id = ?1")?;
+        Ok(stmt.execute(params![id, description])? > 0)
+    }
 }

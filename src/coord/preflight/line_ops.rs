@@ -1,0 +1,555 @@
+//! git's line diff, as `git merge-tree` (merge-ort) runs it (PROTOCOL-NOTES 13.7): xdiff's
+//! histogram algorithm over the whole texts, then xdiff's `xdl_change_compact` without the
+//! indent heuristic (merges never turn it on), which slides every changed block as far down
+//! as it goes unless it can line up with a changed block of the other side. The one place
+//! wit aligns lines: what this says changed is what git's merge compares.
+//!
+//! A port of git's `xdiff/xhistogram.c` and the compaction of `xdiff/xdiffi.c`. Where git's
+//! histogram gives up (every common line of a range repeats more than 64 times there) it
+//! falls back to its classic Myers diff for that range; this falls back to `imara-diff`'s
+//! Myers, the one case where the alignment may differ from git's.
+
+use std::collections::HashMap;
+
+use imara_diff::{Algorithm, Diff, InternedInput};
+use similar::DiffOp;
+
+/// One changed block: `old` lines replaced by `new` lines (0-based, end exclusive); an empty
+/// range is the point before its start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hunk {
+    /// The lines of the old text it replaces.
+    pub old: std::ops::Range<usize>,
+    /// The lines of the new text that replace them.
+    pub new: std::ops::Range<usize>,
+}
+
+/// git's hunks between two texts split into lines (each line with its `\n`), in order.
+pub fn git_hunks<T: Eq + std::hash::Hash + ?Sized>(
+    old_lines: &[&T],
+    new_lines: &[&T],
+) -> Vec<Hunk> {
+    let (a, b) = intern(old_lines, new_lines);
+    let mut sides = Sides {
+        a: &a,
+        b: &b,
+        changed_a: vec![false; a.len() + 2],
+        changed_b: vec![false; b.len() + 2],
+    };
+    sides.histogram(1, a.len(), 1, b.len());
+    let (mut changed_a, mut changed_b) = (sides.changed_a, sides.changed_b);
+    compact(&a, &mut changed_a, &mut changed_b);
+    compact(&b, &mut changed_b, &mut changed_a);
+    hunks_of(&changed_a, &changed_b, a.len(), b.len())
+}
+
+/// [`git_hunks`] as diff operations over the whole texts (equal runs between the hunks):
+/// what every line mapping of `coord` is built on.
+pub(crate) fn line_ops<T: Eq + std::hash::Hash + ?Sized>(
+    old_lines: &[&T],
+    new_lines: &[&T],
+) -> Vec<DiffOp> {
+    let mut ops = Vec::new();
+    let (mut old_at, mut new_at) = (0usize, 0usize);
+    for Hunk { old, new } in git_hunks(old_lines, new_lines) {
+        if old.start > old_at {
+            ops.push(DiffOp::Equal {
+                old_index: old_at,
+                new_index: new_at,
+                len: old.start - old_at,
+            });
+        }
+        ops.push(match (old.is_empty(), new.is_empty()) {
+            (true, _) => DiffOp::Insert {
+                old_index: old.start,
+                new_index: new.start,
+                new_len: new.len(),
+            },
+            (false, true) => DiffOp::Delete {
+                old_index: old.start,
+                old_len: old.len(),
+                new_index: new.start,
+            },
+            (false, false) => DiffOp::Replace {
+                old_index: old.start,
+                old_len: old.len(),
+                new_index: new.start,
+                new_len: new.len(),
+            },
+        });
+        (old_at, new_at) = (old.end, new.end);
+    }
+    if old_lines.len() > old_at {
+        ops.push(DiffOp::Equal {
+            old_index: old_at,
+            new_index: new_at,
+            len: old_lines.len() - old_at,
+        });
+    }
+    ops
+}
+
+/// Each line as a small number, equal lines equal numbers.
+fn intern<'t, T: Eq + std::hash::Hash + ?Sized>(
+    old_lines: &[&'t T],
+    new_lines: &[&'t T],
+) -> (Vec<u32>, Vec<u32>) {
+    let mut ids: HashMap<&'t T, u32> = HashMap::with_capacity(old_lines.len() + new_lines.len());
+    let mut id_of = |line: &'t T| -> u32 {
+        let next = u32::try_from(ids.len()).unwrap_or(u32::MAX);
+        *ids.entry(line).or_insert(next)
+    };
+    let a = old_lines.iter().map(|line| id_of(line)).collect();
+    let b = new_lines.iter().map(|line| id_of(line)).collect();
+    (a, b)
+}
+
+/// git's `max_chain_length`: a range whose common lines all repeat more often than this is
+/// diffed by the classic algorithm.
+const MAX_CHAIN_LENGTH: usize = 64;
+
+/// The two texts and which of their lines changed. `changed_*[i + 1]` is line `i` (0-based),
+/// with a `false` sentinel on either side, as xdiff's `rchg`.
+struct Sides<'t> {
+    a: &'t [u32],
+    b: &'t [u32],
+    changed_a: Vec<bool>,
+    changed_b: Vec<bool>,
+}
+
+/// The longest common region found, 1-based inclusive line numbers (`begin1 == 0`: none).
+#[derive(Default)]
+struct Region {
+    begin1: usize,
+    end1: usize,
+    begin2: usize,
+    end2: usize,
+}
+
+/// What `find_lcs` decided.
+enum Lcs {
+    /// Diff the range with the classic algorithm.
+    Fallback,
+    /// The region (its `begin1 == 0` when nothing is common).
+    Found(Region),
+}
+
+impl Sides<'_> {
+    /// xhistogram's `histogram_diff` over 1-based `line1..line1 + count1` of the old text
+    /// and `line2..line2 + count2` of the new.
+    fn histogram(&mut self, line1: usize, count1: usize, line2: usize, count2: usize) {
+        let (mut line1, mut count1, mut line2, mut count2) = (line1, count1, line2, count2);
+        loop {
+            if count1 == 0 && count2 == 0 {
+                return;
+            }
+            if count1 == 0 {
+                self.changed_b[line2..line2 + count2].fill(true);
+                return;
+            }
+            if count2 == 0 {
+                self.changed_a[line1..line1 + count1].fill(true);
+                return;
+            }
+            match self.find_lcs(line1, count1, line2, count2) {
+                Lcs::Fallback => {
+                    self.classic(line1, count1, line2, count2);
+                    return;
+                }
+                Lcs::Found(lcs) if lcs.begin1 == 0 && lcs.begin2 == 0 => {
+                    self.changed_a[line1..line1 + count1].fill(true);
+                    self.changed_b[line2..line2 + count2].fill(true);
+                    return;
+                }
+                Lcs::Found(lcs) => {
+                    self.histogram(line1, lcs.begin1 - line1, line2, lcs.begin2 - line2);
+                    let (end1, end2) = (line1 + count1 - 1, line2 + count2 - 1);
+                    count1 = end1 - lcs.end1;
+                    line1 = lcs.end1 + 1;
+                    count2 = end2 - lcs.end2;
+                    line2 = lcs.end2 + 1;
+                }
+            }
+        }
+    }
+
+    /// xhistogram's `find_lcs` (with `scanA` and `try_lcs`).
+    fn find_lcs(&self, line1: usize, count1: usize, line2: usize, count2: usize) -> Lcs {
+        let end1 = line1 + count1 - 1;
+        let end2 = line2 + count2 - 1;
+        let a = |line: usize| self.a[line - 1];
+        let b = |line: usize| self.b[line - 1];
+        // scanA: per distinct line, its first occurrence and count; per line, the next
+        // occurrence of the same line (0: none).
+        let mut records: HashMap<u32, (usize, usize)> = HashMap::new();
+        let mut next = vec![0usize; count1];
+        for ptr in (line1..=end1).rev() {
+            let record = records.entry(a(ptr)).or_insert((0, 0));
+            if record.1 > 0 {
+                next[ptr - line1] = record.0;
+            }
+            record.0 = ptr;
+            record.1 += 1;
+        }
+        let count_of = |ptr: usize| records.get(&a(ptr)).map_or(0, |r| r.1);
+        let next_of = |ptr: usize| next[ptr - line1];
+        let mut lcs = Region::default();
+        let mut best_count = MAX_CHAIN_LENGTH + 1;
+        let mut has_common = false;
+        let mut b_ptr = line2;
+        while b_ptr <= end2 {
+            let mut b_next = b_ptr + 1;
+            if let Some(&(first, count)) = records.get(&b(b_ptr)) {
+                if count > best_count {
+                    has_common = true;
+                } else {
+                    has_common = true;
+                    let mut at = first;
+                    loop {
+                        let mut np = next_of(at);
+                        let (mut as_, mut bs) = (at, b_ptr);
+                        let (mut ae, mut be) = (at, b_ptr);
+                        let mut rc = count;
+                        while line1 < as_ && line2 < bs && a(as_ - 1) == b(bs - 1) {
+                            as_ -= 1;
+                            bs -= 1;
+                            if 1 < rc {
+                                rc = rc.min(count_of(as_));
+                            }
+                        }
+                        while ae < end1 && be < end2 && a(ae + 1) == b(be + 1) {
+                            ae += 1;
+                            be += 1;
+                            if 1 < rc {
+                                rc = rc.min(count_of(ae));
+                            }
+                        }
+                        if b_next <= be {
+                            b_next = be + 1;
+                        }
+                        if lcs.end1 - lcs.begin1 < ae - as_ || rc < best_count {
+                            lcs = Region {
+                                begin1: as_,
+                                end1: ae,
+                                begin2: bs,
+                                end2: be,
+                            };
+                            best_count = rc;
+                        }
+                        if np == 0 {
+                            break;
+                        }
+                        while np != 0 && np <= ae {
+                            np = next_of(np);
+                        }
+                        if np == 0 {
+                            break;
+                        }
+                        at = np;
+                    }
+                }
+            }
+            b_ptr = b_next;
+        }
+        if has_common && MAX_CHAIN_LENGTH < best_count {
+            Lcs::Fallback
+        } else {
+            Lcs::Found(lcs)
+        }
+    }
+
+    /// The classic diff of a range (git: Myers through `xdl_fall_back_diff`).
+    fn classic(&mut self, line1: usize, count1: usize, line2: usize, count2: usize) {
+        let before = &self.a[line1 - 1..line1 - 1 + count1];
+        let after = &self.b[line2 - 1..line2 - 1 + count2];
+        let mut input: InternedInput<u32> = InternedInput::default();
+        input.update_before(before.iter().copied());
+        input.update_after(after.iter().copied());
+        let diff = Diff::compute(Algorithm::Myers, &input);
+        for hunk in diff.hunks() {
+            for i in hunk.before {
+                self.changed_a[line1 + to_usize(i)] = true;
+            }
+            for i in hunk.after {
+                self.changed_b[line2 + to_usize(i)] = true;
+            }
+        }
+    }
+}
+
+fn to_usize(n: u32) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+/// A group of changed lines of one side: `[start, end)`, 0-based.
+#[derive(Clone, Copy)]
+struct Group {
+    start: usize,
+    end: usize,
+}
+
+/// `changed[i + 1]` of line `i`.
+fn is_changed(changed: &[bool], line: usize) -> bool {
+    changed[line + 1]
+}
+
+fn set_changed(changed: &mut [bool], line: usize, value: bool) {
+    changed[line + 1] = value;
+}
+
+fn group_init(changed: &[bool]) -> Group {
+    let mut end = 0;
+    while changed[end + 1] {
+        end += 1;
+    }
+    Group { start: 0, end }
+}
+
+/// The next group (false at the end).
+fn group_next(changed: &[bool], lines: usize, g: &mut Group) -> bool {
+    if g.end == lines {
+        return false;
+    }
+    g.start = g.end + 1;
+    g.end = g.start;
+    while changed[g.end + 1] {
+        g.end += 1;
+    }
+    true
+}
+
+/// The previous group (false at the start).
+fn group_previous(changed: &[bool], g: &mut Group) -> bool {
+    if g.start == 0 {
+        return false;
+    }
+    g.end = g.start - 1;
+    g.start = g.end;
+    while changed[g.start] {
+        g.start -= 1;
+    }
+    true
+}
+
+fn slide_down(lines: &[u32], changed: &mut [bool], g: &mut Group) -> bool {
+    if g.end < lines.len() && lines[g.start] == lines[g.end] {
+        set_changed(changed, g.start, false);
+        set_changed(changed, g.end, true);
+        g.start += 1;
+        g.end += 1;
+        while changed[g.end + 1] {
+            g.end += 1;
+        }
+        true
+    } else {
+        false
+    }
+}
+
+fn slide_up(lines: &[u32], changed: &mut [bool], g: &mut Group) -> bool {
+    if g.start > 0 && lines[g.start - 1] == lines[g.end - 1] {
+        g.start -= 1;
+        g.end -= 1;
+        set_changed(changed, g.start, true);
+        set_changed(changed, g.end, false);
+        while changed[g.start] {
+            g.start -= 1;
+        }
+        true
+    } else {
+        false
+    }
+}
+
+/// xdiff's `xdl_change_compact` of side `lines` against the other side, no heuristic.
+fn compact(lines: &[u32], changed: &mut [bool], other: &mut [bool]) {
+    let other_lines = other.len() - 2;
+    let mut g = group_init(changed);
+    let mut go = group_init(other);
+    loop {
+        if g.end != g.start {
+            let mut earliest_end;
+            let mut end_matching_other: Option<usize>;
+            loop {
+                let size = g.end - g.start;
+                end_matching_other = None;
+                while slide_up(lines, changed, &mut g) {
+                    group_previous(other, &mut go);
+                }
+                earliest_end = g.end;
+                if go.end > go.start {
+                    end_matching_other = Some(g.end);
+                }
+                while slide_down(lines, changed, &mut g) {
+                    group_next(other, other_lines, &mut go);
+                    if go.end > go.start {
+                        end_matching_other = Some(g.end);
+                    }
+                }
+                if size == g.end - g.start {
+                    break;
+                }
+            }
+            if g.end != earliest_end && end_matching_other.is_some() {
+                while go.end == go.start {
+                    slide_up(lines, changed, &mut g);
+                    group_previous(other, &mut go);
+                }
+            }
+        }
+        if !group_next(changed, lines.len(), &mut g) {
+            break;
+        }
+        group_next(other, other_lines, &mut go);
+    }
+}
+
+/// The hunks of the two sides' changed lines.
+fn hunks_of(changed_a: &[bool], changed_b: &[bool], n: usize, m: usize) -> Vec<Hunk> {
+    let mut hunks = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < n || j < m {
+        let a_changed = i < n && is_changed(changed_a, i);
+        let b_changed = j < m && is_changed(changed_b, j);
+        if !a_changed && !b_changed {
+            i += 1;
+            j += 1;
+            continue;
+        }
+        let (start_i, start_j) = (i, j);
+        while i < n && is_changed(changed_a, i) {
+            i += 1;
+        }
+        while j < m && is_changed(changed_b, j) {
+            j += 1;
+        }
+        hunks.push(Hunk {
+            old: start_i..i,
+            new: start_j..j,
+        });
+    }
+    hunks
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+    use super::*;
+    use std::process::Command;
+
+    /// git's `-U0` hunks of two texts, as `git diff --histogram` without the indent heuristic
+    /// (the diff merge-ort runs; texts under 1 KiB, so `-U0`'s tail trimming never applies).
+    fn gits(old: &str, new: &str, dir: &std::path::Path) -> Vec<Hunk> {
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        std::fs::write(&a, old).unwrap();
+        std::fs::write(&b, new).unwrap();
+        let out = Command::new("git")
+            .args(["diff", "--no-index", "--no-color", "--histogram"])
+            .args(["--no-indent-heuristic", "-U0", "--"])
+            .arg(&a)
+            .arg(&b)
+            .output()
+            .expect("git runs");
+        let side = |part: &str| {
+            let (start, count) = match part.split_once(',') {
+                Some((s, c)) => (s.parse::<usize>().unwrap(), c.parse::<usize>().unwrap()),
+                None => (part.parse::<usize>().unwrap(), 1),
+            };
+            let start = if count == 0 { start } else { start - 1 };
+            start..start + count
+        };
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|line| line.strip_prefix("@@ -"))
+            .map(|rest| {
+                let mut parts = rest.split(' ');
+                let old = side(parts.next().unwrap());
+                let new = side(parts.next().unwrap().trim_start_matches('+'));
+                Hunk { old, new }
+            })
+            .collect()
+    }
+
+    /// A small deterministic generator (xorshift).
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            usize::try_from(self.0 % n as u64).unwrap()
+        }
+    }
+
+    /// Random texts of few distinct lines (so that alignments are ambiguous) and random
+    /// insertions, deletions and replacements: the hunks are git's, every one.
+    #[test]
+    fn the_hunks_are_gits_on_random_texts() {
+        let dir = tempfile::tempdir().unwrap();
+        let alphabet = [
+            "a\n",
+            "b\n",
+            "}\n",
+            "\n",
+            "    x = 1\n",
+            "def f():\n",
+            "    return None\n",
+            "c\n",
+        ];
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut differ = Vec::new();
+        for case in 0..400 {
+            let len = 3 + rng.below(40);
+            let old: Vec<&str> = (0..len).map(|_| alphabet[rng.below(8)]).collect();
+            let mut new = old.clone();
+            for _ in 0..1 + rng.below(4) {
+                let at = rng.below(new.len() + 1);
+                match rng.below(3) {
+                    0 => {
+                        for _ in 0..1 + rng.below(4) {
+                            new.insert(at, alphabet[rng.below(8)]);
+                        }
+                    }
+                    1 if at < new.len() => {
+                        new.remove(at);
+                    }
+                    _ if at < new.len() => new[at] = alphabet[rng.below(8)],
+                    _ => {}
+                }
+            }
+            let ours = git_hunks(&old, &new);
+            let theirs = gits(&old.concat(), &new.concat(), dir.path());
+            if ours != theirs {
+                differ.push((case, old.concat(), new.concat(), ours, theirs));
+            }
+        }
+        assert!(
+            differ.is_empty(),
+            "{} differ: {:?}",
+            differ.len(),
+            differ.first()
+        );
+    }
+
+    /// The ambiguous insertion of issue 35: a method inserted between two methods whose
+    /// tails are alike. Histogram, then the slide, put it where git's merge does.
+    #[test]
+    fn an_ambiguous_insertion_is_placed_where_git_places_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = "class C:\n    def a(self):\n        x = 1\n        return None\n\n    def c(self):\n        return None\n";
+        let new = "class C:\n    def a(self):\n        x = 1\n        return None\n\n    def b(self):\n        y = 2\n        return None\n\n    def c(self):\n        return None\n";
+        let lines = |t: &'static str| t.split_inclusive('\n').collect::<Vec<_>>();
+        let ours = git_hunks(&lines(old), &lines(new));
+        assert_eq!(ours, gits(old, new, dir.path()));
+        assert_eq!(
+            ours,
+            [Hunk {
+                old: 5..5,
+                new: 5..9
+            }],
+            "{ours:?}"
+        );
+    }
+}
