@@ -3,8 +3,9 @@
 //! added or taken out with real JSON and TOML editors.
 //!
 //! - Claude Code: `.mcp.json` at the root, `mcpServers.wit = {command, args: ["mcp"]}`, and
-//!   `.claude/settings.json`, a `hooks.PreToolUse` group for `Edit|Write|Bash` (Claude Code 2.1
-//!   has no `MultiEdit` tool any more);
+//!   `.claude/settings.json`, a `hooks.PreToolUse` group for [`CLAUDE_MATCHER`] (Claude Code 2.1
+//!   has no `MultiEdit` tool any more) and a `hooks.PreSkillShellCommand` group for the shell
+//!   commands of skills' and commands' inline `!` (PreToolUse never sees them);
 //! - Codex: `.codex/config.toml`, `[mcp_servers.wit]` with `command` and `args` (toml_edit,
 //!   which keeps the rest of the file byte for byte, comments included), and
 //!   `.codex/hooks.json`, a `hooks.PreToolUse` group for `apply_patch|Edit|Write|Bash`;
@@ -14,9 +15,10 @@
 //!   model hook context only after the tool ran, see [`super::hooks::gemini`]);
 //! - Cursor: `.cursor/mcp.json` (`mcpServers.wit`) and `.cursor/hooks.json` (`version: 1`),
 //!   a `hooks.preToolUse` entry (no matcher: the gate itself lets every tool that is not a
-//!   file edit through at once);
+//!   file edit through at once) and the news hook on `hooks.postToolUse`;
 //! - GitHub Copilot CLI: `.github/mcp.json` (`mcpServers.wit`) and `.github/hooks/wit.json`
-//!   (`version: 1`), a `hooks.preToolUse` entry `{type: "command", bash, timeoutSec}`;
+//!   (`version: 1`), a `hooks.preToolUse` entry `{type: "command", bash, timeoutSec}` and the
+//!   news hook on `hooks.postToolUse`;
 //! - OpenCode: `opencode.json`, `mcp.wit = {type: "local", command: [wit, "mcp"]}`, and the
 //!   plugin `.opencode/plugins/wit.js` (a file of wit's own, see [`super::hooks::opencode`]).
 //!
@@ -93,7 +95,12 @@ impl Agent {
     /// come more than once, one entry each time).
     pub fn targets(self) -> &'static [Target] {
         match self {
-            Self::Claude => &[Target::McpJson, Target::ClaudeSettings, Target::ClaudeNews],
+            Self::Claude => &[
+                Target::McpJson,
+                Target::ClaudeSettings,
+                Target::ClaudeSkillShell,
+                Target::ClaudeNews,
+            ],
             Self::Codex => &[Target::CodexToml, Target::CodexHooks, Target::CodexNews],
             Self::Gemini => &[
                 Target::GeminiSettings,
@@ -101,8 +108,12 @@ impl Agent {
                 Target::GeminiMcp,
                 Target::GeminiNews,
             ],
-            Self::Cursor => &[Target::CursorMcp, Target::CursorHooks],
-            Self::Copilot => &[Target::CopilotMcp, Target::CopilotHooks],
+            Self::Cursor => &[Target::CursorMcp, Target::CursorHooks, Target::CursorNews],
+            Self::Copilot => &[
+                Target::CopilotMcp,
+                Target::CopilotHooks,
+                Target::CopilotNews,
+            ],
             Self::Opencode => &[Target::OpencodeMcp, Target::OpencodePlugin],
         }
     }
@@ -143,6 +154,13 @@ pub enum Target {
     CodexNews,
     /// `.gemini/settings.json`: the news hook on AfterTool.
     GeminiNews,
+    /// `.claude/settings.json`: the shell gate on PreSkillShellCommand (a skill's `!`
+    /// commands).
+    ClaudeSkillShell,
+    /// `.cursor/hooks.json`: the news hook on postToolUse.
+    CursorNews,
+    /// `.github/hooks/wit.json`: the news hook on postToolUse.
+    CopilotNews,
 }
 
 impl Target {
@@ -151,14 +169,16 @@ impl Target {
         match self {
             Self::McpJson => ".mcp.json",
             Self::CodexToml => ".codex/config.toml",
-            Self::ClaudeSettings | Self::ClaudeNews => ".claude/settings.json",
+            Self::ClaudeSettings | Self::ClaudeNews | Self::ClaudeSkillShell => {
+                ".claude/settings.json"
+            }
             Self::CodexHooks | Self::CodexNews => ".codex/hooks.json",
             Self::GeminiSettings | Self::GeminiAfterTool | Self::GeminiMcp | Self::GeminiNews => {
                 ".gemini/settings.json"
             }
-            Self::CursorHooks => ".cursor/hooks.json",
+            Self::CursorHooks | Self::CursorNews => ".cursor/hooks.json",
             Self::CursorMcp => ".cursor/mcp.json",
-            Self::CopilotHooks => ".github/hooks/wit.json",
+            Self::CopilotHooks | Self::CopilotNews => ".github/hooks/wit.json",
             Self::CopilotMcp => ".github/mcp.json",
             Self::OpencodeMcp => "opencode.json",
             Self::OpencodePlugin => ".opencode/plugins/wit.js",
@@ -180,7 +200,12 @@ impl Target {
             | Self::CopilotMcp
             | Self::OpencodeMcp => "wit server",
             Self::GeminiAfterTool => "wit gate notes (AfterTool)",
-            Self::ClaudeNews | Self::CodexNews | Self::GeminiNews => "wit news hook",
+            Self::ClaudeNews
+            | Self::CodexNews
+            | Self::GeminiNews
+            | Self::CursorNews
+            | Self::CopilotNews => "wit news hook",
+            Self::ClaudeSkillShell => "wit shell gate (skills' ! commands)",
             Self::OpencodePlugin => "wit edit gate plugin",
             _ => "wit edit gate",
         }
@@ -194,7 +219,14 @@ impl Target {
     /// Whether this entry is the news hook (wired only by a wit that has `wit hook
     /// post-tool`, see [`news_available`]).
     pub fn is_news(self) -> bool {
-        matches!(self, Self::ClaudeNews | Self::CodexNews | Self::GeminiNews)
+        matches!(
+            self,
+            Self::ClaudeNews
+                | Self::CodexNews
+                | Self::GeminiNews
+                | Self::CursorNews
+                | Self::CopilotNews
+        )
     }
 
     /// The file's new text for `existing` (`None`: no file), adding wit's entry running
@@ -244,13 +276,15 @@ impl Target {
     /// The agent whose configuration this is.
     pub fn agent(self) -> Agent {
         match self {
-            Self::ClaudeSettings | Self::McpJson | Self::ClaudeNews => Agent::Claude,
+            Self::ClaudeSettings | Self::McpJson | Self::ClaudeNews | Self::ClaudeSkillShell => {
+                Agent::Claude
+            }
             Self::CodexHooks | Self::CodexToml | Self::CodexNews => Agent::Codex,
             Self::GeminiSettings | Self::GeminiAfterTool | Self::GeminiMcp | Self::GeminiNews => {
                 Agent::Gemini
             }
-            Self::CursorHooks | Self::CursorMcp => Agent::Cursor,
-            Self::CopilotHooks | Self::CopilotMcp => Agent::Copilot,
+            Self::CursorHooks | Self::CursorMcp | Self::CursorNews => Agent::Cursor,
+            Self::CopilotHooks | Self::CopilotMcp | Self::CopilotNews => Agent::Copilot,
             Self::OpencodeMcp | Self::OpencodePlugin => Agent::Opencode,
         }
     }
@@ -267,6 +301,27 @@ impl Target {
                 matcher: Some(""),
                 hook: json!({"type": "command", "command": news, "timeout": 5}),
                 version: false,
+                mark: NEWS_MARK,
+            },
+            Self::ClaudeSkillShell => Gate {
+                event: super::hooks::claude::SKILL_SHELL_EVENT,
+                matcher: Some(CLAUDE_SHELL_MATCHER),
+                hook: json!({"type": "command", "command": line, "timeout": 5}),
+                version: false,
+                mark: GATE_MARK,
+            },
+            Self::CursorNews => Gate {
+                event: "postToolUse",
+                matcher: None,
+                hook: json!({"command": news}),
+                version: true,
+                mark: NEWS_MARK,
+            },
+            Self::CopilotNews => Gate {
+                event: "postToolUse",
+                matcher: None,
+                hook: json!({"type": "command", "bash": news, "timeoutSec": COPILOT_HOOK_TIMEOUT_SEC}),
+                version: true,
                 mark: NEWS_MARK,
             },
             Self::GeminiNews => Gate {
@@ -309,7 +364,7 @@ impl Target {
             Self::CopilotHooks | Self::CopilotMcp => Gate {
                 event: "preToolUse",
                 matcher: None,
-                hook: json!({"type": "command", "bash": line, "timeoutSec": 5}),
+                hook: json!({"type": "command", "bash": line, "timeoutSec": COPILOT_HOOK_TIMEOUT_SEC}),
                 version: true,
                 mark: GATE_MARK,
             },
@@ -326,8 +381,17 @@ impl Target {
     }
 }
 
-/// The tools Claude Code's gate group matches.
-pub const CLAUDE_MATCHER: &str = "Edit|Write|Bash";
+/// The tools Claude Code's gate group matches: the file tools (`NotebookEdit` too) and the
+/// shells (`PowerShell` on Windows, or where it is switched on).
+pub const CLAUDE_MATCHER: &str = "Edit|Write|NotebookEdit|Bash|PowerShell";
+
+/// The shells Claude Code's PreSkillShellCommand group matches (its `tool_name`).
+pub const CLAUDE_SHELL_MATCHER: &str = "Bash|PowerShell";
+
+/// The `timeoutSec` of wit's hooks in Copilot CLI. Copilot CLI lets a tool call go ahead
+/// when its hook times out (1.0.67 on): the gate's own budget (1 s, [`super::hooks::hook_input`])
+/// stays well below it, so a verdict always arrives first.
+pub const COPILOT_HOOK_TIMEOUT_SEC: u64 = 5;
 
 /// The name of wit's hook in Gemini CLI (what `hooksConfig.disabled` would list).
 pub const GEMINI_HOOK_NAME: &str = "wit-edit-gate";

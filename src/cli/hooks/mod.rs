@@ -23,6 +23,7 @@ pub mod hook_input;
 pub mod opencode;
 pub mod policy;
 pub mod post_tool;
+pub mod powershell;
 pub mod pre_edit;
 pub mod shell;
 
