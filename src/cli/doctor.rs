@@ -88,7 +88,7 @@ pub fn run(ctx: &Context) -> Result<Report, CliError> {
     let mut human = String::new();
     if wired.is_empty() {
         human.push_str(
-            "no harness is wired here: `wit init --agent claude,codex,gemini,cursor,copilot,opencode` (any of them)\n",
+            "no harness is wired here: `wit init --agent claude,codex,gemini,cursor,copilot,opencode,cline,windsurf,kiro` (any of them)\n",
         );
     }
     for finding in &findings {
@@ -160,7 +160,7 @@ pub fn check(root: &Path, agents: &[Agent], homes: &Homes) -> Vec<Finding> {
             Agent::Codex => findings.extend(codex_trust(root, homes)),
             Agent::Gemini => findings.extend(gemini_trust(root, homes)),
             Agent::Copilot => findings.push(copilot_timeout(root)),
-            Agent::Cursor | Agent::Opencode => {}
+            Agent::Cursor | Agent::Opencode | Agent::Cline | Agent::Windsurf | Agent::Kiro => {}
         }
         findings.push(dry_run(root, agent));
     }
@@ -186,6 +186,14 @@ fn entry_of(root: &Path, target: Target) -> Option<String> {
                 serde_json::from_str::<String>(quoted).unwrap_or_default()
             })
             .map(|command| gate_command(&command, Agent::Opencode)),
+        Target::ClineHook | Target::ClineNews => text
+            .lines()
+            .find_map(|line| line.strip_prefix("exec "))
+            .map(str::to_string),
+        Target::KiroAgent => {
+            let value: Value = serde_json::from_str(&text).ok()?;
+            hook_line(value.get("hooks")?.get("preToolUse")?, GATE_MARK)
+        }
         Target::CodexToml => {
             let doc: toml_edit::DocumentMut = text.parse().ok()?;
             doc.get("mcp_servers")?
@@ -212,6 +220,10 @@ fn entry_of(root: &Path, target: Target) -> Option<String> {
                 Target::CursorHooks | Target::CopilotHooks => ("preToolUse", GATE_MARK),
                 Target::CursorNews | Target::CopilotNews => ("postToolUse", NEWS_MARK),
                 Target::ClaudeSkillShell => (super::hooks::claude::SKILL_SHELL_EVENT, GATE_MARK),
+                Target::WindsurfWrite => ("pre_write_code", GATE_MARK),
+                Target::WindsurfRun => ("pre_run_command", GATE_MARK),
+                Target::WindsurfWriteNews => ("post_write_code", NEWS_MARK),
+                Target::WindsurfRunNews => ("post_run_command", NEWS_MARK),
                 _ => ("PreToolUse", GATE_MARK),
             };
             hook_line(value.get("hooks")?.get(event)?, mark)
@@ -534,6 +546,20 @@ fn dry_run_payload(root: &Path, agent: Agent) -> Value {
         Agent::Copilot => json!({
             "sessionId": "wit-doctor", "timestamp": 0, "cwd": cwd, "toolName": "create",
             "toolArgs": json!({"path": file, "file_text": ""}).to_string(),
+        }),
+        Agent::Cline => json!({
+            "clineVersion": "0", "hookName": "PreToolUse", "timestamp": "0", "taskId": "wit-doctor",
+            "workspaceRoots": [cwd], "userId": "wit-doctor",
+            "preToolUse": {"toolName": "write_to_file", "parameters": {"path": file, "content": ""}},
+        }),
+        Agent::Windsurf => json!({
+            "agent_action_name": "pre_write_code", "trajectory_id": "wit-doctor",
+            "execution_id": "wit-doctor", "timestamp": "1970-01-01T00:00:00Z",
+            "tool_info": {"file_path": file, "edits": [{"old_string": "", "new_string": ""}]},
+        }),
+        Agent::Kiro => json!({
+            "hook_event_name": "preToolUse", "cwd": cwd, "tool_name": "fs_write",
+            "tool_input": {"command": "create", "path": file, "file_text": ""},
         }),
         Agent::Opencode => json!({
             "hook_event_name": "tool.execute.before", "session_id": "wit-doctor", "cwd": cwd,

@@ -155,6 +155,14 @@ pub fn run(
     let answer = match (&request.event, agent) {
         _ if request.cursor_shell_event => cursor_shell_answer(&verdict),
         (Some(event), Agent::Claude) => super::claude::answer_to(event, &verdict),
+        // Harnesses that answer by exit code.
+        (_, Agent::Windsurf | Agent::Kiro) => {
+            let mut report = pre_edit::report(agent, &verdict);
+            for note in notes {
+                report = report.with_note(note);
+            }
+            return report;
+        }
         _ => pre_edit::answer(agent, &verdict),
     };
     let mut report = match answer {
