@@ -440,7 +440,7 @@ fn copilot_timeout(root: &Path) -> Finding {
         ),
         None => Finding::problem(
             Agent::Copilot,
-            format!("wit's preToolUse entry has no timeoutSec: Copilot CLI's default applies, and a call goes ahead when its hook times out"),
+            "wit's preToolUse entry has no timeoutSec: Copilot CLI's default applies, and a call goes ahead when its hook times out",
             format!("run `wit init --agent copilot` (it sets timeoutSec = {COPILOT_HOOK_TIMEOUT_SEC})"),
         ),
     }
