@@ -7,21 +7,20 @@
 //! - `session`: how the server fills in `sessionId`: `caller` (a required `sessionId`: the
 //!   server's own session), `filter` (an optional `sessionId` filter: exposed as the boolean
 //!   `mine`) or `none`;
-//! - `description`: the summary, plus the description when it is short;
+//! - `description`: the summary's first sentence;
 //! - `inputSchema`: the params as one self-contained JSON Schema object without `sessionId`,
-//!   refs inlined, validation keywords (`minimum`, `enum`, `minLength`, ..) kept, long param
-//!   descriptions cut to their first sentence;
+//!   refs inlined, validation keywords (`minimum`, `enum`, `minLength`, ..) kept, param
+//!   descriptions cut to their first sentence (a closing `Default …` dropped);
 //! - `outputSchema`: the result's schema, wrapped as `{"result": ..}` when the result is not an
-//!   object (`wrapsResult` says so), refs inlined, two levels of properties deep, without
-//!   documentation, validation keywords or `required` (but a wrapper requires its `result`:
-//!   MCP clients validate `structuredContent` against the schema).
+//!   object (`wrapsResult` says so), refs inlined, two levels of properties deep with their
+//!   `required` lists (a client may rely on `agentId`, `released`, …), without documentation
+//!   or validation keywords (`format` included).
 //!
 //! Everything is cut for size: the whole `tools/list` answer must stay small (a test in the
-//! `wit` crate bounds it), because every agent pays for it in context on every session. The
-//! output schemas of records list no `required` properties, so a tool error's
-//! `{code, message, data}` also conforms to them (some MCP clients validate error results
-//! against the output schema too); a wrapped scalar's schema requires `result`, which a
-//! successful result always has.
+//! `wit` crate bounds it), because every agent pays for it in context on every session. Some
+//! MCP clients validate any `structuredContent` against the output schema, errors' too: a tool
+//! error therefore carries its `{code, message, data}` as text, never as structured content
+//! (`src/mcp/render.rs`).
 
 use serde_json::{json, Map, Value};
 
@@ -33,10 +32,6 @@ use crate::CodegenError;
 pub const SESSION_PARAM: &str = "sessionId";
 /// The boolean that replaces an optional `sessionId` filter: only this session's records.
 pub const MINE_PARAM: &str = "mine";
-/// A method description this long or shorter is appended to the tool's summary.
-const MAX_INLINE_DESCRIPTION: usize = 160;
-/// A param description longer than this is cut to its first sentence.
-const MAX_PARAM_DESCRIPTION: usize = 120;
 /// Output schemas keep the properties of this many levels of objects; deeper objects keep only
 /// their `type`.
 const OUTPUT_DEPTH: usize = 2;
@@ -52,8 +47,8 @@ const MAX_INLINE_DEPTH: usize = 32;
 const OUTPUT_DROPPED: &[&str] = &[
     "description",
     "title",
-    "required",
     "discriminator",
+    "format",
     "minLength",
     "maxLength",
     "pattern",
@@ -142,18 +137,12 @@ fn tool(method: &Method, components: &Ordered<Value>) -> Result<Value, CodegenEr
     }))
 }
 
-/// The summary, ending with a full stop, plus the description when it is short.
+/// The summary's first sentence, ending with a full stop: every agent pays for the table in
+/// context on every session, and the tool's name and schemas say the rest.
 fn description(method: &Method) -> String {
-    let mut text = collapse(method.summary.as_deref().unwrap_or(&method.name));
+    let mut text = first_sentence(&collapse(method.summary.as_deref().unwrap_or(&method.name)));
     if !text.ends_with('.') {
         text.push('.');
-    }
-    if let Some(more) = &method.description {
-        let more = collapse(more);
-        if !more.is_empty() && more.len() <= MAX_INLINE_DESCRIPTION {
-            text.push(' ');
-            text.push_str(&more);
-        }
     }
     text
 }
@@ -215,7 +204,8 @@ fn output_schema(schema: &Value, depth: usize) -> Value {
     for (key, value) in map {
         match key.as_str() {
             k if OUTPUT_DROPPED.contains(&k) => {}
-            "properties" if deep => {}
+            // `required` goes with the properties it names.
+            "properties" | "required" if deep => {}
             "oneOf" | "anyOf" | "allOf" if deep || depth >= ALTERNATIVES_DEPTH => {
                 if let Some(t) = schema_type(schema) {
                     out.insert("type".into(), t);
@@ -312,13 +302,19 @@ fn collapse(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// A param description as is when short, else its first sentence (a `.`, `!` or `?` followed
-/// by a space and a capital letter, so `e.g. the` does not end it).
+/// A param description's first sentence, without a closing `Default …` (the schema's
+/// validation keywords and the method's own documentation keep the rest).
 fn short_description(text: &str) -> String {
-    let text = collapse(text);
-    if text.len() <= MAX_PARAM_DESCRIPTION {
-        return text;
+    let text = first_sentence(&collapse(text));
+    match text.find(". Default") {
+        Some(at) => text[..=at].to_string(),
+        None => text,
     }
+}
+
+/// `text` up to its first sentence's end (a `.`, `!` or `?` followed by a space and a capital
+/// letter, so `e.g. the` does not end it).
+fn first_sentence(text: &str) -> String {
     let bytes = text.as_bytes();
     for (i, c) in text.char_indices() {
         if matches!(c, '.' | '!' | '?')
@@ -328,7 +324,7 @@ fn short_description(text: &str) -> String {
             return text[..=i].to_string();
         }
     }
-    text
+    text.to_string()
 }
 
 #[cfg(test)]
@@ -365,13 +361,21 @@ mod tests {
     }
 
     #[test]
-    fn cuts_long_param_descriptions_to_their_first_sentence() {
+    fn cuts_param_descriptions_to_their_first_sentence_without_defaults() {
         let long = format!(
             "A pid (e.g. the agent's own). {}",
             "More words here. ".repeat(10)
         );
         assert_eq!(short_description(&long), "A pid (e.g. the agent's own).");
-        assert_eq!(short_description("Short.\n  Two."), "Short. Two.");
+        assert_eq!(short_description("Short.\n  Two."), "Short.");
+        assert_eq!(
+            short_description("Lock TTL in ms. Default: 1800000"),
+            "Lock TTL in ms."
+        );
+        assert_eq!(
+            short_description("How long (0..60000). Default 0"),
+            "How long (0..60000)."
+        );
     }
 
     #[test]
@@ -402,7 +406,7 @@ mod tests {
     }
 
     #[test]
-    fn output_schemas_keep_two_levels_without_documentation_or_required() {
+    fn output_schemas_keep_two_levels_and_their_required_lists_without_documentation() {
         let resolved = resolve_refs(
             &json!({"$ref": "#/components/schemas/Rec"}),
             &components(),
@@ -411,7 +415,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             output_schema(&resolved, 0),
-            json!({"type": "object", "properties": {
+            json!({"type": "object", "required": ["a"], "properties": {
                 "a": {"type": "string"},
                 "inner": {"type": "object", "properties": {"deep": {"type": "object"}}}}})
         );

@@ -107,7 +107,8 @@ fn a_new_method_reaches_the_trait_the_client_and_the_types() {
     );
     assert_eq!(
         tool["outputSchema"],
-        json!({"type": "object", "properties": {"expiresAt": {"type": "string", "format": "date-time"}}})
+        json!({"type": "object", "required": ["expiresAt"],
+               "properties": {"expiresAt": {"type": "string"}}})
     );
     assert_eq!(tool["wrapsResult"], false);
 }

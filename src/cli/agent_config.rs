@@ -1,10 +1,11 @@
-//! `wit init --agent claude,codex,gemini,cursor,copilot,opencode [--remove]`: wit's MCP
+//! `wit init --agent claude,codex,gemini,cursor,copilot,opencode,cline,windsurf,kiro [--remove]`: wit's MCP
 //! server and the edit gate (`wit hook pre-edit`) in each agent's project configuration,
 //! added or taken out with real JSON and TOML editors.
 //!
 //! - Claude Code: `.mcp.json` at the root, `mcpServers.wit = {command, args: ["mcp"]}`, and
-//!   `.claude/settings.json`, a `hooks.PreToolUse` group for `Edit|Write|Bash` (Claude Code 2.1
-//!   has no `MultiEdit` tool any more);
+//!   `.claude/settings.json`, a `hooks.PreToolUse` group for [`CLAUDE_MATCHER`] (Claude Code 2.1
+//!   has no `MultiEdit` tool any more) and a `hooks.PreSkillShellCommand` group for the shell
+//!   commands of skills' and commands' inline `!` (PreToolUse never sees them);
 //! - Codex: `.codex/config.toml`, `[mcp_servers.wit]` with `command` and `args` (toml_edit,
 //!   which keeps the rest of the file byte for byte, comments included), and
 //!   `.codex/hooks.json`, a `hooks.PreToolUse` group for `apply_patch|Edit|Write|Bash`;
@@ -14,11 +15,19 @@
 //!   model hook context only after the tool ran, see [`super::hooks::gemini`]);
 //! - Cursor: `.cursor/mcp.json` (`mcpServers.wit`) and `.cursor/hooks.json` (`version: 1`),
 //!   a `hooks.preToolUse` entry (no matcher: the gate itself lets every tool that is not a
-//!   file edit through at once);
+//!   file edit through at once) and the news hook on `hooks.postToolUse`;
 //! - GitHub Copilot CLI: `.github/mcp.json` (`mcpServers.wit`) and `.github/hooks/wit.json`
-//!   (`version: 1`), a `hooks.preToolUse` entry `{type: "command", bash, timeoutSec}`;
+//!   (`version: 1`), a `hooks.preToolUse` entry `{type: "command", bash, timeoutSec}` and the
+//!   news hook on `hooks.postToolUse`;
 //! - OpenCode: `opencode.json`, `mcp.wit = {type: "local", command: [wit, "mcp"]}`, and the
-//!   plugin `.opencode/plugins/wit.js` (a file of wit's own, see [`super::hooks::opencode`]).
+//!   plugin `.opencode/plugins/wit.js` (a file of wit's own, see [`super::hooks::opencode`]);
+//! - Cline: the executable hook files `.clinerules/hooks/PreToolUse` and `PostToolUse`, scripts
+//!   of wit's own (Cline's MCP servers live in the editor's user settings, not the project);
+//! - Windsurf: `.windsurf/hooks.json`, the gate on `hooks.pre_write_code` and
+//!   `hooks.pre_run_command`, news on `post_write_code` and `post_run_command` (its MCP
+//!   servers are per user too);
+//! - Kiro CLI: the agent `.kiro/agents/wit.json` of wit's own: every built-in tool, wit's MCP
+//!   server, the gate on `preToolUse`, news on `postToolUse` (`kiro-cli chat --agent wit`).
 //!
 //! JSON is edited with serde_json (`preserve_order`: every other entry keeps its place; the
 //! file's indentation is kept). wit's hook entry is the one whose command runs
@@ -64,17 +73,26 @@ pub enum Agent {
     Copilot,
     /// OpenCode: `opencode.json` and `.opencode/plugins/wit.js`.
     Opencode,
+    /// Cline: `.clinerules/hooks/PreToolUse` and `PostToolUse`.
+    Cline,
+    /// Windsurf (Cascade): `.windsurf/hooks.json`.
+    Windsurf,
+    /// Kiro CLI: the agent `.kiro/agents/wit.json`.
+    Kiro,
 }
 
 impl Agent {
     /// Every agent, in the order of `wit doctor`'s report.
-    pub const ALL: [Agent; 6] = [
+    pub const ALL: [Agent; 9] = [
         Self::Claude,
         Self::Codex,
         Self::Gemini,
         Self::Cursor,
         Self::Copilot,
         Self::Opencode,
+        Self::Cline,
+        Self::Windsurf,
+        Self::Kiro,
     ];
 
     /// The name used on the command line.
@@ -86,6 +104,9 @@ impl Agent {
             Self::Cursor => "cursor",
             Self::Copilot => "copilot",
             Self::Opencode => "opencode",
+            Self::Cline => "cline",
+            Self::Windsurf => "windsurf",
+            Self::Kiro => "kiro",
         }
     }
 
@@ -93,7 +114,12 @@ impl Agent {
     /// come more than once, one entry each time).
     pub fn targets(self) -> &'static [Target] {
         match self {
-            Self::Claude => &[Target::McpJson, Target::ClaudeSettings, Target::ClaudeNews],
+            Self::Claude => &[
+                Target::McpJson,
+                Target::ClaudeSettings,
+                Target::ClaudeSkillShell,
+                Target::ClaudeNews,
+            ],
             Self::Codex => &[Target::CodexToml, Target::CodexHooks, Target::CodexNews],
             Self::Gemini => &[
                 Target::GeminiSettings,
@@ -101,9 +127,21 @@ impl Agent {
                 Target::GeminiMcp,
                 Target::GeminiNews,
             ],
-            Self::Cursor => &[Target::CursorMcp, Target::CursorHooks],
-            Self::Copilot => &[Target::CopilotMcp, Target::CopilotHooks],
+            Self::Cursor => &[Target::CursorMcp, Target::CursorHooks, Target::CursorNews],
+            Self::Copilot => &[
+                Target::CopilotMcp,
+                Target::CopilotHooks,
+                Target::CopilotNews,
+            ],
             Self::Opencode => &[Target::OpencodeMcp, Target::OpencodePlugin],
+            Self::Cline => &[Target::ClineHook, Target::ClineNews],
+            Self::Windsurf => &[
+                Target::WindsurfWrite,
+                Target::WindsurfRun,
+                Target::WindsurfWriteNews,
+                Target::WindsurfRunNews,
+            ],
+            Self::Kiro => &[Target::KiroAgent],
         }
     }
 }
@@ -143,6 +181,27 @@ pub enum Target {
     CodexNews,
     /// `.gemini/settings.json`: the news hook on AfterTool.
     GeminiNews,
+    /// `.claude/settings.json`: the shell gate on PreSkillShellCommand (a skill's `!`
+    /// commands).
+    ClaudeSkillShell,
+    /// `.cursor/hooks.json`: the news hook on postToolUse.
+    CursorNews,
+    /// `.github/hooks/wit.json`: the news hook on postToolUse.
+    CopilotNews,
+    /// `.clinerules/hooks/PreToolUse`: Cline's gate, a script of wit's own.
+    ClineHook,
+    /// `.clinerules/hooks/PostToolUse`: Cline's news hook, a script of wit's own.
+    ClineNews,
+    /// `.windsurf/hooks.json`: the gate on pre_write_code.
+    WindsurfWrite,
+    /// `.windsurf/hooks.json`: the shell gate on pre_run_command.
+    WindsurfRun,
+    /// `.windsurf/hooks.json`: the news hook on post_write_code.
+    WindsurfWriteNews,
+    /// `.windsurf/hooks.json`: the news hook on post_run_command.
+    WindsurfRunNews,
+    /// `.kiro/agents/wit.json`: wit's Kiro agent (server, gate and news), a file of wit's own.
+    KiroAgent,
 }
 
 impl Target {
@@ -151,17 +210,26 @@ impl Target {
         match self {
             Self::McpJson => ".mcp.json",
             Self::CodexToml => ".codex/config.toml",
-            Self::ClaudeSettings | Self::ClaudeNews => ".claude/settings.json",
+            Self::ClaudeSettings | Self::ClaudeNews | Self::ClaudeSkillShell => {
+                ".claude/settings.json"
+            }
             Self::CodexHooks | Self::CodexNews => ".codex/hooks.json",
             Self::GeminiSettings | Self::GeminiAfterTool | Self::GeminiMcp | Self::GeminiNews => {
                 ".gemini/settings.json"
             }
-            Self::CursorHooks => ".cursor/hooks.json",
+            Self::CursorHooks | Self::CursorNews => ".cursor/hooks.json",
             Self::CursorMcp => ".cursor/mcp.json",
-            Self::CopilotHooks => ".github/hooks/wit.json",
+            Self::CopilotHooks | Self::CopilotNews => ".github/hooks/wit.json",
             Self::CopilotMcp => ".github/mcp.json",
             Self::OpencodeMcp => "opencode.json",
             Self::OpencodePlugin => ".opencode/plugins/wit.js",
+            Self::ClineHook => ".clinerules/hooks/PreToolUse",
+            Self::ClineNews => ".clinerules/hooks/PostToolUse",
+            Self::WindsurfWrite
+            | Self::WindsurfRun
+            | Self::WindsurfWriteNews
+            | Self::WindsurfRunNews => ".windsurf/hooks.json",
+            Self::KiroAgent => ".kiro/agents/wit.json",
         }
     }
 
@@ -180,8 +248,15 @@ impl Target {
             | Self::CopilotMcp
             | Self::OpencodeMcp => "wit server",
             Self::GeminiAfterTool => "wit gate notes (AfterTool)",
-            Self::ClaudeNews | Self::CodexNews | Self::GeminiNews => "wit news hook",
+            Self::ClaudeNews
+            | Self::CodexNews
+            | Self::GeminiNews
+            | Self::CursorNews
+            | Self::CopilotNews => "wit news hook",
+            Self::ClaudeSkillShell => "wit shell gate (skills' ! commands)",
             Self::OpencodePlugin => "wit edit gate plugin",
+            Self::ClineNews | Self::WindsurfWriteNews | Self::WindsurfRunNews => "wit news hook",
+            Self::KiroAgent => "wit agent (server, edit gate, news)",
             _ => "wit edit gate",
         }
     }
@@ -194,7 +269,17 @@ impl Target {
     /// Whether this entry is the news hook (wired only by a wit that has `wit hook
     /// post-tool`, see [`news_available`]).
     pub fn is_news(self) -> bool {
-        matches!(self, Self::ClaudeNews | Self::CodexNews | Self::GeminiNews)
+        matches!(
+            self,
+            Self::ClaudeNews
+                | Self::CodexNews
+                | Self::GeminiNews
+                | Self::CursorNews
+                | Self::CopilotNews
+                | Self::ClineNews
+                | Self::WindsurfWriteNews
+                | Self::WindsurfRunNews
+        )
     }
 
     /// The file's new text for `existing` (`None`: no file), adding wit's entry running
@@ -208,8 +293,12 @@ impl Target {
         match (self, remove) {
             (Self::CodexToml, false) => add_toml(existing, command),
             (Self::CodexToml, true) => existing.map_or(Ok(Edit::Unchanged), remove_toml),
-            (Self::OpencodePlugin, false) => Ok(add_plugin(existing, command)),
-            (Self::OpencodePlugin, true) => Ok(existing.map_or(Edit::Unchanged, remove_plugin)),
+            (Self::OpencodePlugin | Self::ClineHook | Self::ClineNews | Self::KiroAgent, false) => {
+                Ok(add_own_file(existing, own_file_text(self, command)))
+            }
+            (Self::OpencodePlugin | Self::ClineHook | Self::ClineNews | Self::KiroAgent, true) => {
+                Ok(existing.map_or(Edit::Unchanged, |text| remove_own_file(self, text)))
+            }
             (Self::OpencodeMcp, false) => add_json(
                 existing,
                 "mcp",
@@ -244,14 +333,22 @@ impl Target {
     /// The agent whose configuration this is.
     pub fn agent(self) -> Agent {
         match self {
-            Self::ClaudeSettings | Self::McpJson | Self::ClaudeNews => Agent::Claude,
+            Self::ClaudeSettings | Self::McpJson | Self::ClaudeNews | Self::ClaudeSkillShell => {
+                Agent::Claude
+            }
             Self::CodexHooks | Self::CodexToml | Self::CodexNews => Agent::Codex,
             Self::GeminiSettings | Self::GeminiAfterTool | Self::GeminiMcp | Self::GeminiNews => {
                 Agent::Gemini
             }
-            Self::CursorHooks | Self::CursorMcp => Agent::Cursor,
-            Self::CopilotHooks | Self::CopilotMcp => Agent::Copilot,
+            Self::CursorHooks | Self::CursorMcp | Self::CursorNews => Agent::Cursor,
+            Self::CopilotHooks | Self::CopilotMcp | Self::CopilotNews => Agent::Copilot,
             Self::OpencodeMcp | Self::OpencodePlugin => Agent::Opencode,
+            Self::ClineHook | Self::ClineNews => Agent::Cline,
+            Self::WindsurfWrite
+            | Self::WindsurfRun
+            | Self::WindsurfWriteNews
+            | Self::WindsurfRunNews => Agent::Windsurf,
+            Self::KiroAgent => Agent::Kiro,
         }
     }
 
@@ -267,6 +364,27 @@ impl Target {
                 matcher: Some(""),
                 hook: json!({"type": "command", "command": news, "timeout": 5}),
                 version: false,
+                mark: NEWS_MARK,
+            },
+            Self::ClaudeSkillShell => Gate {
+                event: super::hooks::claude::SKILL_SHELL_EVENT,
+                matcher: Some(CLAUDE_SHELL_MATCHER),
+                hook: json!({"type": "command", "command": line, "timeout": 5}),
+                version: false,
+                mark: GATE_MARK,
+            },
+            Self::CursorNews => Gate {
+                event: "postToolUse",
+                matcher: None,
+                hook: json!({"command": news}),
+                version: true,
+                mark: NEWS_MARK,
+            },
+            Self::CopilotNews => Gate {
+                event: "postToolUse",
+                matcher: None,
+                hook: json!({"type": "command", "bash": news, "timeoutSec": COPILOT_HOOK_TIMEOUT_SEC}),
+                version: true,
                 mark: NEWS_MARK,
             },
             Self::GeminiNews => Gate {
@@ -309,25 +427,60 @@ impl Target {
             Self::CopilotHooks | Self::CopilotMcp => Gate {
                 event: "preToolUse",
                 matcher: None,
-                hook: json!({"type": "command", "bash": line, "timeoutSec": 5}),
+                hook: json!({"type": "command", "bash": line, "timeoutSec": COPILOT_HOOK_TIMEOUT_SEC}),
                 version: true,
                 mark: GATE_MARK,
             },
-            Self::ClaudeSettings | Self::McpJson | Self::OpencodeMcp | Self::OpencodePlugin => {
-                Gate {
-                    event: "PreToolUse",
-                    matcher: Some(CLAUDE_MATCHER),
-                    hook: json!({"type": "command", "command": line, "timeout": 5}),
-                    version: false,
-                    mark: GATE_MARK,
-                }
-            }
+            Self::WindsurfWrite | Self::WindsurfRun => Gate {
+                event: if self == Self::WindsurfWrite {
+                    "pre_write_code"
+                } else {
+                    "pre_run_command"
+                },
+                matcher: None,
+                hook: json!({"command": line, "show_output": false}),
+                version: false,
+                mark: GATE_MARK,
+            },
+            Self::WindsurfWriteNews | Self::WindsurfRunNews => Gate {
+                event: if self == Self::WindsurfWriteNews {
+                    "post_write_code"
+                } else {
+                    "post_run_command"
+                },
+                matcher: None,
+                hook: json!({"command": news, "show_output": false}),
+                version: false,
+                mark: NEWS_MARK,
+            },
+            Self::ClaudeSettings
+            | Self::McpJson
+            | Self::OpencodeMcp
+            | Self::OpencodePlugin
+            | Self::ClineHook
+            | Self::ClineNews
+            | Self::KiroAgent => Gate {
+                event: "PreToolUse",
+                matcher: Some(CLAUDE_MATCHER),
+                hook: json!({"type": "command", "command": line, "timeout": 5}),
+                version: false,
+                mark: GATE_MARK,
+            },
         }
     }
 }
 
-/// The tools Claude Code's gate group matches.
-pub const CLAUDE_MATCHER: &str = "Edit|Write|Bash";
+/// The tools Claude Code's gate group matches: the file tools (`NotebookEdit` too) and the
+/// shells (`PowerShell` on Windows, or where it is switched on).
+pub const CLAUDE_MATCHER: &str = "Edit|Write|NotebookEdit|Bash|PowerShell";
+
+/// The shells Claude Code's PreSkillShellCommand group matches (its `tool_name`).
+pub const CLAUDE_SHELL_MATCHER: &str = "Bash|PowerShell";
+
+/// The `timeoutSec` of wit's hooks in Copilot CLI. Copilot CLI lets a tool call go ahead
+/// when its hook times out (1.0.67 on): the gate's own budget (1 s, [`super::hooks::hook_input`])
+/// stays well below it, so a verdict always arrives first.
+pub const COPILOT_HOOK_TIMEOUT_SEC: u64 = 5;
 
 /// The name of wit's hook in Gemini CLI (what `hooksConfig.disabled` would list).
 pub const GEMINI_HOOK_NAME: &str = "wit-edit-gate";
@@ -417,6 +570,10 @@ pub fn apply(target: Target, root: &Path, command: &str, remove: bool) -> Result
                 fs::create_dir_all(dir).map_err(failed)?;
             }
             fs::write(&path, text).map_err(failed)?;
+            if matches!(target, Target::ClineHook | Target::ClineNews) {
+                use std::os::unix::fs::PermissionsExt as _;
+                fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).map_err(failed)?;
+            }
             match (remove, existing.is_some()) {
                 (true, _) => format!("{what} removed"),
                 (false, true) => format!("{what} added"),
@@ -504,16 +661,51 @@ pub fn plugin_text(command: &str) -> String {
     super::hooks::opencode::PLUGIN.replace("{{WIT}}", &json!(command).to_string())
 }
 
-fn add_plugin(existing: Option<&str>, command: &str) -> Edit {
-    let wanted = plugin_text(command);
+/// The whole text of a file of wit's own (OpenCode's plugin, Cline's hook scripts, the Kiro
+/// agent) running `command`.
+fn own_file_text(target: Target, command: &str) -> String {
+    let quoted = |agent: Agent, news: bool| {
+        let line = if news {
+            news_command(command, agent)
+        } else {
+            gate_command(command, agent)
+        };
+        json!(line).to_string()
+    };
+    match target {
+        Target::ClineHook | Target::ClineNews => super::hooks::cline::HOOK_SCRIPT.replace(
+            "{{WIT}}",
+            &if target == Target::ClineNews {
+                news_command(command, Agent::Cline)
+            } else {
+                gate_command(command, Agent::Cline)
+            },
+        ),
+        Target::KiroAgent => super::hooks::kiro::AGENT
+            .replace("{{WIT}}", &json!(command).to_string())
+            .replace("{{GATE}}", &quoted(Agent::Kiro, false))
+            .replace("{{NEWS}}", &quoted(Agent::Kiro, true)),
+        _ => plugin_text(command),
+    }
+}
+
+fn add_own_file(existing: Option<&str>, wanted: String) -> Edit {
     if existing == Some(wanted.as_str()) {
         return Edit::Unchanged;
     }
     Edit::Write(wanted)
 }
 
-fn remove_plugin(existing: &str) -> Edit {
-    if existing.starts_with(PLUGIN_MARK) {
+/// Deletes the file when it is wit's (someone else's file of the same name stays).
+fn remove_own_file(target: Target, existing: &str) -> Edit {
+    let ours = match target {
+        Target::ClineHook | Target::ClineNews => {
+            existing.starts_with(super::hooks::cline::SCRIPT_MARK)
+        }
+        Target::KiroAgent => existing.contains(super::hooks::kiro::AGENT_MARK),
+        _ => existing.starts_with(PLUGIN_MARK),
+    };
+    if ours {
         Edit::Delete
     } else {
         Edit::Unchanged
@@ -988,7 +1180,7 @@ model = "o4-mini"
         assert_eq!(groups[0]["matcher"], "Bash");
         assert_eq!(
             groups[1],
-            json!({"matcher": "Edit|Write|Bash", "hooks": [
+            json!({"matcher": "Edit|Write|NotebookEdit|Bash|PowerShell", "hooks": [
                 {"type": "command", "command": "wit hook pre-edit --agent claude", "timeout": 5}
             ]})
         );
@@ -1035,7 +1227,7 @@ model = "o4-mini"
             (
                 Target::ClaudeSettings,
                 "PreToolUse",
-                Some("Edit|Write|Bash"),
+                Some("Edit|Write|NotebookEdit|Bash|PowerShell"),
             ),
             (
                 Target::CodexHooks,

@@ -24,10 +24,13 @@ use std::process::{Command, Stdio};
 use serde_json::{json, Value};
 
 use super::agent_config::{
-    self, gate_command, Agent, Target, GATE_MARK, GEMINI_HOOK_NAME, NEWS_MARK,
+    self, gate_command, Agent, Target, COPILOT_HOOK_TIMEOUT_SEC, GATE_MARK, GEMINI_HOOK_NAME,
+    NEWS_MARK,
 };
 use super::context::Context;
 use super::output::{CliError, Report};
+
+mod codex_hooks;
 
 /// One thing `wit doctor` found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,7 +88,7 @@ pub fn run(ctx: &Context) -> Result<Report, CliError> {
     let mut human = String::new();
     if wired.is_empty() {
         human.push_str(
-            "no harness is wired here: `wit init --agent claude,codex,gemini,cursor,copilot,opencode` (any of them)\n",
+            "no harness is wired here: `wit init --agent claude,codex,gemini,cursor,copilot,opencode,cline,windsurf,kiro` (any of them)\n",
         );
     }
     for finding in &findings {
@@ -156,7 +159,8 @@ pub fn check(root: &Path, agents: &[Agent], homes: &Homes) -> Vec<Finding> {
             Agent::Claude => findings.extend(claude_approval(root, homes)),
             Agent::Codex => findings.extend(codex_trust(root, homes)),
             Agent::Gemini => findings.extend(gemini_trust(root, homes)),
-            Agent::Cursor | Agent::Copilot | Agent::Opencode => {}
+            Agent::Copilot => findings.push(copilot_timeout(root)),
+            Agent::Cursor | Agent::Opencode | Agent::Cline | Agent::Windsurf | Agent::Kiro => {}
         }
         findings.push(dry_run(root, agent));
     }
@@ -182,6 +186,14 @@ fn entry_of(root: &Path, target: Target) -> Option<String> {
                 serde_json::from_str::<String>(quoted).unwrap_or_default()
             })
             .map(|command| gate_command(&command, Agent::Opencode)),
+        Target::ClineHook | Target::ClineNews => text
+            .lines()
+            .find_map(|line| line.strip_prefix("exec "))
+            .map(str::to_string),
+        Target::KiroAgent => {
+            let value: Value = serde_json::from_str(&text).ok()?;
+            hook_line(value.get("hooks")?.get("preToolUse")?, GATE_MARK)
+        }
         Target::CodexToml => {
             let doc: toml_edit::DocumentMut = text.parse().ok()?;
             doc.get("mcp_servers")?
@@ -206,6 +218,12 @@ fn entry_of(root: &Path, target: Target) -> Option<String> {
                 Target::GeminiNews => ("AfterTool", NEWS_MARK),
                 Target::ClaudeNews | Target::CodexNews => ("PostToolUse", NEWS_MARK),
                 Target::CursorHooks | Target::CopilotHooks => ("preToolUse", GATE_MARK),
+                Target::CursorNews | Target::CopilotNews => ("postToolUse", NEWS_MARK),
+                Target::ClaudeSkillShell => (super::hooks::claude::SKILL_SHELL_EVENT, GATE_MARK),
+                Target::WindsurfWrite => ("pre_write_code", GATE_MARK),
+                Target::WindsurfRun => ("pre_run_command", GATE_MARK),
+                Target::WindsurfWriteNews => ("post_write_code", NEWS_MARK),
+                Target::WindsurfRunNews => ("post_run_command", NEWS_MARK),
                 _ => ("PreToolUse", GATE_MARK),
             };
             hook_line(value.get("hooks")?.get(event)?, mark)
@@ -315,10 +333,11 @@ fn codex_trust(root: &Path, homes: &Homes) -> Vec<Finding> {
     }];
     // Codex records a trusted hook as `[hooks.state."<root>/.codex/hooks.json:<event>:<group>:
     // <handler>"] trusted_hash = "sha256:…"` (what its app-server's `hooks/list` calls the
-    // hook's key). The hash itself is not checked: a hook changed since it was trusted is not
-    // noticed here.
+    // hook's key), and runs it only while that hash is the hook's current one. Codex itself
+    // says whether it is (`trustStatus`); without a `codex` to ask, a recorded hash is all
+    // there is to see.
     let hooks_file = root.join(".codex/hooks.json").display().to_string();
-    let trusted = |event: &str| {
+    let recorded = |event: &str| {
         let prefix = format!("{hooks_file}:{event}:");
         doc.as_ref().is_some_and(|doc| {
             doc.get("hooks")
@@ -331,22 +350,100 @@ fn codex_trust(root: &Path, homes: &Homes) -> Vec<Finding> {
                 })
         })
     };
-    let mut hooks = vec![("pre_tool_use", "wit hook pre-edit --agent codex")];
+    let listed = codex_hooks::list(root, homes.codex.as_deref());
+    let mut hooks = vec![("pre_tool_use", GATE_MARK, "wit hook pre-edit --agent codex")];
     if agent_config::news_available() && entry_of(root, Target::CodexNews).is_some() {
-        hooks.push(("post_tool_use", "wit hook post-tool --agent codex"));
+        hooks.push((
+            "post_tool_use",
+            NEWS_MARK,
+            "wit hook post-tool --agent codex",
+        ));
     }
-    for (event, command) in hooks {
-        findings.push(if trusted(event) {
-            Finding::ok(Agent::Codex, format!("`{command}` is trusted in Codex"))
-        } else {
-            Finding::problem(
+    let fix = |command: &str| {
+        format!(
+            "start `codex` in this repository, open /hooks and trust `{command}` (or run `codex app-server` and write the hook's currentHash from `hooks/list` to hooks.state.\"<key>\".trusted_hash in {})",
+            config_path.display()
+        )
+    };
+    for (event, mark, command) in hooks {
+        let status = listed.as_ref().ok().map(|hooks| {
+            hooks
+                .iter()
+                .find(|hook| {
+                    hook.key.starts_with(&format!("{hooks_file}:{event}:"))
+                        && hook.command.contains(mark)
+                })
+                .map(|hook| hook.trust_status.clone())
+        });
+        findings.push(match status {
+            Some(Some(status)) if status == "trusted" => Finding::ok(
                 Agent::Codex,
-                format!("`{command}` is not trusted yet: Codex lists it as untrusted and does not run it"),
-                format!("start `codex` in this repository, open /hooks and trust `{command}`"),
-            )
+                format!("`{command}` is trusted in Codex (its trusted hash is the hook's current one)"),
+            ),
+            Some(Some(status)) => Finding::problem(
+                Agent::Codex,
+                format!("Codex gate inactive: `{command}` is {status} in Codex (a hook changed since it was trusted counts as untrusted), so Codex does not run it"),
+                fix(command),
+            ),
+            Some(None) => Finding::problem(
+                Agent::Codex,
+                format!("Codex gate inactive: Codex lists no `{command}` for this project (is the project trusted?)"),
+                format!("trust the project, then {}", fix(command)),
+            ),
+            None if recorded(event) => Finding::ok(
+                Agent::Codex,
+                format!(
+                    "`{command}` has a trusted hash in Codex (not compared with the current hook: {})",
+                    listed.as_ref().err().map(String::as_str).unwrap_or_default()
+                ),
+            ),
+            None => Finding::problem(
+                Agent::Codex,
+                format!("Codex gate inactive: `{command}` is not trusted yet, so Codex does not run it"),
+                fix(command),
+            ),
         });
     }
     findings
+}
+
+/// Copilot CLI lets a tool call go ahead when a hook times out (1.0.67 on): the gate's own
+/// budget must end well before the `timeoutSec` of wit's entry, so its verdict always arrives.
+fn copilot_timeout(root: &Path) -> Finding {
+    let timeout = read_json(&Target::CopilotHooks.config_path(root)).and_then(|value| {
+        value
+            .get("hooks")?
+            .get("preToolUse")?
+            .as_array()?
+            .iter()
+            .find(|entry| {
+                entry
+                    .get("bash")
+                    .and_then(Value::as_str)
+                    .is_some_and(|bash| bash.contains(GATE_MARK))
+            })?
+            .get("timeoutSec")?
+            .as_f64()
+    });
+    let budget = super::hooks::hook_input::Deadline::from_env(std::time::Instant::now())
+        .budget
+        .as_secs_f64();
+    match timeout {
+        Some(seconds) if seconds >= 2.0 * budget => Finding::ok(
+            Agent::Copilot,
+            format!("the gate answers within {budget} s, well inside the hook's timeoutSec of {seconds} s (Copilot CLI lets a call go ahead when its hook times out)"),
+        ),
+        Some(seconds) => Finding::problem(
+            Agent::Copilot,
+            format!("the hook's timeoutSec ({seconds} s) leaves the gate's {budget} s budget no margin: Copilot CLI lets a call go ahead when its hook times out, so a slow gate is no gate"),
+            format!("set timeoutSec to at least {} in {} (or run `wit init --agent copilot`)", COPILOT_HOOK_TIMEOUT_SEC, Target::CopilotHooks.label()),
+        ),
+        None => Finding::problem(
+            Agent::Copilot,
+            "wit's preToolUse entry has no timeoutSec: Copilot CLI's default applies, and a call goes ahead when its hook times out",
+            format!("run `wit init --agent copilot` (it sets timeoutSec = {COPILOT_HOOK_TIMEOUT_SEC})"),
+        ),
+    }
 }
 
 fn gemini_trust(root: &Path, homes: &Homes) -> Vec<Finding> {
@@ -450,9 +547,23 @@ fn dry_run_payload(root: &Path, agent: Agent) -> Value {
             "sessionId": "wit-doctor", "timestamp": 0, "cwd": cwd, "toolName": "create",
             "toolArgs": json!({"path": file, "file_text": ""}).to_string(),
         }),
+        Agent::Cline => json!({
+            "clineVersion": "0", "hookName": "PreToolUse", "timestamp": "0", "taskId": "wit-doctor",
+            "workspaceRoots": [cwd], "userId": "wit-doctor",
+            "preToolUse": {"toolName": "write_to_file", "parameters": {"path": file, "content": ""}},
+        }),
+        Agent::Windsurf => json!({
+            "agent_action_name": "pre_write_code", "trajectory_id": "wit-doctor",
+            "execution_id": "wit-doctor", "timestamp": "1970-01-01T00:00:00Z",
+            "tool_info": {"file_path": file, "edits": [{"old_string": "", "new_string": ""}]},
+        }),
+        Agent::Kiro => json!({
+            "hook_event_name": "preToolUse", "cwd": cwd, "tool_name": "fs_write",
+            "tool_input": {"command": "create", "path": file, "file_text": ""},
+        }),
         Agent::Opencode => json!({
-            "session_id": "wit-doctor", "cwd": cwd, "tool": "write",
-            "args": {"filePath": file, "content": ""},
+            "hook_event_name": "tool.execute.before", "session_id": "wit-doctor", "cwd": cwd,
+            "tool_name": "write", "tool_input": {"filePath": file, "content": ""},
         }),
     }
 }

@@ -81,6 +81,7 @@ fn output_schema() -> Value {
                 "type": "array",
                 "items": {
                     "type": "object",
+                    "required": ["file", "hunks", "leftUncommitted"],
                     "properties": {
                         "file": {"type": "string"},
                         "hunks": {"type": "integer"},
@@ -89,7 +90,8 @@ fn output_schema() -> Value {
                 }
             },
             "intentsResolved": {"type": "array", "items": {"type": "string"}}
-        }
+        },
+        "required": ["commit", "files", "intentsResolved"]
     })
 }
 
@@ -191,16 +193,16 @@ mod tests {
             text.contains("by bob") && text.contains("by carol"),
             "{text}"
         );
-        let structured = result.structured_content.unwrap();
+        assert_eq!(result.structured_content, None);
+        let structured = super::super::render::error_of(&result).unwrap();
         assert_eq!(structured["message"], REFUSED);
         assert_eq!(
             structured["data"]["overlaps"][1],
             "b.ts line 9: changed by this session (alice) and by carol"
         );
 
-        let nothing = failure(&CommitError::NoObservedWork)
-            .structured_content
-            .unwrap();
+        let nothing =
+            super::super::render::error_of(&failure(&CommitError::NoObservedWork)).unwrap();
         assert_eq!(nothing["message"], NOTHING);
     }
 
@@ -211,6 +213,9 @@ mod tests {
         assert_eq!(tool.input_schema["required"], json!(["message"]));
         let output = tool.output_schema.unwrap();
         assert!(output["properties"].get("commit").is_some());
-        assert!(output.get("required").is_none());
+        assert_eq!(
+            output["required"],
+            json!(["commit", "files", "intentsResolved"])
+        );
     }
 }

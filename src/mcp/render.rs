@@ -1,6 +1,8 @@
-//! Tool results: a daemon's result or error as `structuredContent` plus a one-line text that
-//! tells the agent what happened and, for an error, what to do next (the words come from
-//! [`crate::doorway::advice`], shared with the CLI).
+//! Tool results: a daemon's result as `structuredContent` plus its one-line text; an error as
+//! a one-line text that tells the agent what happened and what to do next (the words come from
+//! [`crate::doorway::advice`], shared with the CLI) and its `{code, message, data}` as a second
+//! text, never as `structuredContent`: output schemas list their `required` fields, and some
+//! MCP clients validate an error's structured content against them too.
 
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{json, Value};
@@ -27,7 +29,7 @@ pub fn success(spec: &ToolSpec, result: Value) -> CallToolResult {
     answer
 }
 
-/// A protocol error: `{code, message, data}` as structured content and advice as text.
+/// A protocol error: advice as text, then `{code, message, data}` as JSON text.
 /// `params` are the params sent, to name the symbol or intent in the advice.
 pub fn protocol_error(spec: &ToolSpec, error: &ProtocolError, params: &Value) -> CallToolResult {
     tool_error(&spec.name, &spec.method, error, params)
@@ -73,11 +75,18 @@ fn error_object(code: i32, message: &str, data: Option<Value>) -> Value {
     json!({ "code": code, "message": message, "data": data })
 }
 
-/// A failed call: `structured` as structured content, `text` as its one line.
-pub fn failure(structured: Value, text: String) -> CallToolResult {
-    let mut answer = CallToolResult::error(vec![ContentBlock::text(text)]);
-    answer.structured_content = Some(structured);
-    answer
+/// A failed call: `text` as its one line, then `error` (`{code, message, data}`) as JSON text.
+pub fn failure(error: Value, text: String) -> CallToolResult {
+    CallToolResult::error(vec![
+        ContentBlock::text(text),
+        ContentBlock::text(error.to_string()),
+    ])
+}
+
+/// The `{code, message, data}` of a failed call rendered by [`failure`].
+pub fn error_of(result: &CallToolResult) -> Option<Value> {
+    let text = result.content.get(1)?.as_text()?;
+    serde_json::from_str(&text.text).ok()
 }
 
 #[cfg(test)]
@@ -118,7 +127,8 @@ mod tests {
         );
         assert!(line.contains("waitMs"), "{line}");
         assert!(!line.contains('\n'));
-        let structured = result.structured_content.unwrap();
+        assert_eq!(result.structured_content, None);
+        let structured = error_of(&result).unwrap();
         assert_eq!(structured["code"], -32000);
         assert_eq!(structured["message"], "LOCK_CONFLICT");
         assert_eq!(structured["data"]["heldBy"], "bob");
@@ -140,7 +150,7 @@ mod tests {
         assert!(line.contains("files: Required"), "{line}");
         assert!(line.contains("description: Expected string"), "{line}");
         assert_eq!(
-            result.structured_content.unwrap()["data"]["fieldErrors"]["files"][0],
+            error_of(&result).unwrap()["data"]["fieldErrors"]["files"][0],
             "Required"
         );
     }

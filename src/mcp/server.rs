@@ -1,5 +1,9 @@
-//! The rmcp handler of `wit mcp` and its life: register at `initialize`, serve `tools/list` and
-//! `tools/call`, end the session when stdin closes.
+//! The rmcp handler of `wit mcp` and its life: register at `initialize` (or, from protocol
+//! revision 2026-07-28 on, which has no `initialize`, at the first request naming its client
+//! in `_meta`), serve `tools/list` and `tools/call`, end the session when stdin closes. The
+//! revision is rmcp's negotiation over every revision it knows: the client's own when rmcp
+//! serves it (2026-07-28 through `server/discover` and per-request `_meta`, as Claude Code
+//! 2.1.332 speaks it), else the newest rmcp answers `initialize` with.
 //!
 //! The handler is written by hand (`list_tools`/`call_tool`) rather than with rmcp's tool
 //! macros: the tools are data from the generated table, registered at run time from their JSON
@@ -69,6 +73,19 @@ impl WitMcp {
                 identity,
                 registration: Mutex::new(Registration::default()),
             }),
+        }
+    }
+
+    /// Notes the client's name from a request's `_meta` (`io.modelcontextprotocol/clientInfo`):
+    /// from protocol revision 2026-07-28 on there is no `initialize`, and every request says
+    /// who the client is instead.
+    async fn note_client(&self, context: &RequestContext<RoleServer>) {
+        let Some(info) = context.meta.client_info() else {
+            return;
+        };
+        let mut registration = self.shared.registration.lock().await;
+        if registration.client_name.is_none() {
+            registration.client_name = Some(identity::registered_name(&info.name));
         }
     }
 
@@ -201,8 +218,11 @@ impl ServerHandler for WitMcp {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> std::result::Result<ListToolsResult, ErrorData> {
+        self.note_client(&context).await;
+        let server = self.clone();
+        tokio::spawn(async move { server.ensure_registered().await });
         let mut tools = self.shared.table.tools().to_vec();
         tools.push(commit_tool::tool());
         Ok(ListToolsResult::with_all_items(tools))
@@ -211,8 +231,9 @@ impl ServerHandler for WitMcp {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResponse, ErrorData> {
+        self.note_client(&context).await;
         self.call(request).await
     }
 }

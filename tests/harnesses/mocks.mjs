@@ -73,13 +73,13 @@ export function flatten(value) {
 function anthropic(script, body, res) {
   const step = script.take((tool) => (body.tools || []).some((t) => t.name === tool));
   const messages = body.messages || [];
-  const last = messages[messages.length - 1];
-  const results = Array.isArray(last?.content)
-    ? last.content.filter((b) => b.type === "tool_result")
-    : [];
-  if (results.length > 0 && script.called) {
-    // The whole last message: the tool's result plus anything a hook added beside it.
-    script.results.push(flatten(last.content));
+  // The last message holding a tool's result, and every message after it: what a hook added
+  // beside the result (Claude Code 2.1.332 sends hook context as a `system` message after it).
+  const hasResult = (m) => Array.isArray(m?.content) && m.content.some((b) => b.type === "tool_result");
+  let at = messages.length - 1;
+  while (at >= 0 && !hasResult(messages[at]) && messages[at].role !== "assistant") at -= 1;
+  if (at >= 0 && hasResult(messages[at]) && script.called) {
+    script.results.push(flatten(messages.slice(at).map((m) => m.content)));
   }
   const id = `msg_${Math.random().toString(36).slice(2)}`;
   const model = body.model || "claude-sonnet-4-5";
@@ -150,6 +150,41 @@ function openai(script, body, res) {
   ]);
 }
 
+// ---- OpenAI Chat Completions API (OpenCode's OpenAI-compatible custom provider) ------------
+
+function chat(script, body, res) {
+  const tools = body.tools || [];
+  const step = script.take((tool) => tools.some((t) => t.function?.name === tool));
+  const messages = body.messages || [];
+  // The last tool result and everything after it (what a plugin appended is in its content).
+  let at = messages.length - 1;
+  while (at >= 0 && messages[at].role !== "tool" && messages[at].role !== "assistant") at -= 1;
+  if (at >= 0 && messages[at].role === "tool" && script.called) {
+    script.results.push(flatten(messages.slice(at).map((m) => m.content)));
+  }
+  const id = `chatcmpl-${Math.random().toString(36).slice(2)}`;
+  const created = Math.floor(Date.now() / 1000);
+  const model = body.model || "mock";
+  const chunk = (delta, finish) => [null, { id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta, finish_reason: finish }] }];
+  const usage = [null, { id, object: "chat.completion.chunk", created, model, choices: [], usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } }];
+  const events = step
+    ? [
+      chunk({ role: "assistant", content: null, tool_calls: [{ index: 0, id: `call_${Math.random().toString(36).slice(2)}`, type: "function", function: { name: step.tool, arguments: "" } }] }, null),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: JSON.stringify(step.input) } }] }, null),
+      chunk({}, "tool_calls"),
+    ]
+    : [chunk({ role: "assistant", content: "done" }, null), chunk({}, "stop")];
+  if (!body.stream) {
+    const message = step
+      ? { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: step.tool, arguments: JSON.stringify(step.input) } }] }
+      : { role: "assistant", content: "done" };
+    return json(res, { id, object: "chat.completion", created, model, choices: [{ index: 0, message, finish_reason: step ? "tool_calls" : "stop" }], usage: usage[1].usage });
+  }
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+  for (const [, data] of [...events, usage]) res.write(`data: ${JSON.stringify(data)}\n\n`);
+  res.end("data: [DONE]\n\n");
+}
+
 // ---- Gemini API (Gemini CLI) ---------------------------------------------------------------
 
 function gemini(script, body, url, res) {
@@ -185,7 +220,7 @@ function json(res, value) {
   res.end(JSON.stringify(value));
 }
 
-/// Starts the mock for `api` ("anthropic" | "openai" | "gemini") on 127.0.0.1; resolves to
+/// Starts the mock for `api` ("anthropic" | "openai" | "chat" | "gemini") on 127.0.0.1; resolves to
 /// `{url, close}`.
 export function startMock(api, script) {
   const server = http.createServer(async (req, res) => {
@@ -199,6 +234,7 @@ export function startMock(api, script) {
         return anthropic(script, body, res);
       }
       if (api === "openai") return openai(script, body, res);
+      if (api === "chat") return chat(script, body, res);
       return gemini(script, body, req.url, res);
     } catch (error) {
       res.writeHead(500);

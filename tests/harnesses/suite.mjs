@@ -42,8 +42,16 @@ const CASES = [
   { name: "intent", old: '  return "audit: " + event;', new: '  return "audit(v2): " + event;', lands: true, shown: "overlaps intent" },
   // Text that occurs in every function, replaced everywhere (Claude's replace_all, Gemini's
   // allow_multiple): the locked function is among the occurrences.
-  { name: "every-occurrence", old: "string", new: "String", all: true, lands: false, shown: "is locked by", only: ["claude", "gemini"] },
+  { name: "every-occurrence", old: "string", new: "String", all: true, lands: false, shown: "is locked by", only: ["claude", "gemini", "opencode"] },
+  // `git stash` while another session's uncommitted edit of formatName is in the tree: refused
+  // with wit's reason, the edit stays where it is and nothing is stashed. Claude Code runs it
+  // as a skill's inline `!` command (PreSkillShellCommand: PreToolUse never sees it), OpenCode
+  // through its `bash` tool.
+  { name: "stash", stash: true, shown: "throw away", only: ["claude", "opencode"] },
 ];
+
+/// The other session's uncommitted edit the stash case must not take.
+const BOBS_EDIT = { old: "  return name.trim();", new: "  return name.trim().toUpperCase();" };
 
 function run(cmd, args, opts = {}) {
   const out = spawnSync(cmd, args, { encoding: "utf8", ...opts });
@@ -62,7 +70,7 @@ function setupRepo(dir, home) {
   run("git", ["init", "-q"], { cwd: repo, env });
   run("git", ["add", "."], { cwd: repo, env });
   run("git", ["commit", "-q", "-m", "init"], { cwd: repo, env });
-  run(wit, ["init", "--no-docs", "--agent", "claude,codex,gemini"], { cwd: repo, env });
+  run(wit, ["init", "--no-docs", "--agent", "claude,codex,gemini,opencode"], { cwd: repo, env });
   return repo;
 }
 
@@ -75,8 +83,17 @@ function witEnv(home) {
 }
 
 /// Another session's lock on validateToken and intent on auditLog, fresh before each run.
-function othersWork(repo, home) {
+function othersWork(repo, home, c) {
   const env = witEnv(home);
+  if (c.stash) {
+    // bob's edit through the edit gate (which records it as his), then on disk.
+    const file = path.join(repo, "src/auth.ts");
+    run(wit, ["register", "bob"], { cwd: repo, env: { ...env, WIT_SESSION: "bob" } });
+    const payload = JSON.stringify({ session_id: "bob", cwd: repo, hook_event_name: "PreToolUse", tool_name: "Edit", tool_input: { file_path: file, old_string: BOBS_EDIT.old, new_string: BOBS_EDIT.new } });
+    run(wit, ["hook", "pre-edit", "--agent", "claude"], { cwd: repo, env, input: payload });
+    fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace(BOBS_EDIT.old, BOBS_EDIT.new));
+    return;
+  }
   run(wit, ["lock", "src/auth.ts:validateToken", "--ttl", "30m"], { cwd: repo, env: { ...env, WIT_SESSION: "holder" } });
   const intents = JSON.parse(run(wit, ["--json", "intent", "list"], { cwd: repo, env: { ...env, WIT_SESSION: "planner" } }) || "[]");
   const open = (Array.isArray(intents) ? intents : intents.intents || []).some((i) => (i.description || "").includes("Audit log rework"));
@@ -161,16 +178,21 @@ const CLIS = {
     prepare(repo, home) {
       // Approves the project's .mcp.json server (else Claude Code would ask).
       fs.writeFileSync(path.join(repo, ".claude/settings.local.json"), JSON.stringify({ enabledMcpjsonServers: ["wit"] }));
+      // A skill whose inline `!` command stashes (Claude Code's own permission allows it).
+      const skill = path.join(repo, ".claude/skills/wip");
+      fs.mkdirSync(skill, { recursive: true });
+      fs.writeFileSync(path.join(skill, "SKILL.md"), "---\nname: wip\ndescription: Put the work in progress aside\nallowed-tools: Bash(git stash:*)\n---\nPut aside: !`git stash`\n");
     },
     steps(file, c) {
+      if (c.stash) return [];
       return [
         { tool: "Read", input: { file_path: file } },
         { tool: "Edit", input: { file_path: file, old_string: c.old, new_string: c.new, ...(c.all ? { replace_all: true } : {}) } },
       ];
     },
-    command(bin, mock) {
+    command(bin, mock, c) {
       return {
-        args: [path.join(bin, "claude"), "-p", "Make the change.", "--permission-mode", "acceptEdits", "--output-format", "stream-json", "--verbose", "--include-hook-events"],
+        args: [path.join(bin, "claude"), "-p", c.stash ? "/wip" : "Make the change.", "--permission-mode", "acceptEdits", "--output-format", "stream-json", "--verbose", "--include-hook-events"],
         env: {
           ANTHROPIC_BASE_URL: mock.url,
           ANTHROPIC_API_KEY: "sk-ant-mock",
@@ -241,7 +263,50 @@ const CLIS = {
       };
     },
   },
+  opencode: {
+    api: "chat",
+    mcpTool: "wit_lock_acquire",
+    prepare(repo, home, mock) {
+      // A custom OpenAI-compatible provider at the mock, next to wit's server and plugin.
+      const config = path.join(repo, "opencode.json");
+      const value = JSON.parse(fs.readFileSync(config, "utf8"));
+      value.provider = { mock: { npm: "@ai-sdk/openai-compatible", name: "Mock", options: { baseURL: `${mock.url}/v1`, apiKey: "mock" }, models: { "mock-model": { name: "Mock", tool_call: true } } } };
+      value.model = "mock/mock-model";
+      fs.writeFileSync(config, JSON.stringify(value, null, 2));
+      // OpenCode installs @opencode-ai/plugin into each config directory before it starts (a
+      // minute from npm); the pinned copy of this suite's lockfile stands in for it.
+      for (const dir of [path.join(repo, ".opencode"), path.join(home, ".config/opencode")]) {
+        fs.mkdirSync(dir, { recursive: true });
+        fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ dependencies: { "@opencode-ai/plugin": PINNED["@opencode-ai/plugin"] } }));
+        fs.symlinkSync(path.dirname(binDir), path.join(dir, "node_modules"));
+      }
+      fs.writeFileSync(path.join(repo, ".git/info/exclude"), ".opencode/\n");
+    },
+    steps(file, c) {
+      if (c.stash) return [{ tool: "bash", input: { command: "git stash", description: "Put the work aside" } }];
+      return [
+        { tool: "read", input: { filePath: file } },
+        { tool: "edit", input: { filePath: file, oldString: c.old, newString: c.new, ...(c.all ? { replaceAll: true } : {}) } },
+      ];
+    },
+    command(bin, mock) {
+      return {
+        args: [path.join(bin, "opencode"), "run", "Make the change.", "--print-logs", "-m", "mock/mock-model"],
+        env: {
+          OPENCODE_DISABLE_MODELS_FETCH: "1",
+          OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
+          OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
+          OPENCODE_DISABLE_CLAUDE_CODE: "1",
+          OPENCODE_DISABLE_AUTOUPDATE: "1",
+          OPENCODE_DISABLE_SHARE: "1",
+        },
+      };
+    },
+  },
 };
+
+/// The versions package.json pins.
+const PINNED = JSON.parse(fs.readFileSync(new URL("./package.json", import.meta.url), "utf8")).dependencies;
 
 async function runCase(name, cli, c) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `wit-harness-${name}-${c.name}-`));
@@ -255,27 +320,34 @@ async function runCase(name, cli, c) {
   try {
     await cli.prepare(repo, home, mock);
     // What `wit doctor` says once the harness is set up as a user would: nothing missing.
-    const doctor = spawnSync(wit, ["--json", "doctor"], { cwd: repo, env: witEnv(home), encoding: "utf8" });
+    // With the pinned CLIs on PATH: doctor asks Codex itself whether its hooks are trusted.
+    const doctorEnv = { ...witEnv(home), PATH: `${binDir}:${process.env.PATH}` };
+    const doctor = spawnSync(wit, ["--json", "doctor"], { cwd: repo, env: doctorEnv, encoding: "utf8" });
     const report = JSON.parse(doctor.stdout || "{}");
     const mine = (report.findings || []).filter((f) => f.agent === name && !f.ok);
     if (doctor.status !== 0 && mine.length) throw new Error(`wit doctor: ${mine.map((f) => `${f.what}: ${f.fix}`).join("; ")}`);
-    othersWork(repo, home);
-    const { args, env } = cli.command(binDir, mock);
-    const fullEnv = { ...witEnv(home), ...env, NO_COLOR: "1", CI: "1" };
+    othersWork(repo, home, c);
+    const before = fs.readFileSync(file, "utf8");
+    const { args, env } = cli.command(binDir, mock, c);
+    // OpenCode (Bun) takes its working directory from PWD.
+    const fullEnv = { ...witEnv(home), ...env, PWD: repo, NO_COLOR: "1", CI: "1" };
     for (const [key, value] of Object.entries(fullEnv)) if (value === undefined) delete fullEnv[key];
     const logFile = path.join(dir, "cli.log");
     const exit = await spawnLogged(args[0], args.slice(1), { cwd: repo, env: fullEnv }, logFile);
     fs.writeFileSync(path.join(dir, "requests.json"), JSON.stringify({ requests: script.requests, bodies: script.bodies }, null, 1));
     const after = fs.readFileSync(file, "utf8");
     const landed = after !== AUTH_TS && after.includes(c.new);
-    const unchanged = after === AUTH_TS;
-    const shown = script.results.join("\n");
+    const unchanged = after === before;
+    // What the model was shown; for a skill's `!` command, which no model call carries, what
+    // Claude Code reported (its stream-json output).
+    const shown = script.results.join("\n") + (c.stash && name === "claude" ? fs.readFileSync(logFile, "utf8") : "");
     const problems = [];
     if (script.next < script.steps.length) problems.push(`the CLI made only ${script.next} of ${script.steps.length} scripted tool calls (exit ${exit.code}${exit.signal ? ", " + exit.signal : ""})`);
     // wit's MCP server connected: its tools are offered to the model.
     if (!JSON.stringify(script.bodies).includes(cli.mcpTool)) problems.push(`wit's MCP tools were not offered (no ${cli.mcpTool})`);
     if (c.lands && !landed) problems.push("the edit did not land");
-    if (!c.lands && !unchanged) problems.push("the file changed: the locked function was edited");
+    if (!c.lands && !unchanged) problems.push(c.stash ? "the other session's edit was taken out of the tree" : "the file changed: the locked function was edited");
+    if (c.stash && spawnSync("git", ["stash", "list"], { cwd: repo, encoding: "utf8" }).stdout.trim()) problems.push("git stash ran");
     if (c.shown && !shown.includes(c.shown)) {
       problems.push(`the model was not shown "${c.shown}"; it saw: ${shown.slice(0, 400) || "(no tool result)"}`);
     }
@@ -298,7 +370,8 @@ for (const name of names) {
     console.error(`unknown CLI ${name}`);
     process.exit(2);
   }
-  for (const c of CASES.filter((c) => !c.only || c.only.includes(name))) {
+  const cases = process.env.WIT_HARNESS_CASES ? process.env.WIT_HARNESS_CASES.split(",") : null;
+  for (const c of CASES.filter((c) => (!c.only || c.only.includes(name)) && (!cases || cases.includes(c.name)))) {
     const started = Date.now();
     const failure = await runCase(name, cli, c);
     const took = ((Date.now() - started) / 1000).toFixed(1);

@@ -272,6 +272,69 @@ fn every_harness_gets_its_own_answer_shape() {
     }
 }
 
+/// Cline answers in JSON; Windsurf and Kiro CLI block by exit code 2, the reason on stderr.
+/// Their payloads follow their published hook references.
+#[test]
+fn cline_windsurf_and_kiro_refuse_a_locked_function_their_own_way() {
+    let (repo, _daemon) = setup();
+    wit_as(
+        &repo,
+        "bob",
+        &["lock", "src/auth.ts:validateToken", "--ttl", "10m"],
+    );
+    let run = |agent: &str, name: &str, session: &str| {
+        let payload = fixture(name, &repo, session);
+        let args = ["hook", "pre-edit", "--agent", agent];
+        // Kiro's payload names no session: the agent's WIT_SESSION does.
+        with_harness(&repo, session, |stand_in| {
+            stand_in.run(&args, &payload, &[("WIT_SESSION", session)])
+        })
+    };
+    let denied = run("cline", "cline/replace_in_file.json", "alice");
+    assert_eq!(denied.status.code(), Some(0));
+    let value = answer(&denied);
+    assert_eq!(value["cancel"], true, "{value}");
+    assert!(
+        value["errorMessage"]
+            .as_str()
+            .unwrap()
+            .contains("session bob"),
+        "{value}"
+    );
+    assert_eq!(
+        answer(&run("cline", "cline/replace_in_file.json", "bob")),
+        serde_json::json!({"cancel": false})
+    );
+    assert_eq!(
+        answer(&run("cline", "cline/execute_command.json", "alice")),
+        serde_json::json!({"cancel": false}),
+        "a command that takes no one's work"
+    );
+    for (agent, name) in [
+        ("windsurf", "windsurf/pre_write_code.json"),
+        ("kiro", "kiro/fs_write.json"),
+    ] {
+        let denied = run(agent, name, "alice");
+        assert_eq!(
+            denied.status.code(),
+            Some(2),
+            "{name}: {}",
+            text(&denied.stderr)
+        );
+        assert!(text(&denied.stderr).contains("session bob"), "{name}");
+        let allowed = run(agent, name, "bob");
+        assert_eq!(
+            allowed.status.code(),
+            Some(0),
+            "{name}: {}",
+            text(&allowed.stderr)
+        );
+        assert_eq!(text(&allowed.stdout), "", "{name}");
+    }
+    let file = std::fs::read_to_string(repo.path().join("src/auth.ts")).unwrap();
+    assert_eq!(file, AUTH_TS, "the gate never writes");
+}
+
 #[test]
 fn an_overlapping_intent_warns_and_a_broken_contract_denies() {
     let (repo, _daemon) = setup();
@@ -648,7 +711,7 @@ fn wit_init_wires_the_gate_for_every_harness_idempotently_and_removably() {
     let settings: Value = serde_json::from_str(first[1].as_deref().unwrap()).unwrap();
     assert_eq!(settings["permissions"]["deny"][0], "Read(.env)");
     let gate = &settings["hooks"]["PreToolUse"][0];
-    assert_eq!(gate["matcher"], "Edit|Write|Bash");
+    assert_eq!(gate["matcher"], "Edit|Write|NotebookEdit|Bash|PowerShell");
     assert!(gate["hooks"][0]["command"]
         .as_str()
         .unwrap()
@@ -693,7 +756,7 @@ fn the_claude_plugin_runs_the_gate_on_edits() {
     )
     .unwrap();
     let group = &hooks["hooks"]["PreToolUse"][0];
-    assert_eq!(group["matcher"], "Edit|Write|Bash");
+    assert_eq!(group["matcher"], "Edit|Write|NotebookEdit|Bash|PowerShell");
     assert!(group["hooks"][0]["command"]
         .as_str()
         .unwrap()

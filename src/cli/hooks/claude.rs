@@ -1,13 +1,21 @@
-//! Claude Code's PreToolUse hook (`wit hook pre-edit --agent claude`, wired in
-//! `.claude/settings.json` and in the plugin's `hooks/hooks.json` for `Edit|Write|Bash`).
+//! Claude Code's PreToolUse and PreSkillShellCommand hooks (`wit hook pre-edit --agent claude`,
+//! wired in `.claude/settings.json` and in the plugin's `hooks/hooks.json`: PreToolUse for
+//! [`super::super::agent_config::CLAUDE_MATCHER`], PreSkillShellCommand for the shell commands
+//! a skill's or command's inline `!` runs, which PreToolUse never sees).
 //!
 //! Payload: `{session_id, cwd, hook_event_name: "PreToolUse", tool_name, tool_input}` with
 //! `Edit {file_path, old_string, new_string, replace_all?}` and `Write {file_path, content}`.
 //! `MultiEdit {file_path, edits: [{old_string, new_string, replace_all?}]}` (gone in Claude
-//! Code 2.1, still read for older releases and for Cursor) too.
+//! Code 2.1, still read for older releases and for Cursor) too. `NotebookEdit {notebook_path,
+//! cell_id?, new_source, edit_mode?}` names its notebook (`.ipynb`, a file wit does not
+//! analyse: the gate has no symbols to weigh there and lets it through). `Bash` and
+//! `PowerShell` go to the shell gate ([`super::shell`]); so does PreSkillShellCommand's
+//! `{hook_event_name: "PreSkillShellCommand", tool_name: "Bash"|"PowerShell", tool_input:
+//! {command}, command_name, invoked_by}` (read from Claude Code 2.1.332's hook input schema).
 //!
-//! Answer (stdout, exit 0): `{"hookSpecificOutput": {"hookEventName": "PreToolUse",
-//! "permissionDecision": "deny"|"ask", "permissionDecisionReason": …, "additionalContext": …}}`.
+//! Answer (stdout, exit 0): `{"hookSpecificOutput": {"hookEventName": <the payload's event>,
+//! "permissionDecision": "deny"|"ask", "permissionDecisionReason": …, "additionalContext": …}}`
+//! (PreSkillShellCommand's answer has no `additionalContext`: a warning there is dropped).
 //! The gate never answers `allow`: in Claude Code that would also skip the user's own
 //! permission prompt, and the gate only ever takes rights away. An edit the gate has nothing
 //! against gets no output at all; a warning gets `additionalContext` alone.
@@ -65,6 +73,15 @@ pub fn tool_changes(tool: &str, input: &Value) -> Result<Option<Vec<FileChange>>
             Change::Edits(edits)
         }
         "Write" => Change::Content(required(input, "content", tool)?.to_string()),
+        // The notebook is the file; its cells are no symbols wit knows, so the file's path is
+        // all the gate needs (it lets a file it does not analyse through).
+        "NotebookEdit" => {
+            let path = required(input, "notebook_path", tool)?.to_string();
+            return Ok(Some(vec![FileChange {
+                path,
+                change: Change::Edits(Vec::new()),
+            }]));
+        }
         _ => return Ok(None),
     };
     let path = required(input, "file_path", tool)?.to_string();
@@ -88,10 +105,19 @@ pub fn parse(payload: &Value) -> Result<Option<EditRequest>, PayloadError> {
     }))
 }
 
-/// The answer on stdout; `None` when the gate has nothing to say.
+/// The event whose answer PreToolUse's shape also fits: the shell commands of skills.
+pub const SKILL_SHELL_EVENT: &str = "PreSkillShellCommand";
+
+/// The answer on stdout to PreToolUse; `None` when the gate has nothing to say.
 pub fn answer(verdict: &Verdict) -> Option<Value> {
+    answer_to("PreToolUse", verdict)
+}
+
+/// The answer on stdout to hook event `event` (PreToolUse or [`SKILL_SHELL_EVENT`]); `None`
+/// when the gate has nothing to say.
+pub fn answer_to(event: &str, verdict: &Verdict) -> Option<Value> {
     let mut output = Map::new();
-    output.insert("hookEventName".into(), json!("PreToolUse"));
+    output.insert("hookEventName".into(), json!(event));
     match verdict.decision {
         Decision::Allow => {}
         Decision::Ask => {
@@ -107,7 +133,11 @@ pub fn answer(verdict: &Verdict) -> Option<Value> {
             json!(verdict.reason.as_deref().unwrap_or_default()),
         );
     }
-    if let Some(context) = &verdict.context {
+    if let Some(context) = verdict
+        .context
+        .as_ref()
+        .filter(|_| event != SKILL_SHELL_EVENT)
+    {
         output.insert("additionalContext".into(), json!(context));
     }
     if output.len() == 1 {

@@ -1,7 +1,8 @@
 //! `wit hook …`: the git hooks ([`git`]) and the edit gate, the harness adapters that check
 //! an agent's edit before it is written ([`pre_edit`], the shared flow; [`claude`], [`codex`]
-//! with its `apply_patch` parser, [`gemini`], [`cursor`], [`copilot`], [`opencode`]: payload
-//! in, the harness's answer out; [`policy`]: the `[gate]` configuration), the shell gate for
+//! with its `apply_patch` parser, [`gemini`], [`cursor`], [`copilot`], [`opencode`], [`cline`],
+//! [`windsurf`], [`kiro`]: payload in, the harness's answer out; [`powershell`]: PowerShell
+//! lines read for the shell gate; [`policy`]: the `[gate]` configuration), the shell gate for
 //! git commands that would take or drop other sessions' work ([`shell`], reached through the
 //! same `pre-edit` entry for shell tools), the pre-commit check for staged foreign lines
 //! ([`foreign`]) and the news hook after each tool call ([`post_tool`]). What the harness
@@ -12,6 +13,7 @@
 //! `edit.preflight`; they only translate and weigh its findings.
 
 pub mod claude;
+pub mod cline;
 pub mod codex;
 pub mod copilot;
 pub mod cursor;
@@ -20,12 +22,15 @@ pub mod gemini;
 pub mod git;
 pub mod harness_session;
 pub mod hook_input;
+pub mod kiro;
 pub mod opencode;
 pub mod policy;
 pub mod post_tool;
+pub mod powershell;
 pub mod pre_edit;
 pub mod shell;
 pub mod windows;
+pub mod windsurf;
 
 #[cfg(test)]
 mod fuzz_tests;

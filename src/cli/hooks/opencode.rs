@@ -3,8 +3,11 @@
 //! `tool.execute.before` hook.
 //!
 //! OpenCode calls `tool.execute.before` with `(input: {tool, sessionID, callID}, output:
-//! {args})`; the plugin passes on `{session_id: sessionID, cwd: the project directory, tool,
-//! args}`. The file tools, as OpenCode's own schemas name their arguments: `edit {filePath,
+//! {args})`; the plugin passes on `{hook_event_name: "tool.execute.before", session_id:
+//! sessionID, cwd: the project directory, tool_name: tool, tool_input: args}` (the
+//! plugin's first version sent `tool` and `args`, still read), so that its `bash` tool reaches the
+//! shell gate like any harness's shell tool. After each call `tool.execute.after` runs `wit
+//! hook post-tool --agent opencode` and appends its news to the tool's output. The file tools, as OpenCode's own schemas name their arguments: `edit {filePath,
 //! oldString, newString, replaceAll?}`, `write {filePath, content}`, `multiedit {filePath,
 //! edits: [{oldString, newString, replaceAll?}]}` and `apply_patch {patchText}` (Codex's patch
 //! format); every other tool is not an edit.
@@ -40,11 +43,14 @@ fn edit_of(item: &Value, tool: &str) -> Result<TextEdit, PayloadError> {
 
 /// Reads the plugin's payload; `Ok(None)` when the tool is not a file edit.
 pub fn parse(payload: &Value) -> Result<Option<EditRequest>, PayloadError> {
-    let tool = payload
-        .get("tool")
-        .and_then(Value::as_str)
-        .ok_or_else(|| PayloadError::Shape("no tool".into()))?;
-    let args = payload.get("args").unwrap_or(&Value::Null);
+    let tool = ["tool_name", "tool"]
+        .iter()
+        .find_map(|key| payload.get(*key).and_then(Value::as_str))
+        .ok_or_else(|| PayloadError::Shape("no tool_name".into()))?;
+    let args = payload
+        .get("tool_input")
+        .or_else(|| payload.get("args"))
+        .unwrap_or(&Value::Null);
     let files = match tool {
         "edit" => vec![FileChange {
             path: required(args, "filePath", tool)?.to_string(),

@@ -1,44 +1,58 @@
 // wit's edit gate for OpenCode, written by `wit init --agent opencode` (remove it with
 // `wit init --agent opencode --remove`). Before every tool call it asks `wit hook pre-edit
-// --agent opencode`; a refused edit fails with wit's reason, a warning is appended to the
-// tool's output. Anything going wrong lets the edit through.
+// --agent opencode` (file edits and `bash` commands are checked; a refused call fails with
+// wit's reason, a warning is appended to the tool's output); after every tool call it runs
+// `wit hook post-tool --agent opencode`, whose news is appended to the tool's output.
+// Anything going wrong lets the call through.
 import { spawnSync } from "node:child_process";
 
 const WIT = {{WIT}};
+
+function ask(directory, hook, payload) {
+  const run = spawnSync(WIT, ["hook", hook, "--agent", "opencode"], {
+    input: JSON.stringify(payload),
+    cwd: directory,
+    encoding: "utf8",
+    timeout: 5000,
+  });
+  try {
+    return JSON.parse((run.stdout || "").trim() || "null");
+  } catch {
+    return null;
+  }
+}
 
 export const WitGate = async ({ directory }) => {
   const warnings = new Map();
   return {
     "tool.execute.before": async (input, output) => {
-      const payload = JSON.stringify({
+      const answer = ask(directory, "pre-edit", {
+        hook_event_name: "tool.execute.before",
         session_id: input.sessionID,
         cwd: directory,
-        tool: input.tool,
-        args: output.args,
+        tool_name: input.tool,
+        tool_input: output.args,
       });
-      const run = spawnSync(WIT, ["hook", "pre-edit", "--agent", "opencode"], {
-        input: payload,
-        cwd: directory,
-        encoding: "utf8",
-        timeout: 5000,
-      });
-      let answer;
-      try {
-        answer = JSON.parse((run.stdout || "").trim() || "null");
-      } catch {
-        return;
-      }
       if (!answer) return;
       if (answer.decision === "deny" || answer.decision === "ask") {
         throw new Error(`wit: ${answer.reason}`);
       }
-      if (answer.context) warnings.set(input.callID, answer.context);
+      const context = answer.context ?? answer.additionalContext;
+      if (context) warnings.set(input.callID, context);
     },
     "tool.execute.after": async (input, output) => {
-      const context = warnings.get(input.callID);
-      if (context === undefined) return;
+      const told = [];
+      const warning = warnings.get(input.callID);
       warnings.delete(input.callID);
-      output.output = `${output.output ?? ""}\n\nwit: ${context}`;
+      if (warning !== undefined) told.push(`wit: ${warning}`);
+      const news = ask(directory, "post-tool", {
+        hook_event_name: "tool.execute.after",
+        session_id: input.sessionID,
+        cwd: directory,
+        tool_name: input.tool,
+      });
+      if (news?.additionalContext) told.push(news.additionalContext);
+      if (told.length) output.output = `${output.output ?? ""}\n\n${told.join("\n\n")}`;
     },
   };
 };

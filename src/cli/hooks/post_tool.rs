@@ -394,6 +394,10 @@ pub fn answer(agent: Agent, context: &str) -> Value {
         // Neither wires the news hook (`wit init` does not): Copilot CLI reads nothing a
         // postToolUse hook answers, and OpenCode's plugin appends to the tool's output itself.
         Agent::Copilot | Agent::Opencode => json!({ "additionalContext": context }),
+        // Cline adds `contextModification` to the conversation.
+        Agent::Cline => json!({ "cancel": false, "contextModification": context }),
+        // Kiro and Windsurf read a post hook's stdout as text (Kiro gives it to the model).
+        Agent::Kiro | Agent::Windsurf => json!(context),
     }
 }
 
@@ -403,6 +407,7 @@ fn envelope(payload: &Value) -> (Option<String>, Option<PathBuf>) {
     let text = |key: &str| payload.get(key).and_then(Value::as_str);
     let session = text("session_id")
         .or_else(|| text("conversation_id"))
+        .or_else(|| text("sessionId"))
         .map(str::to_string);
     let cwd = hook_input::payload_cwd(payload).map(PathBuf::from);
     (session, cwd)
@@ -428,7 +433,7 @@ fn told(
     session_flag: Option<&str>,
     deadline: Deadline,
 ) -> Option<String> {
-    let payload = hook_input::read_payload(deadline).ok()?;
+    let payload = super::pre_edit::normalise(agent, hook_input::read_payload(deadline).ok()?);
     let (harness_session, cwd) = envelope(&payload);
     let cwd = working_dir(cwd)?;
     let root = find_root(repo, &cwd)?;

@@ -27,7 +27,7 @@ use super::harness_session::HarnessSession;
 pub use super::hook_input::find_root;
 use super::hook_input::{self, hook_session, relative_path, working_dir, Deadline};
 use super::policy::{self, Action, Policy};
-use super::{claude, codex, copilot, cursor, gemini, opencode};
+use super::{claude, cline, codex, copilot, cursor, gemini, kiro, opencode, windsurf};
 use crate::daemon::paths::WitPaths;
 use crate::doorway::{self, clock, Doorway, Failure, Unavailable};
 use crate::protocol::{
@@ -126,7 +126,7 @@ impl Verdict {
 pub fn run(agent: Agent, repo: Option<&Path>, session_flag: Option<&str>) -> Report {
     let deadline = Deadline::from_env(Instant::now());
     let mut notes = Vec::new();
-    let payload = hook_input::read_payload(deadline);
+    let payload = hook_input::read_payload(deadline).map(|payload| normalise(agent, payload));
     // A shell tool's call goes to the shell gate (it answers in the same harness's shape).
     if let Some(request) = payload.as_ref().ok().and_then(super::shell::shell_request) {
         return super::shell::run(agent, request, repo, session_flag, deadline);
@@ -142,11 +142,33 @@ pub fn run(agent: Agent, repo: Option<&Path>, session_flag: Option<&str>) -> Rep
     if let (Agent::Gemini, Ok(payload)) = (agent, &payload) {
         gemini::keep_for_after_tool(payload, repo, &verdict);
     }
-    let mut report = raw_answer(answer(agent, &verdict));
+    let mut report = report(agent, &verdict);
     for note in notes {
         report = report.with_note(note);
     }
     report
+}
+
+/// The payload of a harness whose shape is its own (Cline, Windsurf, Kiro) in the shape the
+/// shared gate and the shell gate read (`{session_id, cwd, tool_name, tool_input}`); every
+/// other harness's as it is.
+pub fn normalise(agent: Agent, payload: Value) -> Value {
+    match agent {
+        Agent::Cline => cline::normalise(&payload).unwrap_or(payload),
+        Agent::Windsurf => windsurf::normalise(&payload).unwrap_or(payload),
+        Agent::Kiro => kiro::normalise(&payload),
+        _ => payload,
+    }
+}
+
+/// What the gate prints and exits with for `verdict`: the harness's answer on stdout, or
+/// (Windsurf, Kiro) an exit code that blocks and the reason on stderr.
+pub fn report(agent: Agent, verdict: &Verdict) -> Report {
+    match agent {
+        Agent::Windsurf => windsurf::report(verdict),
+        Agent::Kiro => kiro::report(verdict),
+        _ => raw_answer(answer(agent, verdict)),
+    }
 }
 
 /// The harness's answer as one JSON line, or nothing.
@@ -170,6 +192,9 @@ pub fn answer(agent: Agent, verdict: &Verdict) -> Option<Value> {
         Agent::Cursor => cursor::answer(verdict),
         Agent::Copilot => copilot::answer(verdict),
         Agent::Opencode => opencode::answer(verdict),
+        Agent::Cline => cline::answer(verdict),
+        // They answer by exit code ([`report`]).
+        Agent::Windsurf | Agent::Kiro => None,
     }
 }
 
@@ -182,6 +207,9 @@ pub fn parse(agent: Agent, payload: &Value) -> Result<Option<EditRequest>, Paylo
         Agent::Cursor => cursor::parse(payload),
         Agent::Copilot => copilot::parse(payload),
         Agent::Opencode => opencode::parse(payload),
+        Agent::Cline => cline::parse(payload),
+        Agent::Windsurf => windsurf::parse(payload),
+        Agent::Kiro => kiro::parse(payload),
     }
 }
 

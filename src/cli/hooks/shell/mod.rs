@@ -51,6 +51,12 @@ pub struct ShellRequest {
     pub command: String,
     /// Cursor's `beforeShellExecution` (its own answer shape) rather than a pre-tool hook.
     pub cursor_shell_event: bool,
+    /// The payload's hook event when the harness answers it in a shape of its own (Claude
+    /// Code's `PreSkillShellCommand`).
+    pub event: Option<String>,
+    /// Why the command line cannot be read (a PowerShell line whose arguments are computed
+    /// at run time): the gate then says it cannot tell.
+    pub unreadable: Option<String>,
 }
 
 /// The shell tools of the harnesses (pre-tool hooks name them so).
@@ -64,6 +70,7 @@ const SHELL_TOOLS: &[&str] = &[
     "local_shell",
     "run_shell_command",
     "container.exec",
+    "PowerShell",
 ];
 
 /// The shell command in a harness's hook payload; `None` when the payload is not one.
@@ -78,6 +85,8 @@ pub fn shell_request(payload: &Value) -> Option<ShellRequest> {
             cwd,
             command: string_field(payload, "command")?,
             cursor_shell_event: true,
+            event: None,
+            unreadable: None,
         });
     }
     let tool = ["tool_name", "toolName"]
@@ -117,11 +126,27 @@ pub fn shell_request(payload: &Value) -> Option<ShellRequest> {
         _ => return None,
     };
     let cwd = cwd.or_else(|| string_field(&input, "workdir").map(PathBuf::from));
+    let event = payload
+        .get("hook_event_name")
+        .and_then(Value::as_str)
+        .filter(|event| *event == super::claude::SKILL_SHELL_EVENT)
+        .map(str::to_string);
+    // PowerShell: read as the POSIX line that runs the same programs, when it is one.
+    let (command, unreadable) = if tool == "PowerShell" {
+        match super::powershell::as_posix(&command) {
+            Ok(posix) => (posix, None),
+            Err(why) => (command, Some(why.to_string())),
+        }
+    } else {
+        (command, None)
+    };
     Some(ShellRequest {
         session,
         cwd,
         command,
         cursor_shell_event: false,
+        event,
+        unreadable,
     })
 }
 
@@ -139,10 +164,18 @@ pub fn run(
     if verdict.decision == Decision::Allow {
         open_window(&request, repo, session_flag, deadline);
     }
-    let answer = if request.cursor_shell_event {
-        cursor_shell_answer(&verdict)
-    } else {
-        pre_edit::answer(agent, &verdict)
+    let answer = match (&request.event, agent) {
+        _ if request.cursor_shell_event => cursor_shell_answer(&verdict),
+        (Some(event), Agent::Claude) => super::claude::answer_to(event, &verdict),
+        // Harnesses that answer by exit code.
+        (_, Agent::Windsurf | Agent::Kiro) => {
+            let mut report = pre_edit::report(agent, &verdict);
+            for note in notes {
+                report = report.with_note(note);
+            }
+            return report;
+        }
+        _ => pre_edit::answer(agent, &verdict),
     };
     let mut report = match answer {
         Some(value) => {
@@ -220,6 +253,16 @@ fn gate(
     deadline: Deadline,
     notes: &mut Vec<String>,
 ) -> Verdict {
+    if let Some(why) = &request.unreadable {
+        notes.push(passed(&format!("cannot read this PowerShell line: {why}")));
+        return Verdict {
+            decision: Decision::Allow,
+            reason: None,
+            context: Some(format!(
+                "wit cannot tell whether this PowerShell command's git calls take other sessions' uncommitted work ({why}); run git with plain arguments, or through Bash, to have it checked"
+            )),
+        };
+    }
     let Some(cwd) = working_dir(request.cwd.clone()) else {
         return Verdict::allow();
     };
