@@ -154,7 +154,7 @@ impl FileOwners {
         mark_of: impl Fn(std::ops::Range<usize>, std::ops::Range<usize>) -> Mark,
     ) -> FileOwners {
         let mut map = FileOwners::unchanged(base);
-        map.apply_with(current, |new, old| mark_of(new, old));
+        map.apply_with(current, mark_of);
         map
     }
 
