@@ -24,7 +24,9 @@ use crate::harness::*;
 /// The bound on the whole `tools/list` answer: every tool, its output schema with `required`
 /// lists (issue 30). The goal is 12 KB (about 3k tokens); tool descriptions are one sentence
 /// and param descriptions one sentence without defaults, and the schemas still need this.
-const TOOLS_LIST_LIMIT: usize = 14_400;
+/// The four `work.*` tools (issue "Owners") added about 2.4 KB of output schemas: the bound
+/// was raised to hold them, and the 12 KB goal stays open in issue 30.
+const TOOLS_LIST_LIMIT: usize = 17_000;
 
 type Client = RunningService<RoleClient, ClientConfig>;
 
@@ -425,6 +427,13 @@ fn calls_every_tool_against_a_real_daemon() {
         let forecast = ok!(&alice, "worktree_forecast", json!({}));
         assert_eq!(forecast["pairs"], json!([]), "{forecast}");
         ok!(&alice, "events_poll", json!({"since": 0, "limit": 10}));
+        let window = ok!(&alice, "work_begin", json!({"tool": "Bash"}));
+        let ended = ok!(&alice, "work_end", json!({"windowId": window["windowId"]}));
+        assert!(ended["changed"].is_array(), "{ended}");
+        let owners = ok!(&alice, "work_owners", json!({"file": "src/a.ts"}));
+        assert_eq!(owners["file"], "src/a.ts", "{owners}");
+        let changes = ok!(&alice, "work_changes", json!({}));
+        assert!(changes["files"].is_array(), "{changes}");
         ok!(&alice, "session_end", json!({}));
 
         let every: std::collections::BTreeSet<String> = wit::protocol::METHODS

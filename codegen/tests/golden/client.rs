@@ -263,9 +263,9 @@ impl crate::client::WitClient {
             >("worktree.forecast", ::std::option::Option::None)
             .await
     }
-    /// Open a tool call's window: changes on disk while it is open are the session's.
+    /// Open a tool call's window.
     ///
-    /// Opened by a harness's pre-tool hook for every tool call the gate lets through (file edits, shell commands, notebook edits, other servers' tools). While the window is open, changes the daemon sees on disk that no recorded edit explains are attributed to its session (a window naming a file and its edits explains that file's change alone). It closes with work.end, after ttlMs, or when its session ends.
+    /// Opened by pre-tool hooks; disk changes meanwhile are the session's. Closes with work.end, ttlMs or the session's end.
     ///
     /// Sends `work.begin`.
     pub async fn work_begin(
@@ -277,9 +277,9 @@ impl crate::client::WitClient {
     > {
         self.call("work.begin", ::std::option::Option::Some(&params)).await
     }
-    /// Close a tool call's window; what it attributed.
+    /// Close a tool call's window.
     ///
-    /// Called by the post-tool hook. Changes already on disk are attributed before the window closes, so the answer includes a change the tool made just before the hook ran. An unknown or already closed window answers changed: [].
+    /// Called by post-tool hooks; reads the disk first. Unknown window: changed [].
     ///
     /// Sends `work.end`.
     pub async fn work_end(
@@ -291,9 +291,9 @@ impl crate::client::WitClient {
     > {
         self.call("work.end", ::std::option::Option::Some(&params)).await
     }
-    /// Who owns each uncommitted line of a file.
+    /// Owners of a file's uncommitted lines.
     ///
-    /// The owners of the file's uncommitted lines in its current text, in line order: sessionIds empty for unowned lines. A binary (non-UTF-8) file has no lines: its owners are the file's.
+    /// Owners of the file's uncommitted lines; sessionIds empty: unowned.
     ///
     /// Sends `work.owners`.
     pub async fn work_owners(
@@ -305,9 +305,9 @@ impl crate::client::WitClient {
     > {
         self.call("work.owners", ::std::option::Option::Some(&params)).await
     }
-    /// The owner map: every uncommitted change of the tree against HEAD, with its owners.
+    /// Uncommitted changes against HEAD with owners.
     ///
-    /// Per file with uncommitted work, its changes from HEAD's text to the current text as the daemon saw them made (git's -U0 numbering), split so that each hunk has one set of owners. With sessionId, each hunk also says whether it is the caller's agent's (mine) and which other live sessions own it (others), by the daemon's same-agent rule and liveness: what the shell gate, wit commit and the git hooks ask.
+    /// Per dirty file, HEAD to current text in hunks with one owner set each (git -U0 numbering); with sessionId, mine and others per hunk.
     ///
     /// Sends `work.changes`.
     pub async fn work_changes(

@@ -665,9 +665,9 @@ where
 ///
 /// Implement each method with `async fn`; the returned future must be `Send`.
 pub trait WorkMethods {
-    /// Open a tool call's window: changes on disk while it is open are the session's.
+    /// Open a tool call's window.
     ///
-    /// Opened by a harness's pre-tool hook for every tool call the gate lets through (file edits, shell commands, notebook edits, other servers' tools). While the window is open, changes the daemon sees on disk that no recorded edit explains are attributed to its session (a window naming a file and its edits explains that file's change alone). It closes with work.end, after ttlMs, or when its session ends.
+    /// Opened by pre-tool hooks; disk changes meanwhile are the session's. Closes with work.end, ttlMs or the session's end.
     fn work_begin(
         &self,
         params: crate::protocol::WorkBeginParams,
@@ -677,9 +677,9 @@ pub trait WorkMethods {
             crate::protocol::ProtocolError,
         >,
     > + ::std::marker::Send;
-    /// Close a tool call's window; what it attributed.
+    /// Close a tool call's window.
     ///
-    /// Called by the post-tool hook. Changes already on disk are attributed before the window closes, so the answer includes a change the tool made just before the hook ran. An unknown or already closed window answers changed: [].
+    /// Called by post-tool hooks; reads the disk first. Unknown window: changed [].
     fn work_end(
         &self,
         params: crate::protocol::WorkEndParams,
@@ -689,9 +689,9 @@ pub trait WorkMethods {
             crate::protocol::ProtocolError,
         >,
     > + ::std::marker::Send;
-    /// Who owns each uncommitted line of a file.
+    /// Owners of a file's uncommitted lines.
     ///
-    /// The owners of the file's uncommitted lines in its current text, in line order: sessionIds empty for unowned lines. A binary (non-UTF-8) file has no lines: its owners are the file's.
+    /// Owners of the file's uncommitted lines; sessionIds empty: unowned.
     fn work_owners(
         &self,
         params: crate::protocol::WorkOwnersParams,
@@ -701,9 +701,9 @@ pub trait WorkMethods {
             crate::protocol::ProtocolError,
         >,
     > + ::std::marker::Send;
-    /// The owner map: every uncommitted change of the tree against HEAD, with its owners.
+    /// Uncommitted changes against HEAD with owners.
     ///
-    /// Per file with uncommitted work, its changes from HEAD's text to the current text as the daemon saw them made (git's -U0 numbering), split so that each hunk has one set of owners. With sessionId, each hunk also says whether it is the caller's agent's (mine) and which other live sessions own it (others), by the daemon's same-agent rule and liveness: what the shell gate, wit commit and the git hooks ask.
+    /// Per dirty file, HEAD to current text in hunks with one owner set each (git -U0 numbering); with sessionId, mine and others per hunk.
     fn work_changes(
         &self,
         params: crate::protocol::WorkChangesParams,

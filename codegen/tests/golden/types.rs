@@ -1574,21 +1574,21 @@ pub struct WindowChange {
     pub file: ::std::string::String,
     pub regions: ::std::vec::Vec<LineRegion>,
 }
-///The params of `work.begin`: Open a tool call's window: changes on disk while it is open are the session's
+///The params of `work.begin`: Open a tool call's window
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct WorkBeginParams {
-    ///The file-edit tool's edits (as in edit.preflight)
+    ///The edit tool's edits
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
     pub edits: ::std::vec::Vec<WorkBeginParamsEditsItem>,
-    ///The file a file-edit tool writes, relative to the root
+    ///The file an edit tool writes
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub file: ::std::option::Option<::std::string::String>,
-    ///The session the tool call belongs to
+    ///The session
     #[serde(rename = "sessionId")]
     pub session_id: ::std::string::String,
-    ///The tool being called (as the harness names it)
+    ///The tool
     pub tool: ::std::string::String,
-    ///How long the window stays open without work.end (default 600000)
+    ///Default 600000
     #[serde(rename = "ttlMs", skip_serializing_if = "::std::option::Option::is_none")]
     pub ttl_ms: ::std::option::Option<i64>,
 }
@@ -1612,13 +1612,13 @@ pub struct WorkBeginResult {
     #[serde(rename = "windowId")]
     pub window_id: ::std::string::String,
 }
-///The params of `work.changes`: The owner map: every uncommitted change of the tree against HEAD, with its owners
+///The params of `work.changes`: Uncommitted changes against HEAD with owners
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct WorkChangesParams {
-    ///Only these files (relative to the root)
+    ///Only these files
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
     pub files: ::std::vec::Vec<::std::string::String>,
-    ///The asking session: adds mine and others to each hunk
+    ///The asking session
     #[serde(
         rename = "sessionId",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -1630,13 +1630,13 @@ pub struct WorkChangesParams {
 pub struct WorkChangesResult {
     pub files: ::std::vec::Vec<FileChanges>,
 }
-///The params of `work.end`: Close a tool call's window; what it attributed
+///The params of `work.end`: Close a tool call's window
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct WorkEndParams {
-    ///The session the tool call belongs to
+    ///The session
     #[serde(rename = "sessionId")]
     pub session_id: ::std::string::String,
-    ///The window work.begin opened
+    ///From work.begin
     #[serde(rename = "windowId")]
     pub window_id: ::std::string::String,
 }
@@ -1646,7 +1646,7 @@ pub struct WorkEndResult {
     ///Per file, the lines attributed to the session during the window (lines of the file's current text; empty for a binary file)
     pub changed: ::std::vec::Vec<WindowChange>,
 }
-///The params of `work.owners`: Who owns each uncommitted line of a file
+///The params of `work.owners`: Owners of a file's uncommitted lines
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct WorkOwnersParams {
     ///The file, relative to the root
@@ -3472,25 +3472,25 @@ pub const METHODS: &[crate::protocol::MethodInfo] = &[
     },
     crate::protocol::MethodInfo {
         name: "work.begin",
-        summary: "Open a tool call's window: changes on disk while it is open are the session's",
+        summary: "Open a tool call's window",
         params: &["sessionId", "tool", "file", "edits", "ttlMs"],
         rules: WorkBeginParams::PARAM_RULES,
     },
     crate::protocol::MethodInfo {
         name: "work.end",
-        summary: "Close a tool call's window; what it attributed",
+        summary: "Close a tool call's window",
         params: &["sessionId", "windowId"],
         rules: WorkEndParams::PARAM_RULES,
     },
     crate::protocol::MethodInfo {
         name: "work.owners",
-        summary: "Who owns each uncommitted line of a file",
+        summary: "Owners of a file's uncommitted lines",
         params: &["file"],
         rules: WorkOwnersParams::PARAM_RULES,
     },
     crate::protocol::MethodInfo {
         name: "work.changes",
-        summary: "The owner map: every uncommitted change of the tree against HEAD, with its owners",
+        summary: "Uncommitted changes against HEAD with owners",
         params: &["sessionId", "files"],
         rules: WorkChangesParams::PARAM_RULES,
     },
