@@ -51,7 +51,7 @@ pub use language::Language;
 pub use model::{
     CallSite, CallTarget, Diagnostic, FileAnalysis, Import, ImportKind, Lookup, Symbol, SymbolKind,
 };
-pub use on_lines::{innermost_on_lines, symbols_on_lines};
+pub use on_lines::{innermost_on_lines, innermost_spans_on_lines, symbols_on_lines};
 pub use signature::signatures_equal;
 pub use store::{IndexDbError, EXTRACTOR_VERSION};
 

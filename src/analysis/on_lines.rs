@@ -19,6 +19,21 @@ pub fn innermost_on_lines(
     text: &str,
     lines: &[(i64, i64)],
 ) -> Vec<String> {
+    let spans: Vec<(&str, usize, usize)> = analysis
+        .symbols
+        .iter()
+        .map(|s| (s.qualified_name.as_str(), s.start_byte, s.end_byte))
+        .collect();
+    innermost_spans_on_lines(&spans, text, lines)
+}
+
+/// [`symbols_on_lines`] for symbols already found in `text`: `(qualified name, start byte,
+/// end byte exclusive)` each.
+pub fn innermost_spans_on_lines(
+    symbols: &[(&str, usize, usize)],
+    text: &str,
+    lines: &[(i64, i64)],
+) -> Vec<String> {
     if lines.is_empty() {
         return Vec::new();
     }
@@ -32,16 +47,11 @@ pub fn innermost_on_lines(
     let line_of = |byte: usize| -> i64 {
         i64::try_from(newlines.partition_point(|&at| at < byte)).unwrap_or(i64::MAX) + 1
     };
-    let spans: Vec<(&str, i64, i64)> = analysis
-        .symbols
+    let spans: Vec<(&str, i64, i64)> = symbols
         .iter()
-        .map(|s| {
-            let end = s.end_byte.saturating_sub(1).max(s.start_byte);
-            (
-                s.qualified_name.as_str(),
-                line_of(s.start_byte),
-                line_of(end),
-            )
+        .map(|&(name, start, end)| {
+            let end = end.saturating_sub(1).max(start);
+            (name, line_of(start), line_of(end))
         })
         .filter(|(_, first, last)| lines.iter().any(|&(a, b)| a <= *last && *first <= b))
         .collect();

@@ -436,7 +436,11 @@ fn copilot_timeout(root: &Path) -> Finding {
         Some(seconds) => Finding::problem(
             Agent::Copilot,
             format!("the hook's timeoutSec ({seconds} s) leaves the gate's {budget} s budget no margin: Copilot CLI lets a call go ahead when its hook times out, so a slow gate is no gate"),
-            format!("set timeoutSec to at least {} in {} (or run `wit init --agent copilot`)", COPILOT_HOOK_TIMEOUT_SEC, Target::CopilotHooks.label()),
+            format!(
+                "set timeoutSec to at least {} in {}",
+                (2.0 * budget).ceil().max(COPILOT_HOOK_TIMEOUT_SEC as f64),
+                Target::CopilotHooks.label()
+            ),
         ),
         None => Finding::problem(
             Agent::Copilot,

@@ -71,6 +71,18 @@ struct TreeFile {
     exists: bool,
     /// Whether HEAD has the file.
     in_head: bool,
+    /// What the tree observer last read on disk ([`disk_digest`]); `None` until it reads the
+    /// file, when the disk is taken to hold HEAD's text. A recorded edit moves the owner map
+    /// ahead of the disk: until the disk changes, nothing happened there.
+    disk_seen: Option<u64>,
+}
+
+/// The digest of a file's state on disk: its bytes, or absence.
+fn disk_digest(bytes: Option<&[u8]>) -> u64 {
+    match bytes {
+        Some(bytes) => xxhash_rust::xxh3::xxh3_64(bytes),
+        None => u64::MAX,
+    }
 }
 
 impl TreeFile {
@@ -238,6 +250,16 @@ impl Coord {
         let exists = change.now.is_some();
         let (before, owners) = {
             let mut ownership = self.ownership();
+            let now_digest = disk_digest(change.now);
+            if let Some(known) = ownership.files.get_mut(&key) {
+                let seen = known.disk_seen.unwrap_or_else(|| disk_digest(change.head));
+                known.disk_seen = Some(now_digest);
+                if seen == now_digest {
+                    // The disk did not change since the observer last read it (a recorded
+                    // edit not written yet leaves the map ahead of it).
+                    return Ok(());
+                }
+            }
             let known = ownership.files.get(&key);
             let before: Vec<u8> = match known {
                 Some(known) => known.owners.current().to_vec(),
@@ -257,7 +279,9 @@ impl Coord {
                     owners: FileOwners::unchanged(change.head.unwrap_or_default().to_vec()),
                     exists: change.head.is_some(),
                     in_head: change.head.is_some(),
+                    disk_seen: None,
                 });
+            entry.disk_seen = Some(now_digest);
             let mark_owners: Vec<String> = owners
                 .iter()
                 .filter(|s| !is_unowned_session(s))
@@ -277,13 +301,35 @@ impl Coord {
         if restored {
             return self.resolve_observed_in(&origin, change.file);
         }
+        // While the repository has several worktrees, a worktree's unowned work is already
+        // the intent of its `worktree:<root>` session (14.4): the owner map marks the lines
+        // nobody's, and no second intent tells the same lines again.
+        let owners: Vec<String> = if self.several_worktrees() {
+            owners
+                .into_iter()
+                .filter(|s| !is_unowned_session(s))
+                .collect()
+        } else {
+            owners
+        };
+        if owners.is_empty() {
+            return Ok(());
+        }
         match (std::str::from_utf8(&before), std::str::from_utf8(now_bytes)) {
             (Ok(before), Ok(now)) => {
                 let applied = Applied::content(before, now);
                 let regions = regions_of_changes(&applied.line_changes, &Lines::of(now));
                 let lines: Vec<(i64, i64)> =
                     regions.iter().map(|r| (r.start_line, r.end_line)).collect();
-                let touched = crate::analysis::symbols_on_lines(change.file, now, &lines);
+                // The index parses (a large text in its worker, not in the daemon) and
+                // keeps the analysis by content.
+                let found = self.index.text_symbols(change.file, now);
+                let spans: Vec<(&str, usize, usize)> = found
+                    .symbols
+                    .iter()
+                    .map(|s| (s.qualified.as_str(), s.start, s.end))
+                    .collect();
+                let touched = crate::analysis::innermost_spans_on_lines(&spans, now, &lines);
                 let observed = Observed {
                     file: change.file,
                     touched: &touched,
@@ -300,6 +346,33 @@ impl Coord {
             }
         }
         Ok(())
+    }
+
+    /// Takes in a file as the observer first finds it (a daemon start, a worktree that
+    /// appeared): its changes predate the observer, so they are nobody's lines in the owner
+    /// map and no intent tells them (it would claim to have seen them happen). A file the map
+    /// already holds is left as it is.
+    pub fn seed_change(&self, change: DiskChange<'_>) {
+        if change.now == change.head {
+            return;
+        }
+        let key = (change.root.to_owned(), change.file.to_owned());
+        let now_ms = self.clock.now_ms();
+        let mut ownership = self.ownership();
+        if ownership.files.contains_key(&key) {
+            return;
+        }
+        let mut owners = FileOwners::unchanged(change.head.unwrap_or_default().to_vec());
+        owners.apply(change.now.unwrap_or_default(), &Mark::new(&[], now_ms));
+        let tree = TreeFile {
+            owners,
+            exists: change.now.is_some(),
+            in_head: change.head.is_some(),
+            disk_seen: Some(disk_digest(change.now)),
+        };
+        if !tree.is_clean() {
+            ownership.files.insert(key, tree);
+        }
     }
 
     /// The origin (13, 14.5) a worktree root stands for.
@@ -390,6 +463,7 @@ impl Coord {
                 owners: FileOwners::unchanged(before.as_bytes().to_vec()),
                 exists: true,
                 in_head: !before.is_empty(),
+                disk_seen: None,
             });
         if entry.owners.current() != before.as_bytes() {
             entry.owners.apply(before.as_bytes(), &Mark::new(&[], now));
@@ -545,6 +619,7 @@ impl Coord {
                 owners: rebuilt,
                 exists: tree.exists,
                 in_head: head.is_some(),
+                disk_seen: tree.disk_seen,
             },
         );
     }

@@ -30,6 +30,8 @@ pub struct DaemonOptions {
 /// Runs the daemon in the foreground until SIGTERM, SIGINT or SIGHUP.
 pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
     let started = Instant::now();
+    // What changed in the tree before this moment predates the observer (15.3).
+    let serving_since = std::time::SystemTime::now();
     // One daemon per repository: it resides in the main worktree, whichever worktree it was
     // started for, and serves every worktree (PROTOCOL-NOTES 14.1).
     let paths = WitPaths::for_root(&options.root).main();
@@ -100,6 +102,7 @@ pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
             repository_of(&paths.main_root),
             services.coord(),
             services.app().tree_flush(),
+            serving_since,
             stopping,
         ),
     );

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::SystemTime;
 
 use crate::coord::ownership::DiskChange;
 use crate::coord::Coord;
@@ -18,9 +19,13 @@ pub const MAX_FILE_BYTES: usize = 16 * 1024 * 1024;
 pub enum Changed {
     /// These paths (relative to the root) changed.
     Paths(Vec<String>),
-    /// Anything may have changed (a start, an overflow, a poll): git's dirty files and every
-    /// file the owner map holds.
+    /// Anything may have changed (an overflow, a poll): git's dirty files and every file the
+    /// owner map holds.
     Everything,
+    /// The worktree is first looked at (a daemon start, a worktree added) at this time: git's
+    /// dirty files last modified before it are taken as they are, nobody's, their changes
+    /// predating the observer; later ones are attributed as changes.
+    Found(SystemTime),
 }
 
 /// Reads the `changed` files of the worktree at `root` and hands them to `coord`; with
@@ -33,9 +38,13 @@ pub fn attribute(
 ) -> Result<(), String> {
     let key = root.to_string_lossy().into_owned();
     let owned = coord.owned_files(&key);
+    let found = match changed {
+        Changed::Found(at) => Some(at),
+        _ => None,
+    };
     let mut files = match changed {
         Changed::Paths(paths) => paths,
-        Changed::Everything => {
+        Changed::Everything | Changed::Found(_) => {
             let mut files = dirty_files(root);
             files.extend(owned.iter().cloned());
             files
@@ -68,19 +77,29 @@ pub fn attribute(
             tracing::info!(file = %file, "too large to attribute");
             continue;
         };
-        coord
-            .attribute_change(DiskChange {
-                root: &key,
-                file,
-                head: head.as_deref(),
-                now: now.as_deref(),
-            })
-            .map_err(|e| e.to_string())?;
+        let change = DiskChange {
+            root: &key,
+            file,
+            head: head.as_deref(),
+            now: now.as_deref(),
+        };
+        if found.is_some_and(|at| !modified_since(&root.join(file), at)) {
+            coord.seed_change(change);
+        } else {
+            coord.attribute_change(change).map_err(|e| e.to_string())?;
+        }
     }
     for (file, head) in rebase.iter().zip(&heads[files.len()..]) {
         coord.rebase_owner_map(&key, file, head.as_deref());
     }
     Ok(())
+}
+
+/// Whether the file at `path` was modified at or after `at` (a file gone: no).
+fn modified_since(path: &Path, at: SystemTime) -> bool {
+    std::fs::symlink_metadata(path)
+        .and_then(|meta| meta.modified())
+        .is_ok_and(|modified| modified >= at)
 }
 
 /// Paths of wit's and git's own state, never work.

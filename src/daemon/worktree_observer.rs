@@ -50,6 +50,7 @@ pub async fn observe_worktrees(
     repository: Option<Repository>,
     coord: Arc<Coord>,
     flush: Arc<TreeFlush>,
+    serving_since: std::time::SystemTime,
     mut stopping: watch::Receiver<bool>,
 ) {
     let Some(repository) = repository else {
@@ -76,6 +77,7 @@ pub async fn observe_worktrees(
         index_stamps: HashMap::new(),
         poll_reason: None,
         published: None,
+        serving_since,
     };
     observer.forget_vanished().await;
     loop {
@@ -129,6 +131,9 @@ struct Dirty {
     paths: HashSet<String>,
     /// Anything may have changed (start, overflow, poll).
     everything: bool,
+    /// When the worktree was first looked at: what changed there before predates the
+    /// observer.
+    found: Option<std::time::SystemTime>,
     /// HEAD may have moved (a commit, a checkout, a reset).
     head_moved: bool,
 }
@@ -140,6 +145,8 @@ enum Seen<'a> {
     File(&'a str),
     /// Anything.
     Everything,
+    /// A worktree first looked at (a start, a worktree added).
+    Found,
     /// The repository's refs or HEAD.
     Head,
 }
@@ -218,6 +225,9 @@ struct Observer {
     poll_reason: Option<String>,
     /// The watch status last published.
     published: Option<WatchStatus>,
+    /// When the daemon began serving: the worktrees found at its start take it as the time
+    /// they were first looked at (those added later, the time they appear).
+    serving_since: std::time::SystemTime,
 }
 
 impl Observer {
@@ -290,7 +300,7 @@ impl Observer {
         }
         for root in new {
             self.watch_worktree(&root).await;
-            self.mark(&root, Seen::Everything);
+            self.mark(&root, Seen::Found);
         }
     }
 
@@ -465,6 +475,7 @@ impl Observer {
             last: now,
             paths: HashSet::new(),
             everything: false,
+            found: None,
             head_moved: false,
         });
         dirty.last = now;
@@ -473,6 +484,15 @@ impl Observer {
                 dirty.paths.insert(file.to_owned());
             }
             Seen::Everything => dirty.everything = true,
+            Seen::Found => {
+                let at = if self.last_read.is_empty() {
+                    self.serving_since
+                } else {
+                    std::time::SystemTime::now()
+                };
+                dirty.found = dirty.found.or(Some(at));
+                dirty.everything = true;
+            }
             Seen::Head => {
                 dirty.head_moved = true;
                 dirty.everything = true;
@@ -570,7 +590,9 @@ impl Observer {
                 continue;
             };
             self.last_read.insert(root.clone(), Instant::now());
-            let changed = if dirty.everything {
+            let changed = if let Some(at) = dirty.found {
+                Changed::Found(at)
+            } else if dirty.everything {
                 Changed::Everything
             } else {
                 Changed::Paths(dirty.paths.into_iter().collect())

@@ -1020,6 +1020,8 @@ fn wit_home(repo: &Repo, home: &Path, args: &[&str]) -> Output {
     wit_cmd(repo.path())
         .env("HOME", home)
         .env_remove("CODEX_HOME")
+        // A budget Copilot CLI's 5 s hook timeout leaves a margin for (doctor checks it).
+        .env("WIT_GATE_TIMEOUT_MS", "2000")
         .args(args)
         .output()
         .unwrap()
@@ -1047,7 +1049,7 @@ fn wit_init_takes_a_comma_list_and_wit_doctor_says_what_each_harness_still_needs
     let needed = &printed[printed.find("Still needed").expect(&printed)..];
     for expected in [
         "codex     ✗ the project is not trusted",
-        "codex     ✗ `wit hook pre-edit --agent codex` is not trusted yet",
+        "codex     ✗ Codex gate inactive: `wit hook pre-edit --agent codex` is not trusted yet",
         "gemini    ✗ the folder is not trusted",
         "claude    ✗ the wit server of .mcp.json is not approved yet",
     ] {
