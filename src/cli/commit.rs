@@ -21,13 +21,18 @@ use std::path::Path;
 use clap::Args;
 use serde::Serialize;
 
+use super::commit_plan::{owner_of, plan_file, FilePlan, HunkOwner};
 use super::context::Context;
 use super::gitio::{self, TreeEntry};
-use super::hunks::{self, Hunk};
+use super::hooks::git::OBSERVED_EDIT;
 use super::output::{CliError, Report};
-use super::owners::{Work, WorkMap};
+use super::owners::WorkMap;
+use crate::coord::ownership::is_unowned_session;
 use crate::doorway::Doorway;
-use crate::protocol::{IntentUpdateParams, IntentUpdateParamsStatus};
+use crate::protocol::{
+    FileChanges, IntentQueryParams, IntentUpdateParams, IntentUpdateParamsStatus, OwnedHunk,
+    WorkChangesParams,
+};
 
 /// What to commit: `wit commit`'s arguments, and the `commit` MCP tool's.
 #[derive(Debug, Clone, Default, Args)]
@@ -139,44 +144,6 @@ struct Planned {
     left_to_others: usize,
 }
 
-/// Which hunks of one file a session commits.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Choice {
-    /// The session's own hunks (and unowned ones when asked).
-    chosen: Vec<Hunk>,
-    /// Hunks left uncommitted: other sessions' or nobody's.
-    left: usize,
-    /// Hunks the session shares with other sessions: the hunk and those sessions.
-    overlaps: Vec<(Hunk, Vec<String>)>,
-}
-
-/// Sorts the hunks of one file by owner: `work` is every live session's work on the file,
-/// `selves` the committing session (and the agent's other sessions).
-fn choose(all: &[Hunk], work: &[&Work], selves: &HashSet<String>, include_unowned: bool) -> Choice {
-    let mut choice = Choice::default();
-    for hunk in all {
-        let owners: BTreeSet<&str> = work
-            .iter()
-            .filter(|w| w.owns(hunk))
-            .map(|w| w.session_id.as_str())
-            .collect();
-        let mine = owners.iter().any(|o| selves.contains(*o));
-        let foreign: Vec<String> = owners
-            .iter()
-            .filter(|o| !selves.contains(**o))
-            .map(|o| (*o).to_string())
-            .collect();
-        if mine && !foreign.is_empty() {
-            choice.overlaps.push((*hunk, foreign));
-        } else if mine || (owners.is_empty() && include_unowned) {
-            choice.chosen.push(*hunk);
-        } else {
-            choice.left += 1;
-        }
-    }
-    choice
-}
-
 /// Runs `wit commit`.
 pub async fn run(ctx: &Context, args: CommitArgs) -> Result<Report, CliError> {
     let session = ctx.session()?;
@@ -196,11 +163,22 @@ pub async fn commit_own_changes(
     session: &str,
     args: &CommitArgs,
 ) -> Result<Committed, CommitError> {
-    let map = daemon
-        .call(|client| async move { WorkMap::load(&client).await })
+    // The owner map's hunks of every changed file, seen from the session (the daemon reads
+    // the disk first), and the sessions' names for messages.
+    let (changes, sessions) = daemon
+        .call(|client| async move {
+            let params = WorkChangesParams {
+                session_id: Some(session.to_owned()),
+                files: Vec::new(),
+            };
+            tokio::try_join!(client.work_changes(params), client.session_list())
+        })
         .await
         .map_err(CliError::from)?;
-    let selves = map.selves(session);
+    let names = WorkMap {
+        work: Vec::new(),
+        sessions,
+    };
     let wanted = |file: &str| {
         args.paths.is_empty()
             || args.paths.iter().any(|p| {
@@ -208,75 +186,102 @@ pub async fn commit_own_changes(
                 p.is_empty() || p == "." || file == p || file.starts_with(&format!("{p}/"))
             })
     };
-    let mut files: BTreeSet<String> = map
-        .work
+    let files: Vec<&FileChanges> = changes
+        .files
         .iter()
-        .filter(|w| selves.contains(&w.session_id) && wanted(&w.file))
-        .map(|w| w.file.clone())
+        .filter(|f| wanted(&f.file))
+        .filter(|f| {
+            f.hunks.iter().any(|h| match owner_of(h) {
+                HunkOwner::Mine | HunkOwner::Shared => true,
+                HunkOwner::Nobody => args.include_unowned,
+                HunkOwner::Others => false,
+            })
+        })
         .collect();
-    if args.include_unowned {
-        files.extend(changed_files(root)?.into_iter().filter(|f| wanted(f)));
-    }
     if files.is_empty() {
         return Err(CommitError::NoObservedWork);
     }
     let head = gitio::head(root);
-    let names: Vec<&str> = files.iter().map(String::as_str).collect();
+    let paths: Vec<&str> = files.iter().map(|f| f.file.as_str()).collect();
     let committed = match &head {
-        Some(head) => gitio::blobs(root, head, &names)?,
+        Some(head) => gitio::blobs(root, head, &paths)?,
         None => Default::default(),
+    };
+    let head_bytes = match &head {
+        Some(head) => {
+            let names: Vec<String> = paths.iter().map(|p| format!("{head}:{p}")).collect();
+            crate::worktrees::forecast::blobs_at(root, &names, usize::MAX)
+                .map_err(|e| CliError::Failed(format!("cannot read HEAD's files: {e}")))?
+        }
+        None => vec![None; paths.len()],
     };
     let mut plans = Vec::new();
     let mut refusals = Vec::new();
-    let mut intents: BTreeSet<String> = BTreeSet::new();
-    for file in &files {
-        let work: Vec<&Work> = map.work.iter().filter(|w| &w.file == file).collect();
-        let working = std::fs::read(root.join(file)).ok();
-        let old = committed.get(file).map(|b| b.text.as_str()).unwrap_or("");
-        let new_text = working
-            .as_deref()
-            .map(String::from_utf8_lossy)
-            .unwrap_or_default();
-        let (old_lines, new_lines) = (hunks::lines(old), hunks::lines(&new_text));
-        let all = hunks::hunks(&old_lines, &new_lines);
-        let choice = choose(&all, &work, &selves, args.include_unowned);
-        for (hunk, others) in &choice.overlaps {
-            let others: Vec<String> = others.iter().map(|o| map.who(o)).collect();
+    let mut owners: BTreeSet<String> = BTreeSet::new();
+    for (changed, head_file) in files.iter().zip(&head_bytes) {
+        let file = &changed.file;
+        for hunk in changed
+            .hunks
+            .iter()
+            .filter(|h| owner_of(h) == HunkOwner::Shared)
+        {
+            let others: Vec<String> = hunk
+                .others
+                .iter()
+                .filter(|o| !is_unowned_session(o))
+                .map(|o| names.who(o))
+                .collect();
             refusals.push(format!(
                 "{file} {}: changed by this session ({}) and by {}",
-                hunk.describe(),
-                map.who(session),
+                describe(hunk),
+                names.who(session),
                 others.join(", ")
             ));
         }
-        let (chosen, left) = (choice.chosen, choice.left);
-        if chosen.is_empty() {
+        let working = gitio::working_bytes(&root.join(file));
+        let plan = plan_file(
+            file,
+            head_file.as_deref().unwrap_or_default(),
+            working.as_deref(),
+            changed.binary,
+            &changed.hunks,
+            args.include_unowned,
+        )
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+        let FilePlan::Commit { bytes, taken, left } = plan else {
             continue;
+        };
+        for hunk in changed
+            .hunks
+            .iter()
+            .filter(|h| owner_of(h) == HunkOwner::Mine)
+        {
+            owners.extend(
+                hunk.session_ids
+                    .iter()
+                    .filter(|s| !hunk.others.contains(s))
+                    .cloned(),
+            );
         }
-        intents.extend(
-            work.iter()
-                .filter(|w| selves.contains(&w.session_id))
-                .map(|w| w.intent_id.clone()),
-        );
-        let entry = if working.is_none() && chosen.len() == all.len() {
-            TreeEntry::Removed
-        } else {
-            let mode = committed
-                .get(file)
-                .map(|b| b.mode.clone())
-                .unwrap_or_else(|| gitio::file_mode(&root.join(file)));
-            TreeEntry::Text {
-                mode,
-                text: hunks::apply(&old_lines, &new_lines, &chosen),
+        let entry = match bytes {
+            None => TreeEntry::Removed,
+            Some(bytes) => {
+                let mode = committed
+                    .get(file)
+                    .map(|b| b.mode.clone())
+                    .unwrap_or_else(|| gitio::file_mode(&root.join(file)));
+                TreeEntry::Text { mode, bytes }
             }
         };
         plans.push(Planned {
             file: file.clone(),
             entry,
-            hunks: chosen.len(),
+            hunks: taken,
             left_to_others: left,
         });
     }
+    let committed_files: Vec<String> = plans.iter().map(|p| p.file.clone()).collect();
+    let intents = observed_intents_of(daemon, &owners, &committed_files).await;
     if !refusals.is_empty() {
         return Err(CommitError::Shared(refusals));
     }
@@ -334,17 +339,45 @@ pub async fn commit_own_changes(
     })
 }
 
-/// The files that differ from `HEAD` in the working tree, untracked ones too.
-fn changed_files(root: &std::path::Path) -> Result<Vec<String>, CliError> {
-    let out = gitio::run(
-        root,
-        &["status", "--porcelain=v1", "-z", "--untracked-files=all"],
-    )?;
-    Ok(out
-        .split(|b| *b == 0)
-        .filter(|item| item.len() > 3)
-        .map(|item| String::from_utf8_lossy(&item[3..]).into_owned())
-        .collect())
+/// The hunk as a person reads it: `lines 12-18`.
+fn describe(hunk: &OwnedHunk) -> String {
+    let (first, count) = (hunk.new_start, hunk.new_lines);
+    match count {
+        0 => format!("lines deleted after line {first}"),
+        1 => format!("line {first}"),
+        _ => format!("lines {first}-{}", first + count - 1),
+    }
+}
+
+/// The open observed intents of `sessions` on `files`: what the commit resolves and names in
+/// its trailers.
+async fn observed_intents_of(
+    daemon: &Doorway,
+    sessions: &BTreeSet<String>,
+    files: &[String],
+) -> BTreeSet<String> {
+    let mut intents = BTreeSet::new();
+    for session in sessions {
+        let found = daemon
+            .call(|client| {
+                let params = IntentQueryParams {
+                    session_id: Some(session.clone()),
+                    file: None,
+                    status: None,
+                };
+                async move { client.intent_query(params).await }
+            })
+            .await
+            .unwrap_or_default();
+        intents.extend(
+            found
+                .into_iter()
+                .filter(|i| i.description == OBSERVED_EDIT)
+                .filter(|i| i.files.split(',').any(|f| files.iter().any(|c| c == f)))
+                .map(|i| i.intent_id),
+        );
+    }
+    intents
 }
 
 /// `message` with one `Wit-Intent: <id>` trailer per intent (in a trailer block of its own).
@@ -419,37 +452,6 @@ fn sync_index(root: &std::path::Path, old_head: Option<&str>, commit: &str, plan
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::hunks::Region;
-
-    fn work(session: &str, start: usize, end: usize) -> Work {
-        Work {
-            session_id: session.into(),
-            intent_id: format!("i-{session}"),
-            file: "a.ts".into(),
-            symbols: vec![],
-            regions: Some(vec![Region { start, end }]),
-        }
-    }
-
-    #[test]
-    fn hunks_go_to_their_owners_and_shared_ones_refuse() {
-        let old = hunks::lines("a\nb\nc\nd\ne\nf\ng\n");
-        // Line 2 is alice's, lines 4-5 one hunk of bob (4) and carol (5), line 7 nobody's.
-        let new = hunks::lines("a\nB\nc\nD\nE\nf\nG\n");
-        let all = hunks::hunks(&old, &new);
-        assert_eq!(all.len(), 3);
-        let (alice, bob, carol) = (work("alice", 2, 2), work("bob", 4, 4), work("carol", 5, 5));
-        let everyone = [&alice, &bob, &carol];
-        let me = |s: &str| HashSet::from([s.to_string()]);
-        let choice = choose(&all, &everyone, &me("alice"), false);
-        assert_eq!((choice.chosen, choice.left), (vec![all[0]], 2));
-        assert!(choice.overlaps.is_empty());
-        let choice = choose(&all, &everyone, &me("alice"), true);
-        assert_eq!(choice.chosen, vec![all[0], all[2]]);
-        let choice = choose(&all, &everyone, &me("bob"), false);
-        assert_eq!(choice.overlaps, vec![(all[1], vec!["carol".to_string()])]);
-        assert!(choice.chosen.is_empty());
-    }
 
     #[test]
     fn trailers_form_their_own_block() {

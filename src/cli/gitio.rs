@@ -132,15 +132,15 @@ pub fn staged_text(root: &Path, path: &str) -> Option<String> {
         .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// A file's new content for a tree built by [`write_tree`]: text and mode, or removal.
+/// A file's new content for a tree built by [`write_tree`]: bytes and mode, or removal.
 #[derive(Debug, Clone)]
 pub enum TreeEntry {
-    /// The file holds this text with this mode.
+    /// The file holds these bytes with this mode.
     Text {
-        /// `100644` or `100755`.
+        /// `100644`, `100755`, or `120000` (a symlink: the bytes are its target).
         mode: String,
-        /// The content.
-        text: String,
+        /// The content, byte for byte.
+        bytes: Vec<u8>,
     },
     /// The file is removed.
     Removed,
@@ -188,13 +188,8 @@ pub fn write_tree(
     let mut info = String::new();
     for (path, entry) in entries {
         match entry {
-            TreeEntry::Text { mode, text } => {
-                let id = run_with(
-                    root,
-                    &["hash-object", "-w", "--stdin"],
-                    &[],
-                    Some(text.as_bytes()),
-                )?;
+            TreeEntry::Text { mode, bytes } => {
+                let id = run_with(root, &["hash-object", "-w", "--stdin"], &[], Some(bytes))?;
                 let id = String::from_utf8_lossy(&id).trim().to_string();
                 info.push_str(&format!("{mode} {id}\t{path}\n"));
             }
@@ -215,11 +210,24 @@ pub fn write_tree(
     Ok(String::from_utf8_lossy(&tree).trim().to_string())
 }
 
-/// The mode a working file would be committed with.
+/// The mode a working file would be committed with (a symlink's is `120000`).
 pub fn file_mode(path: &Path) -> String {
     use std::os::unix::fs::PermissionsExt;
-    match std::fs::metadata(path) {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => "120000".into(),
         Ok(meta) if meta.permissions().mode() & 0o111 != 0 => "100755".into(),
         _ => "100644".into(),
     }
+}
+
+/// A working file as git would store it: a symlink's target, a file's bytes (`None`: gone,
+/// or not a file or symlink).
+pub fn working_bytes(path: &Path) -> Option<Vec<u8>> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if meta.file_type().is_symlink() {
+        return std::fs::read_link(path)
+            .ok()
+            .map(|target| target.into_os_string().into_encoded_bytes());
+    }
+    meta.is_file().then(|| std::fs::read(path).ok()).flatten()
 }

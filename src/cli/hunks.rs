@@ -39,24 +39,6 @@ impl Hunk {
             (self.new_start + 1, self.new_start + self.new_len)
         }
     }
-
-    /// Whether the hunk meets `region` (shares a line with it).
-    pub fn meets(&self, region: &Region) -> bool {
-        let (first, last) = self.new_lines();
-        first <= region.end && region.start <= last
-    }
-
-    /// The hunk as a person reads it: `lines 12-18`.
-    pub fn describe(&self) -> String {
-        let (first, last) = self.new_lines();
-        if self.new_len == 0 {
-            format!("lines deleted after line {}", self.new_start)
-        } else if first == last {
-            format!("line {first}")
-        } else {
-            format!("lines {first}-{last}")
-        }
-    }
 }
 
 /// The text's lines, each with its line end.
@@ -92,25 +74,6 @@ pub fn hunks(old: &[&str], new: &[&str]) -> Vec<Hunk> {
     out
 }
 
-/// `old` with the `chosen` hunks of `old → new` applied (the others left as in `old`).
-pub fn apply(old: &[&str], new: &[&str], chosen: &[Hunk]) -> String {
-    let mut out = String::new();
-    let mut at = 0;
-    for hunk in chosen {
-        for line in &old[at..hunk.old_start] {
-            out.push_str(line);
-        }
-        for line in &new[hunk.new_start..hunk.new_start + hunk.new_len] {
-            out.push_str(line);
-        }
-        at = hunk.old_start + hunk.old_len;
-    }
-    for line in &old[at..] {
-        out.push_str(line);
-    }
-    out
-}
-
 /// For each line of `from`, the 1-based line of `to` that is the same line (unchanged
 /// between the two), or `None` where `from`'s line is not in `to`.
 pub fn line_map(from: &[&str], to: &[&str]) -> Vec<Option<usize>> {
@@ -134,31 +97,24 @@ mod tests {
     const OLD: &str = "a\nb\nc\nd\ne\nf\n";
 
     #[test]
-    fn hunks_and_partial_application() {
+    fn hunks_of_two_texts() {
         let new = "a\nB\nc\nd\nx\ny\nf\n";
         let (old_l, new_l) = (lines(OLD), lines(new));
         let found = hunks(&old_l, &new_l);
         assert_eq!(found.len(), 2);
         assert_eq!(found[0].new_lines(), (2, 2));
         assert_eq!(found[1].new_lines(), (5, 6));
-        assert_eq!(apply(&old_l, &new_l, &found), new);
-        assert_eq!(apply(&old_l, &new_l, &found[..1]), "a\nB\nc\nd\ne\nf\n");
-        assert_eq!(apply(&old_l, &new_l, &found[1..]), "a\nb\nc\nd\nx\ny\nf\n");
-        assert_eq!(apply(&old_l, &new_l, &[]), OLD);
     }
 
     #[test]
-    fn regions_meet_hunks_by_line() {
+    fn a_deletions_lines_are_both_sides_of_the_join() {
         let new = "a\nb\nd\ne\nf\n";
         let found = hunks(&lines(OLD), &lines(new));
         assert_eq!(found.len(), 1);
         // A pure deletion: the lines on both sides of the join.
         assert_eq!(found[0].new_lines(), (2, 3));
-        assert!(found[0].meets(&Region { start: 3, end: 4 }));
-        assert!(!found[0].meets(&Region { start: 4, end: 5 }));
         let grown = hunks(&lines(OLD), &lines("a\nb\nc\nd\ne\nf\ng\n"));
         assert_eq!(grown[0].new_lines(), (7, 7));
-        assert!(grown[0].meets(&Region { start: 7, end: 7 }));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use super::hooks::git::OBSERVED_EDIT;
-use super::hunks::{Hunk, Region};
+use super::hunks::Region;
 use crate::client::{ClientError, WitClient};
 use crate::protocol::{IntentQueryParams, IntentRecord, SessionRecord};
 
@@ -26,14 +26,6 @@ pub struct Work {
 }
 
 impl Work {
-    /// Whether `hunk` of this file is (partly) this work's.
-    pub fn owns(&self, hunk: &Hunk) -> bool {
-        match &self.regions {
-            None => true,
-            Some(regions) => regions.iter().any(|region| hunk.meets(region)),
-        }
-    }
-
     /// Whether 1-based line `line` of the working text is inside this work's regions.
     pub fn covers_line(&self, line: usize) -> bool {
         match &self.regions {
@@ -254,20 +246,7 @@ mod tests {
         );
         assert_eq!(map.work.len(), 1);
         assert_eq!(map.work[0].symbols, vec!["f"]);
-        let hunk = Hunk {
-            old_start: 0,
-            old_len: 1,
-            new_start: 2,
-            new_len: 1,
-        };
-        assert!(map.work[0].owns(&hunk));
-        let far = Hunk {
-            old_start: 8,
-            old_len: 1,
-            new_start: 8,
-            new_len: 1,
-        };
-        assert!(!map.work[0].owns(&far));
+        assert!(map.work[0].covers_line(2) && !map.work[0].covers_line(8));
         let mut stake = AtStake::default();
         stake.add(&map.work[0]);
         assert_eq!(stake.lines(&map), vec!["agent-a (session a): src/a.ts (f)"]);

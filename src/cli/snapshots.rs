@@ -102,12 +102,12 @@ pub fn save(
         .iter()
         .map(|file| {
             let path = root.join(file);
-            let entry = match std::fs::read(&path) {
-                Ok(bytes) => TreeEntry::Text {
+            let entry = match gitio::working_bytes(&path) {
+                Some(bytes) => TreeEntry::Text {
                     mode: gitio::file_mode(&path),
-                    text: String::from_utf8_lossy(&bytes).into_owned(),
+                    bytes,
                 },
-                Err(_) => TreeEntry::Removed,
+                None => TreeEntry::Removed,
             };
             (file.clone(), entry)
         })

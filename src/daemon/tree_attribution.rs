@@ -54,14 +54,9 @@ pub fn attribute(
     files.sort();
     files.dedup();
     let files = not_ignored(root, files);
-    let mut rebase: Vec<String> = if head_moved {
-        owned
-            .into_iter()
-            .filter(|f| files.binary_search(f).is_err())
-            .collect()
-    } else {
-        Vec::new()
-    };
+    // HEAD moved: every file the map holds is rebased on HEAD's new bytes first, so the
+    // changes read after it are against the new HEAD.
+    let mut rebase: Vec<String> = if head_moved { owned } else { Vec::new() };
     rebase.sort();
     let names: Vec<String> = files
         .iter()
@@ -72,7 +67,17 @@ pub fn attribute(
         return Ok(());
     }
     let heads = blobs_at(root, &names, MAX_FILE_BYTES).map_err(|e| e.to_string())?;
+    for (file, head) in rebase
+        .iter()
+        .zip(heads.get(files.len()..).unwrap_or_default())
+    {
+        coord.rebase_owner_map(&key, file, head.as_deref());
+    }
     for (file, head) in files.iter().zip(&heads) {
+        // A submodule is its gitlink (15.4): its own tree is not this one's work.
+        if std::fs::symlink_metadata(root.join(file)).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
         let Some(now) = read_now(&root.join(file)) else {
             tracing::info!(file = %file, "too large to attribute");
             continue;
@@ -88,9 +93,6 @@ pub fn attribute(
         } else {
             coord.attribute_change(change).map_err(|e| e.to_string())?;
         }
-    }
-    for (file, head) in rebase.iter().zip(&heads[files.len()..]) {
-        coord.rebase_owner_map(&key, file, head.as_deref());
     }
     Ok(())
 }

@@ -78,6 +78,7 @@ pub async fn observe_worktrees(
         poll_reason: None,
         published: None,
         serving_since,
+        head_stamps: HashMap::new(),
     };
     observer.forget_vanished().await;
     loop {
@@ -105,6 +106,9 @@ pub async fn observe_worktrees(
                 while let Ok(event) = events.try_recv() {
                     observer.on_event(event);
                 }
+                // A commit or a reset a moment ago may not have been told yet: a HEAD moved
+                // since the last flush is taken in now.
+                observer.mark_moved_heads();
                 observer.read_settled(true).await;
                 flush.answered(ticket);
             }
@@ -117,6 +121,35 @@ pub async fn observe_worktrees(
         }
     }
     flush.set_active(false);
+}
+
+/// What says a worktree's HEAD moved, cheaply (two `stat`s, no git): the size and time of
+/// its HEAD file and of its HEAD reflog (a commit, a reset, a checkout each append to it).
+type HeadStamp = Option<(u64, std::time::SystemTime, std::time::SystemTime)>;
+
+/// The [`HeadStamp`] of the worktree at `root` (its git directory is `.git`, or the one a
+/// linked worktree's `.git` file names).
+fn head_stamp(root: &Path) -> HeadStamp {
+    let dot_git = root.join(".git");
+    let git_dir = if dot_git.is_dir() {
+        dot_git
+    } else {
+        let text = std::fs::read_to_string(&dot_git).ok()?;
+        let named = PathBuf::from(text.strip_prefix("gitdir:")?.trim());
+        if named.is_absolute() {
+            named
+        } else {
+            root.join(named)
+        }
+    };
+    let head = std::fs::metadata(git_dir.join("HEAD")).ok()?;
+    let log = std::fs::metadata(git_dir.join("logs/HEAD"));
+    Some((
+        log.as_ref().map_or(0, |m| m.len()),
+        log.and_then(|m| m.modified())
+            .unwrap_or(std::time::UNIX_EPOCH),
+        head.modified().unwrap_or(std::time::UNIX_EPOCH),
+    ))
 }
 
 /// How long a flush lets queued file-system events arrive before it reads.
@@ -228,6 +261,8 @@ struct Observer {
     /// When the daemon began serving: the worktrees found at its start take it as the time
     /// they were first looked at (those added later, the time they appear).
     serving_since: std::time::SystemTime,
+    /// Each worktree's HEAD as the last flush saw it.
+    head_stamps: HashMap<PathBuf, HeadStamp>,
 }
 
 impl Observer {
@@ -496,6 +531,17 @@ impl Observer {
             Seen::Head => {
                 dirty.head_moved = true;
                 dirty.everything = true;
+            }
+        }
+    }
+
+    /// Marks the worktrees whose HEAD moved since the last look ([`head_stamp`]).
+    fn mark_moved_heads(&mut self) {
+        for root in self.roots.clone() {
+            let stamp = head_stamp(&root);
+            let before = self.head_stamps.insert(root.clone(), stamp);
+            if before.is_some_and(|before| before != stamp) {
+                self.mark(&root, Seen::Head);
             }
         }
     }

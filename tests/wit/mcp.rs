@@ -889,8 +889,8 @@ fn the_commit_tool_commits_only_the_sessions_own_lines() {
         assert_eq!(structured(&again)["message"], "NOTHING_TO_COMMIT");
         assert!(text(&again).contains("nothing"), "{}", text(&again));
 
-        // In notes.txt bob records line 1, alice line 3, and a person changes line 2: the
-        // three make one hunk that is both bob's and alice's, which cannot be split.
+        // In notes.txt bob records line 1 and alice line 3; then line 2 changes while a tool
+        // call of each is open (15.3): that line is both of theirs, and cannot be split.
         client
             .call_raw(
                 "edit.preflight",
@@ -910,6 +910,12 @@ fn the_commit_tool_commits_only_the_sessions_own_lines() {
         .await;
         assert_eq!(clean["conflicts"], json!([]), "{clean}");
         apply_edit(&repo, "notes.txt", "three\n", "THREE\n");
+        for session in ["alice", "bob"] {
+            client
+                .call_raw("work.begin", json!({"sessionId": session, "tool": "Bash"}))
+                .await
+                .unwrap();
+        }
         apply_edit(&repo, "notes.txt", "two\n", "TWO\n");
         let refused = call(&alice, "commit", json!({"message": "Take beta"})).await;
         assert_eq!(refused.is_error, Some(true), "{}", text(&refused));

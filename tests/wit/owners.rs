@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::harness::*;
-use crate::safegit::{answer, edit, git_text, hook, shell_verdict, text, wit_ok};
+use crate::safegit::{answer, edit, git_text, hook, shell_verdict, text, wit_cmd, wit_ok};
 use wit::protocol::{IntentQueryParams, WorkChangesParams, WorkOwnersParams};
 
 const LIB_PY: &str = "\
@@ -244,6 +244,56 @@ fn an_edit_of_a_latin1_file_is_recorded_file_level_with_its_bytes() {
     let found = owners_until(&repo, "notes.txt", |o| !o.lines.is_empty());
     assert!(found.binary, "{found:?}");
     assert_eq!(sessions_of(&found), vec![vec!["bob".to_owned()]]);
+}
+
+/// `wit commit` from the owner map (15.4, 15.6): a latin-1 file's bytes and a symlink's new
+/// target are committed as they are, the symlink as a symlink, and a second commit right
+/// after finds nothing left (the map follows the new HEAD).
+#[test]
+fn wit_commit_keeps_a_latin1_files_bytes_and_a_symlink_as_a_symlink() {
+    let (repo, _daemon) = repo_with_lib();
+    std::fs::write(repo.path().join("notes.txt"), b"caf\xe9\n").unwrap();
+    std::fs::write(repo.path().join("a.txt"), "a\n").unwrap();
+    std::fs::write(repo.path().join("b.txt"), "b\n").unwrap();
+    std::os::unix::fs::symlink("a.txt", repo.path().join("link")).unwrap();
+    git_text(repo.path(), &["add", "."]);
+    git_text(repo.path(), &["commit", "-q", "-m", "bytes"]);
+    run_bash(
+        &repo,
+        "bob",
+        "printf 'na\\357ve\\n' >> notes.txt && ln -sfn b.txt link",
+    );
+    assert_eq!(
+        std::fs::read(repo.path().join("notes.txt")).unwrap(),
+        b"caf\xe9\nna\xefve\n"
+    );
+    owners_until(&repo, "link", |o| !o.lines.is_empty());
+    let out = wit_ok(&repo, "bob", &["commit", "-m", "bytes and a link"]);
+    assert!(
+        text(&out.stdout).contains("2 files"),
+        "{}",
+        text(&out.stdout)
+    );
+    let blob = std::process::Command::new("git")
+        .args(["cat-file", "blob", "HEAD:notes.txt"])
+        .current_dir(repo.path())
+        .output()
+        .unwrap()
+        .stdout;
+    assert_eq!(blob, b"caf\xe9\nna\xefve\n");
+    let listed = git_text(repo.path(), &["ls-tree", "HEAD", "link"]);
+    assert!(listed.starts_with("120000 blob "), "{listed}");
+    assert_eq!(
+        git_text(repo.path(), &["cat-file", "-p", "HEAD:link"]),
+        "b.txt"
+    );
+    assert!(repo.path().join("link").is_symlink());
+    let again = wit_cmd(repo.path(), "bob")
+        .args(["commit", "-m", "again"])
+        .output()
+        .unwrap();
+    assert!(!again.status.success(), "{}", text(&again.stdout));
+    assert_eq!(git_text(repo.path(), &["status", "--porcelain"]), "");
 }
 
 #[test]

@@ -1,0 +1,259 @@
+//! Which of a file's changes a session commits, and the bytes that makes (PROTOCOL-NOTES
+//! 15.6): the daemon's owner map gives the file's hunks against `HEAD` with their owners seen
+//! from the committing session (`work.changes`); the commit is `HEAD`'s bytes with exactly the
+//! session's hunks applied, never a re-diff of whole files. Pure: no git, no daemon.
+
+use crate::protocol::OwnedHunk;
+
+/// Whose a hunk is, seen from the committing session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HunkOwner {
+    /// The session's (or its agent's) alone.
+    Mine,
+    /// The session's and other live sessions' too: it cannot be split.
+    Shared,
+    /// Other live sessions'.
+    Others,
+    /// Nobody's (a person's edit, or a session that ended).
+    Nobody,
+}
+
+/// The owner of `hunk` as `work.changes {sessionId}` answered it.
+pub fn owner_of(hunk: &OwnedHunk) -> HunkOwner {
+    let live_others = hunk
+        .others
+        .iter()
+        .any(|o| !crate::coord::ownership::is_unowned_session(o));
+    match (hunk.mine == Some(true), live_others) {
+        (true, false) => HunkOwner::Mine,
+        (true, true) => HunkOwner::Shared,
+        (false, true) => HunkOwner::Others,
+        (false, false) => HunkOwner::Nobody,
+    }
+}
+
+/// What a file's commit takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FilePlan {
+    /// The file's new bytes (`None`: the file is removed).
+    Commit {
+        /// The committed content.
+        bytes: Option<Vec<u8>>,
+        /// How many hunks were taken.
+        taken: usize,
+        /// How many were left in the working tree.
+        left: usize,
+    },
+    /// Nothing of the session's in this file.
+    Nothing,
+}
+
+/// Why a file cannot be planned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// `HEAD` with every hunk applied is not the working file: the owner map is behind the
+    /// disk (a change or a commit a moment ago).
+    #[error("{0} changed while wit was reading it; run the command again")]
+    Moved(String),
+}
+
+/// The lines of `bytes`, each with its `\n` (the last one may lack it).
+fn lines(bytes: &[u8]) -> Vec<&[u8]> {
+    bytes.split_inclusive(|b| *b == b'\n').collect()
+}
+
+/// The 0-based `[start, end)` of a `-U0` side: `start` 1-based, `count` lines; with a count
+/// of 0 the start is the line after which the point lies.
+fn side(start: i64, count: i64) -> (usize, usize) {
+    let count = usize::try_from(count).unwrap_or(0);
+    let start = usize::try_from(start).unwrap_or(0);
+    let first = if count == 0 {
+        start
+    } else {
+        start.saturating_sub(1)
+    };
+    (first, first + count)
+}
+
+/// `head` with the `chosen` hunks (in order) taking their new lines from `working`; `None`
+/// when a hunk does not fit the texts.
+fn apply(head: &[&[u8]], working: &[&[u8]], chosen: &[&OwnedHunk]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    for hunk in chosen {
+        let (old_first, old_end) = side(hunk.old_start, hunk.old_lines);
+        let (new_first, new_end) = side(hunk.new_start, hunk.new_lines);
+        if old_first < at || old_end > head.len() || new_end > working.len() {
+            return None;
+        }
+        out.extend(head[at..old_first].concat());
+        out.extend(working[new_first..new_end].concat());
+        at = old_end;
+    }
+    out.extend(head[at..].concat());
+    Some(out)
+}
+
+/// Plans the commit of one file: `head` its bytes in `HEAD` (empty when not there),
+/// `working` its bytes now (`None`: deleted), `hunks` its changes in order; a binary file's
+/// work is its one file-level hunk. Nobody's hunks are taken with `include_unowned`. Every
+/// hunk applied must give the working bytes, or the map is behind the disk.
+pub fn plan_file(
+    file: &str,
+    head: &[u8],
+    working: Option<&[u8]>,
+    binary: bool,
+    hunks: &[OwnedHunk],
+    include_unowned: bool,
+) -> Result<FilePlan, PlanError> {
+    let taken: Vec<&OwnedHunk> = hunks
+        .iter()
+        .filter(|h| match owner_of(h) {
+            HunkOwner::Mine => true,
+            HunkOwner::Nobody => include_unowned,
+            HunkOwner::Shared | HunkOwner::Others => false,
+        })
+        .collect();
+    if taken.is_empty() {
+        return Ok(FilePlan::Nothing);
+    }
+    let left = hunks.len() - taken.len();
+    let all_taken = left == 0;
+    if binary {
+        // File-level: the whole file or nothing of it.
+        return Ok(FilePlan::Commit {
+            bytes: working.map(<[u8]>::to_vec),
+            taken: taken.len(),
+            left,
+        });
+    }
+    let head_lines = lines(head);
+    let working_lines = lines(working.unwrap_or_default());
+    let every: Vec<&OwnedHunk> = hunks.iter().collect();
+    if apply(&head_lines, &working_lines, &every).as_deref() != Some(working.unwrap_or_default()) {
+        return Err(PlanError::Moved(file.to_owned()));
+    }
+    if working.is_none() && all_taken {
+        return Ok(FilePlan::Commit {
+            bytes: None,
+            taken: taken.len(),
+            left,
+        });
+    }
+    let bytes =
+        apply(&head_lines, &working_lines, &taken).ok_or_else(|| PlanError::Moved(file.into()))?;
+    Ok(FilePlan::Commit {
+        bytes: Some(bytes),
+        taken: taken.len(),
+        left,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    fn hunk(old: (i64, i64), new: (i64, i64), mine: bool, others: &[&str]) -> OwnedHunk {
+        OwnedHunk {
+            old_start: old.0,
+            old_lines: old.1,
+            new_start: new.0,
+            new_lines: new.1,
+            session_ids: Vec::new(),
+            mine: Some(mine),
+            others: others.iter().map(|o| (*o).to_owned()).collect(),
+        }
+    }
+
+    const HEAD: &[u8] = b"a\nb\nc\nd\ne\nf\ng\n";
+    const WORKING: &[u8] = b"a\nB\nc\nD\nE\nf\ng\nh\n";
+
+    fn three(alice: [bool; 3], others: [&[&str]; 3]) -> Vec<OwnedHunk> {
+        vec![
+            hunk((2, 1), (2, 1), alice[0], others[0]),
+            hunk((4, 2), (4, 2), alice[1], others[1]),
+            hunk((7, 0), (8, 1), alice[2], others[2]),
+        ]
+    }
+
+    #[test]
+    fn the_sessions_hunks_are_applied_to_heads_bytes() {
+        let hunks = three([true, false, true], [&[], &["bob"], &[]]);
+        let plan = plan_file("a", HEAD, Some(WORKING), false, &hunks, false).unwrap();
+        assert_eq!(
+            plan,
+            FilePlan::Commit {
+                bytes: Some(b"a\nB\nc\nd\ne\nf\ng\nh\n".to_vec()),
+                taken: 2,
+                left: 1
+            }
+        );
+    }
+
+    #[test]
+    fn nobodys_hunks_only_when_asked_and_shared_ones_never() {
+        let hunks = three([false, true, false], [&["unowned:/r"], &["bob"], &[]]);
+        assert_eq!(
+            plan_file("a", HEAD, Some(WORKING), false, &hunks, false).unwrap(),
+            FilePlan::Nothing
+        );
+        let FilePlan::Commit { bytes, taken, .. } =
+            plan_file("a", HEAD, Some(WORKING), false, &hunks, true).unwrap()
+        else {
+            panic!("nothing planned");
+        };
+        assert_eq!(taken, 2);
+        assert_eq!(bytes.unwrap(), b"a\nB\nc\nd\ne\nf\ng\nh\n");
+        assert_eq!(owner_of(&hunks[1]), HunkOwner::Shared);
+    }
+
+    #[test]
+    fn a_map_behind_the_disk_refuses() {
+        let hunks = three([true, true, true], [&[], &[], &[]]);
+        let moved = b"a\nB\nc\nD\nE\nf\ng\nh\ni\n";
+        assert_eq!(
+            plan_file("a", HEAD, Some(moved), false, &hunks, false),
+            Err(PlanError::Moved("a".into()))
+        );
+    }
+
+    #[test]
+    fn a_deleted_file_and_a_binary_file_are_whole() {
+        let gone = [hunk((1, 7), (0, 0), true, &[])];
+        assert_eq!(
+            plan_file("a", HEAD, None, false, &gone, false).unwrap(),
+            FilePlan::Commit {
+                bytes: None,
+                taken: 1,
+                left: 0
+            }
+        );
+        let binary = [hunk((0, 0), (0, 0), true, &[])];
+        let bytes = b"caf\xe9\n\x00";
+        assert_eq!(
+            plan_file("b", b"old", Some(bytes), true, &binary, false).unwrap(),
+            FilePlan::Commit {
+                bytes: Some(bytes.to_vec()),
+                taken: 1,
+                left: 0
+            }
+        );
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_and_a_missing_last_newline_are_kept() {
+        let head = b"x\xff\ny";
+        let working = b"x\xff\nY\xfe";
+        let hunks = [hunk((2, 1), (2, 1), true, &[])];
+        assert_eq!(
+            plan_file("c", head, Some(working), false, &hunks, false).unwrap(),
+            FilePlan::Commit {
+                bytes: Some(working.to_vec()),
+                taken: 1,
+                left: 0
+            }
+        );
+    }
+}
