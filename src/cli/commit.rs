@@ -21,6 +21,7 @@ use std::path::Path;
 use clap::Args;
 use serde::Serialize;
 
+use super::commit_hooks::{CommitHookError, HookRefusal, Hooks};
 use super::commit_plan::{owner_of, plan_file, FilePlan, HunkOwner};
 use super::context::Context;
 use super::gitio::{self, TreeEntry};
@@ -43,6 +44,9 @@ pub struct CommitArgs {
     /// Also commit changed lines no live session owns (a person's edits) in the files.
     #[arg(long)]
     pub include_unowned: bool,
+    /// Skip the repository's pre-commit and commit-msg hooks, as `git commit --no-verify`.
+    #[arg(short = 'n', long)]
+    pub no_verify: bool,
     /// Only these files or directories (relative to the root).
     pub paths: Vec<String>,
 }
@@ -86,9 +90,21 @@ pub enum CommitError {
     /// Hunks changed by this session and by others: one line each, `file lines: who`.
     #[error("wit commit refused: lines changed by two sessions cannot be split:\n  {}\nagree who commits them (or one of you undoes the overlap), then commit again", .0.join("\n  "))]
     Shared(Vec<String>),
+    /// A hook of the repository refused it.
+    #[error("wit commit refused: {0}")]
+    Hook(#[from] HookRefusal),
     /// The daemon or git failed.
     #[error(transparent)]
     Failed(#[from] CliError),
+}
+
+impl From<CommitHookError> for CommitError {
+    fn from(error: CommitHookError) -> Self {
+        match error {
+            CommitHookError::Refused(refusal) => Self::Hook(refusal),
+            CommitHookError::Failed(error) => Self::Failed(error),
+        }
+    }
 }
 
 impl From<CommitError> for CliError {
@@ -97,7 +113,7 @@ impl From<CommitError> for CliError {
             CommitError::NoObservedWork | CommitError::AlreadyCommitted => {
                 Self::Usage(error.to_string())
             }
-            CommitError::Shared(_) => Self::Failed(error.to_string()),
+            CommitError::Shared(_) | CommitError::Hook(_) => Self::Failed(error.to_string()),
             CommitError::Failed(error) => error,
         }
     }
@@ -293,7 +309,17 @@ pub async fn commit_own_changes(
         .map(|p| (p.file.clone(), p.entry.clone()))
         .collect();
     let tree = gitio::write_tree(root, head.as_deref(), &entries)?;
-    let message = with_trailers(&args.message, &intents);
+    // The repository's hooks, as `git commit` runs them, on the content committed.
+    let hooks = Hooks::of(root)?;
+    let index = gitio::TempIndex::of_tree(root, &tree)?;
+    if !args.no_verify {
+        hooks.run("pre-commit", &[], Some(index.path()))?;
+    }
+    let message = hooks.message(
+        &with_trailers(&args.message, &intents),
+        index.path(),
+        args.no_verify,
+    )?;
     let mut commit_args = vec!["commit-tree", tree.as_str(), "-m", message.as_str()];
     if let Some(head) = &head {
         commit_args.push("-p");
@@ -324,6 +350,8 @@ pub async fn commit_own_changes(
             resolved.push(intent.clone());
         }
     }
+    // As in git, post-commit runs last and cannot undo the commit.
+    let _ = hooks.run("post-commit", &[], Some(index.path()));
     Ok(Committed {
         commit,
         files: plans

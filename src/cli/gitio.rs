@@ -166,6 +166,25 @@ impl TempIndex {
     }
 }
 
+impl TempIndex {
+    /// Its path (what `GIT_INDEX_FILE` names).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A temporary index holding `tree` (what a hook of the commit of `tree` reads).
+    pub fn of_tree(root: &Path, tree: &str) -> Result<Self, CliError> {
+        let index = Self::new(root)?;
+        run_with(
+            root,
+            &["read-tree", tree],
+            &[("GIT_INDEX_FILE", index.path.as_path())],
+            None,
+        )?;
+        Ok(index)
+    }
+}
+
 impl Drop for TempIndex {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);

@@ -14,6 +14,7 @@ mod blame;
 mod call;
 mod claude;
 pub mod commit;
+pub mod commit_hooks;
 pub mod commit_plan;
 mod context;
 mod contracts;

@@ -118,6 +118,7 @@ pub async fn call(
     let args = CommitArgs {
         message: arguments.message,
         include_unowned: arguments.include_unowned,
+        no_verify: false,
         paths: arguments.paths,
     };
     let root: &Path = &daemon.paths().root;
@@ -157,6 +158,10 @@ fn failure(error: &CommitError) -> CallToolResult {
         }
         CommitError::Shared(overlaps) => {
             json!({"code": null, "message": REFUSED, "data": {"overlaps": overlaps}})
+        }
+        CommitError::Hook(refusal) => {
+            json!({"code": null, "message": REFUSED,
+                   "data": {"hook": refusal.hook, "status": refusal.status, "output": refusal.output}})
         }
         CommitError::Failed(CliError::Rpc(error)) => {
             return render::tool_error(NAME, NAME, error, &Value::Null)

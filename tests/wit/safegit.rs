@@ -447,3 +447,69 @@ fn every_harness_shell_tool_is_gated_in_its_own_answer_shape() {
         "{value}"
     );
 }
+
+/// Writes an executable hook `name` of the repository (its `.git/hooks`).
+fn write_hook(repo: &Repo, name: &str, script: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = repo.path().join(".git/hooks").join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// `wit commit` runs the repository's hooks as `git commit` does (15.6): `pre-commit` sees
+/// exactly the content committed (the session's lines, not the other's) and can refuse,
+/// `--no-verify` skips it, `prepare-commit-msg` and `commit-msg` edit the message, and
+/// `post-commit` runs once HEAD moved.
+#[test]
+fn wit_commit_runs_the_repositorys_hooks_on_what_it_commits() {
+    let (repo, _daemon) = two_agents();
+    let head = git_text(repo.path(), &["rev-parse", "HEAD"]);
+    // pre-commit: refuses while alice's line is staged, and records what it saw.
+    write_hook(
+        &repo,
+        "pre-commit",
+        "git diff --cached > .git/pre-commit-saw\n\
+         if git diff --cached | grep -q 'a + 100'; then echo 'no hundreds'; exit 3; fi",
+    );
+    let out = wit_cmd(repo.path(), "alice")
+        .args(["commit", "-m", "alpha"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", text(&out.stdout));
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("pre-commit hook refused") && said.contains("no hundreds"),
+        "{said}"
+    );
+    assert_eq!(git_text(repo.path(), &["rev-parse", "HEAD"]), head);
+    let saw = std::fs::read_to_string(repo.path().join(".git/pre-commit-saw")).unwrap();
+    assert!(saw.contains(ALICE_NEW) && !saw.contains(BOB_NEW), "{saw}");
+
+    // The message hooks and post-commit; --no-verify skips pre-commit and commit-msg.
+    write_hook(
+        &repo,
+        "prepare-commit-msg",
+        "test \"$2\" = message && printf '\\nPrepared: yes\\n' >> \"$1\"",
+    );
+    write_hook(&repo, "commit-msg", "printf 'Checked: yes\\n' >> \"$1\"");
+    write_hook(
+        &repo,
+        "post-commit",
+        "git rev-parse HEAD > .git/post-commit-saw",
+    );
+    wit_ok(&repo, "alice", &["commit", "--no-verify", "-m", "alpha"]);
+    let message = git_text(repo.path(), &["log", "-1", "--format=%B"]);
+    assert!(message.starts_with("alpha\n"), "{message}");
+    assert!(message.contains("Prepared: yes"), "{message}");
+    assert!(!message.contains("Checked: yes"), "{message}");
+    let committed = git_text(repo.path(), &["rev-parse", "HEAD"]);
+    assert_ne!(committed, head);
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join(".git/post-commit-saw")).unwrap(),
+        committed
+    );
+    // Bob's commit with every hook: commit-msg adds its line, pre-commit passes.
+    wit_ok(&repo, "bob", &["commit", "-m", "beta"]);
+    let message = git_text(repo.path(), &["log", "-1", "--format=%B"]);
+    assert!(message.contains("Checked: yes"), "{message}");
+}
