@@ -265,3 +265,31 @@ pub async fn watch(ctx: &Context, args: &WatchArgs) -> Result<Report, CliError> 
     }
     Ok(Report::nothing())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unowned_work_is_listed_by_file_lines_and_worktree() {
+        let intent: IntentRecord = serde_json::from_value(json!({
+            "intentId": "i1", "sessionId": "unowned:/tmp/repo-w1", "description": "observed edit",
+            "files": ",src/a.py,", "symbols": "[]", "status": "active", "declaredAt": 1,
+            "updatedAt": 1, "regions": [{"startLine": 2, "endLine": 4}, {"startLine": 9, "endLine": 9}],
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let text = unowned_section(&[intent]);
+        assert!(text.starts_with("UNOWNED WORK (1)\n"), "{text}");
+        assert!(text.contains("a person's editor"), "{text}");
+        let row = text
+            .lines()
+            .find(|l| l.contains("src/a.py"))
+            .unwrap_or_default();
+        assert_eq!(
+            row.split_whitespace().collect::<Vec<_>>(),
+            ["src/a.py", "2-4,9", "repo-w1"]
+        );
+        assert_eq!(lines_text(&[]), "whole file");
+        assert_eq!(unowned_section(&[]), "UNOWNED WORK (0)\n  (none)\n");
+    }
+}

@@ -282,7 +282,10 @@ mod tests {
     fn a_query_parameter_is_found_by_name_and_percent_decoded() {
         let query = Some("token=t&file=src%2Fa%20b.ts&x=1");
         assert_eq!(query_param(query, "file").as_deref(), Some("src/a b.ts"));
-        assert_eq!(query_param(Some("file=a+b%C3%A9"), "file").as_deref(), Some("a bé"));
+        assert_eq!(
+            query_param(Some("file=a+b%C3%A9"), "file").as_deref(),
+            Some("a bé")
+        );
         assert_eq!(query_param(Some("files=a"), "file"), None);
         assert_eq!(query_param(Some("file=%2"), "file"), None);
         assert_eq!(query_param(Some("file=%zz"), "file"), None);

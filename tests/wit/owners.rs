@@ -308,11 +308,21 @@ fn wit_status_and_wit_sessions_show_unowned_work_as_such() {
     // no session.
     let intents = before.split_once("INTENTS").map_or("", |(_, rest)| rest);
     assert!(intents.contains("alice"), "{status}");
-    assert!(!before.contains("unowned:"), "unowned work as an intent:\n{status}");
-    assert!(!after.contains("unowned:"), "unowned work as a session:\n{status}");
+    assert!(
+        !before.contains("unowned:"),
+        "unowned work as an intent:\n{status}"
+    );
+    assert!(
+        !after.contains("unowned:"),
+        "unowned work as a session:\n{status}"
+    );
     let json: Value =
         serde_json::from_slice(&wit_ok(&repo, "alice", &["--json", "status"]).stdout).unwrap();
-    assert_eq!(json["unowned"][0]["sessionId"], unowned_id.as_str(), "{json}");
+    assert_eq!(
+        json["unowned"][0]["sessionId"],
+        unowned_id.as_str(),
+        "{json}"
+    );
 
     let sessions = text(&wit_ok(&repo, "alice", &["sessions"]).stdout);
     let row = sessions

@@ -763,11 +763,15 @@ fn a_file_opened_in_the_work_map_shows_its_owners_and_unowned_work_as_such() {
     wit_ok(&repo, "alice", &["hook", "install"]);
     // A person's editor changes line 2: no window is open, so it is nobody's.
     repo.write("src/lib.py", &OWNED_PY.replace("x + 1", "x + 2"));
-    let found = owners_until(&repo, "src/lib.py", |o| o["lines"].as_array().is_some_and(|l| !l.is_empty()));
+    let found = owners_until(&repo, "src/lib.py", |o| {
+        o["lines"].as_array().is_some_and(|l| !l.is_empty())
+    });
     assert_eq!(found["lines"][0]["sessionIds"], json!([]), "{found}");
     // Alice edits line 10 through her harness's gate.
     edit(&repo, "alice", "src/lib.py", "z - 3", "z - 30");
-    let found = owners_until(&repo, "src/lib.py", |o| o["lines"].as_array().is_some_and(|l| l.len() == 2));
+    let found = owners_until(&repo, "src/lib.py", |o| {
+        o["lines"].as_array().is_some_and(|l| l.len() == 2)
+    });
     assert_eq!(found["lines"].as_array().map(Vec::len), Some(2), "{found}");
 
     let ui = UiServer::start(&repo);
@@ -776,11 +780,17 @@ fn a_file_opened_in_the_work_map_shows_its_owners_and_unowned_work_as_such() {
     let opener = "#workmap button[data-open-file=\"src/lib.py\"]";
     browser.wait_for(
         "src/lib.py in the work map",
-        &format!("return !!document.querySelector('{}')", opener.replace('\'', "\\'")),
+        &format!(
+            "return !!document.querySelector('{}')",
+            opener.replace('\'', "\\'")
+        ),
         FIRST_PAINT,
     );
     assert_eq!(
-        browser.eval("return document.querySelectorAll('#workmap [data-owners]').length", json!([])),
+        browser.eval(
+            "return document.querySelectorAll('#workmap [data-owners]').length",
+            json!([])
+        ),
         0,
         "owners shown before the file was opened"
     );
@@ -812,7 +822,10 @@ fn a_file_opened_in_the_work_map_shows_its_owners_and_unowned_work_as_such() {
     );
     for row in rows {
         let since = row[4].as_str().unwrap();
-        assert!(since.starts_with("since ") && since.contains("ago"), "{since}");
+        assert!(
+            since.starts_with("since ") && since.contains("ago"),
+            "{since}"
+        );
     }
 
     // New work in the open file shows without another click: alice changes line 6 too.
@@ -832,7 +845,9 @@ fn a_file_opened_in_the_work_map_shows_its_owners_and_unowned_work_as_such() {
          return w && w.textContent.replace(/\\s+/g, ' ').trim()",
         json!([]),
     );
-    let unowned_row = unowned_row.as_str().unwrap_or_else(|| panic!("no unowned row: {unowned_row}"));
+    let unowned_row = unowned_row
+        .as_str()
+        .unwrap_or_else(|| panic!("no unowned row: {unowned_row}"));
     assert!(
         unowned_row.starts_with("nobody (unowned) unowned work"),
         "{unowned_row}"
@@ -843,11 +858,15 @@ fn a_file_opened_in_the_work_map_shows_its_owners_and_unowned_work_as_such() {
         json!([]),
     );
     assert!(
-        session[0].as_str().is_some_and(|t| t.starts_with("unowned work unowned")
-            && t.contains("a person's editor")),
+        session[0].as_str().is_some_and(
+            |t| t.starts_with("unowned work unowned") && t.contains("a person's editor")
+        ),
         "{session}"
     );
-    assert_eq!(session[1], false, "unowned work offered an end button: {session}");
+    assert_eq!(
+        session[1], false,
+        "unowned work offered an end button: {session}"
+    );
     let shown = browser.eval(
         "return document.getElementById('sessions').innerText + document.getElementById('workmap').innerText",
         json!([]),
@@ -872,12 +891,33 @@ fn a_file_opened_in_the_work_map_shows_its_owners_and_unowned_work_as_such() {
     assert_eq!(owned.status, 200);
     let owned: Value = serde_json::from_slice(&owned.body).unwrap();
     assert_eq!(owned["result"]["file"], "src/lib.py", "{owned}");
-    assert_eq!(owned["result"]["lines"].as_array().map(Vec::len), Some(3), "{owned}");
+    assert_eq!(
+        owned["result"]["lines"].as_array().map(Vec::len),
+        Some(3),
+        "{owned}"
+    );
     let bare = http(ui.port, "GET", "/api/owners", &[("Cookie", &cookie)], b"");
     assert_eq!(bare.status, 400);
-    let outside = http(ui.port, "GET", "/api/owners?file=..%2F..%2Fetc%2Fpasswd", &[("Cookie", &cookie)], b"");
-    assert_eq!(outside.status, 400, "{}", String::from_utf8_lossy(&outside.body));
-    let posted = http(ui.port, "POST", "/api/owners", &[("Cookie", &cookie), ("x-wit-token", &ui.token)], b"");
+    let outside = http(
+        ui.port,
+        "GET",
+        "/api/owners?file=..%2F..%2Fetc%2Fpasswd",
+        &[("Cookie", &cookie)],
+        b"",
+    );
+    assert_eq!(
+        outside.status,
+        400,
+        "{}",
+        String::from_utf8_lossy(&outside.body)
+    );
+    let posted = http(
+        ui.port,
+        "POST",
+        "/api/owners",
+        &[("Cookie", &cookie), ("x-wit-token", &ui.token)],
+        b"",
+    );
     assert_eq!(posted.status, 405);
     // Nor can the page end unowned work through an action.
     let root = std::fs::canonicalize(repo.path()).unwrap();

@@ -452,7 +452,6 @@
     } catch (error) { next = { file, state: "error", message: "the page cannot reach wit ui: " + error }; }
     if (seq !== ownersSeq || !opened || opened.file !== file) return;
     opened = next;
-    metrics.owners = { file, at: Date.now() };
     dirty.add("workmap"); schedule();
   }
 
