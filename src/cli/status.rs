@@ -275,7 +275,7 @@ mod tests {
         let intent: IntentRecord = serde_json::from_value(json!({
             "intentId": "i1", "sessionId": "unowned:/tmp/repo-w1", "description": "observed edit",
             "files": ",src/a.py,", "symbols": "[]", "status": "active", "declaredAt": 1,
-            "updatedAt": 1, "regions": [{"startLine": 2, "endLine": 4}, {"startLine": 9, "endLine": 9}],
+            "updatedAt": 1, "startByte": null, "endByte": null, "regions": [{"startLine": 2, "endLine": 4}, {"startLine": 9, "endLine": 9}],
         }))
         .unwrap_or_else(|e| panic!("{e}"));
         let text = unowned_section(&[intent]);
