@@ -116,14 +116,14 @@ fn render(ctx: &Context, snapshot: &Snapshot) -> Result<(Value, String), CliErro
         "watch": super::index_progress::watch_status(&ctx.paths),
     });
     let human = format!(
-        "wit status for {}\n{session_line}\nindex: {}\nwatch: {}\n\n{}\n{}\n{}\n{}\n{}",
+        "wit status for {}\n{session_line}\nindex: {}\nwatch: {}\n\n{}\n{}{}\n{}\n{}",
         ctx.paths.root.display(),
         super::index_progress::current(&ctx.paths)
             .map_or_else(|| "not published yet".to_owned(), |s| s.summary()),
         super::index_progress::watch_status(&ctx.paths)
             .map_or_else(|| "file-system notification".to_owned(), |s| s.summary()),
         render::intents_section(&agents),
-        unowned_section(&unowned),
+        unowned_section(&unowned).map_or_else(String::new, |text| format!("{text}\n")),
         render::locks_section(&snapshot.locks),
         render::contracts_section(&snapshot.contracts),
         sessions_section(&snapshot.sessions),
@@ -132,8 +132,11 @@ fn render(ctx: &Context, snapshot: &Snapshot) -> Result<(Value, String), CliErro
 }
 
 /// The worktrees' unowned work (PROTOCOL-NOTES 15.3): changed lines no session made, one
-/// row per file, with the worktree they are in.
-fn unowned_section(intents: &[IntentRecord]) -> String {
+/// row per file, with the worktree they are in; `None` when there is none (no section then).
+fn unowned_section(intents: &[IntentRecord]) -> Option<String> {
+    if intents.is_empty() {
+        return None;
+    }
     let rows: Vec<Vec<String>> = intents
         .iter()
         .map(|intent| {
@@ -153,7 +156,7 @@ fn unowned_section(intents: &[IntentRecord]) -> String {
          `wit blame FILE` shows whose each line is\n{}",
         render::table(&["FILE", "LINES", "WORKTREE"], &rows)
     );
-    render::section("UNOWNED WORK", intents.len(), body)
+    Some(render::section("UNOWNED WORK", intents.len(), body))
 }
 
 /// Observed lines as `2-4,9`; `whole file` when the work has no regions (file-level).
@@ -278,7 +281,7 @@ mod tests {
             "updatedAt": 1, "startByte": null, "endByte": null, "regions": [{"startLine": 2, "endLine": 4}, {"startLine": 9, "endLine": 9}],
         }))
         .unwrap_or_else(|e| panic!("{e}"));
-        let text = unowned_section(&[intent]);
+        let text = unowned_section(&[intent]).unwrap_or_default();
         assert!(text.starts_with("UNOWNED WORK (1)\n"), "{text}");
         assert!(text.contains("a person's editor"), "{text}");
         let row = text
@@ -290,6 +293,6 @@ mod tests {
             ["src/a.py", "2-4,9", "repo-w1"]
         );
         assert_eq!(lines_text(&[]), "whole file");
-        assert_eq!(unowned_section(&[]), "UNOWNED WORK (0)\n  (none)\n");
+        assert_eq!(unowned_section(&[]), None);
     }
 }

@@ -756,6 +756,7 @@ fn a_file_opened_in_the_work_map_shows_its_owners_and_unowned_work_as_such() {
     let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
     let repo = Repo::new();
     repo.write("src/lib.py", OWNED_PY);
+    std::fs::write(repo.path().join("notes.txt"), b"caf\xe9\n").unwrap();
     git_text(repo.path(), &["add", "."]);
     git_text(repo.path(), &["commit", "-q", "-m", "init"]);
     let _daemon = Daemon::start(&repo);
@@ -767,6 +768,10 @@ fn a_file_opened_in_the_work_map_shows_its_owners_and_unowned_work_as_such() {
         o["lines"].as_array().is_some_and(|l| !l.is_empty())
     });
     assert_eq!(found["lines"][0]["sessionIds"], json!([]), "{found}");
+    // And a Latin-1 file, whose work is file-level.
+    std::fs::write(repo.path().join("notes.txt"), b"caf\xe9\nna\xefve\n").unwrap();
+    let found = owners_until(&repo, "notes.txt", |o| o["binary"] == true);
+    assert_eq!(found["binary"], true, "{found}");
     // Alice edits line 10 through her harness's gate.
     edit(&repo, "alice", "src/lib.py", "z - 3", "z - 30");
     let found = owners_until(&repo, "src/lib.py", |o| {
@@ -882,6 +887,16 @@ fn a_file_opened_in_the_work_map_shows_its_owners_and_unowned_work_as_such() {
         "return document.querySelectorAll('#workmap [data-owners]').length === 0",
         Duration::from_secs(5),
     );
+
+    // A binary file's owners are one file-level run.
+    browser.click("#workmap button[data-open-file=\"notes.txt\"]");
+    let binary = browser.wait_for(
+        "the owners of notes.txt",
+        &shown_runs("notes.txt", 1),
+        Duration::from_secs(10),
+    );
+    assert_eq!(binary[0][2], "nobody (unowned)", "{binary}");
+    assert_eq!(binary[0][3], "whole file (binary)", "{binary}");
 
     // The route is guarded like the others and says what it needs.
     let cookie = ui.cookie();
