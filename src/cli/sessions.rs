@@ -7,7 +7,15 @@ use super::context::Context;
 use super::duration::format_left;
 use super::output::{CliError, Report};
 use super::render;
+use crate::coord::ownership::is_unowned_session;
 use crate::protocol::{SessionEndParams, SessionHeartbeatParams, SessionRecord};
+
+/// The name `wit sessions` gives a worktree's unowned work (PROTOCOL-NOTES 15.3).
+const UNOWNED_NAME: &str = "(unowned work)";
+
+/// What unowned work is, under the table that lists it.
+const UNOWNED_NOTE: &str = "unowned: changes on disk no session made (a person's editor, a \
+                            formatter, an unhooked agent); `wit blame FILE` shows their lines";
 
 /// `wit session …`.
 #[derive(Debug, Subcommand)]
@@ -97,11 +105,22 @@ fn sessions_table(sessions: &[SessionRecord], me: Option<&str>) -> String {
             } else {
                 ""
             };
+            let unowned = is_unowned_session(&s.session_id);
+            let state = match (unowned, s.live) {
+                (true, _) => "unowned",
+                (false, true) => "live",
+                (false, false) => "ended",
+            };
+            let name = if unowned {
+                UNOWNED_NAME.to_owned()
+            } else {
+                s.name.clone().unwrap_or_else(|| "-".into())
+            };
             vec![
                 format!("{}{marker}", s.session_id),
-                s.name.clone().unwrap_or_else(|| "-".into()),
+                name,
                 s.pid.map_or_else(|| "-".into(), |p| p.to_string()),
-                if s.live { "live" } else { "ended" }.to_string(),
+                state.to_string(),
                 format!("{} ago", format_left((now - s.last_seen_at).max(1))),
                 s.locks.to_string(),
                 s.intents.to_string(),
@@ -110,7 +129,7 @@ fn sessions_table(sessions: &[SessionRecord], me: Option<&str>) -> String {
             ]
         })
         .collect();
-    render::table(
+    let table = render::table(
         &[
             "SESSION",
             "NAME",
@@ -123,7 +142,12 @@ fn sessions_table(sessions: &[SessionRecord], me: Option<&str>) -> String {
             "BRANCH",
         ],
         &rows,
-    )
+    );
+    if sessions.iter().any(|s| is_unowned_session(&s.session_id)) {
+        format!("{table}{UNOWNED_NOTE}\n")
+    } else {
+        table
+    }
 }
 
 /// A worktree as tables show it: its directory's name (`-` when unknown); JSON has the path.
@@ -163,5 +187,19 @@ mod tests {
         assert!(text.contains("repo-w1"), "{text}");
         assert!(text.contains("feature"), "{text}");
         assert_eq!(sessions_table(&[], None), "no sessions");
+        let plain = sessions_table(&[record("a", true)], None);
+        assert!(!plain.contains("unowned"), "{plain}");
+        let mut work = record("unowned:/tmp/repo", true);
+        work.name = None;
+        let text = sessions_table(&[record("a", true), work], None);
+        let row = text
+            .lines()
+            .find(|l| l.contains("unowned:/tmp/repo"))
+            .unwrap_or_default();
+        assert!(
+            row.contains("(unowned work)") && row.contains("unowned") && !row.contains("live"),
+            "{text}"
+        );
+        assert!(text.contains("a person's editor"), "{text}");
     }
 }

@@ -10,9 +10,10 @@ use super::duration::parse_duration;
 use super::output::{self, CliError, Report};
 use super::render;
 use crate::client::{ClientError, WitClient};
+use crate::coord::ownership::is_unowned_session;
 use crate::protocol::{
     ContractQueryParams, ContractRecord, ContractRecordStatus, EventsPollParams, IntentQueryParams,
-    IntentRecord, LockQueryParams, LockRecord, SessionRecord,
+    IntentRecord, LineRegion, LockQueryParams, LockRecord, SessionRecord,
 };
 
 /// The longest wait `events.poll` accepts.
@@ -29,10 +30,11 @@ pub struct WatchArgs {
 
 /// What `status` shows.
 struct Snapshot {
+    /// Every open intent, the unowned work's too (as `--json` has always listed them).
     intents: Vec<IntentRecord>,
     locks: Vec<LockRecord>,
     contracts: Vec<ContractRecord>,
-    /// Live sessions, with the worktree and branch each acts from.
+    /// Live sessions, with the worktree and branch each acts from (unowned work is none).
     sessions: Vec<SessionRecord>,
 }
 
@@ -49,7 +51,10 @@ impl Snapshot {
         Ok(Self {
             intents,
             locks: locks?,
-            sessions: sessions?.into_iter().filter(|s| s.live).collect(),
+            sessions: sessions?
+                .into_iter()
+                .filter(|s| s.live && !is_unowned_session(&s.session_id))
+                .collect(),
             contracts: contracts?
                 .into_iter()
                 .filter(|c| {
@@ -94,6 +99,11 @@ fn session_json(ctx: &Context) -> Result<(Value, String), CliError> {
 
 fn render(ctx: &Context, snapshot: &Snapshot) -> Result<(Value, String), CliError> {
     let (session, session_line) = session_json(ctx)?;
+    let (unowned, agents): (Vec<IntentRecord>, Vec<IntentRecord>) = snapshot
+        .intents
+        .iter()
+        .cloned()
+        .partition(|intent| is_unowned_session(&intent.session_id));
     let value = json!({
         "root": ctx.paths.root.display().to_string(),
         "session": session,
@@ -101,22 +111,70 @@ fn render(ctx: &Context, snapshot: &Snapshot) -> Result<(Value, String), CliErro
         "locks": snapshot.locks,
         "contracts": snapshot.contracts,
         "sessions": snapshot.sessions,
+        "unowned": unowned,
         "index": super::index_progress::current(&ctx.paths),
         "watch": super::index_progress::watch_status(&ctx.paths),
     });
     let human = format!(
-        "wit status for {}\n{session_line}\nindex: {}\nwatch: {}\n\n{}\n{}\n{}\n{}",
+        "wit status for {}\n{session_line}\nindex: {}\nwatch: {}\n\n{}\n{}{}\n{}\n{}",
         ctx.paths.root.display(),
         super::index_progress::current(&ctx.paths)
             .map_or_else(|| "not published yet".to_owned(), |s| s.summary()),
         super::index_progress::watch_status(&ctx.paths)
             .map_or_else(|| "file-system notification".to_owned(), |s| s.summary()),
-        render::intents_section(&snapshot.intents),
+        render::intents_section(&agents),
+        unowned_section(&unowned).map_or_else(String::new, |text| format!("{text}\n")),
         render::locks_section(&snapshot.locks),
         render::contracts_section(&snapshot.contracts),
         sessions_section(&snapshot.sessions),
     );
     Ok((value, human))
+}
+
+/// The worktrees' unowned work (PROTOCOL-NOTES 15.3): changed lines no session made, one
+/// row per file, with the worktree they are in; `None` when there is none (no section then).
+fn unowned_section(intents: &[IntentRecord]) -> Option<String> {
+    if intents.is_empty() {
+        return None;
+    }
+    let rows: Vec<Vec<String>> = intents
+        .iter()
+        .map(|intent| {
+            let root = intent
+                .session_id
+                .split_once(':')
+                .map_or("", |(_, root)| root);
+            vec![
+                render::intent_files(&intent.files).join(","),
+                lines_text(&intent.regions),
+                super::sessions::worktree_label(Some(root)),
+            ]
+        })
+        .collect();
+    let body = format!(
+        "  changes on disk no session made (a person's editor, a formatter, an unhooked agent); \
+         `wit blame FILE` shows whose each line is\n{}",
+        render::table(&["FILE", "LINES", "WORKTREE"], &rows)
+    );
+    Some(render::section("UNOWNED WORK", intents.len(), body))
+}
+
+/// Observed lines as `2-4,9`; `whole file` when the work has no regions (file-level).
+fn lines_text(regions: &[LineRegion]) -> String {
+    if regions.is_empty() {
+        return "whole file".to_owned();
+    }
+    regions
+        .iter()
+        .map(|r| {
+            if r.start_line == r.end_line {
+                r.start_line.to_string()
+            } else {
+                format!("{}-{}", r.start_line, r.end_line)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The live sessions as a table, each with the worktree and branch it acts from.
@@ -209,4 +267,32 @@ pub async fn watch(ctx: &Context, args: &WatchArgs) -> Result<Report, CliError> 
         }
     }
     Ok(Report::nothing())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unowned_work_is_listed_by_file_lines_and_worktree() {
+        let intent: IntentRecord = serde_json::from_value(json!({
+            "intentId": "i1", "sessionId": "unowned:/tmp/repo-w1", "description": "observed edit",
+            "files": ",src/a.py,", "symbols": "[]", "status": "active", "declaredAt": 1,
+            "updatedAt": 1, "startByte": null, "endByte": null, "regions": [{"startLine": 2, "endLine": 4}, {"startLine": 9, "endLine": 9}],
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let text = unowned_section(&[intent]).unwrap_or_default();
+        assert!(text.starts_with("UNOWNED WORK (1)\n"), "{text}");
+        assert!(text.contains("a person's editor"), "{text}");
+        let row = text
+            .lines()
+            .find(|l| l.contains("src/a.py"))
+            .unwrap_or_default();
+        assert_eq!(
+            row.split_whitespace().collect::<Vec<_>>(),
+            ["src/a.py", "2-4,9", "repo-w1"]
+        );
+        assert_eq!(lines_text(&[]), "whole file");
+        assert_eq!(unowned_section(&[]), None);
+    }
 }

@@ -2,11 +2,13 @@
 //! session the daemon cannot see die (ended or reaped already, or registered without a pid:
 //! a session with a live pid is ended by the daemon when its process exits), release a lock
 //! whose holder is no longer live, accept or reject a proposed contract (as the person's own
-//! session, so the event names the person).
+//! session, so the event names the person). A worktree's unowned work (PROTOCOL-NOTES 15.3)
+//! is no session a person ends.
 
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::coord::ownership::is_unowned_session;
 use crate::doorway::{Doorway, Failure};
 
 /// An action as the page posts it (`{"action": "end-session", "sessionId": ..}`, ...).
@@ -57,6 +59,12 @@ pub async fn run(daemon: &Doorway, person: &str, action: Action) -> Result<Value
                 return Err(ActionError::NotAllowed(
                     "the page's own session ends when `wit ui` stops".into(),
                 ));
+            }
+            if is_unowned_session(&session_id) {
+                return Err(ActionError::NotAllowed(format!(
+                    "{session_id} is unowned work, not an agent: committing or restoring its \
+                     changes resolves it"
+                )));
             }
             let sessions = daemon.call_raw("session.list", json!({})).await?;
             let watched = sessions.as_array().into_iter().flatten().any(|session| {

@@ -10,7 +10,7 @@
 //! Server-Sent Events, [`actions`] holds what a person may do, [`assets`] the embedded page.
 //!
 //! Routing is a `match` on method and path over hyper (already the daemon's and the client's
-//! HTTP stack): six fixed routes do not justify a router crate and its tower stack.
+//! HTTP stack): seven fixed routes do not justify a router crate and its tower stack.
 
 pub mod actions;
 pub mod assets;
@@ -94,6 +94,7 @@ async fn run(paths: WitPaths, options: UiOptions) -> Result<(), UiError> {
     let acting = Doorway::new(paths.clone(), options.autostart);
     // Reads never start a daemon: a person who stopped it sees it stopped.
     let watching = Doorway::new(paths.clone(), false);
+    let reading = watching.clone();
     let person = options.session.clone().unwrap_or_else(default_person);
     let user = std::env::var("USER").unwrap_or_else(|_| "person".into());
     acting
@@ -131,6 +132,7 @@ async fn run(paths: WitPaths, options: UiOptions) -> Result<(), UiError> {
         guard,
         hub,
         daemon: acting.clone(),
+        watching: reading,
         person: person.clone(),
         title,
     });

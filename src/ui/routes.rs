@@ -7,6 +7,7 @@
 //! | `GET /app.js`, `/app.css` | its script and style (embedded in the binary)    |
 //! | `GET /api/stream`    | Server-Sent Events: sections, events, gaps, status     |
 //! | `GET /api/state`     | every section at once, as one JSON object             |
+//! | `GET /api/owners?file=F` | `work.owners` of one file (the work map's owners) |
 //! | `POST /api/action`   | one [`Action`], with the token in `x-wit-token` too   |
 //!
 //! Every response carries no CORS header, `no-store`, `nosniff`, no referrer and a strict
@@ -33,6 +34,12 @@ use crate::doorway::{Doorway, Failure};
 /// The largest action body accepted.
 const MAX_ACTION_BODY: usize = 16 * 1024;
 
+/// The longest file path `/api/owners` passes on (the daemon bounds it again).
+const MAX_OWNERS_FILE: usize = 4096;
+
+/// JSON-RPC's "method not found": a daemon older than `work.owners`.
+const METHOD_NOT_FOUND: i32 = -32601;
+
 /// The body of every response.
 pub type UiBody = BoxBody<Bytes, Infallible>;
 
@@ -45,6 +52,8 @@ pub struct Ui {
     pub hub: Arc<Hub>,
     /// Actions go through this (auto-starting) daemon handle.
     pub daemon: Doorway,
+    /// Reads on request (`/api/owners`) go through this one, which never starts a daemon.
+    pub watching: Doorway,
     /// The person's own session: the author of contract responses.
     pub person: String,
     /// The repository's name, shown in the page's title.
@@ -104,16 +113,52 @@ impl Ui {
                 text.push('}');
                 body(StatusCode::OK, "application/json", text)
             }
+            (&Method::GET, "/api/owners") => self.owners(request.uri().query()).await,
             (&Method::POST, "/api/action") => {
                 if !self.guard.action_allowed(request.headers()) {
                     return refuse(request, StatusCode::UNAUTHORIZED).await;
                 }
                 self.action(request).await
             }
-            (_, "/" | "/app.js" | "/app.css" | "/api/stream" | "/api/state" | "/api/action") => {
-                empty(StatusCode::METHOD_NOT_ALLOWED)
-            }
+            (
+                _,
+                "/" | "/app.js" | "/app.css" | "/api/stream" | "/api/state" | "/api/owners"
+                | "/api/action",
+            ) => empty(StatusCode::METHOD_NOT_ALLOWED),
             _ => empty(StatusCode::NOT_FOUND),
+        }
+    }
+
+    /// The owners of one file's uncommitted lines (`work.owners`, PROTOCOL-NOTES 15.7), what
+    /// the work map shows of a file the person opens: `{"result": {file, binary, lines}}`,
+    /// `{"result": null}` from a daemon that does not offer the method.
+    async fn owners(&self, query: Option<&str>) -> Response<UiBody> {
+        let file = match query_param(query, "file") {
+            Some(file) if !file.is_empty() && file.len() <= MAX_OWNERS_FILE => file,
+            _ => {
+                return answer(
+                    StatusCode::BAD_REQUEST,
+                    json!({"error": {"message": "which file? /api/owners?file=PATH (percent-encoded)"}}),
+                )
+            }
+        };
+        match self
+            .watching
+            .call_raw("work.owners", json!({"file": file}))
+            .await
+        {
+            Ok(result) => answer(StatusCode::OK, json!({"result": result})),
+            Err(Failure::Rpc(error)) if error.code == METHOD_NOT_FOUND => {
+                answer(StatusCode::OK, json!({"result": null}))
+            }
+            Err(Failure::Rpc(error)) => answer(
+                StatusCode::BAD_REQUEST,
+                json!({"error": {"code": error.code, "message": error.message}}),
+            ),
+            Err(error) => answer(
+                StatusCode::BAD_GATEWAY,
+                json!({"error": {"message": error.to_string()}}),
+            ),
         }
     }
 
@@ -157,6 +202,28 @@ impl Ui {
             ),
         }
     }
+}
+
+/// The value of the query parameter `name`, percent-decoded (`+` is a space); `None` when it
+/// is absent, badly escaped or not UTF-8.
+fn query_param(query: Option<&str>, name: &str) -> Option<String> {
+    let raw = query?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))?;
+    let mut bytes = raw.bytes();
+    let mut out = Vec::with_capacity(raw.len());
+    while let Some(byte) = bytes.next() {
+        match byte {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let high = char::from(bytes.next()?).to_digit(16)?;
+                let low = char::from(bytes.next()?).to_digit(16)?;
+                out.push(u8::try_from(high * 16 + low).ok()?);
+            }
+            other => out.push(other),
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 fn answer(status: StatusCode, value: Value) -> Response<UiBody> {
@@ -204,5 +271,25 @@ fn harden(response: &mut Response<UiBody>) {
 fn set(response: &mut Response<UiBody>, name: header::HeaderName, value: &str) {
     if let Ok(value) = HeaderValue::from_str(value) {
         response.headers_mut().insert(name, value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::query_param;
+
+    #[test]
+    fn a_query_parameter_is_found_by_name_and_percent_decoded() {
+        let query = Some("token=t&file=src%2Fa%20b.ts&x=1");
+        assert_eq!(query_param(query, "file").as_deref(), Some("src/a b.ts"));
+        assert_eq!(
+            query_param(Some("file=a+b%C3%A9"), "file").as_deref(),
+            Some("a bé")
+        );
+        assert_eq!(query_param(Some("files=a"), "file"), None);
+        assert_eq!(query_param(Some("file=%2"), "file"), None);
+        assert_eq!(query_param(Some("file=%zz"), "file"), None);
+        assert_eq!(query_param(Some("file=%ff"), "file"), None);
+        assert_eq!(query_param(None, "file"), None);
     }
 }

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+use crate::coord::ownership::is_unowned_session;
 use crate::doorway::{Doorway, Failure};
 
 /// The largest source file read to check accepted contracts against the working tree.
@@ -21,8 +22,12 @@ pub type Sections = Vec<(&'static str, String)>;
 /// Reads every section from the daemon. Violations come from `check-contracts` on the
 /// working-tree text of the files that hold accepted contracts (what an edit preview of
 /// those files reports).
+///
+/// Sessions and intents of unowned work (`unowned:<worktree root>`, PROTOCOL-NOTES 15.3) carry
+/// `"unowned": true`, so that the page shows them as such and never as an agent.
 pub async fn take(daemon: &Doorway, root: &Path) -> Result<Sections, Failure> {
-    let sessions = daemon.call_raw("session.list", json!({})).await?;
+    let mut sessions = daemon.call_raw("session.list", json!({})).await?;
+    mark_unowned(&mut sessions);
     let mut locks = daemon.call_raw("lock.query", json!({})).await?;
     // Time left is shown from `expiresAt`: the relative figure would make every snapshot
     // differ from the last one and defeat the change check.
@@ -44,6 +49,8 @@ pub async fn take(daemon: &Doorway, root: &Path) -> Result<Sections, Failure> {
         }
     }
     intents.sort_by_key(|intent| intent["declaredAt"].as_i64().unwrap_or(0));
+    let mut intents = Value::Array(intents);
+    mark_unowned(&mut intents);
     let contracts = daemon.call_raw("contract.query", json!({})).await?;
     let violations = violations(daemon, root, &contracts).await?;
     let forecast = offered(daemon, "worktree.forecast").await?;
@@ -51,11 +58,22 @@ pub async fn take(daemon: &Doorway, root: &Path) -> Result<Sections, Failure> {
         ("sessions", sessions.to_string()),
         ("locks", locks.to_string()),
         ("waits", waits.to_string()),
-        ("intents", Value::Array(intents).to_string()),
+        ("intents", intents.to_string()),
         ("contracts", contracts.to_string()),
         ("violations", violations.to_string()),
         ("forecast", forecast.to_string()),
     ])
+}
+
+/// Adds `"unowned": true` to each record of `items` (sessions or intents) whose `sessionId`
+/// is a worktree's unowned work ([`is_unowned_session`], the one test for it).
+fn mark_unowned(items: &mut Value) {
+    for item in items.as_array_mut().into_iter().flatten() {
+        let unowned = item["sessionId"].as_str().is_some_and(is_unowned_session);
+        if let (true, Value::Object(map)) = (unowned, item) {
+            map.insert("unowned".into(), Value::Bool(true));
+        }
+    }
 }
 
 /// The answer of `method` (without params: `worktree.forecast`, PROTOCOL-NOTES 14.5, or
@@ -98,4 +116,27 @@ async fn violations(daemon: &Doorway, root: &Path, contracts: &Value) -> Result<
         .call_raw("check-contracts", json!({"files": files}))
         .await?;
     Ok(answer.get("violations").cloned().unwrap_or(json!([])))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_records_of_unowned_work_are_marked_unowned() {
+        let mut items = json!([
+            {"sessionId": "unowned:/tmp/repo", "name": null},
+            {"sessionId": "alice"},
+            {"sessionId": "worktree:/tmp/repo-w1"},
+            {"noSession": true},
+        ]);
+        mark_unowned(&mut items);
+        let marked: Vec<bool> = items
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|item| item["unowned"] == true)
+            .collect();
+        assert_eq!(marked, [true, false, false, false]);
+    }
 }

@@ -318,3 +318,77 @@ fn wit_blame_names_the_owners_of_three_sessions_lines() {
         assert!(row.contains(who) && row.contains(code), "{row}");
     }
 }
+
+/// PROTOCOL-NOTES 15.3: unowned work is shown as such by `wit status` and `wit sessions` —
+/// a section of its own naming the file and lines, a row named as unowned work — never as an
+/// agent's intent or a live or ended session.
+#[test]
+fn wit_status_and_wit_sessions_show_unowned_work_as_such() {
+    let (repo, _daemon) = repo_with_lib();
+    // Nobody's change first (no window open), then alice's through her gate.
+    let path = repo.path().join("src/lib.py");
+    std::fs::write(&path, LIB_PY.replace("x + 1", "x + 2")).unwrap();
+    owners_until(&repo, "src/lib.py", |o| !o.lines.is_empty());
+    edit(&repo, "alice", "src/lib.py", "z - 3", "z - 30");
+    let until = Instant::now() + Duration::from_secs(5);
+    while !observed_intents(&repo).iter().any(|i| {
+        i["sessionId"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("unowned:"))
+    }) {
+        assert!(Instant::now() < until, "no unowned intent");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let root = std::fs::canonicalize(repo.path()).unwrap();
+    let unowned_id = format!("unowned:{}", root.display());
+
+    let status = text(&wit_ok(&repo, "alice", &["status"]).stdout);
+    let (before, work) = status
+        .split_once("UNOWNED WORK (1)\n")
+        .unwrap_or_else(|| panic!("no unowned work section:\n{status}"));
+    let (work, after) = work.split_once("\n\n").unwrap_or((work, ""));
+    assert!(work.contains("a person's editor"), "{status}");
+    let row = work
+        .lines()
+        .find(|l| l.contains("src/lib.py"))
+        .unwrap_or_else(|| panic!("no row of src/lib.py:\n{status}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells.get(1), Some(&"2"), "its line: {row}");
+    // Alice's own work stays among the intents; the unowned work is no agent's intent and
+    // no session.
+    let intents = before.split_once("INTENTS").map_or("", |(_, rest)| rest);
+    assert!(intents.contains("alice"), "{status}");
+    assert!(
+        !before.contains("unowned:"),
+        "unowned work as an intent:\n{status}"
+    );
+    assert!(
+        !after.contains("unowned:"),
+        "unowned work as a session:\n{status}"
+    );
+    let json: Value =
+        serde_json::from_slice(&wit_ok(&repo, "alice", &["--json", "status"]).stdout).unwrap();
+    assert_eq!(
+        json["unowned"][0]["sessionId"],
+        unowned_id.as_str(),
+        "{json}"
+    );
+
+    let sessions = text(&wit_ok(&repo, "alice", &["sessions"]).stdout);
+    let row = sessions
+        .lines()
+        .find(|l| l.contains(&unowned_id))
+        .unwrap_or_else(|| panic!("unowned work not listed:\n{sessions}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert!(row.contains("(unowned work)"), "{sessions}");
+    assert!(
+        cells.contains(&"unowned") && !cells.contains(&"live") && !cells.contains(&"ended"),
+        "{row}"
+    );
+    assert!(sessions.contains("a person's editor"), "{sessions}");
+    let alice = sessions
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("alice") || l.contains("alice (you)"))
+        .unwrap_or_else(|| panic!("alice not listed:\n{sessions}"));
+    assert!(alice.contains("live"), "{alice}");
+}

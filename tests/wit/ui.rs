@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::harness::{block_on, wit_bin, Daemon, Repo};
+use crate::safegit::{edit, git_text, wit_ok};
 use crate::webdriver::{http, Browser};
 
 /// One browser at a time: two Chromiums at once would fight over two cores.
@@ -705,4 +706,243 @@ fn read_stream(port: u16, cookie: &str, sink: &Mutex<Vec<f64>>) {
             }
         }
     }
+}
+
+const OWNED_PY: &str = "\
+def alpha(x):
+    return x + 1
+
+
+def beta(y):
+    return y * 2
+
+
+def gamma(z):
+    return z - 3
+";
+
+/// `work.owners` of `file` once `check` holds of it (at most 10 s).
+fn owners_until(repo: &Repo, file: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let found = call(repo, "work.owners", json!({"file": file}));
+        if check(&found) || Instant::now() > until {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A script: the owned runs the page shows for `file` (start, end, who, the lines' label,
+/// since), once there are `count` of them; `false` until then.
+fn shown_runs(file: &str, count: usize) -> String {
+    format!(
+        "const box = [...document.querySelectorAll('#workmap [data-owners]')]
+           .find(b => b.dataset.owners === {file});
+         const runs = box && box.dataset.state === 'ok' && [...box.querySelectorAll('.owned')].map(r => [
+           Number(r.dataset.runStart), Number(r.dataset.runEnd), r.querySelector('.who').textContent,
+           r.querySelector('.lines').textContent, r.querySelector('.muted').textContent.trim()]);
+         return runs && runs.length === {count} && runs",
+        file = json!(file)
+    )
+}
+
+/// Issue 34 item 6 and PROTOCOL-NOTES 15.3, 15.7: a file opened in the work map shows who
+/// owns its uncommitted lines — a session's lines under its name, lines changed on disk with
+/// no window as nobody's — and follows new work; unowned work is shown as such everywhere on
+/// the page, never as an agent's session.
+#[test]
+fn a_file_opened_in_the_work_map_shows_its_owners_and_unowned_work_as_such() {
+    let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
+    let repo = Repo::new();
+    repo.write("src/lib.py", OWNED_PY);
+    std::fs::write(repo.path().join("notes.txt"), b"caf\xe9\n").unwrap();
+    git_text(repo.path(), &["add", "."]);
+    git_text(repo.path(), &["commit", "-q", "-m", "init"]);
+    let _daemon = Daemon::start(&repo);
+    wit_ok(&repo, "alice", &["register", "alice"]);
+    wit_ok(&repo, "alice", &["hook", "install"]);
+    // A person's editor changes line 2: no window is open, so it is nobody's.
+    repo.write("src/lib.py", &OWNED_PY.replace("x + 1", "x + 2"));
+    let found = owners_until(&repo, "src/lib.py", |o| {
+        o["lines"].as_array().is_some_and(|l| !l.is_empty())
+    });
+    assert_eq!(found["lines"][0]["sessionIds"], json!([]), "{found}");
+    // And a Latin-1 file, whose work is file-level.
+    std::fs::write(repo.path().join("notes.txt"), b"caf\xe9\nna\xefve\n").unwrap();
+    let found = owners_until(&repo, "notes.txt", |o| o["binary"] == true);
+    assert_eq!(found["binary"], true, "{found}");
+    // Alice edits line 10 through her harness's gate.
+    edit(&repo, "alice", "src/lib.py", "z - 3", "z - 30");
+    let found = owners_until(&repo, "src/lib.py", |o| {
+        o["lines"].as_array().is_some_and(|l| l.len() == 2)
+    });
+    assert_eq!(found["lines"].as_array().map(Vec::len), Some(2), "{found}");
+
+    let ui = UiServer::start(&repo);
+    let browser = Browser::start(1280, 900);
+    browser.goto(&ui.url());
+    let opener = "#workmap button[data-open-file=\"src/lib.py\"]";
+    browser.wait_for(
+        "src/lib.py in the work map",
+        &format!(
+            "return !!document.querySelector('{}')",
+            opener.replace('\'', "\\'")
+        ),
+        FIRST_PAINT,
+    );
+    assert_eq!(
+        browser.eval(
+            "return document.querySelectorAll('#workmap [data-owners]').length",
+            json!([])
+        ),
+        0,
+        "owners shown before the file was opened"
+    );
+    browser.click(opener);
+    let runs = browser.wait_for(
+        "the two owners of src/lib.py",
+        &shown_runs("src/lib.py", 2),
+        Duration::from_secs(10),
+    );
+    let rows = runs.as_array().unwrap();
+    let plain: Vec<(i64, i64, String, String)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r[0].as_i64().unwrap(),
+                r[1].as_i64().unwrap(),
+                r[2].as_str().unwrap().to_owned(),
+                r[3].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        plain,
+        [
+            (2, 2, "nobody (unowned)".into(), "line 2".into()),
+            (10, 10, "alice".into(), "line 10".into())
+        ],
+        "{runs}"
+    );
+    for row in rows {
+        let since = row[4].as_str().unwrap();
+        assert!(
+            since.starts_with("since ") && since.contains("ago"),
+            "{since}"
+        );
+    }
+
+    // New work in the open file shows without another click: alice changes line 6 too.
+    edit(&repo, "alice", "src/lib.py", "y * 2", "y * 20");
+    let three = browser.wait_for(
+        "alice's line 6 among the owners",
+        &shown_runs("src/lib.py", 3),
+        Duration::from_secs(10),
+    );
+    assert_eq!(three[1][0], 6, "{three}");
+    assert_eq!(three[1][2], "alice", "{three}");
+
+    // Unowned work is shown as such: in the work map and among the sessions, with no
+    // session id for a name and no button to end it.
+    let unowned_row = browser.eval(
+        "const w = document.querySelector('#workmap [data-file=\"src/lib.py\"] .work[data-unowned]');
+         return w && w.textContent.replace(/\\s+/g, ' ').trim()",
+        json!([]),
+    );
+    let unowned_row = unowned_row
+        .as_str()
+        .unwrap_or_else(|| panic!("no unowned row: {unowned_row}"));
+    assert!(
+        unowned_row.starts_with("nobody (unowned) unowned work"),
+        "{unowned_row}"
+    );
+    let session = browser.eval(
+        "const s = document.querySelector('#sessions [data-unowned]');
+         return s && [s.textContent.replace(/\\s+/g, ' ').trim(), !!s.querySelector('button')]",
+        json!([]),
+    );
+    assert!(
+        session[0].as_str().is_some_and(
+            |t| t.starts_with("unowned work unowned") && t.contains("a person's editor")
+        ),
+        "{session}"
+    );
+    assert_eq!(
+        session[1], false,
+        "unowned work offered an end button: {session}"
+    );
+    let shown = browser.eval(
+        "return document.getElementById('sessions').innerText + document.getElementById('workmap').innerText",
+        json!([]),
+    );
+    assert!(
+        !shown.as_str().unwrap().contains("unowned:"),
+        "a raw unowned session id on the page:\n{shown}"
+    );
+    // Closing the file hides its owners.
+    browser.click(opener);
+    browser.wait_for(
+        "the owners closed",
+        "return document.querySelectorAll('#workmap [data-owners]').length === 0",
+        Duration::from_secs(5),
+    );
+
+    // A binary file's owners are one file-level run.
+    browser.click("#workmap button[data-open-file=\"notes.txt\"]");
+    let binary = browser.wait_for(
+        "the owners of notes.txt",
+        &shown_runs("notes.txt", 1),
+        Duration::from_secs(10),
+    );
+    assert_eq!(binary[0][2], "nobody (unowned)", "{binary}");
+    assert_eq!(binary[0][3], "whole file (binary)", "{binary}");
+
+    // The route is guarded like the others and says what it needs.
+    let cookie = ui.cookie();
+    let target = "/api/owners?file=src%2Flib.py";
+    assert_eq!(http(ui.port, "GET", target, &[], b"").status, 401);
+    let owned = http(ui.port, "GET", target, &[("Cookie", &cookie)], b"");
+    assert_eq!(owned.status, 200);
+    let owned: Value = serde_json::from_slice(&owned.body).unwrap();
+    assert_eq!(owned["result"]["file"], "src/lib.py", "{owned}");
+    assert_eq!(
+        owned["result"]["lines"].as_array().map(Vec::len),
+        Some(3),
+        "{owned}"
+    );
+    let bare = http(ui.port, "GET", "/api/owners", &[("Cookie", &cookie)], b"");
+    assert_eq!(bare.status, 400);
+    let outside = http(
+        ui.port,
+        "GET",
+        "/api/owners?file=..%2F..%2Fetc%2Fpasswd",
+        &[("Cookie", &cookie)],
+        b"",
+    );
+    assert_eq!(
+        outside.status,
+        400,
+        "{}",
+        String::from_utf8_lossy(&outside.body)
+    );
+    let posted = http(
+        ui.port,
+        "POST",
+        "/api/owners",
+        &[("Cookie", &cookie), ("x-wit-token", &ui.token)],
+        b"",
+    );
+    assert_eq!(posted.status, 405);
+    // Nor can the page end unowned work through an action.
+    let root = std::fs::canonicalize(repo.path()).unwrap();
+    let end = json!({"action": "end-session", "sessionId": format!("unowned:{}", root.display())});
+    let refused = http(
+        ui.port,
+        "POST",
+        "/api/action",
+        &[("Cookie", &cookie), ("x-wit-token", &ui.token)],
+        end.to_string().as_bytes(),
+    );
+    assert_eq!(refused.status, 403);
 }

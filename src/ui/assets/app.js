@@ -25,6 +25,15 @@
   const lockRows = new Map();        // symbolPath -> its <tr>
   const names = new Map();   // sessionId -> display name
   const liveness = new Map(); // sessionId -> "live" | "dead" | "quiet"
+  // Unowned work (PROTOCOL-NOTES 15.3): changes on disk no session made. The server marks
+  // its sessions and intents `unowned: true`; they are shown as such, never as an agent.
+  const UNOWNED = "nobody (unowned)";
+  const UNOWNED_WHY = "changes on disk no session made: a person's editor, a formatter, an unhooked agent";
+  const unownedIds = new Set();
+  // The work map's open file and its owners (`/api/owners`, work.owners, 15.7):
+  // {file, state: "loading" | "ok" | "error", result, message}.
+  let opened = null;
+  let ownersSeq = 0;
   // Figures the browser test and the benchmark read.
   const metrics = window.witUi = { latencies: [], renders: 0, sections: {}, received: 0,
     longTasks: [], lockLatencies: [], seenLocks: null, renderMs: [],
@@ -41,7 +50,7 @@
   const $ = (id) => document.getElementById(id);
   const esc = (v) => String(v ?? "").replace(/[&<>"']/g, (c) =>
     ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
-  const who = (id) => names.get(id) || id || "";
+  const who = (id) => unownedIds.has(id) ? UNOWNED : names.get(id) || id || "";
   const ago = (ms) => {
     const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
     return s < 60 ? s + "s ago" : s < 3600 ? Math.floor(s / 60) + "m ago" : Math.floor(s / 3600) + "h ago";
@@ -99,6 +108,8 @@
         if (name === "locks") { dirty.add("waits"); dirty.add("workmap"); }
         if (name === "waits") dirty.add("waits");
         if (name === "intents" || name === "forecast") dirty.add("workmap");
+        // What an open file's owners are changes with the work: ask again.
+        if (name === "intents" && opened) loadOwners(opened.file, false);
         if (name === "violations") dirty.add("contracts");
         schedule();
       });
@@ -167,12 +178,15 @@
   }
 
   function renderSessions() {
-    names.clear(); liveness.clear();
+    names.clear(); liveness.clear(); unownedIds.clear();
     for (const s of data.sessions) {
       names.set(s.sessionId, s.name || s.sessionId);
       liveness.set(s.sessionId, stateOf(s));
+      if (s.unowned) unownedIds.add(s.sessionId);
     }
+    for (const i of data.intents) if (i.unowned) unownedIds.add(i.sessionId);
     const html = data.sessions.map((s) => {
+      if (s.unowned) return unownedRow(s);
       const state = liveness.get(s.sessionId);
       const me = s.sessionId === PERSON;
       const extra = ["harness", "worktree", "branch"].filter((k) => s[k])
@@ -189,8 +203,23 @@
         </div>${end}</div>`;
     }).join("");
     $("sessions").innerHTML = html || `<div class="empty">no sessions</div>`;
-    $("sessions-count").textContent = `${data.sessions.filter((s) => s.live).length} live / ${data.sessions.length}`;
+    const agents = data.sessions.filter((s) => !s.unowned);
+    const unowned = data.sessions.length - agents.length;
+    $("sessions-count").textContent = `${agents.filter((s) => s.live).length} live / ${agents.length}` +
+      (unowned ? ` · unowned work` : "");
     refillSessionFilter();
+  }
+
+  // A worktree's unowned work: no agent, nothing to end (committing or restoring resolves it).
+  function unownedRow(s) {
+    const where = s.worktree || String(s.sessionId).slice(String(s.sessionId).indexOf(":") + 1);
+    return `<div class="session unowned" data-session-row="${esc(s.sessionId)}" data-unowned="true">
+        <span class="dot unowned" title="unowned work"></span>
+        <div class="main"><div><span class="name">unowned work</span> <span class="chip warn">unowned</span></div>
+          <div class="muted">${esc(UNOWNED_WHY)}</div>
+          <div class="id">in ${esc(where)}</div>
+          <div><span class="chip">${s.intents} intent${s.intents === 1 ? "" : "s"}</span></div>
+        </div></div>`;
   }
 
   function renderLocks() {
@@ -362,13 +391,14 @@
       let collide = false;
       for (let i = 0; i < work.length; i++) for (let j = i + 1; j < work.length; j++) {
         const a = work[i], b = work[j];
-        if (a.sessionId === b.sessionId) continue;
+        // Unowned work never collides with an edit or a lock (the daemon's rule too).
+        if (a.sessionId === b.sessionId || a.unowned || b.unowned) continue;
         const sa = symbols(a), sb = symbols(b);
         const ra = Array.isArray(a.regions) ? a.regions : [], rb = Array.isArray(b.regions) ? b.regions : [];
         const wholeA = a.startByte == null && !ra.length, wholeB = b.startByte == null && !rb.length;
         if (wholeA || wholeB || sa.some((s) => sb.includes(s)) || linesOverlap(ra, rb)) collide = true;
       }
-      const foreignLock = locks.some((l) => work.some((w) => w.sessionId !== l.sessionId &&
+      const foreignLock = locks.some((l) => work.some((w) => !w.unowned && w.sessionId !== l.sessionId &&
         (symbols(w).some((s) => l.symbolPath.endsWith(":" + s)) || w.startByte == null)));
       if (foreignLock) collide = true;
       if (collide) collisions++;
@@ -381,13 +411,19 @@
         const related = (Array.isArray(w.related) ? w.related : []).map((r) =>
           `<span class="chip info" title="${esc(r.type)}">${esc(r.type)} ${esc(r.symbolPath || "")}${r.otherSymbol ? " ↔ " + esc(r.otherSymbol) : ""}</span>`).join("");
         const scope = !syms && !regions && w.startByte == null ? '<span class="chip warn">whole file</span>' : "";
-        return `<div class="work"><span class="who">${esc(who(w.sessionId))}</span><span>
-          <span class="chip ${w.status === "active" ? "ok" : "info"}">${esc(w.status)}</span>${syms}${regions}${scope}${related}
+        const whose = w.unowned ? `<span class="who unowned" title="${esc(UNOWNED_WHY)}">${UNOWNED}</span>` :
+          `<span class="who">${esc(who(w.sessionId))}</span>`;
+        const status = w.unowned ? `<span class="chip warn" title="${esc(UNOWNED_WHY)}">unowned work</span>` :
+          `<span class="chip ${w.status === "active" ? "ok" : "info"}">${esc(w.status)}</span>`;
+        return `<div class="work" ${w.unowned ? 'data-unowned="true"' : ""}>${whose}<span>
+          ${status}${syms}${regions}${scope}${related}
           <span class="muted">${esc(w.description)}</span></span></div>`;
       }).join("");
       const lockRows = locks.map((l) => `<div class="work"><span class="who">${esc(who(l.sessionId))}</span>
         <span><span class="chip">locked</span><span class="chip">${esc(l.symbolPath.slice(l.symbolPath.lastIndexOf(":") + 1))}</span></span></div>`).join("");
-      out.push(`<div class="file ${cls}" data-file="${esc(file)}"><span class="path">${esc(file)}</span> ${badge}${rows}${lockRows}</div>`);
+      const open = opened && opened.file === file;
+      out.push(`<div class="file ${cls}${open ? " open" : ""}" data-file="${esc(file)}"><button class="path" data-open-file="${esc(file)}"
+        aria-expanded="${open}" title="${open ? "close" : "show who owns its uncommitted lines"}">${open ? "▾" : "▸"} ${esc(file)}</button> ${badge}${rows}${lockRows}${open ? ownersBlock(file) : ""}</div>`);
     }
     // Where worktrees' changes meet (worktree.forecast, when the daemon offers it).
     const pairs = data.forecast && Array.isArray(data.forecast.pairs) ? data.forecast.pairs : [];
@@ -401,6 +437,53 @@
     }
     $("workmap").innerHTML = out.join("") || `<div class="empty">no declared or observed work</div>`;
     $("workmap-count").textContent = `${byFile.size} file${byFile.size === 1 ? "" : "s"}${collisions ? ` · ${collisions} collision${collisions > 1 ? "s" : ""}` : ""}`;
+  }
+
+  // Asks the server who owns `file`'s uncommitted lines; only the latest answer is shown.
+  async function loadOwners(file, fresh) {
+    const seq = ++ownersSeq;
+    if (fresh) { opened = { file, state: "loading" }; dirty.add("workmap"); schedule(); }
+    let next;
+    try {
+      const response = await fetch("/api/owners?file=" + encodeURIComponent(file), { credentials: "same-origin" });
+      const answer = await response.json().catch(() => ({}));
+      next = response.ok ? { file, state: "ok", result: answer.result } :
+        { file, state: "error", message: (answer.error && answer.error.message) || `refused (${response.status})` };
+    } catch (error) { next = { file, state: "error", message: "the page cannot reach wit ui: " + error }; }
+    if (seq !== ownersSeq || !opened || opened.file !== file) return;
+    opened = next;
+    dirty.add("workmap"); schedule();
+  }
+
+  function runOwners(run) {
+    const ids = Array.isArray(run.sessionIds) ? run.sessionIds : [];
+    return ids.length ? ids.map(who).join(", ") : UNOWNED;
+  }
+
+  // The open file's owned line runs (lines a–b: who, since when); a binary file is one
+  // file-level run.
+  function ownersBlock(file) {
+    const head = `<div class="owners-head">who owns the uncommitted lines</div>`;
+    let body;
+    if (opened.state === "loading") body = `<div class="muted">asking the daemon…</div>`;
+    else if (opened.state === "error") body = `<div class="violation">${esc(opened.message)}</div>`;
+    else if (!opened.result) body = `<div class="muted">this daemon does not report owners (no work.owners)</div>`;
+    else {
+      const r = opened.result;
+      const runs = Array.isArray(r.lines) ? r.lines : [];
+      body = runs.map((run) => {
+        const since = Date.parse(run.since);
+        const unowned = !(Array.isArray(run.sessionIds) && run.sessionIds.length);
+        const lines = r.binary ? "whole file (binary)" :
+          run.endLine < run.startLine ? `deleted after line ${run.endLine}` :
+          run.startLine === run.endLine ? `line ${run.startLine}` : `lines ${run.startLine}–${run.endLine}`;
+        return `<div class="owned${unowned ? " unowned" : ""}" data-run-start="${run.startLine}" data-run-end="${run.endLine}"
+          data-run-owners="${esc((run.sessionIds || []).join(","))}" ${r.binary ? 'data-run-binary="true"' : ""}>
+          <span class="lines">${esc(lines)}</span><span class="who"${unowned ? ` title="${esc(UNOWNED_WHY)}"` : ""}>${esc(runOwners(run))}</span>
+          <span class="muted">since ${Number.isNaN(since) ? esc(run.since) : `${esc(clock(since))} (<span data-ago="${since}">${ago(since)}</span>)`}</span></div>`;
+      }).join("") || `<div class="muted">no uncommitted lines</div>`;
+    }
+    return `<div class="owners" data-owners="${esc(file)}" data-state="${esc(opened.state)}">${head}${body}</div>`;
   }
 
   function renderContracts() {
@@ -467,7 +550,7 @@
   function refillSessionFilter() {
     const select = $("f-session"), chosen = select.value;
     select.innerHTML = `<option value="">every session</option>` + data.sessions.map((s) =>
-      `<option value="${esc(s.sessionId)}">${esc(s.name || s.sessionId)}</option>`).join("");
+      `<option value="${esc(s.sessionId)}">${esc(s.unowned ? "unowned work" : s.name || s.sessionId)}</option>`).join("");
     select.value = chosen;
   }
 
@@ -475,7 +558,7 @@
   function renderStats() {
     const now = Date.now();
     rate = rate.filter((t) => now - t < 10000);
-    const live = data.sessions.filter((s) => s.live).length;
+    const live = data.sessions.filter((s) => s.live && !s.unowned).length;
     const proposed = data.contracts.filter((c) => c.status === "proposed").length;
     const n = (count, one, many) => `<span><b>${count}</b>${count === 1 ? one : many}</span>`;
     $("stats").innerHTML = n(live, "live session", "live sessions") + n(data.locks.length, "lock", "locks") +
@@ -527,6 +610,13 @@
     } catch (error) { toast("the page cannot reach wit ui: " + error, true); }
   }
   document.addEventListener("click", (e) => {
+    const opener = e.target.closest("button[data-open-file]");
+    if (opener) {
+      const file = opener.dataset.openFile;
+      if (opened && opened.file === file) { opened = null; ownersSeq++; dirty.add("workmap"); schedule(); }
+      else loadOwners(file, true);
+      return;
+    }
     const button = e.target.closest("button[data-act]");
     if (!button) return;
     const kind = button.dataset.act;
