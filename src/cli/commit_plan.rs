@@ -3,6 +3,7 @@
 //! from the committing session (`work.changes`); the commit is `HEAD`'s bytes with exactly the
 //! session's hunks applied, never a re-diff of whole files. Pure: no git, no daemon.
 
+use crate::coord::owner_map::compose;
 use crate::protocol::OwnedHunk;
 
 /// Whose a hunk is, seen from the committing session.
@@ -57,41 +58,16 @@ pub enum PlanError {
     Moved(String),
 }
 
-/// The lines of `bytes`, each with its `\n` (the last one may lack it).
-fn lines(bytes: &[u8]) -> Vec<&[u8]> {
-    bytes.split_inclusive(|b| *b == b'\n').collect()
-}
-
-/// The 0-based `[start, end)` of a `-U0` side: `start` 1-based, `count` lines; with a count
-/// of 0 the start is the line after which the point lies.
-fn side(start: i64, count: i64) -> (usize, usize) {
-    let count = usize::try_from(count).unwrap_or(0);
-    let start = usize::try_from(start).unwrap_or(0);
-    let first = if count == 0 {
-        start
-    } else {
-        start.saturating_sub(1)
-    };
-    (first, first + count)
-}
-
-/// `head` with the `chosen` hunks (in order) taking their new lines from `working`; `None`
-/// when a hunk does not fit the texts.
-fn apply(head: &[&[u8]], working: &[&[u8]], chosen: &[&OwnedHunk]) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    for hunk in chosen {
-        let (old_first, old_end) = side(hunk.old_start, hunk.old_lines);
-        let (new_first, new_end) = side(hunk.new_start, hunk.new_lines);
-        if old_first < at || old_end > head.len() || new_end > working.len() {
-            return None;
-        }
-        out.extend(head[at..old_first].concat());
-        out.extend(working[new_first..new_end].concat());
-        at = old_end;
+/// The hunk as the owner map's composition takes it (owners do not matter there).
+fn map_hunk(hunk: &OwnedHunk) -> crate::coord::owner_map::OwnedHunk {
+    let count = |n: i64| usize::try_from(n).unwrap_or(0);
+    crate::coord::owner_map::OwnedHunk {
+        old_start: count(hunk.old_start),
+        old_lines: count(hunk.old_lines),
+        new_start: count(hunk.new_start),
+        new_lines: count(hunk.new_lines),
+        mark: Default::default(),
     }
-    out.extend(head[at..].concat());
-    Some(out)
 }
 
 /// Plans the commit of one file: `head` its bytes in `HEAD` (empty when not there),
@@ -127,10 +103,10 @@ pub fn plan_file(
             left,
         });
     }
-    let head_lines = lines(head);
-    let working_lines = lines(working.unwrap_or_default());
-    let every: Vec<&OwnedHunk> = hunks.iter().collect();
-    if apply(&head_lines, &working_lines, &every).as_deref() != Some(working.unwrap_or_default()) {
+    let current = working.unwrap_or_default();
+    let mapped: Vec<crate::coord::owner_map::OwnedHunk> = hunks.iter().map(map_hunk).collect();
+    // Every hunk applied must give the working bytes: else the map is behind the disk.
+    if compose(head, current, &mapped, |_| true) != current {
         return Err(PlanError::Moved(file.to_owned()));
     }
     if working.is_none() && all_taken {
@@ -140,8 +116,8 @@ pub fn plan_file(
             left,
         });
     }
-    let bytes =
-        apply(&head_lines, &working_lines, &taken).ok_or_else(|| PlanError::Moved(file.into()))?;
+    let kept: Vec<crate::coord::owner_map::OwnedHunk> = taken.iter().map(|h| map_hunk(h)).collect();
+    let bytes = compose(head, current, &kept, |_| true);
     Ok(FilePlan::Commit {
         bytes: Some(bytes),
         taken: taken.len(),
