@@ -34,7 +34,8 @@ mod output;
 mod owners;
 mod render;
 mod sessions;
-mod snapshots;
+mod snapshot_merge;
+pub mod snapshots;
 mod status;
 mod ui;
 mod worktrees;
@@ -228,8 +229,9 @@ pub enum Command {
     ///
     /// Example: wit commit -m "Validate tokens" src/auth.ts
     Commit(commit::CommitArgs),
-    /// List the snapshots the shell gate saved before a destructive git command, or restore
-    /// one (`wit snapshots restore ID`); kept 7 days.
+    /// List the snapshots (each session's uncommitted work, kept as it changes, and what the
+    /// shell gate saved before a destructive git command), or restore one (`wit snapshots
+    /// restore ID [--session S]`); kept 7 days.
     Snapshots {
         /// `list` (the default) or `restore ID`.
         #[command(subcommand)]

@@ -20,6 +20,83 @@ use super::output::{CliError, Report};
 /// Where snapshots are referenced.
 pub const REF_PREFIX: &str = "refs/wit/snapshots/";
 
+/// Where each owner's continuous work snapshot is referenced (15.5): one ref per session,
+/// `refs/wit/work/<session, made safe for a ref name>`.
+pub const WORK_REF_PREFIX: &str = "refs/wit/work/";
+
+/// The id `wit snapshots` shows for a work snapshot: this and the ref's last part.
+const WORK_ID_PREFIX: &str = "w-";
+
+/// A session id as a ref's last part: letters, digits, `.`, `_` and `-` kept, anything else
+/// `_`, and a hash of the whole id so two ids never share a ref.
+pub fn work_ref_name(session: &str) -> String {
+    let safe: String = session
+        .chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!(
+        "{safe}-{:08x}",
+        xxhash_rust::xxh3::xxh3_64(session.as_bytes()) as u32
+    )
+}
+
+/// Saves `session`'s uncommitted work in the repository at `root` (15.5): `files` are HEAD's
+/// bytes with exactly that session's changes (`None`: deleted), as a commit on `HEAD` under
+/// [`WORK_REF_PREFIX`].
+pub fn save_work(
+    root: &Path,
+    session: &str,
+    files: &std::collections::BTreeMap<String, Option<Vec<u8>>>,
+) -> Result<(), CliError> {
+    let head = gitio::head(root);
+    let modes = match &head {
+        Some(head) => {
+            let paths: Vec<&str> = files.keys().map(String::as_str).collect();
+            gitio::blobs(root, head, &paths)?
+        }
+        None => Default::default(),
+    };
+    let entries: Vec<(String, TreeEntry)> = files
+        .iter()
+        .map(|(file, bytes)| {
+            let entry = match bytes {
+                Some(bytes) => TreeEntry::Text {
+                    mode: modes
+                        .get(file)
+                        .map(|b| b.mode.clone())
+                        .unwrap_or_else(|| gitio::file_mode(&root.join(file))),
+                    bytes: bytes.clone(),
+                },
+                None => TreeEntry::Removed,
+            };
+            (file.clone(), entry)
+        })
+        .collect();
+    let tree = gitio::write_tree(root, head.as_deref(), &entries)?;
+    let names: Vec<&str> = files.keys().map(String::as_str).collect();
+    let message = format!(
+        "wit work of {session}\n\nsession: {session}\nfiles: {}\n",
+        names.join(", ")
+    );
+    let mut args = vec!["commit-tree", tree.as_str(), "-m", message.as_str()];
+    if let Some(head) = &head {
+        args.push("-p");
+        args.push(head);
+    }
+    let commit = gitio::run(root, &args)?;
+    let commit = String::from_utf8_lossy(&commit).trim().to_string();
+    let reference = format!("{WORK_REF_PREFIX}{}", work_ref_name(session));
+    gitio::run(root, &["update-ref", &reference, &commit])?;
+    Ok(())
+}
+
 /// How long a snapshot is kept.
 const KEEP_SECS: u64 = 7 * 24 * 3600;
 
@@ -32,6 +109,9 @@ pub enum SnapshotCommand {
     Restore {
         /// The snapshot's id (as `wit snapshots` shows it).
         id: String,
+        /// Only if the snapshot is this session's work.
+        #[arg(long)]
+        session: Option<String>,
     },
 }
 
@@ -56,12 +136,12 @@ pub fn run(ctx: &Context, command: Option<SnapshotCommand>) -> Result<Report, Cl
             }
             let value = json!(items
                 .iter()
-                .map(|item| json!({"id": item.id, "commit": item.commit, "at": item.at_secs * 1000, "subject": item.subject, "files": item.files}))
+                .map(|item| json!({"id": item.id, "commit": item.commit, "at": item.at_secs * 1000, "subject": item.subject, "files": item.files, "session": item.session}))
                 .collect::<Vec<_>>());
             Ok(Report::new(value, human))
         }
-        SnapshotCommand::Restore { id } => {
-            let files = restore(root, &id)?;
+        SnapshotCommand::Restore { id, session } => {
+            let files = restore(root, &id, session.as_deref())?;
             let human = format!("restored {} from snapshot {id}\n", files.join(", "));
             Ok(Report::new(json!({"id": id, "files": files}), human))
         }
@@ -81,6 +161,10 @@ pub struct Snapshot {
     pub subject: String,
     /// The files it holds.
     pub files: Vec<String>,
+    /// A work snapshot's session (15.5); `None` for the gate's.
+    pub session: Option<String>,
+    /// Its ref.
+    pub reference: String,
 }
 
 fn now_secs() -> u64 {
@@ -131,7 +215,7 @@ pub fn save(
     Ok(id)
 }
 
-/// Every snapshot, newest first.
+/// Every snapshot, the gate's and the sessions' work, newest first.
 pub fn list(root: &Path) -> Result<Vec<Snapshot>, CliError> {
     let out = gitio::run(
         root,
@@ -140,6 +224,7 @@ pub fn list(root: &Path) -> Result<Vec<Snapshot>, CliError> {
             "--sort=-committerdate",
             "--format=%(refname)%00%(objectname)%00%(committerdate:unix)%00%(subject)%00%(body)%01",
             REF_PREFIX,
+            WORK_REF_PREFIX,
         ],
     )?;
     let text = String::from_utf8_lossy(&out);
@@ -154,8 +239,18 @@ pub fn list(root: &Path) -> Result<Vec<Snapshot>, CliError> {
             .find_map(|line| line.strip_prefix("files: "))
             .map(|list| list.split(", ").map(str::to_string).collect())
             .unwrap_or_default();
+        let session = body
+            .lines()
+            .find_map(|line| line.strip_prefix("session: "))
+            .map(str::to_string);
+        let id = match name.strip_prefix(WORK_REF_PREFIX) {
+            Some(work) => format!("{WORK_ID_PREFIX}{work}"),
+            None => name.trim_start_matches(REF_PREFIX).to_string(),
+        };
         items.push(Snapshot {
-            id: name.trim_start_matches(REF_PREFIX).to_string(),
+            reference: (*name).to_string(),
+            session,
+            id,
             commit: (*commit).to_string(),
             at_secs: at.parse().unwrap_or(0),
             subject: (*subject).to_string(),
@@ -170,21 +265,35 @@ fn prune(root: &Path) -> Result<(), CliError> {
     let cutoff = now_secs().saturating_sub(KEEP_SECS);
     for item in list(root)? {
         if item.at_secs < cutoff {
-            gitio::run(
-                root,
-                &["update-ref", "-d", &format!("{REF_PREFIX}{}", item.id)],
-            )?;
+            gitio::run(root, &["update-ref", "-d", &item.reference])?;
         }
     }
     Ok(())
 }
 
-/// Writes the files of snapshot `id` back into the working tree; returns them.
-pub fn restore(root: &Path, id: &str) -> Result<Vec<String>, CliError> {
+/// Writes snapshot `id` back into the working tree; returns its files. A session's work
+/// snapshot (15.5) writes back exactly that session's lines onto each file as it is now, and
+/// refuses, naming the files and the session, where the same lines changed since; with
+/// `session`, the snapshot must be that session's. The gate's snapshots hold whole files.
+pub fn restore(root: &Path, id: &str, session: Option<&str>) -> Result<Vec<String>, CliError> {
     let item = list(root)?
         .into_iter()
         .find(|item| item.id == id)
         .ok_or_else(|| CliError::Usage(format!("no snapshot {id} (`wit snapshots` lists them)")))?;
+    match (&item.session, session) {
+        (Some(owner), Some(wanted)) if owner != wanted => {
+            return Err(CliError::Usage(format!(
+                "snapshot {id} is the work of {owner}, not {wanted}"
+            )))
+        }
+        (None, Some(_)) => {
+            return Err(CliError::Usage(format!(
+                "snapshot {id} was taken by the gate and holds whole files: restore it without --session"
+            )))
+        }
+        (Some(owner), _) => return super::snapshot_merge::restore_work(root, &item, owner),
+        (None, None) => {}
+    }
     let paths: Vec<&str> = item.files.iter().map(String::as_str).collect();
     let modes = gitio::blobs(root, &item.commit, &paths)?;
     // Byte for byte (15.4): a file that is not UTF-8 comes back as it was saved.

@@ -565,6 +565,54 @@ impl Coord {
         })
     }
 
+    /// Every owner's uncommitted work in the worktree at `root` (15.5): per session (nobody's
+    /// as `unowned:<root>`), per file, HEAD's bytes with exactly that owner's changes applied
+    /// (`None`: the owner deleted the file). A binary file's work is the whole file, each of
+    /// its owners'.
+    pub fn work_of_owners(&self, root: &str) -> BTreeMap<String, BTreeMap<String, Option<Vec<u8>>>> {
+        let unowned = unowned_session(root);
+        let mut out: BTreeMap<String, BTreeMap<String, Option<Vec<u8>>>> = BTreeMap::new();
+        let ownership = self.ownership();
+        for ((r, file), tree) in &ownership.files {
+            if r != root {
+                continue;
+            }
+            let named = |owners: &[String]| -> Vec<String> {
+                if owners.is_empty() {
+                    vec![unowned.clone()]
+                } else {
+                    owners.to_vec()
+                }
+            };
+            if let Some(mark) = tree.owners.file_mark() {
+                let bytes = tree.exists.then(|| tree.owners.current().to_vec());
+                for owner in named(&mark.owners) {
+                    out.entry(owner).or_default().insert(file.clone(), bytes.clone());
+                }
+                continue;
+            }
+            let hunks = tree.owners.hunks();
+            let mut owners: Vec<String> = hunks.iter().flat_map(|h| named(&h.mark.owners)).collect();
+            owners.sort();
+            owners.dedup();
+            for owner in owners {
+                let is_owners = |h: &OwnedHunk| named(&h.mark.owners).contains(&owner);
+                let bytes = if !tree.exists && hunks.iter().all(is_owners) {
+                    None
+                } else {
+                    Some(super::owner_map::compose(
+                        tree.owners.base(),
+                        tree.owners.current(),
+                        &hunks,
+                        is_owners,
+                    ))
+                };
+                out.entry(owner).or_default().insert(file.clone(), bytes);
+            }
+        }
+        out
+    }
+
     /// The files of the worktree at `root` the owner map holds (what the observer compares
     /// after a checkout or a commit moved HEAD).
     pub fn owned_files(&self, root: &str) -> Vec<String> {

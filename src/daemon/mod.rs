@@ -22,6 +22,7 @@ pub mod server;
 pub mod store_choice;
 pub mod tree_attribution;
 pub mod watch_set;
+pub mod work_snapshots;
 pub mod worktree_observer;
 pub mod worktree_server;
 

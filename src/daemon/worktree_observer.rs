@@ -27,6 +27,7 @@ use crate::coord::regions::merge;
 use crate::coord::worktree_work::ObservedFile;
 use crate::coord::{Coord, LineRegion};
 use crate::daemon::tree_attribution::{attribute, Changed};
+use crate::daemon::work_snapshots::WorkSnapshots;
 use crate::rpc::tree_flush::TreeFlush;
 use crate::worktrees::changes::{changes_of, WorktreeChanges};
 use crate::worktrees::{all_worktrees, branch_of, Repository};
@@ -79,6 +80,7 @@ pub async fn observe_worktrees(
         published: None,
         serving_since,
         head_stamps: HashMap::new(),
+        work_snapshots: Arc::default(),
     };
     observer.forget_vanished().await;
     loop {
@@ -263,6 +265,8 @@ struct Observer {
     serving_since: std::time::SystemTime,
     /// Each worktree's HEAD as the last flush saw it.
     head_stamps: HashMap<PathBuf, HeadStamp>,
+    /// Every owner's work kept as git objects, refreshed after each pass.
+    work_snapshots: Arc<std::sync::Mutex<WorkSnapshots>>,
 }
 
 impl Observer {
@@ -645,8 +649,14 @@ impl Observer {
             };
             let coord = Arc::clone(&self.coord);
             let at = root.clone();
+            let snapshots = Arc::clone(&self.work_snapshots);
             let attributed = tokio::task::spawn_blocking(move || {
-                attribute(&coord, &at, changed, dirty.head_moved)
+                attribute(&coord, &at, changed, dirty.head_moved)?;
+                // Then every owner's work there is kept as git objects (15.5).
+                snapshots
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .refresh(&coord, &at)
             })
             .await;
             if let Ok(Err(error)) = attributed {
