@@ -3,7 +3,7 @@
 //! `work.end` answers with a change that landed just before the post-tool hook ran.
 //!
 //! ```text
-//! wit-bench attribution [--repo PATH] [--writes N] [--ends N]
+//! wit-bench attribution [--repo PATH] [--writes N] [--ends N] [--file FILE]
 //! ```
 //!
 //! A clone of `--repo` (else a generated, committed TypeScript repository) and one daemon
@@ -40,6 +40,10 @@ pub(crate) struct AttributionArgs {
     /// Writes followed at once by `work.end`.
     #[arg(long, default_value_t = 60)]
     pub ends: usize,
+    /// The file written, relative to the root (default: the largest source file of a
+    /// supported language up to 200 KB).
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<String>,
 }
 
 /// The shell session of the run.
@@ -71,7 +75,10 @@ pub(crate) async fn attribution(wit: &Path, args: &AttributionArgs) -> Result<()
         json!({"name": "bench shell", "sessionId": SESSION, "pid": std::process::id()}),
     )
     .await?;
-    let file = pick_file(&root)?;
+    let file = match &args.file {
+        Some(file) => file.clone(),
+        None => pick_file(&root)?,
+    };
     let mut lines: Vec<String> = std::fs::read_to_string(root.join(&file))?
         .lines()
         .map(str::to_owned)
@@ -102,12 +109,13 @@ pub(crate) async fn attribution(wit: &Path, args: &AttributionArgs) -> Result<()
         let window = begin(&mut conn).await?;
         let written = write_line(&root, &file, &mut lines, line, n)?;
         wait_observed(&mut conn, &file, line).await?;
-        samples.push(written.elapsed());
+        let sample = written.elapsed();
+        samples.push(sample);
         if covers(&end(&mut conn, &window).await?, &file, line) {
             ended_with_it += 1;
         }
         if std::env::var_os("WIT_BENCH_VERBOSE").is_some() {
-            println!("  write {n}: {}", fmt_duration(written.elapsed()));
+            println!("  write {n}: {}", fmt_duration(sample));
         }
     }
     let max = samples.iter().max().copied().unwrap_or_default();

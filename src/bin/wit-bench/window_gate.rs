@@ -5,7 +5,7 @@
 //! start, payload on stdin, the RPCs, the answer), beside a trivial process in the same run.
 //!
 //! ```text
-//! wit-bench window-gate [--runs N]
+//! wit-bench window-gate [--runs N] [--file src/medium.ts|src/small.ts]
 //! ```
 //!
 //! A generated, committed TypeScript repository and one daemon watching it, its index
@@ -36,12 +36,14 @@ pub(crate) struct WindowGateArgs {
     /// Rounds (each: the floors, a read-only call, a call that writes).
     #[arg(long, default_value_t = 200)]
     pub runs: usize,
+    /// The generated file the writing calls change (`src/medium.ts`, 169 KB, or
+    /// `src/small.ts`, 16 KB: at most one round per function).
+    #[arg(long, value_name = "FILE", default_value = "src/medium.ts")]
+    pub file: String,
 }
 
 /// The harness session of the run.
 const SESSION: &str = "bench-gate";
-/// The file the writing calls change.
-const FILE: &str = "src/medium.ts";
 
 /// The process samples of one run.
 #[derive(Default)]
@@ -64,7 +66,8 @@ pub(crate) async fn window_gate(wit: &Path, args: &WindowGateArgs) -> Result<()>
     let root = std::fs::canonicalize(&root)?;
     let (daemon, _) = Daemon::start(wit, &root).await?;
     let settled = wait_index_complete(&root, Duration::from_secs(120)).await?;
-    let text = std::fs::read_to_string(root.join(FILE))?;
+    let file = args.file.clone();
+    let text = std::fs::read_to_string(root.join(&file))?;
     let functions = text.matches("export function ").count();
     let runs = args.runs.min(functions);
     println!(
@@ -73,8 +76,10 @@ pub(crate) async fn window_gate(wit: &Path, args: &WindowGateArgs) -> Result<()>
         fmt_duration(settled)
     );
     let (wit_path, socket, dir) = (wit.to_path_buf(), daemon.socket.clone(), root.clone());
+    let written = file.clone();
     let mut samples =
-        tokio::task::spawn_blocking(move || rounds(&wit_path, &dir, &socket, runs)).await??;
+        tokio::task::spawn_blocking(move || rounds(&wit_path, &dir, &socket, &written, runs))
+            .await??;
 
     let floor = p50_p99(&mut samples.truth);
     println!(
@@ -110,7 +115,7 @@ pub(crate) async fn window_gate(wit: &Path, args: &WindowGateArgs) -> Result<()>
         samples.spoke,
         4 * runs
     );
-    check_attributed(&daemon, &root, runs).await
+    check_attributed(&daemon, &root, &file, runs).await
 }
 
 /// `p50`'s and `p99`'s ratio to the floor's.
@@ -123,7 +128,7 @@ fn ratio(p50: Duration, p99: Duration, floor: (Duration, Duration)) -> String {
 }
 
 /// The rounds, one process after the other.
-fn rounds(wit: &Path, root: &Path, socket: &Path, runs: usize) -> Result<Samples> {
+fn rounds(wit: &Path, root: &Path, socket: &Path, file: &str, runs: usize) -> Result<Samples> {
     let ping = wit.with_file_name("wit-bench-ping");
     let ping = ping.exists().then_some(ping);
     let read = bash_call(root, "ls src");
@@ -143,15 +148,15 @@ fn rounds(wit: &Path, root: &Path, socket: &Path, runs: usize) -> Result<Samples
         samples.spoke += usize::from(spoke);
 
         let (old, new) = (format!("  return c * {n};\n"), format!("  return c * -{n};\n"));
-        let sed = format!("sed -i 's/^  return c \\* {n};$/  return c * -{n};/' {FILE}");
+        let sed = format!("sed -i 's/^  return c \\* {n};$/  return c * -{n};/' {file}");
         let write = bash_call(root, &sed);
         let (pre, spoke) = hook_run(wit, "pre-edit", root, &write.0)?;
         samples.pre_write.push(pre);
         samples.spoke += usize::from(spoke);
-        let path = root.join(FILE);
+        let path = root.join(file);
         let text = std::fs::read_to_string(&path)?;
         if !text.contains(&old) {
-            bail!("{FILE} has no line {old:?}");
+            bail!("{file} has no line {old:?}");
         }
         std::fs::write(&path, text.replacen(&old, &new, 1))?;
         let (post, spoke) = hook_run(wit, "post-tool", root, &write.1)?;
@@ -235,11 +240,11 @@ fn hook_run(wit: &Path, hook: &str, root: &Path, body: &[u8]) -> Result<(Duratio
 
 /// Whether the written lines are the session's observed work: the regions of its intents on
 /// the file against the lines written, and any unowned work on it.
-async fn check_attributed(daemon: &Daemon, root: &Path, runs: usize) -> Result<()> {
+async fn check_attributed(daemon: &Daemon, root: &Path, file: &str, runs: usize) -> Result<()> {
     let mut conn = Conn::open(&daemon.socket).await?;
     // The last write may still be on its way (the post-tool hook does not wait for it).
     tokio::time::sleep(Duration::from_millis(1_500)).await;
-    let intents = conn.call("intent.query", json!({"file": FILE})).await?;
+    let intents = conn.call("intent.query", json!({"file": file})).await?;
     let (mut mine, mut unowned) = (0i64, 0i64);
     for intent in intents.as_array().map(Vec::as_slice).unwrap_or_default() {
         let lines: i64 = intent["regions"]
@@ -253,7 +258,7 @@ async fn check_attributed(daemon: &Daemon, root: &Path, runs: usize) -> Result<(
         }
     }
     println!(
-        "lines of {FILE} written by the {runs} `sed -i` calls: {SESSION}'s observed intent covers {mine}, unowned work {unowned} (expected {runs} and 0) in {}",
+        "lines of {file} written by the {runs} `sed -i` calls: {SESSION}'s observed intent covers {mine}, unowned work {unowned} (expected {runs} and 0) in {}",
         root.display()
     );
     Ok(())
