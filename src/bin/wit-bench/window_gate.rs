@@ -48,11 +48,17 @@ const SESSION: &str = "bench-gate";
 /// The process samples of one run.
 #[derive(Default)]
 struct Samples {
+    /// `/bin/true`.
     truth: Vec<Duration>,
+    /// `wit-bench-ping` (empty when it is not built).
     ping: Vec<Duration>,
+    /// `wit hook pre-edit` of `ls src`.
     pre_read: Vec<Duration>,
+    /// `wit hook post-tool` of `ls src`.
     post_read: Vec<Duration>,
+    /// `wit hook pre-edit` of `sed -i`.
     pre_write: Vec<Duration>,
+    /// `wit hook post-tool` of `sed -i`, its change on disk.
     post_write: Vec<Duration>,
     /// Hook runs that printed something (context, news).
     spoke: usize,
