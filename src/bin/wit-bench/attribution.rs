@@ -131,24 +131,32 @@ pub(crate) async fn attribution(wit: &Path, args: &AttributionArgs) -> Result<()
 
     let mut end_times = Vec::with_capacity(args.ends);
     let mut successes = 0usize;
+    // Of the misses, whose the line was once the observer took it in after `work.end`.
+    let mut missed: std::collections::BTreeMap<String, usize> = Default::default();
     for n in 0..args.ends {
         let line = picks.next().context("no line left")?;
         let window = begin(&mut conn).await?;
         write_line(&root, &file, &mut lines, line, args.writes + n)?;
         let asked = Instant::now();
         let changed = end(&mut conn, &window).await?;
-        end_times.push(asked.elapsed());
-        if covers(&changed, &file, line) {
-            successes += 1;
-        } else if std::env::var_os("WIT_BENCH_VERBOSE").is_some() {
-            println!("  end {n}: line {line} not in {changed}");
-        }
+        let took = asked.elapsed();
+        end_times.push(took);
+        let hit = covers(&changed, &file, line);
+        successes += usize::from(hit);
         // Whatever the window missed is attributed before the next sample's window opens.
         tokio::time::sleep(Duration::from_millis(400)).await;
+        if !hit {
+            let owners = owners_of_line(&mut conn, &file, line).await?;
+            println!(
+                "  end {n}: line {line} not in `changed` ({changed}; work.end took {}); its owners after: {owners:?}",
+                fmt_duration(took)
+            );
+            *missed.entry(owners.join("+")).or_default() += 1;
+        }
     }
     let (e50, e99) = p50_p99(&mut end_times);
     println!(
-        "write, then at once work.end: the change in `changed` {successes}/{} (target: all); work.end p50 {}  p99 {}",
+        "write, then at once work.end: the change in `changed` {successes}/{} (target: all); work.end p50 {}  p99 {}; misses by owner after: {missed:?}",
         args.ends,
         fmt_duration(e50),
         fmt_duration(e99)
@@ -239,6 +247,33 @@ async fn wait_observed(conn: &mut Conn, file: &str, line: usize) -> Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+}
+
+/// The sessions whose live intents on `file` cover `line` (unowned work as `unowned`).
+async fn owners_of_line(conn: &mut Conn, file: &str, line: usize) -> Result<Vec<String>> {
+    let found = conn.call("intent.query", json!({"file": file})).await?;
+    let mut owners: Vec<String> = found
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter(|i| {
+            i["regions"]
+                .as_array()
+                .is_some_and(|regions| regions.iter().any(|r| region_covers(r, line)))
+        })
+        .filter_map(|i| i["sessionId"].as_str())
+        .map(|s| {
+            if s.starts_with("unowned:") {
+                "unowned".to_owned()
+            } else {
+                s.to_owned()
+            }
+        })
+        .collect();
+    owners.sort();
+    owners.dedup();
+    Ok(owners)
 }
 
 /// Whether a `work.end` answer's `changed` has `file` with a region covering `line`.
