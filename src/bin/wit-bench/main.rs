@@ -223,9 +223,7 @@ async fn main() -> Result<()> {
             print_header(false, &wit);
             return worktrees::worktrees(&wit, args).await;
         }
-        Some(Subcommand::Attribution(args)) => {
-            return attribution::attribution(&wit, args).await
-        }
+        Some(Subcommand::Attribution(args)) => return attribution::attribution(&wit, args).await,
         Some(Subcommand::WindowGate(args)) => return window_gate::window_gate(&wit, args).await,
         Some(Subcommand::WatchIdle(args)) => return watch_idle::watch_idle(&wit, args).await,
         Some(Subcommand::FloorServer { socket }) => {

@@ -106,7 +106,10 @@ pub(crate) async fn window_gate(wit: &Path, args: &WindowGateArgs) -> Result<()>
         ("pre-edit, `ls src` (read-only)", &mut samples.pre_read),
         ("post-tool, `ls src`", &mut samples.post_read),
         ("pre-edit, `sed -i` of one line", &mut samples.pre_write),
-        ("post-tool, `sed -i` (the change on disk)", &mut samples.post_write),
+        (
+            "post-tool, `sed -i` (the change on disk)",
+            &mut samples.post_write,
+        ),
     ] {
         let (p50, p99) = p50_p99(set);
         println!(
@@ -153,7 +156,10 @@ fn rounds(wit: &Path, root: &Path, socket: &Path, file: &str, runs: usize) -> Re
         samples.post_read.push(post);
         samples.spoke += usize::from(spoke);
 
-        let (old, new) = (format!("  return c * {n};\n"), format!("  return c * -{n};\n"));
+        let (old, new) = (
+            format!("  return c * {n};\n"),
+            format!("  return c * -{n};\n"),
+        );
         let sed = format!("sed -i 's/^  return c \\* {n};$/  return c * -{n};/' {file}");
         let write = bash_call(root, &sed);
         let (pre, spoke) = hook_run(wit, "pre-edit", root, &write.0)?;
