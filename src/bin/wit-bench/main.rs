@@ -25,8 +25,13 @@
 //! [`worktree_watch`] (`wit-bench worktree-watch`: a change saved in one worktree seen from
 //! another; run alone), [`worktrees`] (`wit-bench worktrees --index-repo PATH
 //! --forecast-repo PATH`: one daemon serving several worktrees of real checkouts, issue 24;
-//! run alone).
+//! run alone), and issue 34's owners targets, each run alone: [`attribution`] (`wit-bench
+//! attribution`: a shell call's change in its session's observed intent, `work.end`'s
+//! `changed`), [`window_gate`] (`wit-bench window-gate`: the hooks of a shell call with its
+//! window, against a trivial process), [`watch_idle`] (`wit-bench watch-idle --repo PATH`:
+//! the watcher's idle CPU and inotify watches on a real tree).
 
+mod attribution;
 mod cli_timings;
 mod fixtures;
 mod floors;
@@ -47,6 +52,8 @@ mod safegit;
 mod sections;
 mod store;
 mod synthetic;
+mod watch_idle;
+mod window_gate;
 mod worktree_add;
 mod worktree_watch;
 mod worktrees;
@@ -133,6 +140,15 @@ enum Subcommand {
     /// One daemon serving several worktrees of real checkouts (issue 24): the index's time,
     /// size and memory per added worktree, and `worktree.forecast`'s latency.
     Worktrees(worktrees::WorktreesArgs),
+    /// How soon a shell call's change is its session's observed work, and whether
+    /// `work.end` right after the write names it (issue 34).
+    Attribution(attribution::AttributionArgs),
+    /// `wit hook pre-edit` and `wit hook post-tool` of a shell call with its window, end to
+    /// end, beside a trivial process (issue 34).
+    WindowGate(window_gate::WindowGateArgs),
+    /// The tree watcher idle on a real checkout: CPU, inotify instances and watches
+    /// (issue 34).
+    WatchIdle(watch_idle::WatchIdleArgs),
     /// The floor server alone, on SOCKET, until killed (the suite runs it as a child process
     /// to measure its CPU time per request beside the daemon's).
     #[command(hide = true)]
@@ -207,6 +223,9 @@ async fn main() -> Result<()> {
             print_header(false, &wit);
             return worktrees::worktrees(&wit, args).await;
         }
+        Some(Subcommand::Attribution(args)) => return attribution::attribution(&wit, args).await,
+        Some(Subcommand::WindowGate(args)) => return window_gate::window_gate(&wit, args).await,
+        Some(Subcommand::WatchIdle(args)) => return watch_idle::watch_idle(&wit, args).await,
         Some(Subcommand::FloorServer { socket }) => {
             return floors::serve_floor(socket).await;
         }

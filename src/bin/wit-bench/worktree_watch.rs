@@ -186,7 +186,7 @@ fn seen(found: &Value, line: i64) -> bool {
 }
 
 /// The largest tracked source file of a supported language (at most 200 KB).
-fn pick_file(root: &Path) -> Result<String> {
+pub(crate) fn pick_file(root: &Path) -> Result<String> {
     let out = std::process::Command::new("git")
         .args(["ls-files", "-z"])
         .current_dir(root)
@@ -209,7 +209,7 @@ fn pick_file(root: &Path) -> Result<String> {
 }
 
 /// A repository of generated TypeScript (the bench's 16 KB and 169 KB files), committed.
-fn generated_repository(root: &Path) -> Result<()> {
+pub(crate) fn generated_repository(root: &Path) -> Result<()> {
     std::fs::create_dir_all(root.join("src"))?;
     for (name, size) in [("small.ts", 16_000), ("medium.ts", 169_000)] {
         std::fs::write(root.join("src").join(name), generated_ts(size).0)?;
