@@ -95,12 +95,7 @@ fn merge_file(
         // A symlink or a binary file is whole: changed since, it cannot be merged.
         return Ok(Err(()));
     }
-    let current_id = gitio::run_with(
-        root,
-        &["hash-object", "-w", "--stdin"],
-        &[],
-        Some(&current),
-    )?;
+    let current_id = gitio::run_with(root, &["hash-object", "-w", "--stdin"], &[], Some(&current))?;
     let current_id = String::from_utf8_lossy(&current_id).trim().to_owned();
     let (Some(base_id), Some(snap_id)) = (object_id(root, &base_name), object_id(root, &snap_name))
     else {
@@ -130,7 +125,8 @@ fn merge_file(
 /// Writes `outcome` for `file`.
 fn write(root: &Path, file: &str, outcome: Outcome) -> Result<(), CliError> {
     let path = root.join(file);
-    let failed = |e: std::io::Error| CliError::Failed(format!("cannot write {}: {e}", path.display()));
+    let failed =
+        |e: std::io::Error| CliError::Failed(format!("cannot write {}: {e}", path.display()));
     match outcome {
         Outcome::Same => Ok(()),
         Outcome::Remove => std::fs::remove_file(&path).map_err(failed),
@@ -138,7 +134,8 @@ fn write(root: &Path, file: &str, outcome: Outcome) -> Result<(), CliError> {
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(failed)?;
             }
-            let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+            let is_link =
+                std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
             if symlink || is_link {
                 let _ = std::fs::remove_file(&path);
             }

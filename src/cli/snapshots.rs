@@ -16,6 +16,7 @@ use serde_json::json;
 use super::context::Context;
 use super::gitio::{self, TreeEntry};
 use super::output::{CliError, Report};
+use crate::protocol::{WorkBeginParams, WorkEndParams};
 
 /// Where snapshots are referenced.
 pub const REF_PREFIX: &str = "refs/wit/snapshots/";
@@ -141,11 +142,75 @@ pub fn run(ctx: &Context, command: Option<SnapshotCommand>) -> Result<Report, Cl
             Ok(Report::new(value, human))
         }
         SnapshotCommand::Restore { id, session } => {
-            let files = restore(root, &id, session.as_deref())?;
+            // The lines written back are the snapshot's session's again (15.2): a window of
+            // that session names each file while they are written.
+            let owner = list(root)?
+                .into_iter()
+                .find(|item| item.id == id)
+                .and_then(|item| item.session.map(|s| (s, item.files)))
+                .filter(|(s, _)| !crate::coord::ownership::is_unowned_session(s));
+            let windows = match &owner {
+                Some((s, files)) => open_windows(ctx, s, files),
+                None => Vec::new(),
+            };
+            let restored = restore(root, &id, session.as_deref());
+            if let Some((s, _)) = &owner {
+                close_windows(ctx, s, windows);
+            }
+            let files = restored?;
             let human = format!("restored {} from snapshot {id}\n", files.join(", "));
             Ok(Report::new(json!({"id": id, "files": files}), human))
         }
     }
+}
+
+/// Opens a window of `session` naming each of `files` (nothing without a daemon).
+fn open_windows(ctx: &Context, session: &str, files: &[String]) -> Vec<String> {
+    let opened = super::context::block_on(async {
+        let mut ids = Vec::new();
+        for file in files {
+            let params = WorkBeginParams {
+                session_id: session.to_owned(),
+                tool: "wit snapshots restore".to_owned(),
+                file: Some(file.clone()),
+                edits: Vec::new(),
+                ttl_ms: Some(60_000),
+            };
+            let begun = ctx
+                .doorway()
+                .call(|client| {
+                    let params = params.clone();
+                    async move { client.work_begin(params).await }
+                })
+                .await;
+            match begun {
+                Ok(window) => ids.push(window.window_id),
+                Err(_) => break,
+            }
+        }
+        Ok(ids)
+    });
+    opened.unwrap_or_default()
+}
+
+/// Closes the windows `ids` of `session` once the daemon has read what they wrote.
+fn close_windows(ctx: &Context, session: &str, ids: Vec<String>) {
+    let _ = super::context::block_on(async {
+        for window_id in ids {
+            let params = WorkEndParams {
+                session_id: session.to_owned(),
+                window_id,
+            };
+            let _ = ctx
+                .doorway()
+                .call(|client| {
+                    let params = params.clone();
+                    async move { client.work_end(params).await }
+                })
+                .await;
+        }
+        Ok(())
+    });
 }
 
 /// One snapshot.

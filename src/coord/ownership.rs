@@ -99,6 +99,9 @@ pub struct Ownership {
     /// Per (worktree root, file).
     files: HashMap<(String, String), TreeFile>,
     next_window: u64,
+    /// Per worktree root: the (session, file) pairs whose changes were attributed or
+    /// recorded since the work snapshots last looked ([`Coord::take_touched`]).
+    touched: HashMap<String, std::collections::BTreeSet<(String, String)>>,
 }
 
 /// One file's changes against HEAD with their owners, as `work.changes` answers.
@@ -272,6 +275,10 @@ impl Coord {
             let now_ms = self.clock.now_ms();
             let written = written_lines(&before, now_bytes);
             let owners = ownership.owners_of_change(change.root, change.file, &written, now_ms);
+            let touched = ownership.touched.entry(change.root.to_owned()).or_default();
+            for owner in &owners {
+                touched.insert((owner.clone(), change.file.to_owned()));
+            }
             let entry = ownership
                 .files
                 .entry(key.clone())
@@ -456,6 +463,11 @@ impl Coord {
         let key = (self.request_root(), file.to_owned());
         let now = self.clock.now_ms();
         let mut ownership = self.ownership();
+        ownership
+            .touched
+            .entry(key.0.clone())
+            .or_default()
+            .insert((session_id.to_owned(), file.to_owned()));
         let entry = ownership
             .files
             .entry(key.clone())
@@ -565,11 +577,21 @@ impl Coord {
         })
     }
 
+    /// The (session, file) pairs of the worktree at `root` whose changes were attributed or
+    /// recorded since the last call: what the work snapshots take in anew (a session's lines
+    /// that vanished by somebody else's change stay in its snapshot).
+    pub fn take_touched(&self, root: &str) -> std::collections::BTreeSet<(String, String)> {
+        self.ownership().touched.remove(root).unwrap_or_default()
+    }
+
     /// Every owner's uncommitted work in the worktree at `root` (15.5): per session (nobody's
     /// as `unowned:<root>`), per file, HEAD's bytes with exactly that owner's changes applied
     /// (`None`: the owner deleted the file). A binary file's work is the whole file, each of
     /// its owners'.
-    pub fn work_of_owners(&self, root: &str) -> BTreeMap<String, BTreeMap<String, Option<Vec<u8>>>> {
+    pub fn work_of_owners(
+        &self,
+        root: &str,
+    ) -> BTreeMap<String, BTreeMap<String, Option<Vec<u8>>>> {
         let unowned = unowned_session(root);
         let mut out: BTreeMap<String, BTreeMap<String, Option<Vec<u8>>>> = BTreeMap::new();
         let ownership = self.ownership();
@@ -587,12 +609,15 @@ impl Coord {
             if let Some(mark) = tree.owners.file_mark() {
                 let bytes = tree.exists.then(|| tree.owners.current().to_vec());
                 for owner in named(&mark.owners) {
-                    out.entry(owner).or_default().insert(file.clone(), bytes.clone());
+                    out.entry(owner)
+                        .or_default()
+                        .insert(file.clone(), bytes.clone());
                 }
                 continue;
             }
             let hunks = tree.owners.hunks();
-            let mut owners: Vec<String> = hunks.iter().flat_map(|h| named(&h.mark.owners)).collect();
+            let mut owners: Vec<String> =
+                hunks.iter().flat_map(|h| named(&h.mark.owners)).collect();
             owners.sort();
             owners.dedup();
             for owner in owners {
@@ -636,6 +661,11 @@ impl Coord {
         let Some(tree) = ownership.files.remove(&key) else {
             return;
         };
+        if tree.owners.base() == head.unwrap_or_default() && tree.in_head == head.is_some() {
+            // HEAD's bytes did not change: nothing to rebase.
+            ownership.files.insert(key, tree);
+            return;
+        }
         let base = head.unwrap_or_default().to_vec();
         let current = tree.owners.current().to_vec();
         if current == base && tree.exists == head.is_some() {
@@ -677,10 +707,17 @@ impl Window {
     /// Whether this file-edit window's edits explain a change that wrote `written` (15.2):
     /// every written line is in the text of one of its edits.
     fn explains(&self, written: &[String]) -> bool {
-        self.texts.is_empty()
-            || written
-                .iter()
-                .all(|line| self.texts.iter().any(|text| text.contains(line.as_str())))
+        if self.texts.is_empty() {
+            return true;
+        }
+        if written.is_empty() {
+            // A change that wrote no line (a deletion) is an edit's only when an edit writes
+            // nothing either.
+            return self.texts.iter().any(|text| text.trim().is_empty());
+        }
+        written
+            .iter()
+            .all(|line| self.texts.iter().any(|text| text.contains(line.as_str())))
     }
 }
 

@@ -47,18 +47,18 @@ impl WorkSnapshots {
     /// snapshot.
     pub fn refresh(&mut self, coord: &Coord, root: &Path) -> Result<(), String> {
         let key_root = root.to_string_lossy().into_owned();
+        let touched = coord.take_touched(&key_root);
         let mut now = coord.work_of_owners(&key_root);
-        // Owners whose work vanished keep what they had, until HEAD holds it.
+        // A session's file changes in its snapshot only by its own changes: lines that
+        // vanished by anybody else's (a reset, a stash, `rm`) stay, until HEAD holds them.
         for ((r, session), (files, _)) in &self.kept {
-            if *r == key_root {
-                now.entry(session.clone()).or_default();
-                let entry = now.get_mut(session);
-                if let Some(entry) = entry {
-                    for (file, content) in files {
-                        entry
-                            .entry(file.clone())
-                            .or_insert_with(|| content.clone());
-                    }
+            if *r != key_root {
+                continue;
+            }
+            let entry = now.entry(session.clone()).or_default();
+            for (file, content) in files {
+                if !touched.contains(&(session.clone(), file.clone())) {
+                    entry.insert(file.clone(), content.clone());
                 }
             }
         }
@@ -80,7 +80,11 @@ impl WorkSnapshots {
     }
 
     /// Leaves out the files whose snapshot content is what HEAD holds now (committed).
-    fn drop_committed(&self, root: &Path, files: &mut BTreeMap<String, Content>) -> Result<(), String> {
+    fn drop_committed(
+        &self,
+        root: &Path,
+        files: &mut BTreeMap<String, Content>,
+    ) -> Result<(), String> {
         let names: Vec<String> = files.keys().map(|f| format!("HEAD:{f}")).collect();
         let heads = blobs_at(root, &names, usize::MAX).map_err(|e| e.to_string())?;
         let committed: Vec<String> = files

@@ -753,12 +753,24 @@ fn observed_files(changes: WorktreeChanges, known: &mut SymbolCache) -> Vec<Obse
 }
 
 /// Events in the common directory that say nothing about any worktree's changes: the
-/// index (staging, or `git status` refreshing it) and lock files.
+/// index (staging, or `git status` refreshing it), lock files, and wit's own refs and
+/// temporary indexes.
 fn is_git_noise(path: &Path) -> bool {
-    path.file_name().is_some_and(|name| {
-        let name = name.to_string_lossy();
-        name == "index" || name.ends_with(".lock") || name == "FETCH_HEAD"
-    })
+    // wit's own refs (the work snapshots, the gate's snapshots) and temporary indexes move
+    // no HEAD.
+    let wits_own = path
+        .components()
+        .collect::<Vec<_>>()
+        .windows(2)
+        .any(|pair| pair[0].as_os_str() == "refs" && pair[1].as_os_str() == "wit");
+    wits_own
+        || path.file_name().is_some_and(|name| {
+            let name = name.to_string_lossy();
+            name == "index"
+                || name.ends_with(".lock")
+                || name == "FETCH_HEAD"
+                || name.starts_with("wit-index-")
+        })
 }
 
 /// The directories of `root` holding files git knows: tracked ones, and untracked ones not

@@ -5,6 +5,7 @@
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -512,4 +513,93 @@ fn wit_commit_runs_the_repositorys_hooks_on_what_it_commits() {
     wit_ok(&repo, "bob", &["commit", "-m", "beta"]);
     let message = git_text(repo.path(), &["log", "-1", "--format=%B"]);
     assert!(message.contains("Checked: yes"), "{message}");
+}
+
+/// Every session's uncommitted work is kept as git objects (15.5), so what no gate saw
+/// destroy it comes back: a person's `git reset --hard`, a script running `git stash`, `rm`.
+/// `wit snapshots restore` writes back exactly each session's lines, byte for byte, onto the
+/// file as it is now, and refuses where the same lines changed since.
+#[test]
+fn work_destroyed_behind_the_gates_back_is_restored_from_the_sessions_snapshot() {
+    let (repo, _daemon) = two_agents();
+    let with_both = working(&repo);
+    let snapshots = |repo: &Repo| -> Value {
+        let out = wit_ok(repo, "alice", &["--json", "snapshots"]);
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let id_of = |list: &Value, session: &str| -> Option<String> {
+        list.as_array()?
+            .iter()
+            .find(|s| s["session"] == session)
+            .and_then(|s| s["id"].as_str().map(str::to_string))
+    };
+    // Within 2 s each session's work has its snapshot.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let (alice, bob) = loop {
+        let list = snapshots(&repo);
+        if let (Some(a), Some(b)) = (id_of(&list, "alice"), id_of(&list, "bob")) {
+            break (a, b);
+        }
+        assert!(Instant::now() < deadline, "no work snapshots: {list}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    for destroy in [
+        "git reset -q --hard",
+        "python3 -c \"import subprocess; subprocess.run(['git', 'stash', '-q'])\"",
+        "rm src/lib.ts",
+    ] {
+        // Behind every gate: a person's terminal.
+        let status = std::process::Command::new("sh")
+            .args(["-c", destroy])
+            .current_dir(repo.path())
+            .status()
+            .unwrap();
+        assert!(status.success(), "{destroy}");
+        assert_ne!(
+            std::fs::read(repo.path().join("src/lib.ts")).ok(),
+            Some(with_both.clone().into_bytes())
+        );
+        // Let the observer see it (the snapshots must survive the loss).
+        std::thread::sleep(Duration::from_millis(600));
+        wit_ok(
+            &repo,
+            "alice",
+            &["snapshots", "restore", &alice, "--session", "alice"],
+        );
+        let restored =
+            std::fs::read_to_string(repo.path().join("src/lib.ts")).unwrap_or_else(|e| {
+                let list = snapshots(&repo);
+                let at = git_text(repo.path(), &["for-each-ref", "refs/wit/work/"]);
+                panic!("{destroy}: {e}: {list} {at}")
+            });
+        assert!(
+            restored.contains(ALICE_NEW) && !restored.contains(BOB_NEW),
+            "{destroy}: {restored}"
+        );
+        wit_ok(&repo, "bob", &["snapshots", "restore", &bob]);
+        assert_eq!(working(&repo), with_both, "{destroy}");
+        std::thread::sleep(Duration::from_millis(600));
+    }
+    // Another snapshot's session is refused by name; lines changed since refuse, writing
+    // nothing.
+    let out = wit_cmd(repo.path(), "alice")
+        .args(["snapshots", "restore", &bob, "--session", "alice"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("bob"), "{}", text(&out.stderr));
+    git_text(repo.path(), &["checkout", "-q", "--", "src/lib.ts"]);
+    let moved = LIB_TS.replace(ALICE_OLD, "  return a - 1;");
+    std::fs::write(repo.path().join("src/lib.ts"), &moved).unwrap();
+    let out = wit_cmd(repo.path(), "alice")
+        .args(["snapshots", "restore", &alice])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("alice") && said.contains("src/lib.ts"),
+        "{said}"
+    );
+    assert_eq!(working(&repo), moved);
 }
