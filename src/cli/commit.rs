@@ -232,12 +232,9 @@ pub async fn commit_own_changes(
     for file in &files {
         let work: Vec<&Work> = map.work.iter().filter(|w| &w.file == file).collect();
         let working = std::fs::read(root.join(file)).ok();
-        let old = committed.get(file).map(|b| b.text.as_str()).unwrap_or("");
-        let new_text = working
-            .as_deref()
-            .map(String::from_utf8_lossy)
-            .unwrap_or_default();
-        let (old_lines, new_lines) = (hunks::lines(old), hunks::lines(&new_text));
+        let old = committed.get(file).map_or(&[][..], |b| b.bytes.as_slice());
+        let new = working.as_deref().unwrap_or_default();
+        let (old_lines, new_lines) = (hunks::lines(old), hunks::lines(new));
         let all = hunks::hunks(&old_lines, &new_lines);
         let choice = choose(&all, &work, &selves, args.include_unowned);
         for (hunk, others) in &choice.overlaps {
@@ -267,7 +264,7 @@ pub async fn commit_own_changes(
                 .unwrap_or_else(|| gitio::file_mode(&root.join(file)));
             TreeEntry::Text {
                 mode,
-                text: hunks::apply(&old_lines, &new_lines, &chosen),
+                bytes: hunks::apply(&old_lines, &new_lines, &chosen),
             }
         };
         plans.push(Planned {

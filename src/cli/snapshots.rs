@@ -105,7 +105,7 @@ pub fn save(
             let entry = match std::fs::read(&path) {
                 Ok(bytes) => TreeEntry::Text {
                     mode: gitio::file_mode(&path),
-                    text: String::from_utf8_lossy(&bytes).into_owned(),
+                    bytes,
                 },
                 Err(_) => TreeEntry::Removed,
             };
@@ -196,7 +196,7 @@ pub fn restore(root: &Path, id: &str) -> Result<Vec<String>, CliError> {
                         CliError::Failed(format!("cannot create {}: {e}", parent.display()))
                     })?;
                 }
-                std::fs::write(&path, &blob.text).map_err(|e| {
+                std::fs::write(&path, &blob.bytes).map_err(|e| {
                     CliError::Failed(format!("cannot write {}: {e}", path.display()))
                 })?;
             }
