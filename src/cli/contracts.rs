@@ -1,7 +1,6 @@
 //! `wit contract propose|accept|reject|list` and `wit check-contracts` (the pre-commit check).
 
 use std::collections::BTreeSet;
-use std::process::Stdio;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
@@ -10,6 +9,7 @@ use serde_json::json;
 use super::context::Context;
 use super::output::{self, CliError, Report};
 use super::render;
+use crate::git::Git;
 use crate::protocol::{
     CheckContractsParams, CheckContractsParamsFilesItem, ContractProposeParams,
     ContractQueryParams, ContractRespondParams,
@@ -295,20 +295,8 @@ async fn staged_content(ctx: &Context, path: &str) -> Result<String, CliError> {
 /// Runs git in the repository root (inheriting `GIT_INDEX_FILE` and friends from a hook)
 /// and returns its stdout; the child is killed if the caller gives up.
 async fn git(ctx: &Context, args: &[&str]) -> Result<Vec<u8>, CliError> {
-    let output = tokio::process::Command::new("git")
-        .args(args)
-        .current_dir(&ctx.paths.root)
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output()
+    Git::new(&ctx.paths.root)
+        .run_async(args)
         .await
-        .map_err(|error| CliError::Failed(format!("cannot run git: {error}")))?;
-    if !output.status.success() {
-        return Err(CliError::Failed(format!(
-            "git {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&output.stderr).trim()
-        )));
-    }
-    Ok(output.stdout)
+        .map_err(|error| CliError::Failed(error.to_string()))
 }

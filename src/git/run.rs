@@ -1,5 +1,5 @@
 //! The one git runner: a command line, its environment, its stdin, and which exit codes
-//! count as an answer.
+//! count as an answer; synchronous, or on the async runtime for callers with a deadline.
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
@@ -89,24 +89,57 @@ impl<'a> Git<'a> {
         GitError::new(&args.join(" "), message)
     }
 
-    fn spawn<S: AsRef<OsStr>>(
-        &self,
-        args: &[S],
-        input: Option<&[u8]>,
-    ) -> Result<Vec<u8>, GitError> {
+    /// Runs `git ARGS` (nothing on stdin) as a child of the async runtime, killed when the
+    /// caller gives up (its future dropped, by a timeout around it); its stdout.
+    pub async fn run_async<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Vec<u8>, GitError> {
+        let mut command = tokio::process::Command::from(self.command(args, false));
+        let output = command
+            .kill_on_drop(true)
+            .output()
+            .await
+            .map_err(|e| self.failed(args, format!("cannot run git: {e}")))?;
+        self.answer(args, output)
+    }
+
+    /// The command line, its environment and pipes (stdin piped only for an input).
+    fn command<S: AsRef<OsStr>>(&self, args: &[S], input: bool) -> Command {
         let mut command = Command::new("git");
         command
             .args(args)
             .current_dir(self.cwd)
             .envs(self.env.iter().map(|(key, value)| (key, value)))
-            .stdin(if input.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
+            .stdin(if input { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = command
+        command
+    }
+
+    /// Its stdout when git's exit code is an answer, else why not.
+    fn answer<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        output: std::process::Output,
+    ) -> Result<Vec<u8>, GitError> {
+        let code = output.status.code().unwrap_or(-1);
+        if code != 0 && !self.ok_codes.contains(&code) {
+            let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+            let message = if stderr.is_empty() {
+                format!("exit code {code}")
+            } else {
+                stderr
+            };
+            return Err(self.failed(args, message));
+        }
+        Ok(output.stdout)
+    }
+
+    fn spawn<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+        input: Option<&[u8]>,
+    ) -> Result<Vec<u8>, GitError> {
+        let mut child = self
+            .command(args, input.is_some())
             .spawn()
             .map_err(|e| self.failed(args, format!("cannot run git: {e}")))?;
         let stdin = child.stdin.take();
@@ -120,17 +153,7 @@ impl<'a> Git<'a> {
             child.wait_with_output()
         })
         .map_err(|e| self.failed(args, e.to_string()))?;
-        let code = output.status.code().unwrap_or(-1);
-        if code != 0 && !self.ok_codes.contains(&code) {
-            let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
-            let message = if stderr.is_empty() {
-                format!("exit code {code}")
-            } else {
-                stderr
-            };
-            return Err(self.failed(args, message));
-        }
-        Ok(output.stdout)
+        self.answer(args, output)
     }
 }
 
@@ -173,6 +196,18 @@ mod tests {
         let ignore = Git::new(dir.path()).ok_codes(&[1]);
         assert_eq!(ignore.run(&["check-ignore", "a"]).unwrap(), b"");
         assert!(git.run(&["check-ignore", "a"]).is_err());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let error = runtime
+            .block_on(git.run_async(&["rev-parse", "--verify", "nope"]))
+            .unwrap_err();
+        assert!(error
+            .to_string()
+            .starts_with("git rev-parse --verify nope: "));
+        let head = runtime.block_on(git.run_async(&["rev-parse", "--git-dir"]));
+        assert_eq!(head.unwrap(), b".git\n");
         assert_eq!(
             git.env("GIT_DIR", dir.path().join(".git"))
                 .text(&["rev-parse", "--is-inside-git-dir"])
