@@ -70,13 +70,7 @@ mod tests {
 
     #[test]
     fn blobs_come_back_byte_exact_from_a_repository() {
-        let dir = tempfile::tempdir().unwrap();
-        let git = Git::new(dir.path());
-        git.run(&["init", "-q"]).unwrap();
-        let id = git
-            .run_with_input(&["hash-object", "-w", "--stdin"], b"a\r\n\xff\n")
-            .unwrap();
-        let id = String::from_utf8(id).unwrap().trim().to_owned();
+        let (dir, id) = super::super::repository_with(b"a\r\n\xff\n");
         let names = [
             id.clone(),
             "0000000000000000000000000000000000000001".to_owned(),

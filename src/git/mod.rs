@@ -9,3 +9,17 @@ mod run;
 
 pub use batch::blobs_at;
 pub use run::{Git, GitError};
+
+/// A fresh repository holding `bytes` as a blob, and the blob's id (for the tests).
+#[cfg(test)]
+fn repository_with(bytes: &[u8]) -> (tempfile::TempDir, String) {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+    let dir = tempfile::tempdir().unwrap();
+    let git = Git::new(dir.path());
+    git.run(&["init", "-q"]).unwrap();
+    let id = git
+        .run_with_input(&["hash-object", "-w", "--stdin"], bytes)
+        .unwrap();
+    let id = String::from_utf8(id).unwrap().trim().to_owned();
+    (dir, id)
+}

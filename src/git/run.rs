@@ -165,15 +165,10 @@ mod tests {
 
     #[test]
     fn git_answers_with_its_stdout_and_reads_its_stdin() {
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, id) = super::super::repository_with(b"\xff bytes\n");
         let git = Git::new(dir.path());
-        git.run(&["init", "-q"]).unwrap();
-        let id = git
-            .run_with_input(&["hash-object", "-w", "--stdin"], b"\xff bytes\n")
-            .unwrap();
-        let id = String::from_utf8(id).unwrap();
-        assert_eq!(id.trim().len(), 40);
-        let back = git.run(&["cat-file", "blob", id.trim()]).unwrap();
+        assert_eq!(id.len(), 40);
+        let back = git.run(&["cat-file", "blob", &id]).unwrap();
         assert_eq!(back, b"\xff bytes\n");
         // A large input is written while the answer is read.
         let big = vec![b'x'; 4 << 20];
