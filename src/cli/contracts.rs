@@ -233,15 +233,18 @@ async fn check_files(ctx: &Context, args: &CheckArgs, autostart: bool) -> Result
     }
     let mut files = Vec::with_capacity(at_stake.len());
     for path in at_stake {
-        let content = if args.paths.is_empty() {
+        let bytes = if args.paths.is_empty() {
             staged_content(ctx, &path).await?
         } else {
             tokio::fs::read(ctx.paths.root.join(&path))
                 .await
-                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
                 .map_err(|error| CliError::Failed(format!("cannot read {path}: {error}")))?
         };
-        files.push(CheckContractsParamsFilesItem { path, content });
+        // A file that is not UTF-8 is binary (PROTOCOL-NOTES 15.4): no symbols, no contract
+        // to break, and never decoded lossily.
+        if let Ok(content) = String::from_utf8(bytes) {
+            files.push(CheckContractsParamsFilesItem { path, content });
+        }
     }
     let count = files.len();
     let params = CheckContractsParams { files };
@@ -286,10 +289,9 @@ async fn staged_paths(ctx: &Context) -> Result<Vec<String>, CliError> {
         .collect())
 }
 
-/// The staged content of `path` (`git show :path`).
-async fn staged_content(ctx: &Context, path: &str) -> Result<String, CliError> {
-    let out = git(ctx, &["show", &format!(":{path}")]).await?;
-    Ok(String::from_utf8_lossy(&out).into_owned())
+/// The staged bytes of `path` (`git show :path`).
+async fn staged_content(ctx: &Context, path: &str) -> Result<Vec<u8>, CliError> {
+    git(ctx, &["show", &format!(":{path}")]).await
 }
 
 /// Runs git in the repository root (inheriting `GIT_INDEX_FILE` and friends from a hook)

@@ -453,7 +453,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
     use super::*;
-    use std::process::Command;
+    use crate::git::Git;
 
     /// git's `-U0` hunks of two texts, as `git diff --histogram` without the indent heuristic
     /// (the diff merge-ort runs; texts under 1 KiB, so `-U0`'s tail trimming never applies).
@@ -461,12 +461,20 @@ mod tests {
         let (a, b) = (dir.join("a"), dir.join("b"));
         std::fs::write(&a, old).unwrap();
         std::fs::write(&b, new).unwrap();
-        let out = Command::new("git")
-            .args(["diff", "--no-index", "--no-color", "--histogram"])
-            .args(["--no-indent-heuristic", "-U0", "--"])
-            .arg(&a)
-            .arg(&b)
-            .output()
+        // `diff --no-index` exits 1 when the files differ.
+        let out = Git::new(dir)
+            .ok_codes(&[1])
+            .text(&[
+                "diff",
+                "--no-index",
+                "--no-color",
+                "--histogram",
+                "--no-indent-heuristic",
+                "-U0",
+                "--",
+                "a",
+                "b",
+            ])
             .expect("git runs");
         let side = |part: &str| {
             let (start, count) = match part.split_once(',') {
@@ -476,8 +484,7 @@ mod tests {
             let start = if count == 0 { start } else { start - 1 };
             start..start + count
         };
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
+        out.lines()
             .filter_map(|line| line.strip_prefix("@@ -"))
             .map(|rest| {
                 let mut parts = rest.split(' ');
