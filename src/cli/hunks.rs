@@ -162,8 +162,8 @@ mod tests {
 
     #[test]
     fn an_ambiguous_insertion_is_cut_where_git_s_merge_cuts_it() {
-        // Myers puts the new method's first lines after `def a`'s `return None`; git's
-        // histogram (and its slide) inserts the whole method before `def c`.
+        // An ambiguous insertion (its lines repeat around it): cut where git's histogram
+        // and its slide put it, as `git merge` will.
         let old = "class C:\n    def a(self):\n        return None\n\n    def c(self):\n        return None\n";
         let new = "class C:\n    def a(self):\n        return None\n\n    def b(self):\n        return None\n\n    def c(self):\n        return None\n";
         let found = hunks(&lines(old), &lines(new));

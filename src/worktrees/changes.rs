@@ -195,7 +195,7 @@ mod tests {
         std::fs::write(root.join("gone.py"), "x = 1\n").unwrap();
         git.run(&["add", "."]).unwrap();
         git.run(&["commit", "-qm", "one"]).unwrap();
-        // Myers would start the insertion inside `a`; git's merge inserts `b` whole.
+        // An ambiguous insertion: git's merge inserts `b` whole, after the blank line.
         let new = "class C:\n    def a(self):\n        return None\n\n    def b(self):\n        return None\n\n    def c(self):\n        return None\n";
         std::fs::write(root.join("a.py"), new).unwrap();
         std::fs::remove_file(root.join("gone.py")).unwrap();
