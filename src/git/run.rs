@@ -29,6 +29,7 @@ impl GitError {
 pub struct Git<'a> {
     cwd: &'a Path,
     env: Vec<(&'a str, OsString)>,
+    removed: Vec<&'a str>,
     ok_codes: &'a [i32],
 }
 
@@ -38,6 +39,7 @@ impl<'a> Git<'a> {
         Git {
             cwd,
             env: Vec::new(),
+            removed: Vec::new(),
             ok_codes: &[],
         }
     }
@@ -45,6 +47,12 @@ impl<'a> Git<'a> {
     /// With `key=value` in git's environment.
     pub fn env(mut self, key: &'a str, value: impl AsRef<OsStr>) -> Git<'a> {
         self.env.push((key, value.as_ref().to_owned()));
+        self
+    }
+
+    /// Without `key` in git's environment (a variable the caller's own git set, say).
+    pub fn without(mut self, key: &'a str) -> Git<'a> {
+        self.removed.push(key);
         self
     }
 
@@ -89,6 +97,14 @@ impl<'a> Git<'a> {
         GitError::new(&args.join(" "), message)
     }
 
+    /// Runs `git ARGS` (nothing on stdin); its exit status and both streams, whatever the
+    /// exit code (a command whose refusal is what the caller shows, like a hook's).
+    pub fn output<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<std::process::Output, GitError> {
+        self.command(args, false)
+            .output()
+            .map_err(|e| self.failed(args, format!("cannot run git: {e}")))
+    }
+
     /// Runs `git ARGS` (nothing on stdin) as a child of the async runtime, killed when the
     /// caller gives up (its future dropped, by a timeout around it); its stdout.
     pub async fn run_async<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Vec<u8>, GitError> {
@@ -111,6 +127,9 @@ impl<'a> Git<'a> {
             .stdin(if input { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        for key in &self.removed {
+            command.env_remove(key);
+        }
         command
     }
 
@@ -191,6 +210,13 @@ mod tests {
         let ignore = Git::new(dir.path()).ok_codes(&[1]);
         assert_eq!(ignore.run(&["check-ignore", "a"]).unwrap(), b"");
         assert!(git.run(&["check-ignore", "a"]).is_err());
+        let refused = git.output(&["rev-parse", "--verify", "nope"]).unwrap();
+        assert!(!refused.status.success() && !refused.stderr.is_empty());
+        let unset = Git::new(dir.path())
+            .env("GIT_DIR", "/nonexistent")
+            .without("GIT_DIR")
+            .text(&["rev-parse", "--git-dir"]);
+        assert_eq!(unset.unwrap(), ".git\n");
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

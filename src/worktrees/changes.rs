@@ -64,8 +64,6 @@ pub fn changes_of(root: &Path, main_root: &Path) -> Result<WorktreeChanges, GitE
             .to_owned()
     };
     let changed = git.text(&[
-        "-c",
-        "core.quotePath=false",
         "diff",
         "--name-only",
         "-z",
