@@ -157,16 +157,9 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
     use super::*;
-    use std::process::Command;
 
     fn git(root: &Path, args: &[&str]) {
-        let status = Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args(args)
-            .current_dir(root)
-            .status()
-            .unwrap();
-        assert!(status.success());
+        crate::git::as_tester(root).run(args).unwrap();
     }
 
     #[test]

@@ -10,6 +10,16 @@ mod run;
 pub use batch::blobs_at;
 pub use run::{Git, GitError};
 
+/// git in `cwd` committing as a tester: what the tests' repositories are made with.
+#[cfg(test)]
+pub(crate) fn as_tester(cwd: &std::path::Path) -> Git<'_> {
+    Git::new(cwd)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+}
+
 /// A fresh repository holding `bytes` as a blob, and the blob's id (for the tests).
 #[cfg(test)]
 fn repository_with(bytes: &[u8]) -> (tempfile::TempDir, String) {

@@ -182,11 +182,7 @@ mod tests {
     fn a_worktree_s_changes_are_read_from_git_and_diffed_by_histogram() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        let git = Git::new(root)
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@t")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@t");
+        let git = crate::git::as_tester(root);
         git.run(&["init", "-q"]).unwrap();
         let old = "class C:\n    def a(self):\n        return None\n\n    def c(self):\n        return None\n";
         std::fs::write(root.join("a.py"), old).unwrap();

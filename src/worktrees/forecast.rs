@@ -370,7 +370,6 @@ mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
 
     use super::*;
-    use std::process::{Command, Stdio};
 
     #[test]
     fn a_batch_of_merges_gives_each_merge_its_conflicted_files() {
@@ -391,14 +390,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let main = dir.path().join("main");
         let run = |cwd: &Path, args: &[&str]| {
-            let status = Command::new("git")
-                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-                .args(args)
-                .current_dir(cwd)
-                .stdout(Stdio::null())
-                .status()
-                .unwrap();
-            assert!(status.success(), "git {args:?}");
+            crate::git::as_tester(cwd).run(args).unwrap();
         };
         std::fs::create_dir_all(&main).unwrap();
         run(&main, &["init", "-q"]);
@@ -439,11 +431,9 @@ mod tests {
         assert!(conflicts[0].text_a.as_deref().unwrap().contains("10"));
         assert!(conflicts[0].text_b.as_deref().unwrap().contains("20"));
         // The worktrees' own indexes were not touched.
-        let status = Command::new("git")
-            .args(["status", "--porcelain"])
-            .current_dir(&roots[0])
-            .output()
+        let status = Git::new(&roots[0])
+            .text(&["status", "--porcelain"])
             .unwrap();
-        assert_eq!(String::from_utf8_lossy(&status.stdout).trim(), "M a.py");
+        assert_eq!(status.trim(), "M a.py");
     }
 }
