@@ -1,6 +1,7 @@
-//! Line hunks between two texts (a committed and a working version of a file) and the
+//! Line hunks between two versions of a file (committed and working, as bytes) and the
 //! regions of the work map they meet (PROTOCOL-NOTES 13): pure functions, so `wit commit`,
-//! the pre-commit hook and the shell gate weigh hunks the same way.
+//! the pre-commit hook and the shell gate weigh hunks the same way. The hunks are wit's one
+//! line diff, `coord::preflight::line_ops` (git's merge alignment, 13.7), never another.
 
 use crate::coord::preflight::line_ops::{git_hunks, split_lines};
 

@@ -89,14 +89,6 @@ impl<'a> Git<'a> {
         String::from_utf8(out).map_err(|_| self.failed(args, "its answer is not UTF-8".to_owned()))
     }
 
-    fn failed<S: AsRef<OsStr>>(&self, args: &[S], message: String) -> GitError {
-        let args: Vec<String> = args
-            .iter()
-            .map(|arg| arg.as_ref().to_string_lossy().into_owned())
-            .collect();
-        GitError::new(&args.join(" "), message)
-    }
-
     /// Runs `git ARGS` (nothing on stdin); its exit status and both streams, whatever the
     /// exit code (a command whose refusal is what the caller shows, like a hook's).
     pub fn output<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<std::process::Output, GitError> {
@@ -152,6 +144,16 @@ impl<'a> Git<'a> {
         Ok(output.stdout)
     }
 
+    /// Why `git ARGS` did not answer.
+    fn failed<S: AsRef<OsStr>>(&self, args: &[S], message: String) -> GitError {
+        let args: Vec<String> = args
+            .iter()
+            .map(|arg| arg.as_ref().to_string_lossy().into_owned())
+            .collect();
+        GitError::new(&args.join(" "), message)
+    }
+
+    /// Runs `git ARGS`, `input` (if any) written on its own thread; its stdout.
     fn spawn<S: AsRef<OsStr>>(
         &self,
         args: &[S],
