@@ -18,6 +18,8 @@ pub mod daemon;
 #[cfg(feature = "daemon")]
 pub mod doorway;
 #[cfg(feature = "daemon")]
+pub mod git;
+#[cfg(feature = "daemon")]
 pub mod harness;
 #[cfg(feature = "daemon")]
 pub mod mcp;

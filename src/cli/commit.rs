@@ -223,18 +223,10 @@ pub async fn commit_own_changes(
         Some(head) => gitio::blobs(root, head, &paths)?,
         None => Default::default(),
     };
-    let head_bytes = match &head {
-        Some(head) => {
-            let names: Vec<String> = paths.iter().map(|p| format!("{head}:{p}")).collect();
-            crate::worktrees::forecast::blobs_at(root, &names, usize::MAX)
-                .map_err(|e| CliError::Failed(format!("cannot read HEAD's files: {e}")))?
-        }
-        None => vec![None; paths.len()],
-    };
     let mut plans = Vec::new();
     let mut refusals = Vec::new();
     let mut owners: BTreeSet<String> = BTreeSet::new();
-    for (changed, head_file) in files.iter().zip(&head_bytes) {
+    for changed in &files {
         let file = &changed.file;
         for hunk in changed
             .hunks
@@ -257,7 +249,7 @@ pub async fn commit_own_changes(
         let working = gitio::working_bytes(&root.join(file));
         let plan = plan_file(
             file,
-            head_file.as_deref().unwrap_or_default(),
+            committed.get(file).map_or(&[][..], |b| b.bytes.as_slice()),
             working.as_deref(),
             changed.binary,
             &changed.hunks,

@@ -1,7 +1,6 @@
 //! `wit contract propose|accept|reject|list` and `wit check-contracts` (the pre-commit check).
 
 use std::collections::BTreeSet;
-use std::process::Stdio;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
@@ -10,6 +9,7 @@ use serde_json::json;
 use super::context::Context;
 use super::output::{self, CliError, Report};
 use super::render;
+use crate::git::Git;
 use crate::protocol::{
     CheckContractsParams, CheckContractsParamsFilesItem, ContractProposeParams,
     ContractQueryParams, ContractRespondParams,
@@ -233,15 +233,18 @@ async fn check_files(ctx: &Context, args: &CheckArgs, autostart: bool) -> Result
     }
     let mut files = Vec::with_capacity(at_stake.len());
     for path in at_stake {
-        let content = if args.paths.is_empty() {
+        let bytes = if args.paths.is_empty() {
             staged_content(ctx, &path).await?
         } else {
             tokio::fs::read(ctx.paths.root.join(&path))
                 .await
-                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
                 .map_err(|error| CliError::Failed(format!("cannot read {path}: {error}")))?
         };
-        files.push(CheckContractsParamsFilesItem { path, content });
+        // A file that is not UTF-8 is binary (PROTOCOL-NOTES 15.4): no symbols, no contract
+        // to break, and never decoded lossily.
+        if let Ok(content) = String::from_utf8(bytes) {
+            files.push(CheckContractsParamsFilesItem { path, content });
+        }
     }
     let count = files.len();
     let params = CheckContractsParams { files };
@@ -286,29 +289,16 @@ async fn staged_paths(ctx: &Context) -> Result<Vec<String>, CliError> {
         .collect())
 }
 
-/// The staged content of `path` (`git show :path`).
-async fn staged_content(ctx: &Context, path: &str) -> Result<String, CliError> {
-    let out = git(ctx, &["show", &format!(":{path}")]).await?;
-    Ok(String::from_utf8_lossy(&out).into_owned())
+/// The staged bytes of `path` (`git show :path`).
+async fn staged_content(ctx: &Context, path: &str) -> Result<Vec<u8>, CliError> {
+    git(ctx, &["show", &format!(":{path}")]).await
 }
 
 /// Runs git in the repository root (inheriting `GIT_INDEX_FILE` and friends from a hook)
 /// and returns its stdout; the child is killed if the caller gives up.
 async fn git(ctx: &Context, args: &[&str]) -> Result<Vec<u8>, CliError> {
-    let output = tokio::process::Command::new("git")
-        .args(args)
-        .current_dir(&ctx.paths.root)
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output()
+    Git::new(&ctx.paths.root)
+        .run_async(args)
         .await
-        .map_err(|error| CliError::Failed(format!("cannot run git: {error}")))?;
-    if !output.status.success() {
-        return Err(CliError::Failed(format!(
-            "git {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&output.stderr).trim()
-        )));
-    }
-    Ok(output.stdout)
+        .map_err(|error| CliError::Failed(error.to_string()))
 }

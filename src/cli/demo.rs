@@ -9,7 +9,6 @@
 use std::fs;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -20,6 +19,7 @@ use super::output::{self, CliError, Report};
 use crate::client::{ClientError, WitClient};
 use crate::daemon::launcher;
 use crate::daemon::paths::WitPaths;
+use crate::git::Git;
 
 /// `wit demo`.
 #[derive(Debug, Args)]
@@ -518,42 +518,30 @@ fn write(root: &Path, rel: &str, content: &str) -> Result<(), CliError> {
     fs::write(&path, content).map_err(|e| failed(&format!("writing {rel}"), e))
 }
 
-/// A git command in the demo repository, isolated from the caller's wit environment and
-/// from global hook settings.
-fn git(root: &Path, session: &str) -> Command {
-    let mut command = Command::new("git");
-    command
-        .current_dir(root)
+/// git in the demo repository, isolated from the caller's wit environment and from global
+/// hook settings.
+fn git<'a>(root: &'a Path, session: &'a str) -> Git<'a> {
+    Git::new(root)
         .env("WIT_REPO_ROOT", root)
         .env("WIT_SESSION", session)
         // The demo shows the hook blocking: give it room on a loaded machine instead of
         // failing open after the usual 2 s.
         .env(super::contracts::HOOK_BUDGET_ENV, "20000")
-        .env_remove("CLAUDE_SESSION_ID")
-        .env_remove("WIT_NO_AUTOSTART")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_INDEX_FILE")
-        .env_remove("GIT_WORK_TREE")
+        .without("CLAUDE_SESSION_ID")
+        .without("WIT_NO_AUTOSTART")
+        .without("GIT_DIR")
+        .without("GIT_INDEX_FILE")
+        .without("GIT_WORK_TREE")
         .env("GIT_AUTHOR_NAME", session)
         .env("GIT_AUTHOR_EMAIL", format!("{session}@example.com"))
         .env("GIT_COMMITTER_NAME", session)
         .env("GIT_COMMITTER_EMAIL", format!("{session}@example.com"))
-        .stdin(Stdio::null());
-    command
 }
 
 fn git_output(root: &Path, args: &[&str]) -> Result<String, CliError> {
-    let output = git(root, ALICE)
-        .args(args)
-        .output()
-        .map_err(|e| failed("running git", e))?;
-    if !output.status.success() {
-        return Err(failed(
-            &format!("git {}", args.join(" ")),
-            String::from_utf8_lossy(&output.stderr).trim(),
-        ));
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    git(root, ALICE)
+        .text(args)
+        .map_err(|e| failed("running git", e))
 }
 
 fn set_up_repository(root: &Path) -> Result<(), CliError> {
@@ -578,8 +566,7 @@ fn set_up_repository(root: &Path) -> Result<(), CliError> {
 fn commit(root: &Path, session: &str, message: &str) -> Result<(i32, String), CliError> {
     git_output(root, &["add", "-A"])?;
     let output = git(root, session)
-        .args(["commit", "-q", "-m", message])
-        .output()
+        .output(&["commit", "-q", "-m", message])
         .map_err(|e| failed("running git commit", e))?;
     let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&output.stderr));

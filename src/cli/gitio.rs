@@ -1,14 +1,14 @@
 //! Running git for `wit commit`, the shell gate, the pre-commit check and snapshots: one
-//! synchronous runner, reading the committed text of files in one `git cat-file --batch`, and
+//! synchronous runner (`crate::git`'s), reading the committed bytes of files in one `git
+//! cat-file --batch` (`crate::git::blobs_at`), and
 //! writing trees through a temporary index (`GIT_INDEX_FILE`), so no caller ever touches the
 //! working tree or the repository's own index by accident.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use super::output::CliError;
+use crate::git::{blobs_at, Git};
 
 /// Runs `git ARGS` in `root` with `env`, `input` on stdin; its stdout when it succeeds.
 pub fn run_with(
@@ -17,40 +17,14 @@ pub fn run_with(
     env: &[(&str, &Path)],
     input: Option<&[u8]>,
 ) -> Result<Vec<u8>, CliError> {
-    let mut command = Command::new("git");
-    command
-        .arg("-C")
-        .arg(root)
-        .args(args)
-        .stdin(if input.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (key, value) in env {
-        command.env(key, value);
+    let git = env
+        .iter()
+        .fold(Git::new(root), |git, (key, value)| git.env(key, value));
+    match input {
+        Some(bytes) => git.run_with_input(args, bytes),
+        None => git.run(args),
     }
-    let mut child = command
-        .spawn()
-        .map_err(|error| CliError::Failed(format!("cannot run git: {error}")))?;
-    if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
-        stdin
-            .write_all(bytes)
-            .map_err(|error| CliError::Failed(format!("cannot write to git: {error}")))?;
-    }
-    let output = child
-        .wait_with_output()
-        .map_err(|error| CliError::Failed(format!("git failed: {error}")))?;
-    if !output.status.success() {
-        return Err(CliError::Failed(format!(
-            "git {} failed: {}",
-            args.first().copied().unwrap_or_default(),
-            String::from_utf8_lossy(&output.stderr).trim()
-        )));
-    }
-    Ok(output.stdout)
+    .map_err(|error| CliError::Failed(error.to_string()))
 }
 
 /// Runs `git ARGS` in `root`; its stdout when it succeeds.
@@ -71,8 +45,8 @@ pub fn head(root: &Path) -> Option<String> {
 pub struct Blob {
     /// `100644`, `100755`, `120000`.
     pub mode: String,
-    /// Its text (lossy UTF-8).
-    pub text: String,
+    /// Its bytes (PROTOCOL-NOTES 15.4: never decoded).
+    pub bytes: Vec<u8>,
 }
 
 /// The files `paths` in the tree of `commit` (absent ones are left out).
@@ -86,7 +60,9 @@ pub fn blobs(root: &Path, commit: &str, paths: &[&str]) -> Result<HashMap<String
     let listing = run(root, &args)?;
     let mut entries: Vec<(String, String, String)> = Vec::new();
     for item in listing.split(|b| *b == 0).filter(|i| !i.is_empty()) {
-        let item = String::from_utf8_lossy(item);
+        let Ok(item) = std::str::from_utf8(item) else {
+            continue;
+        };
         let Some((meta, path)) = item.split_once('\t') else {
             continue;
         };
@@ -95,41 +71,20 @@ pub fn blobs(root: &Path, commit: &str, paths: &[&str]) -> Result<HashMap<String
             entries.push((path.to_string(), (*mode).to_string(), (*id).to_string()));
         }
     }
-    if entries.is_empty() {
-        return Ok(out);
-    }
-    let request: String = entries.iter().map(|(_, _, id)| format!("{id}\n")).collect();
-    let batch = run_with(
-        root,
-        &["cat-file", "--batch"],
-        &[],
-        Some(request.as_bytes()),
-    )?;
-    let mut at = 0;
-    for (path, mode, _) in entries {
-        let Some(newline) = batch[at..].iter().position(|b| *b == b'\n') else {
-            break;
-        };
-        let header = String::from_utf8_lossy(&batch[at..at + newline]).to_string();
-        at += newline + 1;
-        let size: usize = header
-            .rsplit(' ')
-            .next()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
-        let end = (at + size).min(batch.len());
-        let text = String::from_utf8_lossy(&batch[at..end]).into_owned();
-        at = end + 1;
-        out.insert(path, Blob { mode, text });
+    let ids: Vec<String> = entries.iter().map(|(_, _, id)| id.clone()).collect();
+    let contents =
+        blobs_at(root, &ids, usize::MAX).map_err(|error| CliError::Failed(error.to_string()))?;
+    for ((path, mode, _), bytes) in entries.into_iter().zip(contents) {
+        if let Some(bytes) = bytes {
+            out.insert(path, Blob { mode, bytes });
+        }
     }
     Ok(out)
 }
 
-/// The staged text of `path` (`git show :path`), `None` when the index does not hold it.
-pub fn staged_text(root: &Path, path: &str) -> Option<String> {
-    run(root, &["show", &format!(":{path}")])
-        .ok()
-        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+/// The staged bytes of `path` (`git show :path`), `None` when the index does not hold it.
+pub fn staged(root: &Path, path: &str) -> Option<Vec<u8>> {
+    run(root, &["show", &format!(":{path}")]).ok()
 }
 
 /// A file's new content for a tree built by [`write_tree`]: bytes and mode, or removal.

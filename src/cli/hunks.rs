@@ -1,8 +1,9 @@
-//! Line hunks between two texts (a committed and a working version of a file) and the
+//! Line hunks between two versions of a file (committed and working, as bytes) and the
 //! regions of the work map they meet (PROTOCOL-NOTES 13): pure functions, so `wit commit`,
-//! the pre-commit hook and the shell gate weigh hunks the same way.
+//! the pre-commit hook and the shell gate weigh hunks the same way. The hunks are wit's one
+//! line diff, `coord::preflight::line_ops` (git's merge alignment, 13.7), never another.
 
-use similar::{Algorithm, DiffTag};
+use crate::coord::preflight::line_ops::{git_hunks, split_lines};
 
 /// Lines `start..=end` (1-based, inclusive) of a file's working text: a region of an observed
 /// intent.
@@ -41,49 +42,40 @@ impl Hunk {
     }
 }
 
-/// The text's lines, each with its line end.
-pub fn lines(text: &str) -> Vec<&str> {
-    text.split_inclusive('\n').collect()
+/// The file's lines, each with its `\n` (bytes, never decoded: PROTOCOL-NOTES 15.4).
+pub fn lines<T: AsRef<[u8]> + ?Sized>(bytes: &T) -> Vec<&[u8]> {
+    split_lines(bytes.as_ref())
 }
 
-/// The hunks that turn `old` into `new`, adjacent changes merged, in order.
-pub fn hunks(old: &[&str], new: &[&str]) -> Vec<Hunk> {
-    let ops = similar::capture_diff_slices(Algorithm::Myers, old, new);
-    let mut out: Vec<Hunk> = Vec::new();
-    for op in ops {
-        if op.tag() == DiffTag::Equal {
-            continue;
-        }
-        let (old_range, new_range) = (op.old_range(), op.new_range());
-        match out.last_mut() {
-            Some(last)
-                if last.old_start + last.old_len == old_range.start
-                    && last.new_start + last.new_len == new_range.start =>
-            {
-                last.old_len += old_range.len();
-                last.new_len += new_range.len();
-            }
-            _ => out.push(Hunk {
-                old_start: old_range.start,
-                old_len: old_range.len(),
-                new_start: new_range.start,
-                new_len: new_range.len(),
-            }),
-        }
-    }
-    out
+/// The hunks that turn `old` into `new`, in order: git's, from the one line diff of wit
+/// (PROTOCOL-NOTES 13.7), so `wit commit` cuts a file where `git merge` would.
+pub fn hunks(old: &[&[u8]], new: &[&[u8]]) -> Vec<Hunk> {
+    git_hunks(old, new)
+        .into_iter()
+        .map(|hunk| Hunk {
+            old_start: hunk.old.start,
+            old_len: hunk.old.len(),
+            new_start: hunk.new.start,
+            new_len: hunk.new.len(),
+        })
+        .collect()
 }
 
 /// For each line of `from`, the 1-based line of `to` that is the same line (unchanged
 /// between the two), or `None` where `from`'s line is not in `to`.
-pub fn line_map(from: &[&str], to: &[&str]) -> Vec<Option<usize>> {
+pub fn line_map(from: &[&[u8]], to: &[&[u8]]) -> Vec<Option<usize>> {
     let mut map = vec![None; from.len()];
-    for op in similar::capture_diff_slices(Algorithm::Myers, from, to) {
-        if op.tag() == DiffTag::Equal {
-            for (a, b) in op.old_range().zip(op.new_range()) {
-                map[a] = Some(b + 1);
-            }
+    let (mut old_at, mut new_at) = (0, 0);
+    let hunks = git_hunks(from, to);
+    let ends = hunks
+        .iter()
+        .map(|hunk| (hunk.old.start, hunk.old.end, hunk.new.end))
+        .chain([(from.len(), from.len(), to.len())]);
+    for (equal_end, old_end, new_end) in ends {
+        for (offset, slot) in map[old_at..equal_end].iter_mut().enumerate() {
+            *slot = Some(new_at + offset + 1);
         }
+        (old_at, new_at) = (old_end, new_end);
     }
     map
 }
@@ -94,7 +86,7 @@ mod tests {
 
     use super::*;
 
-    const OLD: &str = "a\nb\nc\nd\ne\nf\n";
+    const OLD: &[u8] = b"a\nb\nc\nd\ne\nf\n";
 
     #[test]
     fn hunks_of_two_texts() {
@@ -125,5 +117,22 @@ mod tests {
             line_map(&lines("a\nz\n"), &lines("a\n")),
             vec![Some(1), None]
         );
+    }
+
+    #[test]
+    fn an_ambiguous_insertion_is_cut_where_git_s_merge_cuts_it() {
+        // An ambiguous insertion (its lines repeat around it): cut where git's histogram
+        // and its slide put it, as `git merge` will.
+        let old = "class C:\n    def a(self):\n        return None\n\n    def c(self):\n        return None\n";
+        let new = "class C:\n    def a(self):\n        return None\n\n    def b(self):\n        return None\n\n    def c(self):\n        return None\n";
+        let found = hunks(&lines(old), &lines(new));
+        let git = git_hunks(&lines(old), &lines(new));
+        assert_eq!(found.len(), git.len());
+        assert_eq!(
+            (found[0].old_start, found[0].new_start, found[0].new_len),
+            (git[0].old.start, git[0].new.start, git[0].new.len())
+        );
+        let bytes = hunks(&lines(b"a\n\xff\n"), &lines(b"a\n\xfe\n"));
+        assert_eq!(bytes[0].new_lines(), (2, 2), "bytes, not text");
     }
 }

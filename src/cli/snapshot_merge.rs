@@ -12,10 +12,10 @@ use super::output::CliError;
 use super::snapshots::Snapshot;
 
 /// A symlink's mode in a git tree.
-const SYMLINK: &str = "120000";
+pub(super) const SYMLINK: &str = "120000";
 
 /// What one file becomes.
-enum Outcome {
+pub(super) enum Outcome {
     /// Already as the snapshot has it.
     Same,
     /// Write these bytes (a symlink: its target).
@@ -26,7 +26,7 @@ enum Outcome {
 
 /// The bytes of object `name` (`<commit>:<path>`), `None` when it does not exist.
 fn object(root: &Path, name: &str) -> Result<Option<Vec<u8>>, CliError> {
-    let found = crate::worktrees::forecast::blobs_at(root, &[name.to_owned()], usize::MAX)
+    let found = crate::git::blobs_at(root, &[name.to_owned()], usize::MAX)
         .map_err(|e| CliError::Failed(format!("cannot read {name}: {e}")))?;
     Ok(found.into_iter().next().flatten())
 }
@@ -122,14 +122,17 @@ fn merge_file(
     }
 }
 
-/// Writes `outcome` for `file`.
-fn write(root: &Path, file: &str, outcome: Outcome) -> Result<(), CliError> {
+/// Writes `outcome` for `file` (a file already gone stays gone).
+pub(super) fn write(root: &Path, file: &str, outcome: Outcome) -> Result<(), CliError> {
     let path = root.join(file);
     let failed =
         |e: std::io::Error| CliError::Failed(format!("cannot write {}: {e}", path.display()));
     match outcome {
         Outcome::Same => Ok(()),
-        Outcome::Remove => std::fs::remove_file(&path).map_err(failed),
+        Outcome::Remove => match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(failed(e)),
+            _ => Ok(()),
+        },
         Outcome::Write { bytes, symlink } => {
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(failed)?;

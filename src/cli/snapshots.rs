@@ -6,7 +6,6 @@
 //! `wit snapshots` lists them, `wit snapshots restore ID` writes their files back into the
 //! working tree; snapshots older than 7 days are dropped whenever one is made or listed.
 
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -16,6 +15,7 @@ use serde_json::json;
 use super::context::Context;
 use super::gitio::{self, TreeEntry};
 use super::output::{CliError, Report};
+use super::snapshot_merge::{write, Outcome, SYMLINK};
 use crate::protocol::{WorkBeginParams, WorkEndParams};
 
 /// Where snapshots are referenced.
@@ -360,42 +360,18 @@ pub fn restore(root: &Path, id: &str, session: Option<&str>) -> Result<Vec<Strin
         (None, None) => {}
     }
     let paths: Vec<&str> = item.files.iter().map(String::as_str).collect();
-    let modes = gitio::blobs(root, &item.commit, &paths)?;
     // Byte for byte (15.4): a file that is not UTF-8 comes back as it was saved.
-    let names: Vec<String> = paths
-        .iter()
-        .map(|p| format!("{}:{p}", item.commit))
-        .collect();
-    let contents = crate::worktrees::forecast::blobs_at(root, &names, usize::MAX)
-        .map_err(|e| CliError::Failed(format!("cannot read snapshot {id}: {e}")))?;
+    let saved = gitio::blobs(root, &item.commit, &paths)?;
     let mut restored = Vec::new();
-    for (file, bytes) in item.files.iter().zip(contents) {
-        let path = root.join(file);
-        let failed =
-            |e: std::io::Error| CliError::Failed(format!("cannot write {}: {e}", path.display()));
-        match (modes.get(file), bytes) {
-            (Some(blob), Some(bytes)) => {
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent).map_err(|e| {
-                        CliError::Failed(format!("cannot create {}: {e}", parent.display()))
-                    })?;
-                }
-                if blob.mode == "120000" {
-                    // A symlink is its target.
-                    let _ = std::fs::remove_file(&path);
-                    let target = std::ffi::OsStr::from_bytes(&bytes);
-                    std::os::unix::fs::symlink(target, &path).map_err(failed)?;
-                } else {
-                    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
-                        let _ = std::fs::remove_file(&path);
-                    }
-                    std::fs::write(&path, &bytes).map_err(failed)?;
-                }
-            }
-            _ => {
-                let _ = std::fs::remove_file(&path);
-            }
-        }
+    for file in &item.files {
+        let outcome = match saved.get(file) {
+            Some(blob) => Outcome::Write {
+                bytes: blob.bytes.clone(),
+                symlink: blob.mode == SYMLINK,
+            },
+            None => Outcome::Remove,
+        };
+        write(root, file, outcome)?;
         restored.push(file.clone());
     }
     Ok(restored)

@@ -15,6 +15,7 @@
 
 use similar::DiffOp;
 
+use super::preflight::line_ops::split_lines;
 use super::preflight::spans::line_ops;
 
 /// Who made a change and when: the sessions (sorted, each once; none for unowned work) and
@@ -119,11 +120,6 @@ pub struct FileOwners {
     base: Vec<u8>,
     current: Vec<u8>,
     work: Work,
-}
-
-/// The lines of `bytes`, each with its `\n` (the last may lack one).
-pub fn split_lines(bytes: &[u8]) -> Vec<&[u8]> {
-    bytes.split_inclusive(|&b| b == b'\n').collect()
 }
 
 fn is_text(bytes: &[u8]) -> bool {

@@ -7,8 +7,8 @@
 //! first commit). The project only matters with a shared store, so it is only worked out then.
 
 use std::path::Path;
-use std::process::Command;
 
+use crate::git::Git;
 use crate::store::{StoreUrl, StoreUrlError};
 
 /// The environment variable naming the store.
@@ -136,13 +136,9 @@ fn read_file_settings(path: &Path) -> Result<FileSettings, StoreChoiceError> {
 /// The id of the repository's first commit (the oldest root commit if there are several),
 /// or `path:<canonical root>` before the first commit.
 pub fn default_project(root: &Path) -> String {
-    let output = Command::new("git")
-        .args(["log", "--max-parents=0", "--format=%ct %H", "HEAD"])
-        .current_dir(root)
-        .output();
-    let oldest = output.ok().filter(|o| o.status.success()).and_then(|o| {
-        String::from_utf8_lossy(&o.stdout)
-            .lines()
+    let output = Git::new(root).text(&["log", "--max-parents=0", "--format=%ct %H", "HEAD"]);
+    let oldest = output.ok().and_then(|out| {
+        out.lines()
             .filter_map(|line| {
                 let (time, id) = line.split_once(' ')?;
                 Some((time.parse::<i64>().ok()?, id.to_owned()))
@@ -163,13 +159,7 @@ mod tests {
     use super::*;
 
     fn git(root: &Path, args: &[&str]) {
-        let status = Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args(args)
-            .current_dir(root)
-            .status()
-            .unwrap();
-        assert!(status.success());
+        crate::git::as_tester(root).run(args).unwrap();
     }
 
     #[test]

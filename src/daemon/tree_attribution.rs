@@ -3,12 +3,11 @@
 //! --batch` for all of them), never decoded.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::SystemTime;
 
 use crate::coord::ownership::DiskChange;
 use crate::coord::Coord;
-use crate::worktrees::forecast::blobs_at;
+use crate::git::{blobs_at, Git};
 
 /// The largest file whose changes are attributed line by line or kept (larger ones are left
 /// out, and said so in the log).
@@ -132,43 +131,15 @@ fn read_now(path: &Path) -> Option<Option<Vec<u8>>> {
     Some(std::fs::read(path).ok())
 }
 
-fn git(root: &Path, args: &[&str], input: Option<&[u8]>) -> Option<Vec<u8>> {
-    let mut child = Command::new("git")
-        .args(args)
-        .current_dir(root)
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .stdin(if input.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
-        use std::io::Write;
-        let data = input.to_vec();
-        std::thread::spawn(move || {
-            let _ = stdin.write_all(&data);
-        });
-    }
-    child.wait_with_output().ok().map(|out| out.stdout)
-}
-
 /// The files git sees changed or untracked (not ignored) in the worktree.
 fn dirty_files(root: &Path) -> Vec<String> {
-    let Some(out) = git(
-        root,
-        &[
-            "status",
-            "--porcelain=v1",
-            "-z",
-            "--untracked-files=all",
-            "--no-renames",
-        ],
-        None,
-    ) else {
+    let Ok(out) = Git::new(root).quiet().run(&[
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=all",
+        "--no-renames",
+    ]) else {
         return Vec::new();
     };
     out.split(|&b| b == 0)
@@ -184,13 +155,15 @@ fn not_ignored(root: &Path, files: Vec<String>) -> Vec<String> {
         return files;
     }
     let input: Vec<u8> = files.iter().flat_map(|f| f.bytes().chain([0])).collect();
-    let ignored: std::collections::HashSet<String> =
-        git(root, &["check-ignore", "--stdin", "-z"], Some(&input))
-            .unwrap_or_default()
-            .split(|&b| b == 0)
-            .filter_map(|f| std::str::from_utf8(f).ok())
-            .filter(|f| !f.is_empty())
-            .map(str::to_owned)
-            .collect();
+    let ignored: std::collections::HashSet<String> = Git::new(root)
+        .quiet()
+        .ok_codes(&[1])
+        .run_with_input(&["check-ignore", "--stdin", "-z"], &input)
+        .unwrap_or_default()
+        .split(|&b| b == 0)
+        .filter_map(|f| std::str::from_utf8(f).ok())
+        .filter(|f| !f.is_empty())
+        .map(str::to_owned)
+        .collect();
     files.into_iter().filter(|f| !ignored.contains(f)).collect()
 }

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use crate::coord::Coord;
-use crate::worktrees::forecast::blobs_at;
+use crate::git::blobs_at;
 
 /// One file's content in a snapshot (`None`: deleted).
 type Content = Option<Vec<u8>>;

@@ -15,6 +15,7 @@
 //! looked at every [`FALLBACK_POLL`] instead.
 
 use std::collections::{HashMap, HashSet};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,6 +29,7 @@ use crate::coord::worktree_work::ObservedFile;
 use crate::coord::{Coord, LineRegion};
 use crate::daemon::tree_attribution::{attribute, Changed};
 use crate::daemon::work_snapshots::WorkSnapshots;
+use crate::git::Git;
 use crate::rpc::tree_flush::TreeFlush;
 use crate::worktrees::changes::{changes_of, WorktreeChanges};
 use crate::worktrees::{all_worktrees, branch_of, Repository};
@@ -782,16 +784,10 @@ fn known_dirs(root: &Path) -> Vec<PathBuf> {
         &["ls-files", "-z"][..],
         &["ls-files", "-z", "--others", "--exclude-standard"][..],
     ] {
-        let Ok(output) = std::process::Command::new("git")
-            .args(args)
-            .current_dir(root)
-            .env("GIT_OPTIONAL_LOCKS", "0")
-            .stderr(std::process::Stdio::null())
-            .output()
-        else {
+        let Ok(output) = Git::new(root).quiet().run(args) else {
             continue;
         };
-        for file in output.stdout.split(|&b| b == 0).filter(|f| !f.is_empty()) {
+        for file in output.split(|&b| b == 0).filter(|f| !f.is_empty()) {
             let relative = Path::new(std::str::from_utf8(file).unwrap_or(""));
             let mut dir = relative.parent();
             while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
@@ -809,15 +805,15 @@ fn known_dirs(root: &Path) -> Vec<PathBuf> {
 
 /// Whether git ignores `path` in the worktree at `root`.
 fn is_ignored(root: &Path, path: &Path) -> bool {
-    std::process::Command::new("git")
-        .args(["check-ignore", "-q", "--"])
-        .arg(path)
-        .current_dir(root)
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
+    Git::new(root)
+        .quiet()
+        .run(&[
+            OsStr::new("check-ignore"),
+            OsStr::new("-q"),
+            OsStr::new("--"),
+            path.as_os_str(),
+        ])
+        .is_ok()
 }
 
 #[cfg(test)]

@@ -1,17 +1,17 @@
 //! A worktree's changes as git sees them (PROTOCOL-NOTES 14.4): against the merge-base of
 //! its HEAD with the main worktree's HEAD, committed on its branch and uncommitted, with the
 //! untracked files of supported languages; per file the lines of its current text that
-//! changed (`git diff -U0`, git's own alignment: what a merge will see), and the two texts
-//! the lines are carried between.
+//! changed (the one line diff of its two texts, git's merge alignment: what a merge will
+//! see), and the two texts the lines are carried between.
 //!
 //! Nothing here writes to the repository: `GIT_OPTIONAL_LOCKS=0` keeps `git diff` from
 //! refreshing the index (which would wake the file watcher that asked for this).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::forecast::{git, new_side_lines, texts_at, GitError};
 use crate::analysis::language::Language;
+use crate::coord::preflight::line_ops::{git_hunks, split_lines};
+use crate::git::{blobs_at, Git, GitError};
 
 /// The largest text kept of a changed file (larger ones are file-level work).
 pub const MAX_TEXT_BYTES: usize = 8 << 20;
@@ -49,6 +49,7 @@ pub struct WorktreeChanges {
 /// The changes of the worktree at `root` against the merge-base of its HEAD with the HEAD
 /// of the main worktree at `main_root`.
 pub fn changes_of(root: &Path, main_root: &Path) -> Result<WorktreeChanges, GitError> {
+    let git = Git::new(root).quiet();
     let head = rev_parse(root)?;
     let main_head = if root == main_root {
         head.clone()
@@ -58,46 +59,40 @@ pub fn changes_of(root: &Path, main_root: &Path) -> Result<WorktreeChanges, GitE
     let merge_base = if head == main_head {
         head
     } else {
-        quiet_git(root, &["merge-base", &head, &main_head])?
+        git.text(&["merge-base", &head, &main_head])?
             .trim()
             .to_owned()
     };
-    let diff = quiet_git(
-        root,
-        &[
-            "-c",
-            "core.quotePath=false",
-            "diff",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-renames",
-            "--no-textconv",
-            "-U0",
-            &merge_base,
-            "--",
-        ],
-    )?;
-    let mut hunks = parse_diff(&diff);
-    let untracked = quiet_git(root, &["ls-files", "--others", "--exclude-standard", "-z"])?;
-    for file in untracked.split('\0').filter(|f| !f.is_empty()) {
-        if Language::for_path(file).is_some() {
-            hunks
-                .entry(file.to_owned())
-                .or_insert_with(FileDiff::new_file);
-        }
-    }
-    let mut paths: Vec<String> = hunks.keys().cloned().collect();
+    let changed = git.text(&[
+        "diff",
+        "--name-only",
+        "-z",
+        "--no-renames",
+        &merge_base,
+        "--",
+    ])?;
+    let untracked = git.text(&["ls-files", "--others", "--exclude-standard", "-z"])?;
+    let untracked = untracked
+        .split('\0')
+        .filter(|file| Language::for_path(file).is_some());
+    let mut paths: Vec<String> = changed
+        .split('\0')
+        .chain(untracked)
+        .filter(|file| !file.is_empty())
+        .map(str::to_owned)
+        .collect();
     paths.sort();
+    paths.dedup();
     paths.truncate(MAX_FILES);
     let names: Vec<String> = paths.iter().map(|p| format!("{merge_base}:{p}")).collect();
-    let bases = texts_at(root, &names)?;
+    let bases = blobs_at(root, &names, MAX_TEXT_BYTES)?;
     let files = paths
         .into_iter()
         .zip(bases)
         .map(|(file, base)| {
-            let diff = hunks.remove(&file).unwrap_or_else(FileDiff::new_file);
+            let base = base.and_then(|bytes| String::from_utf8(bytes).ok());
             let current = read_text(&root.join(&file));
-            changed_file(file, base, current, &diff)
+            changed_file(file, base, current)
         })
         .collect();
     Ok(WorktreeChanges {
@@ -108,117 +103,34 @@ pub fn changes_of(root: &Path, main_root: &Path) -> Result<WorktreeChanges, GitE
 }
 
 fn rev_parse(root: &Path) -> Result<String, GitError> {
-    Ok(quiet_git(root, &["rev-parse", "HEAD"])?.trim().to_owned())
+    Ok(Git::new(root)
+        .quiet()
+        .text(&["rev-parse", "HEAD"])?
+        .trim()
+        .to_owned())
 }
 
-/// `git` that takes no optional locks (no index refresh written behind our back).
-fn quiet_git(root: &Path, args: &[&str]) -> Result<String, GitError> {
-    git(root, args, &[("GIT_OPTIONAL_LOCKS", Path::new("0"))], &[])
-}
-
-/// One file's hunks in a `-U0` diff: `(old start, old count, new start, new count)`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct FileDiff {
-    hunks: Vec<(i64, i64, i64, i64)>,
-    /// Binary, or a header this parser does not read: the whole file.
-    opaque: bool,
-}
-
-impl FileDiff {
-    fn new_file() -> FileDiff {
-        FileDiff {
-            hunks: Vec::new(),
-            opaque: true,
-        }
-    }
-}
-
-/// The hunks of a `git diff -U0 --no-renames` patch, per file.
-fn parse_diff(diff: &str) -> HashMap<String, FileDiff> {
-    let mut files: HashMap<String, FileDiff> = HashMap::new();
-    let mut current: Option<String> = None;
-    for line in diff.lines() {
-        if let Some(rest) = line.strip_prefix("diff --git ") {
-            // `a/<p> b/<p>` with the same path on both sides (no renames).
-            let path = (rest.len() >= 5 && (rest.len() - 5) % 2 == 0)
-                .then(|| {
-                    let half = (rest.len() - 5) / 2;
-                    let (a, b) = (rest.get(2..2 + half)?, rest.get(half + 5..)?);
-                    (rest.starts_with("a/") && a == b).then(|| a.to_owned())
-                })
-                .flatten();
-            current = path;
-            if let Some(path) = &current {
-                files.entry(path.clone()).or_default();
-            }
-            continue;
-        }
-        let Some(path) = &current else { continue };
-        let Some(entry) = files.get_mut(path) else {
-            continue;
-        };
-        if line.starts_with("Binary files ") || line.starts_with("GIT binary patch") {
-            entry.opaque = true;
-        } else if let Some(hunk) = line.strip_prefix("@@ ").and_then(parse_hunk) {
-            entry.hunks.push(hunk);
-        }
-    }
-    files
-}
-
-/// `-a,b +c,d @@ ...` as `(a, b, c, d)` (a missing count is 1).
-fn parse_hunk(rest: &str) -> Option<(i64, i64, i64, i64)> {
-    let mut parts = rest.split(' ');
-    let side = |part: Option<&str>, sign: char| -> Option<(i64, i64)> {
-        let part = part?.strip_prefix(sign)?;
-        Some(match part.split_once(',') {
-            Some((start, count)) => (start.parse().ok()?, count.parse().ok()?),
-            None => (part.parse().ok()?, 1),
-        })
-    };
-    let (old_start, old_count) = side(parts.next(), '-')?;
-    let (new_start, new_count) = side(parts.next(), '+')?;
-    Some((old_start, old_count, new_start, new_count))
-}
-
-/// A changed file from its texts and hunks (13.1 for what is whole-file work).
-fn changed_file(
-    file: String,
-    base: Option<String>,
-    current: Option<String>,
-    diff: &FileDiff,
-) -> ChangedFile {
-    let line_count = |text: &str| crate::coord::regions::Lines::of(text).count();
-    let whole_file = match (&base, &current) {
-        (Some(base), Some(current)) if !diff.opaque && !diff.hunks.is_empty() => {
+/// A changed file from its two texts (13.1 for what is whole-file work): its lines are the
+/// one line diff's (13.7), the alignment `git merge` uses.
+fn changed_file(file: String, base: Option<String>, current: Option<String>) -> ChangedFile {
+    let (lines, whole_file) = match (&base, &current) {
+        (Some(base), Some(current)) => {
+            let (old, new) = (
+                split_lines(base.as_bytes()),
+                split_lines(current.as_bytes()),
+            );
+            let hunks = git_hunks(&old, &new);
             // One hunk replacing every line by other lines keeps none.
-            let (old_start, old_count, new_start, new_count) = diff.hunks[0];
-            diff.hunks.len() == 1
-                && old_start <= 1
-                && new_start <= 1
-                && old_count >= line_count(base)
-                && new_count >= line_count(current)
+            let whole = matches!(hunks.as_slice(),
+                [only] if only.old.len() == old.len() && only.new.len() == new.len());
+            let line = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+            let lines = hunks
+                .iter()
+                .map(|hunk| (line(hunk.new.start) + 1, line(hunk.new.end)))
+                .collect();
+            (if whole { Vec::new() } else { lines }, whole)
         }
-        (Some(_), Some(_)) => diff.opaque,
-        _ => true,
-    };
-    let lines = if whole_file {
-        Vec::new()
-    } else {
-        let last = current.as_deref().map_or(1, line_count);
-        diff.hunks
-            .iter()
-            .map(|&(_, _, start, count)| {
-                let (first, end) = new_side_lines(start, count);
-                if count == 0 {
-                    // A point: after a line of the text.
-                    let at = end.min(last);
-                    (at + 1, at)
-                } else {
-                    (first.min(last), end.min(last).max(first.min(last)))
-                }
-            })
-            .collect()
+        _ => (Vec::new(), true),
     };
     ChangedFile {
         file,
@@ -243,40 +155,52 @@ mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
 
     use super::*;
-
-    #[test]
-    fn a_patch_gives_each_file_s_hunks() {
-        let diff = "diff --git a/src/a.py b/src/a.py\nindex 1..2 100644\n--- a/src/a.py\n\
-                    +++ b/src/a.py\n@@ -3 +3,2 @@ def f\n-x\n+y\n+z\n@@ -9,2 +10,0 @@\n-q\n-r\n\
-                    diff --git a/img.png b/img.png\nBinary files a/img.png and b/img.png differ\n";
-        let files = parse_diff(diff);
-        assert_eq!(files["src/a.py"].hunks, [(3, 1, 3, 2), (9, 2, 10, 0)]);
-        assert!(!files["src/a.py"].opaque);
-        assert!(files["img.png"].opaque);
-    }
+    use crate::coord::preflight::line_ops::changed_lines;
 
     #[test]
     fn changed_lines_and_whole_files() {
-        let diff = FileDiff {
-            hunks: vec![(3, 1, 3, 2), (9, 2, 10, 0)],
-            opaque: false,
-        };
-        let text = |n: usize| Some("l\n".repeat(n));
-        let file = changed_file("a.py".into(), text(12), text(11), &diff);
+        let base = "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\nk\nl\n".to_owned();
+        let current = "a\nb\nC\nC2\nd\ne\nf\ng\nh\nj\nk\nl\n".to_owned();
+        let file = changed_file("a.py".into(), Some(base.clone()), Some(current.clone()));
         assert_eq!(
             file.lines,
-            [(3, 4), (11, 10)],
+            [(3, 4), (10, 9)],
             "a deletion is the point where the sides join (13.4)"
         );
         assert!(!file.whole_file);
-        let new = changed_file("a.py".into(), None, text(3), &FileDiff::new_file());
+        let new = changed_file("a.py".into(), None, Some(current.clone()));
         assert!(new.whole_file && new.lines.is_empty());
-        let deleted = changed_file("a.py".into(), text(3), None, &diff);
+        let deleted = changed_file("a.py".into(), Some(base), None);
         assert!(deleted.whole_file);
-        let rewrite = FileDiff {
-            hunks: vec![(1, 3, 1, 2)],
-            opaque: false,
-        };
-        assert!(changed_file("a.py".into(), text(3), text(2), &rewrite).whole_file);
+        let rewrite = changed_file("a.py".into(), Some("a\nb\n".into()), Some("x\n".into()));
+        assert!(rewrite.whole_file && rewrite.lines.is_empty());
+        let same = changed_file("a.py".into(), Some("a\n".into()), Some("a\n".into()));
+        assert!(!same.whole_file && same.lines.is_empty(), "a mode change");
+    }
+
+    #[test]
+    fn a_worktree_s_changes_are_read_from_git_and_diffed_by_histogram() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let git = crate::git::as_tester(root);
+        git.run(&["init", "-q"]).unwrap();
+        let old = "class C:\n    def a(self):\n        return None\n\n    def c(self):\n        return None\n";
+        std::fs::write(root.join("a.py"), old).unwrap();
+        std::fs::write(root.join("gone.py"), "x = 1\n").unwrap();
+        git.run(&["add", "."]).unwrap();
+        git.run(&["commit", "-qm", "one"]).unwrap();
+        // An ambiguous insertion: git's merge inserts `b` whole, after the blank line.
+        let new = "class C:\n    def a(self):\n        return None\n\n    def b(self):\n        return None\n\n    def c(self):\n        return None\n";
+        std::fs::write(root.join("a.py"), new).unwrap();
+        std::fs::remove_file(root.join("gone.py")).unwrap();
+        std::fs::write(root.join("new.py"), "y = 2\n").unwrap();
+        std::fs::write(root.join("notes.txt"), "not source\n").unwrap();
+        let changes = changes_of(root, root).unwrap();
+        let files: Vec<&str> = changes.files.iter().map(|f| f.file.as_str()).collect();
+        assert_eq!(files, ["a.py", "gone.py", "new.py"]);
+        let expected = changed_lines(old.as_bytes(), new.as_bytes());
+        assert_eq!(changes.files[0].lines, expected);
+        assert_eq!(changes.files[0].lines, [(5, 7)]);
+        assert!(changes.files[1].whole_file && changes.files[2].whole_file);
     }
 }

@@ -127,13 +127,11 @@ async fn check_within(ctx: &Context, budget: Duration) -> Result<Report, CliErro
         None => Default::default(),
     };
     for file in files {
-        let old = committed.get(file).map(|b| b.text.as_str()).unwrap_or("");
-        let Some(index_text) = gitio::staged_text(root, file) else {
+        let old = committed.get(file).map_or(&[][..], |b| b.bytes.as_slice());
+        let Some(index_text) = gitio::staged(root, file) else {
             continue;
         };
-        let working = std::fs::read(root.join(file))
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .unwrap_or_default();
+        let working = std::fs::read(root.join(file)).unwrap_or_default();
         let (old_l, index_l, work_l) = (
             hunks::lines(old),
             hunks::lines(&index_text),

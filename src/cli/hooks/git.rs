@@ -7,11 +7,11 @@
 //! fall back to `wit` on PATH, and let the commit through when neither exists. A hook that was
 //! already there is renamed to `<hook>.wit-chained` and called first; `uninstall` puts it back.
 
+use std::ffi::OsString;
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 use super::super::context::Context;
 use super::super::output::{CliError, Report};
 use super::super::render;
+use crate::git::Git;
 use crate::protocol::{IntentQueryParams, IntentUpdateParams, IntentUpdateParamsStatus};
 
 /// The hooks wit installs.
@@ -68,20 +69,15 @@ impl HookChanges {
 
 /// The hooks directory git uses for `root` (`core.hooksPath` honoured).
 pub fn hooks_dir(root: &Path) -> Result<PathBuf, CliError> {
-    let output = Command::new("git")
-        .args(["rev-parse", "--git-path", "hooks"])
-        .current_dir(root)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|error| CliError::Failed(format!("cannot run git: {error}")))?;
-    if !output.status.success() {
-        return Err(CliError::Usage(format!(
-            "{} is not inside a git repository",
-            root.display()
-        )));
-    }
-    let text = String::from_utf8_lossy(&output.stdout).trim().to_string();
-    Ok(root.join(text))
+    let text = Git::new(root)
+        .text(&["rev-parse", "--git-path", "hooks"])
+        .map_err(|error| {
+            CliError::Usage(format!(
+                "{} is not inside a git repository ({error})",
+                root.display()
+            ))
+        })?;
+    Ok(root.join(text.trim()))
 }
 
 /// The script of `hook`, calling `exe`.
@@ -249,28 +245,22 @@ pub async fn add_trailers(ctx: &Context, file: &Path) -> Result<Vec<String>, Cli
     if ids.is_empty() {
         return Ok(ids);
     }
-    let mut command = tokio::process::Command::new("git");
-    command
-        .args([
-            "interpret-trailers",
-            "--in-place",
-            "--if-exists",
-            "addIfDifferent",
-        ])
-        .current_dir(&ctx.paths.root)
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
+    let mut args: Vec<OsString> = [
+        "interpret-trailers",
+        "--in-place",
+        "--if-exists",
+        "addIfDifferent",
+    ]
+    .map(OsString::from)
+    .into();
     for id in &ids {
-        command.arg("--trailer").arg(format!("Wit-Intent: {id}"));
+        args.extend(["--trailer".into(), format!("Wit-Intent: {id}").into()]);
     }
-    command.arg(file);
-    let status = tokio::time::timeout(TRAILER_BUDGET, command.status())
+    args.push(file.into());
+    tokio::time::timeout(TRAILER_BUDGET, Git::new(&ctx.paths.root).run_async(&args))
         .await
         .map_err(|_| CliError::Failed("git interpret-trailers took too long".into()))?
-        .map_err(|error| CliError::Failed(format!("cannot run git: {error}")))?;
-    if !status.success() {
-        return Err(CliError::Failed("git interpret-trailers failed".into()));
-    }
+        .map_err(|error| CliError::Failed(error.to_string()))?;
     Ok(ids)
 }
 
@@ -327,28 +317,21 @@ pub async fn resolve_observed(ctx: &Context) -> Result<Vec<String>, CliError> {
 
 /// The files of the `HEAD` commit (`--root`: the first commit lists every file it adds).
 async fn committed_files(ctx: &Context) -> Result<std::collections::HashSet<String>, CliError> {
-    let command = tokio::process::Command::new("git")
-        .args([
-            "diff-tree",
-            "--no-commit-id",
-            "--name-only",
-            "-r",
-            "--root",
-            "-z",
-            "HEAD",
-        ])
-        .current_dir(&ctx.paths.root)
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
+    let git = Git::new(&ctx.paths.root);
+    let command = git.run_async(&[
+        "diff-tree",
+        "--no-commit-id",
+        "--name-only",
+        "-r",
+        "--root",
+        "-z",
+        "HEAD",
+    ]);
     let out = tokio::time::timeout(TRAILER_BUDGET, command)
         .await
         .map_err(|_| CliError::Failed("git diff-tree took too long".into()))?
-        .map_err(|error| CliError::Failed(format!("cannot run git: {error}")))?;
-    if !out.status.success() {
-        return Err(CliError::Failed("git diff-tree failed".into()));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout)
+        .map_err(|error| CliError::Failed(error.to_string()))?;
+    Ok(String::from_utf8_lossy(&out)
         .split('\0')
         .filter(|path| !path.is_empty())
         .map(str::to_string)

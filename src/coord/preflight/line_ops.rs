@@ -43,6 +43,23 @@ pub fn git_hunks<T: Eq + std::hash::Hash + ?Sized>(
     hunks_of(&changed_a, &changed_b, a.len(), b.len())
 }
 
+/// The lines of `bytes`, each with its `\n` (the last may lack one): what every line diff
+/// of a file's bytes compares.
+pub fn split_lines(bytes: &[u8]) -> Vec<&[u8]> {
+    bytes.split_inclusive(|&b| b == b'\n').collect()
+}
+
+/// The lines of `new` that changed since `old` (git's hunks between the two), 1-based and
+/// inclusive, in order; a pure deletion is the point where the two sides now join,
+/// `(n + 1, n)` after line `n` (PROTOCOL-NOTES 13.4).
+pub fn changed_lines(old: &[u8], new: &[u8]) -> Vec<(i64, i64)> {
+    let line = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    git_hunks(&split_lines(old), &split_lines(new))
+        .into_iter()
+        .map(|hunk| (line(hunk.new.start) + 1, line(hunk.new.end)))
+        .collect()
+}
+
 /// [`git_hunks`] as diff operations over the whole texts (equal runs between the hunks):
 /// what every line mapping of `coord` is built on.
 pub(crate) fn line_ops<T: Eq + std::hash::Hash + ?Sized>(
@@ -436,7 +453,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
     use super::*;
-    use std::process::Command;
+    use crate::git::Git;
 
     /// git's `-U0` hunks of two texts, as `git diff --histogram` without the indent heuristic
     /// (the diff merge-ort runs; texts under 1 KiB, so `-U0`'s tail trimming never applies).
@@ -444,12 +461,20 @@ mod tests {
         let (a, b) = (dir.join("a"), dir.join("b"));
         std::fs::write(&a, old).unwrap();
         std::fs::write(&b, new).unwrap();
-        let out = Command::new("git")
-            .args(["diff", "--no-index", "--no-color", "--histogram"])
-            .args(["--no-indent-heuristic", "-U0", "--"])
-            .arg(&a)
-            .arg(&b)
-            .output()
+        // `diff --no-index` exits 1 when the files differ.
+        let out = Git::new(dir)
+            .ok_codes(&[1])
+            .text(&[
+                "diff",
+                "--no-index",
+                "--no-color",
+                "--histogram",
+                "--no-indent-heuristic",
+                "-U0",
+                "--",
+                "a",
+                "b",
+            ])
             .expect("git runs");
         let side = |part: &str| {
             let (start, count) = match part.split_once(',') {
@@ -459,8 +484,7 @@ mod tests {
             let start = if count == 0 { start } else { start - 1 };
             start..start + count
         };
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
+        out.lines()
             .filter_map(|line| line.strip_prefix("@@ -"))
             .map(|rest| {
                 let mut parts = rest.split(' ');
@@ -469,6 +493,15 @@ mod tests {
                 Hunk { old, new }
             })
             .collect()
+    }
+
+    #[test]
+    fn changed_lines_are_the_new_side_of_each_hunk_and_a_deletion_is_a_point() {
+        assert_eq!(changed_lines(b"a\nb\nc\n", b"a\nB\nX\nc\n"), [(2, 3)]);
+        assert_eq!(changed_lines(b"a\nb\nc\n", b"a\nc\n"), [(2, 1)]);
+        assert_eq!(changed_lines(b"a\nb\n", b""), [(1, 0)], "all deleted");
+        assert_eq!(changed_lines(b"", b"x\n\xff"), [(1, 2)], "bytes, not text");
+        assert!(changed_lines(b"same\n", b"same\n").is_empty());
     }
 
     /// A small deterministic generator (xorshift).

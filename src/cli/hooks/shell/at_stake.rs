@@ -155,24 +155,12 @@ fn dirty_files(tree: &Path, files: &[&str]) -> Result<HashMap<String, String>, C
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
 
-    use std::process::Command;
-
     use super::super::git::Scope;
     use super::*;
     use crate::protocol::SessionRecord;
 
     fn git(dir: &Path, args: &[&str]) {
-        let status = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@example.com")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@example.com")
-            .output()
-            .unwrap()
-            .status;
-        assert!(status.success(), "git {args:?}");
+        crate::git::as_tester(dir).run(args).unwrap();
     }
 
     fn session(id: &str, worktree: &Path) -> SessionRecord {
