@@ -392,3 +392,189 @@ fn wit_status_and_wit_sessions_show_unowned_work_as_such() {
         .unwrap_or_else(|| panic!("alice not listed:\n{sessions}"));
     assert!(alice.contains("live"), "{alice}");
 }
+
+/// A tiny deterministic generator for the property test (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n.max(1)
+    }
+}
+
+/// One line of the model: its text and who put it there (`None`: HEAD's), and who deleted it.
+#[derive(Clone)]
+struct ModelLine {
+    text: String,
+    added_by: Option<usize>,
+    deleted_by: Option<usize>,
+}
+
+/// Whose change a model line is, if anybody's.
+fn changed_by(line: &ModelLine) -> Option<usize> {
+    line.deleted_by.or(line.added_by)
+}
+
+/// Whether two sessions' changes touch (no unchanged line between them): where they meet,
+/// which one comes first is git's guess, not a fact of either change (a merge conflicts).
+fn changes_meet(model: &[ModelLine]) -> bool {
+    let changed: Vec<Option<usize>> = model.iter().map(changed_by).collect();
+    let mut last: Option<usize> = None;
+    for (i, who) in changed.iter().enumerate() {
+        match who {
+            Some(who) => {
+                if last.is_some_and(|l| l != *who) {
+                    return true;
+                }
+                last = Some(*who);
+            }
+            // A line that is still HEAD's, unchanged, separates changes.
+            None if model[i].deleted_by.is_none() => last = None,
+            None => {}
+        }
+    }
+    false
+}
+
+/// What `session`'s commit must hold: HEAD's lines it did not delete, and its own.
+fn expected_commit(model: &[ModelLine], session: usize) -> String {
+    model
+        .iter()
+        .filter(|l| match l.added_by {
+            None => l.deleted_by != Some(session),
+            Some(by) => by == session && l.deleted_by.is_none(),
+        })
+        .map(|l| format!("{}\n", l.text))
+        .collect()
+}
+
+/// 15.6, as a property (issue "Nothing lost"): random interleaved shell changes of two or
+/// three agents (each its own harness process) — replacements, insertions, deletions, in
+/// repetitive and in distinct code, adjacent and apart — then `wit commit` of one of them:
+/// the commit is HEAD plus exactly that agent's changes, and the working tree is untouched.
+/// `WIT_FUZZ_CASES` sets the number of trials (12 by default, seed fixed).
+#[test]
+fn wit_commit_is_head_plus_exactly_the_sessions_changes() {
+    let trials: u64 = std::env::var("WIT_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12);
+    let mut rng = Rng(0x5eed_1234_abcd_0042);
+    for trial in 0..trials {
+        let repo = Repo::new();
+        let head: Vec<String> = (0..16)
+            .map(|i| match i % 4 {
+                0 => format!("def f{i}():"),
+                1 | 2 => "    pass".to_owned(),
+                _ => String::new(),
+            })
+            .collect();
+        let head_text: String = head.iter().map(|l| format!("{l}\n")).collect();
+        repo.write("src/f.py", &head_text);
+        git_text(repo.path(), &["add", "."]);
+        git_text(repo.path(), &["commit", "-q", "-m", "init"]);
+        let _daemon = Daemon::start(&repo);
+        let sessions: Vec<String> = (0..2 + rng.below(2)).map(|s| format!("s{s}")).collect();
+        for s in &sessions {
+            wit_ok(&repo, s, &["register", s]);
+        }
+        let mut model: Vec<ModelLine> = head
+            .iter()
+            .map(|text| ModelLine {
+                text: text.clone(),
+                added_by: None,
+                deleted_by: None,
+            })
+            .collect();
+        let scratch = tempfile::tempdir().unwrap();
+        let mut log = Vec::new();
+        for step in 0..8 {
+            let who = rng.below(sessions.len());
+            let live: Vec<usize> = (0..model.len())
+                .filter(|&i| model[i].deleted_by.is_none())
+                .collect();
+            let at = live[rng.below(live.len())];
+            let line = &model[at];
+            let untouched_head = line.added_by.is_none() && line.deleted_by.is_none();
+            let unique = head.iter().filter(|t| **t == line.text).count() == 1;
+            let tag = format!("x = {who}_{step}  # {}", sessions[who]);
+            let kept = model.clone();
+            match rng.below(3) {
+                0 if untouched_head => {
+                    // Replace a line of HEAD's.
+                    model[at].deleted_by = Some(who);
+                    model.insert(
+                        at + 1,
+                        ModelLine {
+                            text: tag,
+                            added_by: Some(who),
+                            deleted_by: None,
+                        },
+                    );
+                    log.push(format!("{who} replaces {at}"));
+                }
+                1 if untouched_head && unique && !line.text.is_empty() => {
+                    model[at].deleted_by = Some(who);
+                    log.push(format!("{who} deletes {at}"));
+                }
+                _ => {
+                    model.insert(
+                        at + 1,
+                        ModelLine {
+                            text: tag,
+                            added_by: Some(who),
+                            deleted_by: None,
+                        },
+                    );
+                    log.push(format!("{who} inserts after {at}"));
+                }
+            }
+            if changes_meet(&model) {
+                model = kept;
+                log.pop();
+                continue;
+            }
+            let now: String = model
+                .iter()
+                .filter(|l| l.deleted_by.is_none())
+                .map(|l| format!("{}\n", l.text))
+                .collect();
+            let next = scratch.path().join(format!("next-{step}"));
+            std::fs::write(&next, &now).unwrap();
+            run_bash(
+                &repo,
+                &sessions[who],
+                &format!("cp {} src/f.py", next.display()),
+            );
+        }
+        let committer = rng.below(sessions.len());
+        let before = std::fs::read(repo.path().join("src/f.py")).unwrap();
+        let expected = expected_commit(&model, committer);
+        let out = wit_cmd(repo.path(), &sessions[committer])
+            .args(["commit", "-m", "mine"])
+            .output()
+            .unwrap();
+        if expected == head_text {
+            assert!(!out.status.success(), "trial {trial}: {log:?}");
+        } else {
+            assert!(
+                out.status.success(),
+                "trial {trial}: {log:?}: {}",
+                text(&out.stderr)
+            );
+            let committed = git_text(repo.path(), &["show", "HEAD:src/f.py"]);
+            assert_eq!(
+                committed, expected,
+                "trial {trial}, commit of s{committer}: {log:?}"
+            );
+        }
+        assert_eq!(
+            std::fs::read(repo.path().join("src/f.py")).unwrap(),
+            before,
+            "trial {trial}: the working tree changed"
+        );
+    }
+}
