@@ -21,8 +21,9 @@ use std::path::Path;
 use clap::Args;
 use serde::Serialize;
 
+use super::agent_trace;
 use super::commit_hooks::{CommitHookError, HookRefusal, Hooks};
-use super::commit_plan::{owner_of, plan_file, FilePlan, HunkOwner};
+use super::commit_plan::{committed_lines, owner_of, plan_file, FilePlan, HunkOwner};
 use super::context::Context;
 use super::gitio::{self, TreeEntry};
 use super::hooks::git::OBSERVED_EDIT;
@@ -61,6 +62,8 @@ pub struct Committed {
     pub files: Vec<CommittedFile>,
     /// The intents resolved by the commit (named in its `Wit-Intent` trailers).
     pub intents_resolved: Vec<String>,
+    /// Whether its Agent Trace record was written (`refs/notes/agent-trace`).
+    pub agent_trace: bool,
     /// The first line of the message.
     #[serde(skip)]
     pub subject: String,
@@ -226,6 +229,7 @@ pub async fn commit_own_changes(
     let mut plans = Vec::new();
     let mut refusals = Vec::new();
     let mut owners: BTreeSet<String> = BTreeSet::new();
+    let mut traced = Vec::new();
     for changed in &files {
         let file = &changed.file;
         for hunk in changed
@@ -259,6 +263,10 @@ pub async fn commit_own_changes(
         let FilePlan::Commit { bytes, taken, left } = plan else {
             continue;
         };
+        traced.push((
+            file.clone(),
+            committed_lines(&changed.hunks, args.include_unowned),
+        ));
         for hunk in changed
             .hunks
             .iter()
@@ -342,6 +350,14 @@ pub async fn commit_own_changes(
             resolved.push(intent.clone());
         }
     }
+    // Who wrote which committed line, as an Agent Trace record (the commit stands without it).
+    let now = crate::coord::time::iso_millis(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(0)),
+    );
+    let trace = agent_trace::record(&commit, &traced, &names.sessions, &now);
+    let traced = agent_trace::attach(root, &commit, &trace).is_ok();
     // As in git, post-commit runs last and cannot undo the commit.
     let _ = hooks.run("post-commit", &[], Some(index.path()));
     Ok(Committed {
@@ -355,6 +371,7 @@ pub async fn commit_own_changes(
             })
             .collect(),
         intents_resolved: resolved,
+        agent_trace: traced,
         subject: args.message.lines().next().unwrap_or_default().to_string(),
     })
 }

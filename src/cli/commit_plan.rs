@@ -70,6 +70,58 @@ fn map_hunk(hunk: &OwnedHunk) -> crate::coord::owner_map::OwnedHunk {
     }
 }
 
+/// The hunks a commit takes: the session's, and nobody's with `include_unowned`.
+fn taken(hunks: &[OwnedHunk], include_unowned: bool) -> Vec<&OwnedHunk> {
+    hunks
+        .iter()
+        .filter(|h| match owner_of(h) {
+            HunkOwner::Mine => true,
+            HunkOwner::Nobody => include_unowned,
+            HunkOwner::Shared | HunkOwner::Others => false,
+        })
+        .collect()
+}
+
+/// A run of lines of the committed text and who wrote them (empty: nobody).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedLines {
+    /// Who wrote them.
+    pub sessions: Vec<String>,
+    /// First line, 1-based.
+    pub start_line: i64,
+    /// Last line.
+    pub end_line: i64,
+}
+
+/// Where the lines the commit takes from `hunks` stand in the committed text (what its
+/// Agent Trace record attributes).
+pub fn committed_lines(hunks: &[OwnedHunk], include_unowned: bool) -> Vec<CommittedLines> {
+    let mut shift = 0;
+    let mut out = Vec::new();
+    for hunk in taken(hunks, include_unowned) {
+        let first_old = if hunk.old_lines == 0 {
+            hunk.old_start + 1
+        } else {
+            hunk.old_start
+        };
+        if hunk.new_lines > 0 {
+            let start_line = first_old + shift;
+            out.push(CommittedLines {
+                sessions: hunk
+                    .session_ids
+                    .iter()
+                    .filter(|s| !hunk.others.contains(s))
+                    .cloned()
+                    .collect(),
+                start_line,
+                end_line: start_line + hunk.new_lines - 1,
+            });
+        }
+        shift += hunk.new_lines - hunk.old_lines;
+    }
+    out
+}
+
 /// Plans the commit of one file: `head` its bytes in `HEAD` (empty when not there),
 /// `working` its bytes now (`None`: deleted), `hunks` its changes in order; a binary file's
 /// work is its one file-level hunk. Nobody's hunks are taken with `include_unowned`. Every
@@ -82,14 +134,7 @@ pub fn plan_file(
     hunks: &[OwnedHunk],
     include_unowned: bool,
 ) -> Result<FilePlan, PlanError> {
-    let taken: Vec<&OwnedHunk> = hunks
-        .iter()
-        .filter(|h| match owner_of(h) {
-            HunkOwner::Mine => true,
-            HunkOwner::Nobody => include_unowned,
-            HunkOwner::Shared | HunkOwner::Others => false,
-        })
-        .collect();
+    let taken = taken(hunks, include_unowned);
     if taken.is_empty() {
         return Ok(FilePlan::Nothing);
     }
@@ -183,6 +228,34 @@ mod tests {
         assert_eq!(taken, 2);
         assert_eq!(bytes.unwrap(), b"a\nB\nc\nd\ne\nf\ng\nh\n");
         assert_eq!(owner_of(&hunks[1]), HunkOwner::Shared);
+    }
+
+    #[test]
+    fn committed_lines_are_counted_in_the_committed_text() {
+        // Alice's line 2 and her appended line: in HEAD plus only hers, lines 2 and 8.
+        let mut hunks = three([true, false, true], [&[], &["bob"], &[]]);
+        for hunk in &mut hunks {
+            hunk.session_ids = vec![if hunk.mine == Some(true) {
+                "alice"
+            } else {
+                "bob"
+            }
+            .into()];
+        }
+        let lines = committed_lines(&hunks, false);
+        let at: Vec<(i64, i64)> = lines.iter().map(|l| (l.start_line, l.end_line)).collect();
+        assert_eq!(at, vec![(2, 2), (8, 8)]);
+        assert_eq!(lines[0].sessions, vec!["alice".to_owned()]);
+        // An insertion after a deletion of two lines moves up by two.
+        let shifted = [
+            hunk((1, 2), (0, 0), true, &[]),
+            hunk((5, 0), (3, 2), true, &[]),
+        ];
+        let at: Vec<(i64, i64)> = committed_lines(&shifted, false)
+            .iter()
+            .map(|l| (l.start_line, l.end_line))
+            .collect();
+        assert_eq!(at, vec![(4, 5)]);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! [`crate::daemon::launcher::ensure_running`]) when nothing answers.
 
 mod agent_config;
+pub mod agent_trace;
 mod agents;
 mod blame;
 mod call;

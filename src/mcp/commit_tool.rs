@@ -89,7 +89,8 @@ fn output_schema() -> Value {
                     }
                 }
             },
-            "intentsResolved": {"type": "array", "items": {"type": "string"}}
+            "intentsResolved": {"type": "array", "items": {"type": "string"}},
+            "agentTrace": {"type": "boolean"}
         },
         "required": ["commit", "files", "intentsResolved"]
     })

@@ -603,3 +603,76 @@ fn work_destroyed_behind_the_gates_back_is_restored_from_the_sessions_snapshot()
     );
     assert_eq!(working(&repo), moved);
 }
+
+/// agent-trace-cli (PyPI, pinned), installed once into `~/.cache/wit-agent-trace-cli`: a
+/// reader of Agent Trace records nobody here wrote. Its path for `PYTHONPATH`.
+fn agent_trace_cli() -> std::path::PathBuf {
+    const PINNED: &str = "agent-trace-cli==0.1.3";
+    let home = std::env::var_os("HOME").map_or_else(std::env::temp_dir, std::path::PathBuf::from);
+    let dir = home.join(".cache/wit-agent-trace-cli-0.1.3");
+    if !dir.join("agent_trace/cli.py").is_file() {
+        let staging = home.join(format!(".cache/wit-agent-trace-cli-{}", std::process::id()));
+        let out = Command::new("python3")
+            .args(["-m", "pip", "install", "--quiet", "--no-deps", "--target"])
+            .arg(&staging)
+            .arg(PINNED)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "pip install {PINNED}: {}",
+            text(&out.stderr)
+        );
+        // Another test process may have won the race: either copy is the same.
+        let _ = std::fs::rename(&staging, &dir);
+        let _ = std::fs::remove_dir_all(&staging);
+    }
+    dir
+}
+
+/// `wit commit` writes an Agent Trace record of the lines it commits into
+/// `refs/notes/agent-trace` (15.6): a reader nobody here wrote (agent-trace-cli's `blame`)
+/// names alice's session for her line and nobody for the rest; `git log --notes=agent-trace`
+/// shows it.
+#[test]
+fn wit_commit_writes_an_agent_trace_record_that_agent_trace_cli_reads() {
+    let (repo, _daemon) = two_agents();
+    let out = wit_ok(&repo, "alice", &["--json", "commit", "-m", "alpha"]);
+    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(done["agentTrace"], true, "{done}");
+    let shown = git_text(repo.path(), &["log", "-1", "--notes=agent-trace"]);
+    assert!(shown.contains("wit://session/alice"), "{shown}");
+    let home = tempfile::tempdir().unwrap();
+    let blamed = Command::new("python3")
+        .args(["-m", "agent_trace.cli", "blame", "src/lib.ts", "--json"])
+        .env("PYTHONPATH", agent_trace_cli())
+        .env("HOME", home.path())
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    assert!(blamed.status.success(), "{}", text(&blamed.stderr));
+    let blame: Value = serde_json::from_slice(&blamed.stdout).unwrap();
+    let committed = git_text(repo.path(), &["show", "HEAD:src/lib.ts"]);
+    let alice_line = committed
+        .lines()
+        .position(|l| l == ALICE_NEW)
+        .map(|i| i as i64 + 1)
+        .unwrap();
+    let attributions = blame["attributions"].as_array().unwrap();
+    let covering: Vec<&Value> = attributions
+        .iter()
+        .filter(|a| {
+            a["start_line"].as_i64() <= Some(alice_line)
+                && a["end_line"].as_i64() >= Some(alice_line)
+        })
+        .collect();
+    assert_eq!(covering.len(), 1, "{blame}");
+    assert_eq!(covering[0]["conversation_id"], "alice", "{blame}");
+    assert!(
+        attributions
+            .iter()
+            .filter(|a| a["conversation_id"].is_string())
+            .all(|a| a["conversation_id"] == "alice"),
+        "{blame}"
+    );
+}
