@@ -282,10 +282,16 @@ pub async fn commit_own_changes(
         let entry = match bytes {
             None => TreeEntry::Removed,
             Some(bytes) => {
-                let mode = committed
-                    .get(file)
-                    .map(|b| b.mode.clone())
-                    .unwrap_or_else(|| gitio::file_mode(&root.join(file)));
+                // The mode the file has now, as `git add` would take it (an exec bit set,
+                // a file made a symlink); HEAD's when the file is gone.
+                let path = root.join(file);
+                let mode = if std::fs::symlink_metadata(&path).is_ok() {
+                    gitio::file_mode(&path)
+                } else {
+                    committed
+                        .get(file)
+                        .map_or_else(|| gitio::file_mode(&path), |b| b.mode.clone())
+                };
                 TreeEntry::Text { mode, bytes }
             }
         };

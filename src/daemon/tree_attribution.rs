@@ -96,11 +96,24 @@ pub fn attribute(
     Ok(())
 }
 
-/// Whether the file at `path` was modified at or after `at` (a file gone: no).
+/// Whether the file at `path` was modified, or renamed or made (its status changed), at or
+/// after `at`; a file gone, whether its directory changed since. A rename keeps the
+/// modification time; it moves the change time.
 fn modified_since(path: &Path, at: SystemTime) -> bool {
-    std::fs::symlink_metadata(path)
-        .and_then(|meta| meta.modified())
-        .is_ok_and(|modified| modified >= at)
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        // Gone: its directory changed when it went.
+        return path
+            .parent()
+            .and_then(|dir| std::fs::metadata(dir).ok())
+            .and_then(|dir| dir.modified().ok())
+            .is_some_and(|m| m >= at);
+    };
+    let changed = u64::try_from(meta.ctime()).ok().map(|secs| {
+        std::time::UNIX_EPOCH
+            + std::time::Duration::new(secs, u32::try_from(meta.ctime_nsec()).unwrap_or(0))
+    });
+    meta.modified().is_ok_and(|m| m >= at) || changed.is_some_and(|c| c >= at)
 }
 
 /// Paths of wit's and git's own state, never work.

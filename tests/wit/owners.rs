@@ -578,3 +578,78 @@ fn wit_commit_is_head_plus_exactly_the_sessions_changes() {
         );
     }
 }
+
+/// `wit commit` keeps every kind of file as git would (15.4, 15.6): a new symlink, an exec
+/// bit set with a change, CRLF lines, a file with no final newline, a deleted file, a rename
+/// staged with `git mv`, and a submodule beside them whose gitlink stays as it is.
+#[test]
+fn wit_commit_keeps_each_kind_of_file_as_git_would() {
+    let repo = Repo::new();
+    let inner = tempfile::tempdir().unwrap();
+    git_text(inner.path(), &["init", "-q"]);
+    std::fs::write(inner.path().join("f.txt"), "inner\n").unwrap();
+    git_text(inner.path(), &["add", "."]);
+    git_text(inner.path(), &["commit", "-q", "-m", "inner"]);
+    repo.write("crlf.txt", "one\r\ntwo\r\n");
+    repo.write("tail.txt", "no newline");
+    repo.write("run.sh", "echo hi\n");
+    repo.write("gone.txt", "bye\n");
+    repo.write("old.txt", "moved\n");
+    git_text(repo.path(), &["add", "."]);
+    let added = std::process::Command::new("git")
+        .args(["-c", "protocol.file.allow=always", "submodule", "add", "-q"])
+        .arg(inner.path())
+        .arg("sub")
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    assert!(added.status.success(), "{}", text(&added.stderr));
+    git_text(repo.path(), &["commit", "-q", "-m", "init"]);
+    let gitlink = git_text(repo.path(), &["ls-tree", "HEAD", "sub"]);
+    assert!(gitlink.starts_with("160000 commit "), "{gitlink}");
+    let _daemon = Daemon::start(&repo);
+    wit_ok(&repo, "bob", &["register", "bob"]);
+    run_bash(
+        &repo,
+        "bob",
+        "printf 'one\\r\\nTWO\\r\\n' > crlf.txt && printf 'no newline, still' > tail.txt \
+         && printf 'echo hello\\n' > run.sh && chmod +x run.sh && rm gone.txt \
+         && ln -s crlf.txt link && git mv old.txt new.txt && echo changed > sub/f.txt",
+    );
+    owners_until(&repo, "link", |o| !o.lines.is_empty());
+    let out = wit_ok(&repo, "bob", &["--json", "commit", "-m", "kinds"]);
+    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let files: Vec<&str> = done["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["file"].as_str().unwrap())
+        .collect();
+    assert!(!files.contains(&"sub"), "{done}");
+    let blob = |path: &str| {
+        std::process::Command::new("git")
+            .args(["cat-file", "blob", &format!("HEAD:{path}")])
+            .current_dir(repo.path())
+            .output()
+            .unwrap()
+            .stdout
+    };
+    assert_eq!(blob("crlf.txt"), b"one\r\nTWO\r\n");
+    assert_eq!(blob("tail.txt"), b"no newline, still");
+    assert_eq!(blob("new.txt"), b"moved\n");
+    assert_eq!(blob("link"), b"crlf.txt");
+    let tree = git_text(repo.path(), &["ls-tree", "HEAD"]);
+    let mode_of = |name: &str| {
+        tree.lines()
+            .find(|l| l.ends_with(&format!("\t{name}")))
+            .map(|l| l.split(' ').next().unwrap_or_default().to_owned())
+    };
+    assert_eq!(mode_of("run.sh").as_deref(), Some("100755"), "{tree}");
+    assert_eq!(mode_of("link").as_deref(), Some("120000"), "{tree}");
+    assert_eq!(mode_of("gone.txt"), None, "{tree}");
+    assert_eq!(mode_of("old.txt"), None, "{tree}");
+    assert_eq!(git_text(repo.path(), &["ls-tree", "HEAD", "sub"]), gitlink);
+    // Nothing of bob's is left; the submodule's own change is its own repository's.
+    let status = git_text(repo.path(), &["status", "--porcelain"]);
+    assert_eq!(status.trim(), "M sub", "{status}");
+}
