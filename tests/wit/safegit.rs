@@ -516,7 +516,8 @@ fn wit_commit_runs_the_repositorys_hooks_on_what_it_commits() {
 }
 
 /// Every session's uncommitted work is kept as git objects (15.5), so what no gate saw
-/// destroy it comes back: a person's `git reset --hard`, a script running `git stash`, `rm`.
+/// destroy it comes back: `make clean` running `git checkout .`, a person's `git reset
+/// --hard`, a script running `git stash`, `rm`.
 /// `wit snapshots restore` writes back exactly each session's lines, byte for byte, onto the
 /// file as it is now, and refuses where the same lines changed since.
 #[test]
@@ -543,7 +544,9 @@ fn work_destroyed_behind_the_gates_back_is_restored_from_the_sessions_snapshot()
         assert!(Instant::now() < deadline, "no work snapshots: {list}");
         std::thread::sleep(Duration::from_millis(100));
     };
+    std::fs::write(repo.path().join("Makefile"), "clean:\n\tgit checkout .\n").unwrap();
     for destroy in [
+        "make -s clean",
         "git reset -q --hard",
         "python3 -c \"import subprocess; subprocess.run(['git', 'stash', '-q'])\"",
         "rm src/lib.ts",
@@ -675,4 +678,87 @@ fn wit_commit_writes_an_agent_trace_record_that_agent_trace_cli_reads() {
             .all(|a| a["conversation_id"] == "alice"),
         "{blame}"
     );
+}
+
+/// `wit commit` runs wit's own pre-commit check too (15.6): an accepted contract on `alpha`
+/// that alice's change breaks blocks her `wit commit` as it blocks `git commit`.
+#[test]
+fn wit_commit_is_blocked_by_a_contract_its_change_breaks() {
+    let (repo, _daemon) = two_agents();
+    let out = wit_ok(
+        &repo,
+        "bob",
+        &["--json", "contract", "propose", "src/lib.ts:alpha"],
+    );
+    let proposed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let contract = proposed["contractId"].as_str().unwrap().to_string();
+    wit_ok(&repo, "alice", &["contract", "accept", &contract]);
+    // Past the edit gate (which would refuse it): a shell command of alice's harness.
+    let broken = working(&repo).replace(
+        "export function alpha(a: number): number {",
+        "export function alpha(a: number, b: number): number {",
+    );
+    shell_change(&repo, "alice", "src/lib.ts", broken.as_bytes());
+    let head = git_text(repo.path(), &["rev-parse", "HEAD"]);
+    let out = wit_cmd(repo.path(), "alice")
+        .args(["commit", "-m", "break alpha"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", text(&out.stdout));
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("pre-commit") && said.contains("src/lib.ts:alpha"),
+        "{said}"
+    );
+    assert_eq!(git_text(repo.path(), &["rev-parse", "HEAD"]), head);
+}
+
+/// `session`'s harness runs a shell command (the gate lets it through, opening its window)
+/// that writes `bytes` to `file`; the post-tool hook closes the window.
+fn shell_change(repo: &Repo, session: &str, file: &str, bytes: &[u8]) {
+    let (decision, said) = shell_verdict(repo, session, "true");
+    assert_eq!(decision, "", "{said}");
+    std::fs::write(repo.path().join(file), bytes).unwrap();
+    let post = json!({
+        "session_id": session,
+        "cwd": repo.path().display().to_string(),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {},
+        "tool_response": {},
+    })
+    .to_string();
+    let out = with_harness(repo, session, |stand_in| {
+        stand_in.run(&["hook", "post-tool", "--agent", "claude"], &post, &[])
+    });
+    assert_eq!(out.status.code(), Some(0));
+}
+
+/// A 6 MB file: `wit commit` commits the session's line of it, byte for byte.
+#[test]
+fn wit_commit_commits_a_line_of_a_six_megabyte_file() {
+    let (repo, _daemon) = two_agents();
+    let big: String = (0..180_000)
+        .map(|i| format!("line {i:08} of a big generated file\n"))
+        .collect();
+    assert!(big.len() > 6_000_000);
+    repo.write("big.txt", &big);
+    git_text(repo.path(), &["add", "big.txt"]);
+    git_text(repo.path(), &["commit", "-q", "-m", "big"]);
+    let changed = big.replace("line 00075000 of", "line 00075000 (bob) of");
+    shell_change(&repo, "bob", "big.txt", changed.as_bytes());
+    let out = wit_ok(
+        &repo,
+        "bob",
+        &["--json", "commit", "-m", "big line", "big.txt"],
+    );
+    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(done["files"][0]["file"], "big.txt", "{done}");
+    let blob = Command::new("git")
+        .args(["cat-file", "blob", "HEAD:big.txt"])
+        .current_dir(repo.path())
+        .output()
+        .unwrap()
+        .stdout;
+    assert!(blob == changed.as_bytes(), "the committed big.txt differs");
 }
