@@ -314,10 +314,11 @@ pub async fn commit_own_changes(
         .iter()
         .map(|p| (p.file.clone(), p.entry.clone()))
         .collect();
-    let tree = gitio::write_tree(root, head.as_deref(), &entries)?;
-    // The repository's hooks, as `git commit` runs them, on the content committed.
+    // The tree is built in a temporary index the hooks then read: the content committed.
+    let index = gitio::TempIndex::new(root)?;
+    let tree = gitio::write_tree_in(root, &index, head.as_deref(), &entries)?;
+    // The repository's hooks, as `git commit` runs them.
     let hooks = Hooks::of(root)?;
-    let index = gitio::TempIndex::of_tree(root, &tree)?;
     if !args.no_verify {
         hooks.run("pre-commit", &[], Some(index.path()))?;
     }

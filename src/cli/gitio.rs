@@ -126,18 +126,6 @@ impl TempIndex {
     pub fn path(&self) -> &Path {
         &self.path
     }
-
-    /// A temporary index holding `tree` (what a hook of the commit of `tree` reads).
-    pub fn of_tree(root: &Path, tree: &str) -> Result<Self, CliError> {
-        let index = Self::new(root)?;
-        run_with(
-            root,
-            &["read-tree", tree],
-            &[("GIT_INDEX_FILE", index.path.as_path())],
-            None,
-        )?;
-        Ok(index)
-    }
 }
 
 impl Drop for TempIndex {
@@ -154,17 +142,37 @@ pub fn write_tree(
     entries: &[(String, TreeEntry)],
 ) -> Result<String, CliError> {
     let index = TempIndex::new(root)?;
+    write_tree_in(root, &index, base, entries)
+}
+
+/// [`write_tree`] in the temporary index `index`, which holds the tree after (what a hook of
+/// its commit reads). Every blob is written by one `git hash-object --stdin-paths`.
+pub fn write_tree_in(
+    root: &Path,
+    index: &TempIndex,
+    base: Option<&str>,
+    entries: &[(String, TreeEntry)],
+) -> Result<String, CliError> {
     let env = [("GIT_INDEX_FILE", index.path.as_path())];
     match base {
         Some(commit) => run_with(root, &["read-tree", commit], &env, None)?,
         None => run_with(root, &["read-tree", "--empty"], &env, None)?,
     };
+    let contents: Vec<&[u8]> = entries
+        .iter()
+        .filter_map(|(_, entry)| match entry {
+            TreeEntry::Text { bytes, .. } => Some(bytes.as_slice()),
+            TreeEntry::Removed => None,
+        })
+        .collect();
+    let mut ids = hash_objects(root, index, &contents)?.into_iter();
     let mut info = String::new();
     for (path, entry) in entries {
         match entry {
-            TreeEntry::Text { mode, bytes } => {
-                let id = run_with(root, &["hash-object", "-w", "--stdin"], &[], Some(bytes))?;
-                let id = String::from_utf8_lossy(&id).trim().to_string();
+            TreeEntry::Text { mode, .. } => {
+                let id = ids
+                    .next()
+                    .ok_or_else(|| CliError::Failed("git hash-object gave too few ids".into()))?;
                 info.push_str(&format!("{mode} {id}\t{path}\n"));
             }
             TreeEntry::Removed => {
@@ -182,6 +190,48 @@ pub fn write_tree(
     )?;
     let tree = run_with(root, &["write-tree"], &env, None)?;
     Ok(String::from_utf8_lossy(&tree).trim().to_string())
+}
+
+/// Writes `contents` as blobs, their ids in order: the contents go to files beside `index`
+/// (removed after), named to git by one `git hash-object -w --stdin-paths`.
+fn hash_objects(
+    root: &Path,
+    index: &TempIndex,
+    contents: &[&[u8]],
+) -> Result<Vec<String>, CliError> {
+    if contents.is_empty() {
+        return Ok(Vec::new());
+    }
+    let dir = index.path.with_extension("blobs");
+    let failed =
+        |e: std::io::Error| CliError::Failed(format!("cannot write {}: {e}", dir.display()));
+    std::fs::create_dir_all(&dir).map_err(failed)?;
+    struct Cleanup<'a>(&'a Path);
+    impl Drop for Cleanup<'_> {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(self.0);
+        }
+    }
+    let _cleanup = Cleanup(&dir);
+    let mut paths = Vec::new();
+    for (n, bytes) in contents.iter().enumerate() {
+        let path = dir.join(n.to_string());
+        std::fs::write(&path, bytes).map_err(failed)?;
+        paths.extend_from_slice(path.as_os_str().as_encoded_bytes());
+        paths.push(b'\n');
+    }
+    // --no-filters: the bytes as they are, never through the repository's clean filters
+    // (what the working tree holds is what is committed, byte for byte).
+    let out = run_with(
+        root,
+        &["hash-object", "-w", "--no-filters", "--stdin-paths"],
+        &[],
+        Some(&paths),
+    )?;
+    Ok(String::from_utf8_lossy(&out)
+        .lines()
+        .map(str::to_owned)
+        .collect())
 }
 
 /// The mode a working file would be committed with (a symlink's is `120000`).

@@ -270,13 +270,6 @@ fn call(walk: &mut Walk, args: &[Word], mut place: Place, mut env: GitEnv, depth
     if is_builtin(&sub.text) {
         return;
     }
-    if depth >= MAX_ALIAS_DEPTH || !walk.spend_alias() {
-        walk.out.notes.push(format!(
-            "git alias `{}` expands too deeply; not followed further",
-            sub.text
-        ));
-        return;
-    }
     let name = sub.text.to_ascii_lowercase();
     let key = format!("alias.{name}");
     let alias = env
@@ -287,9 +280,26 @@ fn call(walk: &mut Walk, args: &[Word], mut place: Place, mut env: GitEnv, depth
         .map(|(_, value)| Some(value.clone()))
         .or_else(|| walk.line_alias(&name))
         .unwrap_or_else(|| walk.config.alias(&place.dir, &name));
+    // A subcommand git does not know and no alias names runs nothing of the tree's.
     let Some(alias) = alias else {
         return;
     };
+    if depth >= MAX_ALIAS_DEPTH || !walk.spend_alias() {
+        let note = format!(
+            "git alias `{}` expands too deeply; not followed further",
+            sub.text
+        );
+        // One note of the kind: a fan-out names its first alias, not thousands.
+        if !walk
+            .out
+            .notes
+            .iter()
+            .any(|n| n.contains("expands too deeply"))
+        {
+            walk.out.notes.push(note);
+        }
+        return;
+    }
     if let Some(shell) = alias.strip_prefix('!') {
         // A shell alias runs from the top of the work tree, its arguments appended.
         let tail: Vec<String> = rest

@@ -270,7 +270,8 @@ fn gate(
     // microseconds; only a line with a risky git call goes further.
     let config = GitConfig::default();
     let analysis = line::analyse(&request.command, &cwd, &config);
-    notes.extend(analysis.notes.iter().map(|note| passed(note)));
+    // What the parse could not follow: a note beside whatever the verdict is.
+    notes.extend(analysis.notes.iter().map(|note| format!("wit: {note}")));
     if analysis.risks.is_empty() {
         return Verdict::allow();
     }
