@@ -71,7 +71,7 @@ pub fn record(
                     session.clone(),
                     json!({
                         "name": known.and_then(|s| s.name.clone()),
-                        "agentId": known.and_then(|s| s.agent_id.clone()),
+                        "agentId": known.and_then(|s| s.agent_id),
                         "pid": known.and_then(|s| s.pid),
                     }),
                 );
