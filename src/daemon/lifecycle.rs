@@ -10,7 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use tokio::net::UnixListener;
-use tokio::signal::unix::{signal, SignalKind};
+use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use super::paths::WitPaths;
 
@@ -287,18 +287,34 @@ fn write_atomically(path: &Path, content: &[u8]) -> Result<(), DaemonError> {
     fs::rename(&temp, path).map_err(io_error(format!("writing {}", path.display())))
 }
 
-/// Resolves when SIGTERM, SIGINT or SIGHUP arrives.
-pub async fn termination_signal() -> Result<(), DaemonError> {
-    let mut terminate = signal(SignalKind::terminate()).map_err(io_error("installing SIGTERM"))?;
-    let mut interrupt = signal(SignalKind::interrupt()).map_err(io_error("installing SIGINT"))?;
-    let mut hangup = signal(SignalKind::hangup()).map_err(io_error("installing SIGHUP"))?;
-    let name = tokio::select! {
-        _ = terminate.recv() => "SIGTERM",
-        _ = interrupt.recv() => "SIGINT",
-        _ = hangup.recv() => "SIGHUP",
-    };
-    tracing::info!(signal = name, "shutting down");
-    Ok(())
+/// The signals that stop the daemon (SIGTERM, SIGINT, SIGHUP), installed: from then on they
+/// no longer end the process at once but are received here. Installed before the socket is
+/// bound, so a client that sees the socket can always stop the daemon cleanly.
+pub struct TerminationSignals {
+    terminate: Signal,
+    interrupt: Signal,
+    hangup: Signal,
+}
+
+impl TerminationSignals {
+    /// Installs the handlers (within a tokio runtime).
+    pub fn install() -> Result<Self, DaemonError> {
+        Ok(Self {
+            terminate: signal(SignalKind::terminate()).map_err(io_error("installing SIGTERM"))?,
+            interrupt: signal(SignalKind::interrupt()).map_err(io_error("installing SIGINT"))?,
+            hangup: signal(SignalKind::hangup()).map_err(io_error("installing SIGHUP"))?,
+        })
+    }
+
+    /// Resolves when one of them arrives.
+    pub async fn received(mut self) {
+        let name = tokio::select! {
+            _ = self.terminate.recv() => "SIGTERM",
+            _ = self.interrupt.recv() => "SIGINT",
+            _ = self.hangup.recv() => "SIGHUP",
+        };
+        tracing::info!(signal = name, "shutting down");
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::lifecycle::{take_residence, termination_signal, DaemonError};
+use super::lifecycle::{take_residence, DaemonError, TerminationSignals};
 use super::paths::WitPaths;
 use super::server::{serve, ServeConfig};
 use super::store_choice::StoreChoice;
@@ -36,6 +36,7 @@ pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
     // started for, and serves every worktree (PROTOCOL-NOTES 14.1).
     let paths = WitPaths::for_root(&options.root).main();
     let store_shown = options.store.describe();
+    let signals = TerminationSignals::install()?;
     let (residence, listener) = take_residence(&paths, &store_shown)?;
     let choice = &options.store;
     let opened = Store::open_url(&choice.url, &paths.database, &choice.project)
@@ -69,9 +70,7 @@ pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
     let app = services.app().clone();
     let (stopping_tx, stopping) = tokio::sync::watch::channel(false);
     let signalled = async move {
-        if let Err(error) = termination_signal().await {
-            tracing::error!(%error, "signal handling failed; shutting down");
-        }
+        signals.received().await;
         // Waiting requests answer now instead of holding up the drain of in-flight ones.
         app.stop_waiting();
         let _ = stopping_tx.send(true);
