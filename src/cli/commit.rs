@@ -327,13 +327,7 @@ pub async fn commit_own_changes(
         index.path(),
         args.no_verify,
     )?;
-    let mut commit_args = vec!["commit-tree", tree.as_str(), "-m", message.as_str()];
-    if let Some(head) = &head {
-        commit_args.push("-p");
-        commit_args.push(head);
-    }
-    let commit = gitio::run(root, &commit_args)?;
-    let commit = String::from_utf8_lossy(&commit).trim().to_string();
+    let commit = gitio::commit_tree(root, &tree, &message, head.as_deref())?;
     let reflog = format!(
         "wit commit: {}",
         args.message.lines().next().unwrap_or_default()

@@ -234,6 +234,23 @@ fn hash_objects(
         .collect())
 }
 
+/// Commits `tree` with `message` on `parent` (none: a root commit), touching no ref; the new
+/// commit's id.
+pub fn commit_tree(
+    root: &Path,
+    tree: &str,
+    message: &str,
+    parent: Option<&str>,
+) -> Result<String, CliError> {
+    let mut args = vec!["commit-tree", tree, "-m", message];
+    if let Some(parent) = parent {
+        args.push("-p");
+        args.push(parent);
+    }
+    let commit = run(root, &args)?;
+    Ok(String::from_utf8_lossy(&commit).trim().to_string())
+}
+
 /// The mode a working file would be committed with (a symlink's is `120000`).
 pub fn file_mode(path: &Path) -> String {
     use std::os::unix::fs::PermissionsExt;

@@ -86,13 +86,7 @@ pub fn save_work(
         "wit work of {session}\n\nsession: {session}\nfiles: {}\n",
         names.join(", ")
     );
-    let mut args = vec!["commit-tree", tree.as_str(), "-m", message.as_str()];
-    if let Some(head) = &head {
-        args.push("-p");
-        args.push(head);
-    }
-    let commit = gitio::run(root, &args)?;
-    let commit = String::from_utf8_lossy(&commit).trim().to_string();
+    let commit = gitio::commit_tree(root, &tree, &message, head.as_deref())?;
     let reference = format!("{WORK_REF_PREFIX}{}", work_ref_name(session));
     gitio::run(root, &["update-ref", &reference, &commit])?;
     Ok(())
@@ -267,13 +261,7 @@ pub fn save(
         "wit snapshot before `{command}`\n\nwork of: {sessions}\nfiles: {}\n",
         files.join(", ")
     );
-    let mut args = vec!["commit-tree", tree.as_str(), "-m", message.as_str()];
-    if let Some(head) = &head {
-        args.push("-p");
-        args.push(head);
-    }
-    let commit = gitio::run(root, &args)?;
-    let commit = String::from_utf8_lossy(&commit).trim().to_string();
+    let commit = gitio::commit_tree(root, &tree, &message, head.as_deref())?;
     let id = format!("{}-{}", now_secs(), &commit[..8.min(commit.len())]);
     gitio::run(root, &["update-ref", &format!("{REF_PREFIX}{id}"), &commit])?;
     prune(root)?;
