@@ -37,21 +37,42 @@ fn output_tail(output: &str) -> String {
 pub struct Hooks {
     root: PathBuf,
     dir: PathBuf,
+    /// `COMMIT_EDITMSG`, where the message hooks get the message.
+    message_file: PathBuf,
 }
 
 impl Hooks {
-    /// The hooks of the repository at `root` (git's hooks directory).
+    /// The hooks of the repository at `root` (git's hooks directory, `core.hooksPath`
+    /// honoured), with one `git rev-parse`.
     pub fn of(root: &Path) -> Result<Self, CliError> {
-        let dir = gitio::run(root, &["rev-parse", "--git-path", "hooks"])?;
-        let dir = PathBuf::from(String::from_utf8_lossy(&dir).trim());
-        let dir = if dir.is_absolute() {
-            dir
-        } else {
-            root.join(dir)
+        let out = gitio::run(
+            root,
+            &[
+                "rev-parse",
+                "--git-path",
+                "hooks",
+                "--git-path",
+                "COMMIT_EDITMSG",
+            ],
+        )?;
+        let text = String::from_utf8_lossy(&out);
+        let mut paths = text.lines().map(|line| {
+            let path = PathBuf::from(line.trim());
+            if path.is_absolute() {
+                path
+            } else {
+                root.join(path)
+            }
+        });
+        let (Some(dir), Some(message_file)) = (paths.next(), paths.next()) else {
+            return Err(CliError::Failed(format!(
+                "git rev-parse --git-path gave no paths: {text}"
+            )));
         };
         Ok(Self {
             root: root.to_path_buf(),
             dir,
+            message_file,
         })
     }
 
@@ -114,21 +135,15 @@ impl Hooks {
         {
             return Ok(message.to_owned());
         }
-        let file = gitio::run(&self.root, &["rev-parse", "--git-path", "COMMIT_EDITMSG"])?;
-        let file = PathBuf::from(String::from_utf8_lossy(&file).trim());
-        let file = if file.is_absolute() {
-            file
-        } else {
-            self.root.join(file)
-        };
+        let file = &self.message_file;
         let shown = file.to_string_lossy().into_owned();
-        std::fs::write(&file, message)
+        std::fs::write(file, message)
             .map_err(|e| CliError::Failed(format!("cannot write {shown}: {e}")))?;
         self.run("prepare-commit-msg", &[&shown, "message"], Some(index))?;
         if !no_verify {
             self.run("commit-msg", &[&shown], Some(index))?;
         }
-        let edited = std::fs::read(&file)
+        let edited = std::fs::read(file)
             .map_err(|e| CliError::Failed(format!("cannot read {shown}: {e}")))?;
         let edited = String::from_utf8(edited)
             .map_err(|_| CliError::Failed(format!("{shown} is not UTF-8 after the hooks")))?;

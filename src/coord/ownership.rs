@@ -616,23 +616,31 @@ impl Coord {
                 continue;
             }
             let hunks = tree.owners.hunks();
-            let mut owners: Vec<String> =
-                hunks.iter().flat_map(|h| named(&h.mark.owners)).collect();
+            let hunk_owners: Vec<Vec<String>> =
+                hunks.iter().map(|h| named(&h.mark.owners)).collect();
+            let mut owners: Vec<&String> = hunk_owners.iter().flatten().collect();
             owners.sort();
             owners.dedup();
             for owner in owners {
-                let is_owners = |h: &OwnedHunk| named(&h.mark.owners).contains(&owner);
-                let bytes = if !tree.exists && hunks.iter().all(is_owners) {
+                let mine: Vec<OwnedHunk> = hunks
+                    .iter()
+                    .zip(&hunk_owners)
+                    .filter(|(_, by)| by.contains(owner))
+                    .map(|(h, _)| h.clone())
+                    .collect();
+                let bytes = if !tree.exists && mine.len() == hunks.len() {
                     None
                 } else {
                     Some(super::owner_map::compose(
                         tree.owners.base(),
                         tree.owners.current(),
-                        &hunks,
-                        is_owners,
+                        &mine,
+                        |_| true,
                     ))
                 };
-                out.entry(owner).or_default().insert(file.clone(), bytes);
+                out.entry(owner.clone())
+                    .or_default()
+                    .insert(file.clone(), bytes);
             }
         }
         out

@@ -80,23 +80,26 @@ pub fn stamp(path: &Path) -> Option<Stamp> {
     })
 }
 
-/// The git index of the worktree at `root`: `<root>/.git/index` for a main worktree, the
-/// `index` of the directory a linked worktree's `.git` file points to otherwise. Written by
-/// every checkout, reset and `git add`: when it changes, what git knows may have.
-pub fn index_file(root: &Path) -> Option<PathBuf> {
+/// The git directory of the worktree at `root`: `<root>/.git` for a main worktree, the
+/// directory a linked worktree's `.git` file points to otherwise.
+pub fn git_dir(root: &Path) -> Option<PathBuf> {
     let dot_git = root.join(".git");
     if dot_git.is_dir() {
-        return Some(dot_git.join("index"));
+        return Some(dot_git);
     }
     let text = std::fs::read_to_string(&dot_git).ok()?;
-    let gitdir = text.trim().strip_prefix("gitdir:")?.trim();
-    let gitdir = Path::new(gitdir);
-    let gitdir = if gitdir.is_absolute() {
+    let gitdir = Path::new(text.trim().strip_prefix("gitdir:")?.trim());
+    Some(if gitdir.is_absolute() {
         gitdir.to_path_buf()
     } else {
         root.join(gitdir)
-    };
-    Some(gitdir.join("index"))
+    })
+}
+
+/// The git index of the worktree at `root` (in its [`git_dir`]). Written by every checkout,
+/// reset and `git add`: when it changes, what git knows may have.
+pub fn index_file(root: &Path) -> Option<PathBuf> {
+    git_dir(root).map(|dir| dir.join("index"))
 }
 
 /// Whether a directory of a worktree is never watched: git's and wit's own.

@@ -44,8 +44,8 @@ fn digest(files: &BTreeMap<String, Content>) -> u64 {
 
 impl WorkSnapshots {
     /// Saves the work of every owner in the worktree at `root` that changed since its last
-    /// snapshot.
-    pub fn refresh(&mut self, coord: &Coord, root: &Path) -> Result<(), String> {
+    /// snapshot. Git is asked about HEAD only for work that changed, or when `head_moved`.
+    pub fn refresh(&mut self, coord: &Coord, root: &Path, head_moved: bool) -> Result<(), String> {
         let key_root = root.to_string_lossy().into_owned();
         let touched = coord.take_touched(&key_root);
         let mut now = coord.work_of_owners(&key_root);
@@ -64,6 +64,13 @@ impl WorkSnapshots {
         }
         for (session, mut files) in now {
             let key = (key_root.clone(), session.clone());
+            let unchanged = self
+                .kept
+                .get(&key)
+                .is_some_and(|(_, d)| *d == digest(&files));
+            if unchanged && !head_moved {
+                continue;
+            }
             self.drop_committed(root, &mut files)?;
             if files.is_empty() {
                 self.kept.remove(&key);

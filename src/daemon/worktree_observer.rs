@@ -131,21 +131,9 @@ pub async fn observe_worktrees(
 /// its HEAD file and of its HEAD reflog (a commit, a reset, a checkout each append to it).
 type HeadStamp = Option<(u64, std::time::SystemTime, std::time::SystemTime)>;
 
-/// The [`HeadStamp`] of the worktree at `root` (its git directory is `.git`, or the one a
-/// linked worktree's `.git` file names).
+/// The [`HeadStamp`] of the worktree at `root` (in its git directory).
 fn head_stamp(root: &Path) -> HeadStamp {
-    let dot_git = root.join(".git");
-    let git_dir = if dot_git.is_dir() {
-        dot_git
-    } else {
-        let text = std::fs::read_to_string(&dot_git).ok()?;
-        let named = PathBuf::from(text.strip_prefix("gitdir:")?.trim());
-        if named.is_absolute() {
-            named
-        } else {
-            root.join(named)
-        }
-    };
+    let git_dir = watch_set::git_dir(root)?;
     let head = std::fs::metadata(git_dir.join("HEAD")).ok()?;
     let log = std::fs::metadata(git_dir.join("logs/HEAD"));
     Some((
@@ -652,13 +640,14 @@ impl Observer {
             let coord = Arc::clone(&self.coord);
             let at = root.clone();
             let snapshots = Arc::clone(&self.work_snapshots);
+            let head_moved = dirty.head_moved;
             let attributed = tokio::task::spawn_blocking(move || {
-                attribute(&coord, &at, changed, dirty.head_moved)?;
+                attribute(&coord, &at, changed, head_moved)?;
                 // Then every owner's work there is kept as git objects (15.5).
                 snapshots
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .refresh(&coord, &at)
+                    .refresh(&coord, &at, head_moved)
             })
             .await;
             if let Ok(Err(error)) = attributed {
