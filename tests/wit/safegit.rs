@@ -275,6 +275,77 @@ fn stash_checkout_and_restore_of_the_file_are_denied() {
     assert!(working(&repo).contains(BOB_NEW));
 }
 
+/// Claude Code's tool call of `session` with its shell (or edit tool) in `cwd`.
+fn tool_call_in(cwd: &Path, session: &str, tool: &str, input: Value) -> Value {
+    json!({
+        "session_id": session,
+        "cwd": cwd.display().to_string(),
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": input,
+    })
+}
+
+/// Issue 29.6: in a linked worktree an agent's git commands on that worktree's own files pass,
+/// although another agent has uncommitted work on the same path in the main worktree (another
+/// checkout's files are not at stake); the same commands in the main worktree stay denied.
+#[test]
+fn commands_in_a_linked_worktree_touch_only_that_worktrees_work() {
+    let (repo, _daemon) = two_agents();
+    let holder = tempfile::Builder::new()
+        .prefix("wtg")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let linked = std::fs::canonicalize(holder.path()).unwrap().join("w1");
+    let linked_arg = linked.display().to_string();
+    git_text(
+        repo.path(),
+        &["worktree", "add", "-q", "-b", "w1", &linked_arg],
+    );
+    // carol changes alpha in the linked worktree's copy of src/lib.ts, through the edit gate.
+    let file = linked.join("src/lib.ts");
+    let input = json!({
+        "file_path": file.display().to_string(),
+        "old_string": ALICE_OLD,
+        "new_string": "  return a + 7;",
+    });
+    let out = hook(
+        &repo,
+        "claude",
+        &tool_call_in(&linked, "carol", "Edit", input),
+    );
+    // Not denied: alice's change of the same lines in the main worktree is a warning (14.5).
+    let decision = &answer(&out)["hookSpecificOutput"]["permissionDecision"];
+    assert_eq!(decision, &Value::Null, "{}", text(&out.stderr));
+    let current = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, current.replacen(ALICE_OLD, "  return a + 7;", 1)).unwrap();
+    let verdict = |cwd: &Path, session: &str, command: &str| {
+        let input = json!({ "command": command });
+        let out = hook(&repo, "claude", &tool_call_in(cwd, session, "Bash", input));
+        let value = answer(&out);
+        let output = &value["hookSpecificOutput"];
+        let decision = output["permissionDecision"].as_str().unwrap_or("");
+        let said = output["permissionDecisionReason"].as_str().unwrap_or("");
+        (decision.to_string(), format!("{said}{}", text(&out.stderr)))
+    };
+    for command in [
+        "git stash",
+        "git checkout -- src/lib.ts",
+        "git add -A && git commit -m 'alpha in w1'",
+    ] {
+        let (decision, reason) = verdict(&linked, "carol", command);
+        assert_eq!(decision, "", "{command} in the linked worktree: {reason}");
+    }
+    // The main worktree's work is still at stake for a command run there.
+    let (decision, reason) = verdict(repo.path(), "carol", "git stash");
+    assert_eq!(decision, "deny", "{reason}");
+    assert!(
+        reason.contains("bob") && reason.contains("alice"),
+        "{reason}"
+    );
+    git_text(repo.path(), &["worktree", "remove", "--force", &linked_arg]);
+}
+
 #[test]
 fn reads_and_commands_on_own_files_pass_untouched() {
     let (repo, _daemon) = two_agents();
