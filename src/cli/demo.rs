@@ -401,7 +401,10 @@ async fn play(narrator: &mut Narrator, paths: &WitPaths) -> Result<(), CliError>
     narrator.say(&indent(&format!(
         "$ git commit -m \"Require the wit_ token prefix\"\n{text}"
     )));
-    expect(code == 0, "the fixed commit to go through")?;
+    expect(
+        code == 0,
+        &format!("the fixed commit to go through (git said: {text})"),
+    )?;
     let message = git_output(root, &["log", "-1", "--format=%B"])?;
     narrator.say(&indent(&format!(
         "$ git log -1 --format=%B\n{}",
