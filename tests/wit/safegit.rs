@@ -113,20 +113,31 @@ pub(crate) fn answer(out: &Output) -> Value {
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
 }
 
-/// Claude Code's Bash tool call of `session` running `command`.
-pub(crate) fn bash(repo: &Repo, session: &str, command: &str) -> Value {
+/// Claude Code's tool call of `session` with its shell (or edit tool) in `cwd`.
+fn tool_call_in(cwd: &Path, session: &str, tool: &str, input: Value) -> Value {
     json!({
         "session_id": session,
-        "cwd": repo.path().display().to_string(),
+        "cwd": cwd.display().to_string(),
         "hook_event_name": "PreToolUse",
-        "tool_name": "Bash",
-        "tool_input": {"command": command},
+        "tool_name": tool,
+        "tool_input": input,
     })
+}
+
+/// Claude Code's Bash tool call of `session` running `command`.
+pub(crate) fn bash(repo: &Repo, session: &str, command: &str) -> Value {
+    tool_call_in(repo.path(), session, "Bash", json!({ "command": command }))
 }
 
 /// Claude Code's verdict on `command` run by `session`: `(decision or "", reason/context)`.
 pub(crate) fn shell_verdict(repo: &Repo, session: &str, command: &str) -> (String, String) {
-    let out = hook(repo, "claude", &bash(repo, session, command));
+    shell_verdict_in(repo, repo.path(), session, command)
+}
+
+/// [`shell_verdict`] with the shell in `cwd` (a linked worktree of `repo`, say).
+fn shell_verdict_in(repo: &Repo, cwd: &Path, session: &str, command: &str) -> (String, String) {
+    let call = tool_call_in(cwd, session, "Bash", json!({ "command": command }));
+    let out = hook(repo, "claude", &call);
     let value = answer(&out);
     let output = &value["hookSpecificOutput"];
     let decision = output["permissionDecision"]
@@ -144,18 +155,16 @@ pub(crate) fn shell_verdict(repo: &Repo, session: &str, command: &str) -> (Strin
 /// `session` edits `old` to `new` in `file` through Claude Code's edit gate (recorded as
 /// observed work), then the harness writes the edit.
 pub(crate) fn edit(repo: &Repo, session: &str, file: &str, old: &str, new: &str) {
-    let payload = json!({
-        "session_id": session,
-        "cwd": repo.path().display().to_string(),
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Edit",
-        "tool_input": {
-            "file_path": repo.path().join(file).display().to_string(),
-            "old_string": old,
-            "new_string": new,
-        },
+    let input = json!({
+        "file_path": repo.path().join(file).display().to_string(),
+        "old_string": old,
+        "new_string": new,
     });
-    let out = hook(repo, "claude", &payload);
+    let out = hook(
+        repo,
+        "claude",
+        &tool_call_in(repo.path(), session, "Edit", input),
+    );
     assert_eq!(answer(&out), Value::Null, "{}", text(&out.stderr));
     let path = repo.path().join(file);
     let current = std::fs::read_to_string(&path).unwrap();
@@ -275,17 +284,6 @@ fn stash_checkout_and_restore_of_the_file_are_denied() {
     assert!(working(&repo).contains(BOB_NEW));
 }
 
-/// Claude Code's tool call of `session` with its shell (or edit tool) in `cwd`.
-fn tool_call_in(cwd: &Path, session: &str, tool: &str, input: Value) -> Value {
-    json!({
-        "session_id": session,
-        "cwd": cwd.display().to_string(),
-        "hook_event_name": "PreToolUse",
-        "tool_name": tool,
-        "tool_input": input,
-    })
-}
-
 /// Issue 29.6: in a linked worktree an agent's git commands on that worktree's own files pass,
 /// although another agent has uncommitted work on the same path in the main worktree (another
 /// checkout's files are not at stake); the same commands in the main worktree stay denied.
@@ -319,25 +317,16 @@ fn commands_in_a_linked_worktree_touch_only_that_worktrees_work() {
     assert_eq!(decision, &Value::Null, "{}", text(&out.stderr));
     let current = std::fs::read_to_string(&file).unwrap();
     std::fs::write(&file, current.replacen(ALICE_OLD, "  return a + 7;", 1)).unwrap();
-    let verdict = |cwd: &Path, session: &str, command: &str| {
-        let input = json!({ "command": command });
-        let out = hook(&repo, "claude", &tool_call_in(cwd, session, "Bash", input));
-        let value = answer(&out);
-        let output = &value["hookSpecificOutput"];
-        let decision = output["permissionDecision"].as_str().unwrap_or("");
-        let said = output["permissionDecisionReason"].as_str().unwrap_or("");
-        (decision.to_string(), format!("{said}{}", text(&out.stderr)))
-    };
     for command in [
         "git stash",
         "git checkout -- src/lib.ts",
         "git add -A && git commit -m 'alpha in w1'",
     ] {
-        let (decision, reason) = verdict(&linked, "carol", command);
+        let (decision, reason) = shell_verdict_in(&repo, &linked, "carol", command);
         assert_eq!(decision, "", "{command} in the linked worktree: {reason}");
     }
     // The main worktree's work is still at stake for a command run there.
-    let (decision, reason) = verdict(repo.path(), "carol", "git stash");
+    let (decision, reason) = shell_verdict_in(&repo, repo.path(), "carol", "git stash");
     assert_eq!(decision, "deny", "{reason}");
     assert!(
         reason.contains("bob") && reason.contains("alice"),
