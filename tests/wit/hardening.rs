@@ -451,7 +451,10 @@ fn ping_answers_with_every_connection_slot_taken() {
         if status == 200 {
             held.push(stream);
         } else {
-            assert!(std::time::Instant::now() < deadline, "no slot freed: {status}");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no slot freed: {status}"
+            );
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }

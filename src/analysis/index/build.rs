@@ -54,13 +54,52 @@ struct Parsed {
     changed: Vec<String>,
 }
 
+/// Most rounds one build makes while the tree keeps changing under it (issue 35: a worktree
+/// indexed while `git worktree add` is still checking it out). Past this the last round's
+/// files are installed and the watcher's updates bring in the rest.
+const MAX_BUILD_ROUNDS: usize = 8;
+
 impl RepoIndex {
-    /// A whole build: walk, parse what changed, resolve, install. See [`RepoIndex::build_now`].
+    /// A whole build: walk, parse what changed, resolve, install, and again while the tree
+    /// changed under the round (a round that parsed files ends with a second walk compared
+    /// with what it installed); only then is the build complete. See
+    /// [`RepoIndex::build_now`].
     pub(super) fn rebuild(&self) {
-        let Some(root) = self.canonical_root() else {
-            *self.write() = State::default();
-            return;
-        };
+        for round in 1..=MAX_BUILD_ROUNDS {
+            let Some(root) = self.canonical_root() else {
+                *self.write() = State::default();
+                break;
+            };
+            let parsed_any = self.build_round(&root);
+            if !parsed_any || self.matches_tree(&root) {
+                break;
+            }
+            tracing::info!(
+                round,
+                "the tree changed during the index build; building again"
+            );
+        }
+        self.progress
+            .finish(self.parse_count(), self.resident_bytes());
+    }
+
+    /// Whether the installed files are exactly the tree's supported files as they are now,
+    /// each with the size and mtime it was read with.
+    fn matches_tree(&self, root: &Path) -> bool {
+        let walked = walk(root);
+        let state = self.read();
+        walked.files.len() == state.files.len()
+            && walked.files.iter().all(|(rel, _, _)| {
+                state.files.get(rel).is_some_and(|entry| {
+                    std::fs::metadata(root.join(rel))
+                        .is_ok_and(|meta| unchanged(entry.size, entry.mtime, &meta))
+                })
+            })
+    }
+
+    /// One round of a build; whether it parsed any file.
+    fn build_round(&self, root: &Path) -> bool {
+        let root = root.to_path_buf();
         let started = Instant::now();
         let mut walked = walk(&root);
         // Largest first: the build ends on small files, both cores busy to the end.
@@ -103,6 +142,7 @@ impl RepoIndex {
         } else {
             self.db.donor().and_then(|donor| donor.graph())
         };
+        let parsed_any = !changed.is_empty();
         let from_donor = donated.is_some_and(|graph| self.resolve_from_donor(&root, &state, graph));
         if !from_donor {
             self.resolve_build(&root, &state, changed, &removed, graph_was_complete);
@@ -116,8 +156,7 @@ impl RepoIndex {
             resolve_ms = (started.elapsed() - parse_time).as_millis(),
             "index built"
         );
-        self.progress
-            .finish(self.parse_count(), self.resident_bytes());
+        parsed_any
     }
 
     /// Resolves the graph after a build: few changes re-resolve what they touch; many (or no
