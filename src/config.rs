@@ -82,7 +82,7 @@ pub enum Action {
 
 impl Action {
     /// The action a word of the configuration names.
-    pub fn parse(text: &str) -> Option<Self> {
+    fn parse(text: &str) -> Option<Self> {
         match text {
             "off" => Some(Self::Off),
             "warn" => Some(Self::Warn),
@@ -191,17 +191,17 @@ pub fn read(path: &Path) -> Result<Option<WitConfig>, ConfigError> {
 /// Parses `text`, the content of the settings file at `path`.
 pub fn parse(text: &str, path: &Path) -> Result<WitConfig, ConfigError> {
     toml::from_str(text).map_err(|error: toml::de::Error| {
-        let start = error.span().map(|span| span.start.min(text.len()));
-        let line = start.map(|start| text[..start].matches('\n').count() + 1);
-        let excerpt = match (line, start) {
-            (Some(line), Some(_)) => text
-                .lines()
-                .nth(line - 1)
-                .unwrap_or_default()
-                .trim()
-                .to_owned(),
-            _ => String::new(),
-        };
+        // The span is in bytes; `get` keeps a span that is not on a character boundary from
+        // panicking (it then names no line).
+        let line = error
+            .span()
+            .and_then(|span| text.get(..span.start))
+            .map(|before| before.matches('\n').count() + 1);
+        let excerpt = line
+            .and_then(|line| text.lines().nth(line - 1))
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
         ConfigError::Invalid {
             path: path.to_path_buf(),
             line,
