@@ -12,6 +12,8 @@ pub mod analysis;
 #[cfg(feature = "daemon")]
 pub mod cli;
 #[cfg(feature = "daemon")]
+pub mod config;
+#[cfg(feature = "daemon")]
 pub mod coord;
 #[cfg(feature = "daemon")]
 pub mod daemon;

@@ -1,5 +1,5 @@
 //! Events (PROTOCOL-NOTES 9): their kinds, the payloads each change appends, reading the log
-//! and its retention. Every change appends its events with [`StoreWrite::append_event`](crate::store::StoreWrite::append_event) in its
+//! and its retention. Every change appends its events with [`EventsWrite::append_event`](crate::store::EventsWrite::append_event) in its
 //! own transaction; this module only names them and reads them back.
 
 use serde_json::{json, Value};

@@ -8,6 +8,7 @@
 
 use std::path::Path;
 
+use crate::config::{self, ConfigError, StoreSection, LOCAL_FILE};
 use crate::git::Git;
 use crate::store::{StoreUrl, StoreUrlError};
 
@@ -15,8 +16,6 @@ use crate::store::{StoreUrl, StoreUrlError};
 pub const STORE_ENV: &str = "WIT_STORE";
 /// The environment variable naming the project.
 pub const PROJECT_ENV: &str = "WIT_PROJECT";
-/// The clone's own settings file under `.wit/`.
-const LOCAL_CONFIG: &str = "config.toml";
 /// Longest project name, in bytes.
 const MAX_PROJECT_BYTES: usize = 256;
 
@@ -48,21 +47,10 @@ pub enum StoreChoiceError {
     /// The project name is empty or too long.
     #[error("invalid project name: must be 1 to {MAX_PROJECT_BYTES} bytes")]
     Project,
-    /// `.wit/config.toml` is not valid TOML or its `[store]` values are not strings.
-    #[error("{path}: {message}")]
-    Config {
-        /// The file.
-        path: String,
-        /// What is wrong.
-        message: String,
-    },
-}
-
-/// The settings of `.wit/config.toml`'s `[store]` table.
-#[derive(Debug, Default)]
-struct FileSettings {
-    url: Option<String>,
-    project: Option<String>,
+    /// `.wit/config.toml` cannot be read, is not valid TOML or its `[store]` values are not
+    /// strings.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
 }
 
 /// Works out the store of the daemon serving `root` (whose state directory is `wit_dir`).
@@ -72,7 +60,7 @@ pub fn resolve(
     store_flag: Option<&str>,
     project_flag: Option<&str>,
 ) -> Result<StoreChoice, StoreChoiceError> {
-    let file = read_file_settings(&wit_dir.join(LOCAL_CONFIG))?;
+    let file = read_file_settings(&wit_dir.join(LOCAL_FILE))?;
     let env = |name| {
         std::env::var(name)
             .ok()
@@ -106,31 +94,11 @@ pub fn resolve(
     Ok(StoreChoice { url, project })
 }
 
-fn read_file_settings(path: &Path) -> Result<FileSettings, StoreChoiceError> {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Ok(FileSettings::default());
-    };
-    let config_error = |message: String| StoreChoiceError::Config {
-        path: path.display().to_string(),
-        message,
-    };
-    let doc: toml_edit::DocumentMut = text.parse().map_err(|e| config_error(format!("{e}")))?;
-    let Some(table) = doc.get("store") else {
-        return Ok(FileSettings::default());
-    };
-    let field = |key: &str| -> Result<Option<String>, StoreChoiceError> {
-        match table.get(key) {
-            None => Ok(None),
-            Some(item) => item
-                .as_str()
-                .map(|s| Some(s.to_owned()))
-                .ok_or_else(|| config_error(format!("store.{key} must be a string"))),
-        }
-    };
-    Ok(FileSettings {
-        url: field("url")?,
-        project: field("project")?,
-    })
+/// The `[store]` table of the settings file at `path` (empty when there is no file).
+fn read_file_settings(path: &Path) -> Result<StoreSection, StoreChoiceError> {
+    Ok(config::read(path)?
+        .map(|file| file.store)
+        .unwrap_or_default())
 }
 
 /// The id of the repository's first commit (the oldest root commit if there are several),
@@ -191,11 +159,11 @@ mod tests {
         assert_eq!(sqlite.url, StoreUrl::Sqlite);
         assert!(sqlite.project.is_empty());
         std::fs::write(
-            wit.join(LOCAL_CONFIG),
+            wit.join(LOCAL_FILE),
             "[store]\nurl = \"postgres://u:pw@h/db\"\nproject = \"from-file\"\n",
         )
         .unwrap();
-        let settings = read_file_settings(&wit.join(LOCAL_CONFIG)).unwrap();
+        let settings = read_file_settings(&wit.join(LOCAL_FILE)).unwrap();
         assert_eq!(settings.project.as_deref(), Some("from-file"));
         assert_eq!(settings.url.as_deref(), Some("postgres://u:pw@h/db"));
         assert!(resolve(dir.path(), &wit, Some("mysql://x"), None).is_err());
@@ -203,10 +171,10 @@ mod tests {
             resolve(dir.path(), &wit, Some("postgres://h/db"), Some(" ")),
             Err(StoreChoiceError::Project)
         ));
-        std::fs::write(wit.join(LOCAL_CONFIG), "[store]\nurl = 5\n").unwrap();
+        std::fs::write(wit.join(LOCAL_FILE), "[store]\nurl = 5\n").unwrap();
         assert!(matches!(
-            read_file_settings(&wit.join(LOCAL_CONFIG)),
-            Err(StoreChoiceError::Config { .. })
+            read_file_settings(&wit.join(LOCAL_FILE)),
+            Err(StoreChoiceError::Config(_))
         ));
     }
 }

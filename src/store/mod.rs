@@ -9,7 +9,8 @@
 //! it decides on cannot interleave with another operation, whichever daemon runs it).
 //!
 //! The closures see [`Reader`] and [`Writer`], trait objects of [`StoreRead`] and
-//! [`StoreWrite`] (`interface.rs`): their methods are the only SQL of the coordination state
+//! [`StoreWrite`] (`interface.rs`: one pair of read and write traits per table, declared once
+//! and implemented directly by both backends): their methods are the only SQL of the coordination state
 //! (the code index has its own file, `analysis::store`). The rows are returned as the plain
 //! records of [`records`], which the `coord` module uses as its domain types. Lookups that
 //! conflict detection needs on every request go through indexes (locks by symbol path, intent
@@ -28,7 +29,11 @@ use std::cell::{Cell, RefCell};
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-pub use interface::{StoreRead, StoreWrite};
+pub use interface::{
+    AgentsRead, AgentsWrite, ContractsRead, ContractsWrite, DaemonsRead, DaemonsWrite, EventsRead,
+    EventsWrite, IntentsRead, IntentsWrite, LocksRead, LocksWrite, SessionsRead, SessionsWrite,
+    StoreRead, StoreWrite, WaitersRead, WaitersWrite,
+};
 pub use records::{
     decode_regions, encode_regions, Contract, ContractStatus, DaemonBeat, Event, EventPage, Intent,
     IntentFilter, IntentRange, IntentStatus, LineRegion, Lock, LockWait, NewEvent, NewWaiter,
@@ -49,7 +54,7 @@ pub type Writer<'a> = dyn StoreWrite + 'a;
 pub trait CommitListener: Send + Sync {
     /// Events up to `newest_seq` are committed.
     fn events_committed(&self, newest_seq: i64);
-    /// Another daemon granted lock requests of this daemon ([`StoreRead::granted_waiters`]).
+    /// Another daemon granted lock requests of this daemon ([`WaitersRead::granted_waiters`]).
     fn waiters_granted(&self) {}
 }
 

@@ -352,7 +352,7 @@ pub struct NewEvent<'a> {
     pub data: serde_json::Value,
 }
 
-/// Filters of [`StoreRead::intents`](super::StoreRead::intents); each given one is applied literally.
+/// Filters of [`IntentsRead::intents`](super::IntentsRead::intents); each given one is applied literally.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct IntentFilter<'a> {
     /// Only intents of this session.
@@ -383,7 +383,7 @@ pub struct RangeHit {
     pub regions: Option<Vec<LineRegion>>,
 }
 
-/// What [`StoreRead::events_after`](super::StoreRead::events_after) found.
+/// What [`EventsRead::events_after`](super::EventsRead::events_after) found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventPage {
     /// The events, oldest first.
@@ -418,7 +418,7 @@ pub struct WaiterRow {
 }
 
 /// One waiting lock request as `lock.waits` shows it
-/// ([`super::StoreRead::lock_waits`]): who waits, for what, since when, and who holds it.
+/// ([`super::WaitersRead::lock_waits`]): who waits, for what, since when, and who holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockWait {
     /// The normalised symbol path it waits for.
@@ -431,7 +431,7 @@ pub struct LockWait {
     pub holder: Option<String>,
 }
 
-/// A lock request to queue ([`super::StoreWrite::insert_waiter`]).
+/// A lock request to queue ([`super::WaitersWrite::insert_waiter`]).
 #[derive(Debug, Clone, Copy)]
 pub struct NewWaiter<'a> {
     /// The normalised symbol path.

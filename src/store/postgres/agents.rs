@@ -1,13 +1,24 @@
 //! Queries on `wit_agents`.
 
 use super::tx::Tx;
-use crate::store::Result;
+use crate::store::{AgentsRead, AgentsWrite, Result};
 
-impl Tx<'_> {
+impl AgentsRead for Tx<'_> {
+    /// The agent id and name registered for `session_id`.
+    fn agent(&self, session_id: &str) -> Result<Option<(i64, String)>> {
+        self.row(
+            "SELECT id, name FROM wit_agents WHERE project = $1 AND session_id = $2",
+            &[&self.project, &session_id],
+            |row| Ok((row.try_get(0)?, row.try_get(1)?)),
+        )
+    }
+}
+
+impl AgentsWrite for Tx<'_> {
     /// Registers `session_id` under `name`, or renames the existing registration; returns the
     /// agent id, which stays the same for a session. New ids come from the project's counter
     /// (under the project row lock), so they are never reused, like SQLite's AUTOINCREMENT.
-    pub(super) fn upsert_agent(&self, session_id: &str, name: &str, now_ms: i64) -> Result<i64> {
+    fn upsert_agent(&self, session_id: &str, name: &str, now_ms: i64) -> Result<i64> {
         let renamed = self.query_opt(
             "UPDATE wit_agents SET name = $3, updated_at = $4
              WHERE project = $1 AND session_id = $2 RETURNING id",
@@ -28,14 +39,5 @@ impl Tx<'_> {
                 .ok_or_else(|| self.missing_project())?,
         };
         row.try_get(0).map_err(|e| self.refused(&e))
-    }
-
-    /// The agent id and name registered for `session_id`.
-    pub(super) fn agent(&self, session_id: &str) -> Result<Option<(i64, String)>> {
-        self.row(
-            "SELECT id, name FROM wit_agents WHERE project = $1 AND session_id = $2",
-            &[&self.project, &session_id],
-            |row| Ok((row.try_get(0)?, row.try_get(1)?)),
-        )
     }
 }

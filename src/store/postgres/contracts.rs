@@ -3,7 +3,7 @@
 use postgres::Row;
 
 use super::tx::{Parsed, Tx};
-use crate::store::{Contract, ContractStatus, Result};
+use crate::store::{Contract, ContractStatus, ContractsRead, ContractsWrite, Result};
 
 fn contract_from_row(row: &Row) -> Result<Contract, postgres::Error> {
     Ok(Contract {
@@ -20,9 +20,9 @@ fn contract_from_row(row: &Row) -> Result<Contract, postgres::Error> {
     })
 }
 
-impl Tx<'_> {
+impl ContractsRead for Tx<'_> {
     /// The contract with UUID `id`.
-    pub(super) fn contract(&self, id: &str) -> Result<Option<Contract>> {
+    fn contract(&self, id: &str) -> Result<Option<Contract>> {
         self.row(
             "SELECT id, proposer, symbol_path, file, name, signature, status, responder,
                     proposed_at, responded_at
@@ -34,7 +34,7 @@ impl Tx<'_> {
 
     /// Contracts with exactly this symbol path and/or status (each filter optional), ordered
     /// by proposal time, then creation order. One statement per combination of filters.
-    pub(super) fn contracts(
+    fn contracts(
         &self,
         symbol_path: Option<&str>,
         status: Option<ContractStatus>,
@@ -67,7 +67,7 @@ impl Tx<'_> {
 
     /// The accepted contracts on symbols of `file` (through the `(project, file, status)`
     /// index), ordered by proposal.
-    pub(super) fn accepted_contracts_in_file(&self, file: &str) -> Result<Vec<Contract>> {
+    fn accepted_contracts_in_file(&self, file: &str) -> Result<Vec<Contract>> {
         self.rows(
             "SELECT id, proposer, symbol_path, file, name, signature, status, responder,
                     proposed_at, responded_at
@@ -77,9 +77,11 @@ impl Tx<'_> {
             contract_from_row,
         )
     }
+}
 
+impl ContractsWrite for Tx<'_> {
     /// Stores a new contract.
-    pub(super) fn insert_contract(&self, contract: &Contract) -> Result<()> {
+    fn insert_contract(&self, contract: &Contract) -> Result<()> {
         self.execute(
             "INSERT INTO wit_contracts (project, id, proposer, symbol_path, file, name, signature,
                                         status, responder, proposed_at, responded_at)
@@ -102,7 +104,7 @@ impl Tx<'_> {
     }
 
     /// Records the answer to contract `id`; whether it exists.
-    pub(super) fn set_contract_response(
+    fn set_contract_response(
         &self,
         id: &str,
         status: ContractStatus,

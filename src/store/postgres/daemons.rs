@@ -2,11 +2,11 @@
 //! (PROTOCOL-NOTES 12.3).
 
 use super::tx::Tx;
-use crate::store::{DaemonBeat, Result};
+use crate::store::{DaemonBeat, DaemonsRead, DaemonsWrite, Result};
 
-impl Tx<'_> {
+impl DaemonsRead for Tx<'_> {
     /// Hosts with a daemon whose last heartbeat is at or after `since_ms`.
-    pub(super) fn live_hosts(&self, since_ms: i64) -> Result<Vec<String>> {
+    fn live_hosts(&self, since_ms: i64) -> Result<Vec<String>> {
         self.rows(
             "SELECT DISTINCT host_id FROM wit_daemons
              WHERE project = $1 AND last_beat_ms >= $2 ORDER BY host_id",
@@ -14,9 +14,11 @@ impl Tx<'_> {
             |row| row.try_get(0),
         )
     }
+}
 
+impl DaemonsWrite for Tx<'_> {
     /// Records a daemon's heartbeat (creating its row).
-    pub(super) fn beat_daemon(&self, beat: &DaemonBeat<'_>) -> Result<()> {
+    fn beat_daemon(&self, beat: &DaemonBeat<'_>) -> Result<()> {
         self.execute(
             "INSERT INTO wit_daemons (project, daemon_id, host_id, pid, started_at_ms, last_beat_ms)
              VALUES ($1, $2, $3, $4, $5, $6)
@@ -34,7 +36,7 @@ impl Tx<'_> {
     }
 
     /// Removes the row of a daemon that stops; whether it was there.
-    pub(super) fn delete_daemon(&self, daemon_id: &str) -> Result<bool> {
+    fn delete_daemon(&self, daemon_id: &str) -> Result<bool> {
         Ok(self.execute(
             "DELETE FROM wit_daemons WHERE project = $1 AND daemon_id = $2",
             &[&self.project, &daemon_id],
@@ -42,7 +44,7 @@ impl Tx<'_> {
     }
 
     /// Removes daemons whose last heartbeat is before `before_ms`; their ids.
-    pub(super) fn delete_stale_daemons(&self, before_ms: i64) -> Result<Vec<String>> {
+    fn delete_stale_daemons(&self, before_ms: i64) -> Result<Vec<String>> {
         self.rows(
             "DELETE FROM wit_daemons WHERE project = $1 AND last_beat_ms < $2
              RETURNING daemon_id",

@@ -9,7 +9,7 @@
 use postgres::Row;
 
 use super::tx::{quote, quote_opt, Tx};
-use crate::store::{Event, EventPage, NewEvent, Result};
+use crate::store::{Event, EventPage, EventsRead, EventsWrite, NewEvent, Result};
 
 /// A page row: the table's newest and oldest `seq`, then the event's columns (NULL when the
 /// page is empty).
@@ -33,9 +33,9 @@ fn page_row(row: &Row) -> Result<PageRow, postgres::Error> {
     Ok((newest, oldest, event))
 }
 
-impl Tx<'_> {
+impl EventsRead for Tx<'_> {
     /// The newest event `seq` (0 when none was ever written).
-    pub(super) fn newest_event_seq(&self) -> Result<i64> {
+    fn newest_event_seq(&self) -> Result<i64> {
         if self.is_writer() {
             return Ok(self.next_seq.get() - 1);
         }
@@ -50,12 +50,7 @@ impl Tx<'_> {
 
     /// Up to `limit` events with `seq > since`, oldest first, of the given `kinds` (all when
     /// `None`), with the table's newest and oldest `seq`: one statement, so one snapshot.
-    pub(super) fn events_after(
-        &self,
-        since: i64,
-        limit: usize,
-        kinds: Option<&[&str]>,
-    ) -> Result<EventPage> {
+    fn events_after(&self, since: i64, limit: usize, kinds: Option<&[&str]>) -> Result<EventPage> {
         let limit = crate::store::to_i64(limit);
         let rows = match kinds {
             None => self.rows(
@@ -90,16 +85,18 @@ impl Tx<'_> {
             oldest_seq: oldest,
         })
     }
+}
 
+impl EventsWrite for Tx<'_> {
     /// The `seq` the next appended event will get (nobody else can append first: the
     /// project row is locked).
-    pub(super) fn next_event_seq(&self) -> Result<i64> {
+    fn next_event_seq(&self) -> Result<i64> {
         Ok(self.next_seq.get())
     }
 
     /// Appends one event at `at_ms`; its `seq`. The counter goes back to `wit_projects` with
     /// the commit.
-    pub(super) fn append_event(&self, at_ms: i64, event: &NewEvent<'_>) -> Result<i64> {
+    fn append_event(&self, at_ms: i64, event: &NewEvent<'_>) -> Result<i64> {
         let seq = self.next_seq.get();
         // Deferred: the seq is known here, and readers of events see them after the commit.
         self.defer(&format!(
@@ -118,7 +115,7 @@ impl Tx<'_> {
 
     /// Deletes events that are both older than `older_than_ms` and not among the newest
     /// `keep_newest`; how many.
-    pub(super) fn prune_events(&self, older_than_ms: i64, keep_newest: i64) -> Result<usize> {
+    fn prune_events(&self, older_than_ms: i64, keep_newest: i64) -> Result<usize> {
         let boundary: Option<i64> = self.row(
             "SELECT seq FROM wit_events WHERE project = $1 ORDER BY seq DESC LIMIT 1 OFFSET $2",
             &[&self.project, &keep_newest.saturating_sub(1).max(0)],

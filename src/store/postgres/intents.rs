@@ -5,8 +5,8 @@ use postgres::Row;
 
 use super::tx::{Parsed, Tx};
 use crate::store::{
-    decode_regions, encode_regions, Intent, IntentFilter, IntentRange, IntentStatus, LineRegion,
-    RangeHit, Result,
+    decode_regions, encode_regions, Intent, IntentFilter, IntentRange, IntentStatus, IntentsRead,
+    IntentsWrite, LineRegion, RangeHit, Result,
 };
 
 const INTENT_COLUMNS: &str = "i.id, i.session_id, i.description, i.files, i.symbols, \
@@ -42,9 +42,9 @@ fn range_hit_from_row(row: &Row) -> Result<RangeHit, postgres::Error> {
     })
 }
 
-impl Tx<'_> {
+impl IntentsRead for Tx<'_> {
     /// The intent with UUID `id`.
-    pub(super) fn intent(&self, id: &str) -> Result<Option<Intent>> {
+    fn intent(&self, id: &str) -> Result<Option<Intent>> {
         self.row(
             "SELECT i.id, i.session_id, i.description, i.files, i.symbols, i.start_byte,
                     i.end_byte, i.status, i.declared_at, i.updated_at, i.regions
@@ -56,11 +56,7 @@ impl Tx<'_> {
 
     /// The live ranges in `file` of intents of sessions other than `other_than_session`
     /// (through the `(project, file, live)` index), in declaration order.
-    pub(super) fn live_ranges_in_file(
-        &self,
-        file: &str,
-        other_than_session: &str,
-    ) -> Result<Vec<RangeHit>> {
+    fn live_ranges_in_file(&self, file: &str, other_than_session: &str) -> Result<Vec<RangeHit>> {
         self.rows(
             "SELECT i.seq, i.id, i.session_id, i.description, i.declared_at, r.start_byte,
                     r.end_byte, i.regions
@@ -73,11 +69,7 @@ impl Tx<'_> {
     }
 
     /// The live ranges in `file` of `session_id`'s own intents, in declaration order.
-    pub(super) fn own_live_ranges_in_file(
-        &self,
-        file: &str,
-        session_id: &str,
-    ) -> Result<Vec<RangeHit>> {
+    fn own_live_ranges_in_file(&self, file: &str, session_id: &str) -> Result<Vec<RangeHit>> {
         self.rows(
             "SELECT i.seq, i.id, i.session_id, i.description, i.declared_at, r.start_byte,
                     r.end_byte, i.regions
@@ -91,7 +83,7 @@ impl Tx<'_> {
 
     /// The live rows in `file` of every session's intents that have regions, in declaration
     /// order.
-    pub(super) fn live_regions_in_file(&self, file: &str) -> Result<Vec<RangeHit>> {
+    fn live_regions_in_file(&self, file: &str) -> Result<Vec<RangeHit>> {
         self.rows(
             "SELECT i.seq, i.id, i.session_id, i.description, i.declared_at, r.start_byte,
                     r.end_byte, i.regions
@@ -104,13 +96,15 @@ impl Tx<'_> {
     }
 
     /// Intents matching `filter`, ordered by declaration time, then creation order.
-    pub(super) fn intents(&self, filter: &IntentFilter<'_>) -> Result<Vec<Intent>> {
+    fn intents(&self, filter: &IntentFilter<'_>) -> Result<Vec<Intent>> {
         let (sql, args) = intents_query(&self.project, filter);
         self.rows(&sql, &args, intent_from_row)
     }
+}
 
+impl IntentsWrite for Tx<'_> {
     /// Stores a new intent and its ranges.
-    pub(super) fn insert_intent(&self, intent: &Intent, ranges: &[IntentRange]) -> Result<()> {
+    fn insert_intent(&self, intent: &Intent, ranges: &[IntentRange]) -> Result<()> {
         let row = self
             .query_opt(
                 "INSERT INTO wit_intents (project, id, session_id, description, files, symbols,
@@ -160,12 +154,7 @@ impl Tx<'_> {
 
     /// Sets the status of intent `id`, its update time and its ranges' liveness; whether the
     /// intent exists.
-    pub(super) fn set_intent_status(
-        &self,
-        id: &str,
-        status: IntentStatus,
-        now_ms: i64,
-    ) -> Result<bool> {
+    fn set_intent_status(&self, id: &str, status: IntentStatus, now_ms: i64) -> Result<bool> {
         let changed = self.query_opt(
             "WITH i AS (
                  UPDATE wit_intents SET status = $3, updated_at = $4
@@ -190,15 +179,9 @@ impl Tx<'_> {
         };
         Ok(n > 0)
     }
-}
 
-impl Tx<'_> {
     /// Replaces the regions of intent `id` (`None`: file-level); whether the intent exists.
-    pub(super) fn set_intent_regions(
-        &self,
-        id: &str,
-        regions: Option<&[LineRegion]>,
-    ) -> Result<bool> {
+    fn set_intent_regions(&self, id: &str, regions: Option<&[LineRegion]>) -> Result<bool> {
         let n = self.execute(
             "UPDATE wit_intents SET regions = $3 WHERE project = $1 AND id = $2",
             &[&self.project, &id, &encode_regions(regions)],
@@ -206,7 +189,7 @@ impl Tx<'_> {
         Ok(n > 0)
     }
 
-    pub(super) fn set_intent_symbols(&self, id: &str, symbols: &str) -> Result<bool> {
+    fn set_intent_symbols(&self, id: &str, symbols: &str) -> Result<bool> {
         let n = self.execute(
             "UPDATE wit_intents SET symbols = $3 WHERE project = $1 AND id = $2",
             &[&self.project, &id, &symbols],
@@ -214,7 +197,7 @@ impl Tx<'_> {
         Ok(n > 0)
     }
 
-    pub(super) fn set_intent_description(&self, id: &str, description: &str) -> Result<bool> {
+    fn set_intent_description(&self, id: &str, description: &str) -> Result<bool> {
         let n = self.execute(
             "UPDATE wit_intents SET description = $3 WHERE project = $1 AND id = $2",
             &[&self.project, &id, &description],

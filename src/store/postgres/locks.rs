@@ -4,7 +4,7 @@
 use postgres::Row;
 
 use super::tx::{quote, Tx};
-use crate::store::{Lock, Result};
+use crate::store::{Lock, LocksRead, LocksWrite, Result};
 
 fn lock_from_row(row: &Row) -> Result<Lock, postgres::Error> {
     Ok(Lock {
@@ -16,9 +16,9 @@ fn lock_from_row(row: &Row) -> Result<Lock, postgres::Error> {
     })
 }
 
-impl Tx<'_> {
+impl LocksRead for Tx<'_> {
     /// The lock row on `symbol_path`, live or expired (primary-key lookup).
-    pub(super) fn lock(&self, symbol_path: &str) -> Result<Option<Lock>> {
+    fn lock(&self, symbol_path: &str) -> Result<Option<Lock>> {
         if let Some(prefetched) = self.prefetched_lock(symbol_path) {
             return Ok(prefetched);
         }
@@ -32,7 +32,7 @@ impl Tx<'_> {
 
     /// Locks live at `now_ms`, optionally only those of `session_id` (compared literally),
     /// ordered by acquisition time, then symbol path.
-    pub(super) fn live_locks(&self, now_ms: i64, session_id: Option<&str>) -> Result<Vec<Lock>> {
+    fn live_locks(&self, now_ms: i64, session_id: Option<&str>) -> Result<Vec<Lock>> {
         match session_id {
             Some(session) => self.rows(
                 "SELECT symbol_path, session_id, acquired_at_ms, expires_at_ms, token
@@ -52,7 +52,7 @@ impl Tx<'_> {
     }
 
     /// Locks expired at `now_ms` whose rows are still there.
-    pub(super) fn expired_locks(&self, now_ms: i64) -> Result<Vec<Lock>> {
+    fn expired_locks(&self, now_ms: i64) -> Result<Vec<Lock>> {
         self.rows(
             "SELECT symbol_path, session_id, acquired_at_ms, expires_at_ms, token
              FROM wit_locks WHERE project = $1 AND expires_at_ms <= $2",
@@ -60,9 +60,11 @@ impl Tx<'_> {
             lock_from_row,
         )
     }
+}
 
+impl LocksWrite for Tx<'_> {
     /// Inserts or replaces the lock on `lock.symbol_path`.
-    pub(super) fn put_lock(&self, lock: &Lock) -> Result<()> {
+    fn put_lock(&self, lock: &Lock) -> Result<()> {
         // Deferred: nothing in a transaction reads a lock back after writing it before the
         // next statement, which sends it first.
         self.defer(&format!(
@@ -83,7 +85,7 @@ impl Tx<'_> {
         Ok(())
     }
 
-    pub(super) fn delete_lock(&self, symbol_path: &str) -> Result<()> {
+    fn delete_lock(&self, symbol_path: &str) -> Result<()> {
         // Deferred like `put_lock`; callers delete only a row they have just read, so it is
         // there (the project row lock keeps it so until the commit).
         self.defer(&format!(
@@ -95,7 +97,7 @@ impl Tx<'_> {
         Ok(())
     }
 
-    pub(super) fn delete_expired_locks(&self, now_ms: i64) -> Result<usize> {
+    fn delete_expired_locks(&self, now_ms: i64) -> Result<usize> {
         self.note_lock_write("", None, true);
         self.execute(
             "DELETE FROM wit_locks WHERE project = $1 AND expires_at_ms <= $2",

@@ -4,7 +4,7 @@
 use postgres::Row;
 
 use super::tx::Tx;
-use crate::store::{Result, SessionRow, SessionSummary};
+use crate::store::{Result, SessionRow, SessionSummary, SessionsRead, SessionsWrite};
 
 fn session_from_row(row: &Row) -> Result<SessionRow, postgres::Error> {
     Ok(SessionRow {
@@ -41,9 +41,9 @@ fn summary_from_row(row: &Row) -> Result<SessionSummary, postgres::Error> {
     })
 }
 
-impl Tx<'_> {
+impl SessionsRead for Tx<'_> {
     /// The session's row, if it was ever seen.
-    pub(super) fn session(&self, session_id: &str) -> Result<Option<SessionRow>> {
+    fn session(&self, session_id: &str) -> Result<Option<SessionRow>> {
         self.row(
             "SELECT session_id, pid, pid_start, lease_ms, first_seen_ms, last_seen_ms,
                     ended_at_ms, host_id, worktree
@@ -54,7 +54,7 @@ impl Tx<'_> {
     }
 
     /// Sessions that have a pulse (a pid or a lease) and have not ended.
-    pub(super) fn sessions_with_pulse(&self) -> Result<Vec<SessionRow>> {
+    fn sessions_with_pulse(&self) -> Result<Vec<SessionRow>> {
         self.rows(
             "SELECT session_id, pid, pid_start, lease_ms, first_seen_ms, last_seen_ms,
                     ended_at_ms, host_id, worktree
@@ -69,7 +69,7 @@ impl Tx<'_> {
     /// Every session that is registered, or holds a lock live at `now_ms` or a
     /// declared/active intent (PROTOCOL-NOTES 7.6), with its counts, in order of first
     /// appearance (then session id). One statement, so one snapshot.
-    pub(super) fn session_summaries(&self, now_ms: i64) -> Result<Vec<SessionSummary>> {
+    fn session_summaries(&self, now_ms: i64) -> Result<Vec<SessionSummary>> {
         self.rows(
             "WITH held AS (
                  SELECT session_id, count(*) AS n, min(acquired_at_ms) AS first
@@ -101,10 +101,12 @@ impl Tx<'_> {
             summary_from_row,
         )
     }
+}
 
+impl SessionsWrite for Tx<'_> {
     /// Forgets sessions last seen before `cutoff_ms` that are not registered and hold no
     /// lock and no declared/active intent; how many.
-    pub(super) fn prune_sessions(&self, cutoff_ms: i64) -> Result<usize> {
+    fn prune_sessions(&self, cutoff_ms: i64) -> Result<usize> {
         self.execute(
             "DELETE FROM wit_sessions s WHERE s.project = $1 AND s.last_seen_ms < $2
                AND NOT EXISTS (SELECT 1 FROM wit_agents a
@@ -120,7 +122,7 @@ impl Tx<'_> {
 
     /// Records that `session_id` was seen at `now_ms`: creates its row or moves its last
     /// sighting forward, and makes an ended session a session again (without a pulse).
-    pub(super) fn touch_session(&self, session_id: &str, now_ms: i64) -> Result<()> {
+    fn touch_session(&self, session_id: &str, now_ms: i64) -> Result<()> {
         self.execute(
             "INSERT INTO wit_sessions (project, session_id, first_seen_ms, last_seen_ms)
              VALUES ($1, $2, $3, $3)
@@ -133,7 +135,7 @@ impl Tx<'_> {
     }
 
     /// Records the worktree the session acts from. The row must exist.
-    pub(super) fn set_session_worktree(&self, session_id: &str, worktree: &str) -> Result<()> {
+    fn set_session_worktree(&self, session_id: &str, worktree: &str) -> Result<()> {
         self.execute(
             "UPDATE wit_sessions SET worktree = $3 WHERE project = $1 AND session_id = $2",
             &[&self.project, &session_id, &worktree],
@@ -143,7 +145,7 @@ impl Tx<'_> {
 
     /// Moves the last sighting of an existing session forward; never creates a row, never
     /// revives an ended session.
-    pub(super) fn record_last_seen(&self, session_id: &str, seen_ms: i64) -> Result<()> {
+    fn record_last_seen(&self, session_id: &str, seen_ms: i64) -> Result<()> {
         self.execute(
             "UPDATE wit_sessions SET last_seen_ms = greatest(last_seen_ms, $3)
              WHERE project = $1 AND session_id = $2",
@@ -154,7 +156,7 @@ impl Tx<'_> {
 
     /// Replaces the session's pulse: its pid with the process start time and host, and its
     /// lease. The row must exist.
-    pub(super) fn set_session_pulse(
+    fn set_session_pulse(
         &self,
         session_id: &str,
         pid: Option<(i64, i64)>,
@@ -177,7 +179,7 @@ impl Tx<'_> {
     }
 
     /// Marks the session ended at `now_ms` and clears its pulse; whether it was live.
-    pub(super) fn end_session(&self, session_id: &str, now_ms: i64) -> Result<bool> {
+    fn end_session(&self, session_id: &str, now_ms: i64) -> Result<bool> {
         Ok(self.execute(
             "UPDATE wit_sessions SET ended_at_ms = $3, pid = NULL, pid_start = NULL,
                  lease_ms = NULL

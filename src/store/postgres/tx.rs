@@ -11,16 +11,12 @@ use postgres::Row;
 
 use super::errors::StoreName;
 use super::pool::Conn;
-use crate::store::{
-    CommitNotes, Contract, ContractStatus, DaemonBeat, EventPage, Intent, IntentFilter,
-    IntentRange, IntentStatus, LineRegion, Lock, LockWait, NewEvent, NewWaiter, RangeHit, Result,
-    SessionRow, SessionSummary, StoreError, WaiterRow,
-};
+use crate::store::{CommitNotes, Lock, Result, StoreError};
 
 /// Statement parameters.
 pub(super) type Params<'p> = [&'p (dyn ToSql + Sync)];
 
-/// An open transaction: the SQL of every table, as methods (see the per-table files).
+/// An open transaction: the per-table files implement the store interface on it.
 pub(super) struct Tx<'a> {
     conn: RefCell<&'a mut Conn>,
     /// The project every statement is scoped to.
@@ -238,4 +234,10 @@ pub(super) fn quote_opt(text: Option<&str>) -> String {
     text.map_or_else(|| "NULL".to_owned(), quote)
 }
 
-crate::store::interface::impl_store_interface!(Tx);
+impl crate::store::StoreRead for Tx<'_> {}
+
+impl crate::store::StoreWrite for Tx<'_> {
+    fn notes(&self) -> &CommitNotes {
+        self.notes
+    }
+}

@@ -4,7 +4,7 @@
 use postgres::Row;
 
 use super::tx::Tx;
-use crate::store::{LockWait, NewWaiter, Result, WaiterRow};
+use crate::store::{LockWait, NewWaiter, Result, WaiterRow, WaitersRead, WaitersWrite};
 
 fn waiter_from_row(row: &Row) -> Result<WaiterRow, postgres::Error> {
     Ok(WaiterRow {
@@ -19,9 +19,9 @@ fn waiter_from_row(row: &Row) -> Result<WaiterRow, postgres::Error> {
     })
 }
 
-impl Tx<'_> {
+impl WaitersRead for Tx<'_> {
     /// Every queued request not yet granted, by symbol path, then arrival order.
-    pub(super) fn waiters(&self) -> Result<Vec<WaiterRow>> {
+    fn waiters(&self) -> Result<Vec<WaiterRow>> {
         self.rows(
             "SELECT id, symbol_path, session_id, ttl_ms, daemon_id, callers, queued_at_ms, granted
              FROM wit_lock_waiters WHERE project = $1 AND granted IS NULL
@@ -33,7 +33,7 @@ impl Tx<'_> {
 
     /// Every queued request not yet granted with the holder of the symbol's lock live at
     /// `now_ms`, by symbol path (byte order, as SQLite sorts), then arrival order.
-    pub(super) fn lock_waits(&self, now_ms: i64) -> Result<Vec<LockWait>> {
+    fn lock_waits(&self, now_ms: i64) -> Result<Vec<LockWait>> {
         if self.queue_is_empty() {
             return Ok(Vec::new());
         }
@@ -57,7 +57,7 @@ impl Tx<'_> {
     }
 
     /// The first queued, not yet granted request for `symbol_path`.
-    pub(super) fn first_waiter(&self, symbol_path: &str) -> Result<Option<WaiterRow>> {
+    fn first_waiter(&self, symbol_path: &str) -> Result<Option<WaiterRow>> {
         if self.queue_is_empty() {
             return Ok(None);
         }
@@ -71,7 +71,7 @@ impl Tx<'_> {
     }
 
     /// The queued request `id`, granted or not.
-    pub(super) fn waiter(&self, id: i64) -> Result<Option<WaiterRow>> {
+    fn waiter(&self, id: i64) -> Result<Option<WaiterRow>> {
         self.row(
             "SELECT id, symbol_path, session_id, ttl_ms, daemon_id, callers, queued_at_ms, granted
              FROM wit_lock_waiters WHERE project = $1 AND id = $2",
@@ -81,7 +81,7 @@ impl Tx<'_> {
     }
 
     /// The requests of `daemon_id` that another daemon granted.
-    pub(super) fn granted_waiters(&self, daemon_id: &str) -> Result<Vec<WaiterRow>> {
+    fn granted_waiters(&self, daemon_id: &str) -> Result<Vec<WaiterRow>> {
         self.rows(
             "SELECT id, symbol_path, session_id, ttl_ms, daemon_id, callers, queued_at_ms, granted
              FROM wit_lock_waiters
@@ -90,10 +90,12 @@ impl Tx<'_> {
             waiter_from_row,
         )
     }
+}
 
+impl WaitersWrite for Tx<'_> {
     /// Queues a lock request; its id (an identity: writers of a project are serialised, so
     /// ids grow with arrival).
-    pub(super) fn insert_waiter(&self, waiter: &NewWaiter<'_>) -> Result<i64> {
+    fn insert_waiter(&self, waiter: &NewWaiter<'_>) -> Result<i64> {
         self.set_queue_empty(false);
         let row = self
             .query_opt(
@@ -116,7 +118,7 @@ impl Tx<'_> {
 
     /// Marks request `id` granted with `answer`; whether it was still queued. Notes the
     /// grant for `daemon_id`.
-    pub(super) fn grant_waiter(&self, id: i64, daemon_id: &str, answer: &str) -> Result<bool> {
+    fn grant_waiter(&self, id: i64, daemon_id: &str, answer: &str) -> Result<bool> {
         let granted = self.execute(
             "UPDATE wit_lock_waiters SET granted = $3
              WHERE project = $1 AND id = $2 AND granted IS NULL",
@@ -129,7 +131,7 @@ impl Tx<'_> {
     }
 
     /// Removes request `id`; whether it was there.
-    pub(super) fn delete_waiter(&self, id: i64) -> Result<bool> {
+    fn delete_waiter(&self, id: i64) -> Result<bool> {
         Ok(self.execute(
             "DELETE FROM wit_lock_waiters WHERE project = $1 AND id = $2",
             &[&self.project, &id],
@@ -137,7 +139,7 @@ impl Tx<'_> {
     }
 
     /// Removes every request of `daemon_id`; how many.
-    pub(super) fn delete_daemon_waiters(&self, daemon_id: &str) -> Result<usize> {
+    fn delete_daemon_waiters(&self, daemon_id: &str) -> Result<usize> {
         self.execute(
             "DELETE FROM wit_lock_waiters WHERE project = $1 AND daemon_id = $2",
             &[&self.project, &daemon_id],

@@ -3,6 +3,7 @@
 use rusqlite::{params, OptionalExtension, Row, ToSql};
 
 use super::{Contract, ContractStatus, Result, Tx};
+use crate::store::{ContractsRead, ContractsWrite};
 
 const CONTRACT_COLUMNS: &str = "id, proposer, symbol_path, file, name, signature, status, \
      responder, proposed_at, responded_at";
@@ -22,9 +23,9 @@ fn contract_from_row(row: &Row<'_>) -> rusqlite::Result<Contract> {
     })
 }
 
-impl Tx<'_> {
+impl ContractsRead for Tx<'_> {
     /// The contract with UUID `id`.
-    pub(super) fn contract(&self, id: &str) -> Result<Option<Contract>> {
+    fn contract(&self, id: &str) -> Result<Option<Contract>> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {CONTRACT_COLUMNS} FROM contracts WHERE id = ?1"
         ))?;
@@ -33,7 +34,7 @@ impl Tx<'_> {
 
     /// Contracts with exactly this symbol path and/or status (each filter optional), ordered by
     /// proposal time, then creation order.
-    pub(super) fn contracts(
+    fn contracts(
         &self,
         symbol_path: Option<&str>,
         status: Option<ContractStatus>,
@@ -56,7 +57,7 @@ impl Tx<'_> {
 
     /// The accepted contracts on symbols of `file` (through the `(file, status)` index),
     /// ordered by proposal.
-    pub(super) fn accepted_contracts_in_file(&self, file: &str) -> Result<Vec<Contract>> {
+    fn accepted_contracts_in_file(&self, file: &str) -> Result<Vec<Contract>> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {CONTRACT_COLUMNS} FROM contracts WHERE file = ?1 AND status = 'accepted'
              ORDER BY proposed_at, seq"
@@ -66,9 +67,9 @@ impl Tx<'_> {
     }
 }
 
-impl Tx<'_> {
+impl ContractsWrite for Tx<'_> {
     /// Stores a new contract.
-    pub(super) fn insert_contract(&self, contract: &Contract) -> Result<()> {
+    fn insert_contract(&self, contract: &Contract) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "INSERT INTO contracts ({CONTRACT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
         ))?;
@@ -88,7 +89,7 @@ impl Tx<'_> {
     }
 
     /// Records the answer to contract `id`; whether it exists.
-    pub(super) fn set_contract_response(
+    fn set_contract_response(
         &self,
         id: &str,
         status: ContractStatus,

@@ -4,17 +4,20 @@
 use rusqlite::params;
 
 use super::{DaemonBeat, Result, Tx};
+use crate::store::{DaemonsRead, DaemonsWrite};
 
-impl Tx<'_> {
-    pub(super) fn live_hosts(&self, since_ms: i64) -> Result<Vec<String>> {
+impl DaemonsRead for Tx<'_> {
+    fn live_hosts(&self, since_ms: i64) -> Result<Vec<String>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT DISTINCT host_id FROM daemons WHERE last_beat_ms >= ?1 ORDER BY host_id",
         )?;
         let rows = stmt.query_map([since_ms], |r| r.get(0))?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
+}
 
-    pub(super) fn beat_daemon(&self, beat: &DaemonBeat<'_>) -> Result<()> {
+impl DaemonsWrite for Tx<'_> {
+    fn beat_daemon(&self, beat: &DaemonBeat<'_>) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(
             "INSERT INTO daemons (daemon_id, host_id, pid, started_at_ms, last_beat_ms)
              VALUES (?1, ?2, ?3, ?4, ?5)
@@ -30,14 +33,14 @@ impl Tx<'_> {
         Ok(())
     }
 
-    pub(super) fn delete_daemon(&self, daemon_id: &str) -> Result<bool> {
+    fn delete_daemon(&self, daemon_id: &str) -> Result<bool> {
         let mut stmt = self
             .conn
             .prepare_cached("DELETE FROM daemons WHERE daemon_id = ?1")?;
         Ok(stmt.execute([daemon_id])? > 0)
     }
 
-    pub(super) fn delete_stale_daemons(&self, before_ms: i64) -> Result<Vec<String>> {
+    fn delete_stale_daemons(&self, before_ms: i64) -> Result<Vec<String>> {
         let mut stmt = self
             .conn
             .prepare_cached("DELETE FROM daemons WHERE last_beat_ms < ?1 RETURNING daemon_id")?;

@@ -1,5 +1,5 @@
 //! The `events` table: the log of changes (PROTOCOL-NOTES 9). Every write that changes state
-//! appends its events through [`Writer::append_event`] inside its own transaction, so an
+//! appends its events through [`EventsWrite::append_event`](crate::store::EventsWrite::append_event) inside its own transaction, so an
 //! acknowledged change always has its event. After a commit that appended events the store
 //! tells its [`CommitListener`] the newest `seq` (what wakes `events.poll`; the table stays
 //! the only source of truth).
@@ -7,6 +7,7 @@
 use rusqlite::{params, OptionalExtension, Row};
 
 use super::{Event, EventPage, NewEvent, Result, Tx};
+use crate::store::{EventsRead, EventsWrite};
 
 fn event_from_row(row: &Row<'_>) -> rusqlite::Result<Event> {
     Ok(Event {
@@ -19,9 +20,9 @@ fn event_from_row(row: &Row<'_>) -> rusqlite::Result<Event> {
     })
 }
 
-impl Tx<'_> {
+impl EventsRead for Tx<'_> {
     /// The newest event `seq` (0 when no event was ever written and none is kept).
-    pub(super) fn newest_event_seq(&self) -> Result<i64> {
+    fn newest_event_seq(&self) -> Result<i64> {
         let mut stmt = self
             .conn
             .prepare_cached("SELECT coalesce(max(seq), 0) FROM events")?;
@@ -30,12 +31,7 @@ impl Tx<'_> {
 
     /// Up to `limit` events with `seq > since`, oldest first, of the given `kinds` (all when
     /// `None`), with the table's newest and oldest `seq` from the same snapshot.
-    pub(super) fn events_after(
-        &self,
-        since: i64,
-        limit: usize,
-        kinds: Option<&[&str]>,
-    ) -> Result<EventPage> {
+    fn events_after(&self, since: i64, limit: usize, kinds: Option<&[&str]>) -> Result<EventPage> {
         let limit = crate::store::to_i64(limit);
         let events = match kinds {
             None => {
@@ -72,17 +68,17 @@ impl Tx<'_> {
     }
 }
 
-impl Tx<'_> {
+impl EventsWrite for Tx<'_> {
     /// The `seq` the next appended event will get (inside a write transaction nobody else
     /// can append first): a lock's fencing token is the `seq` of its `lock.acquired` event,
     /// which records the token too. (The largest `seq` is never pruned, see the migration.)
-    pub(super) fn next_event_seq(&self) -> Result<i64> {
+    fn next_event_seq(&self) -> Result<i64> {
         Ok(self.newest_event_seq()? + 1)
     }
 
     /// Appends one event at `at_ms`; its `seq`. The store tells its commit listener about
     /// the newest `seq` once the transaction commits.
-    pub(super) fn append_event(&self, at_ms: i64, event: &NewEvent<'_>) -> Result<i64> {
+    fn append_event(&self, at_ms: i64, event: &NewEvent<'_>) -> Result<i64> {
         let mut stmt = self.conn.prepare_cached(
             "INSERT INTO events (at_ms, type, session_id, subject, data)
              VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -102,7 +98,7 @@ impl Tx<'_> {
 
     /// Deletes events that are both older than `older_than_ms` and not among the newest
     /// `keep_newest`; how many.
-    pub(super) fn prune_events(&self, older_than_ms: i64, keep_newest: i64) -> Result<usize> {
+    fn prune_events(&self, older_than_ms: i64, keep_newest: i64) -> Result<usize> {
         let mut stmt = self
             .conn
             .prepare_cached("SELECT seq FROM events ORDER BY seq DESC LIMIT 1 OFFSET ?1")?;

@@ -3,7 +3,7 @@
 use rusqlite::{params, OptionalExtension, Row, ToSql};
 
 use super::{Intent, IntentFilter, IntentRange, IntentStatus, LineRegion, RangeHit, Result, Tx};
-use crate::store::{decode_regions, encode_regions};
+use crate::store::{decode_regions, encode_regions, IntentsRead, IntentsWrite};
 
 const INTENT_COLUMNS: &str = "i.id, i.session_id, i.description, i.files, i.symbols, \
      i.start_byte, i.end_byte, i.status, i.declared_at, i.updated_at, i.regions";
@@ -38,9 +38,9 @@ fn range_hit_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RangeHit> {
     })
 }
 
-impl Tx<'_> {
+impl IntentsRead for Tx<'_> {
     /// The intent with UUID `id`.
-    pub(super) fn intent(&self, id: &str) -> Result<Option<Intent>> {
+    fn intent(&self, id: &str) -> Result<Option<Intent>> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {INTENT_COLUMNS} FROM intents i WHERE i.id = ?1"
         ))?;
@@ -50,11 +50,7 @@ impl Tx<'_> {
     /// The ranges in `file` of declared or active intents of sessions other than
     /// `other_than_session` (through the `(file, live)` index: the cost depends on the live
     /// intents of that file only).
-    pub(super) fn live_ranges_in_file(
-        &self,
-        file: &str,
-        other_than_session: &str,
-    ) -> Result<Vec<RangeHit>> {
+    fn live_ranges_in_file(&self, file: &str, other_than_session: &str) -> Result<Vec<RangeHit>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT i.seq, i.id, i.session_id, i.description, i.declared_at, r.start_byte, r.end_byte,
                     i.regions
@@ -66,11 +62,7 @@ impl Tx<'_> {
     }
 
     /// The ranges in `file` of `session_id`'s own declared or active intents.
-    pub(super) fn own_live_ranges_in_file(
-        &self,
-        file: &str,
-        session_id: &str,
-    ) -> Result<Vec<RangeHit>> {
+    fn own_live_ranges_in_file(&self, file: &str, session_id: &str) -> Result<Vec<RangeHit>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT i.seq, i.id, i.session_id, i.description, i.declared_at, r.start_byte, r.end_byte,
                     i.regions
@@ -82,7 +74,7 @@ impl Tx<'_> {
     }
 
     /// The rows in `file` of every session's declared or active intents that have regions.
-    pub(super) fn live_regions_in_file(&self, file: &str) -> Result<Vec<RangeHit>> {
+    fn live_regions_in_file(&self, file: &str) -> Result<Vec<RangeHit>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT i.seq, i.id, i.session_id, i.description, i.declared_at, r.start_byte, r.end_byte,
                     i.regions
@@ -95,7 +87,7 @@ impl Tx<'_> {
     }
 
     /// Intents matching `filter`, ordered by declaration time, then creation order.
-    pub(super) fn intents(&self, filter: &IntentFilter<'_>) -> Result<Vec<Intent>> {
+    fn intents(&self, filter: &IntentFilter<'_>) -> Result<Vec<Intent>> {
         let (sql, args) = intents_query(filter);
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let rows = stmt.query_map(args.as_slice(), intent_from_row)?;
@@ -103,40 +95,10 @@ impl Tx<'_> {
     }
 }
 
-/// The SQL and arguments of [`Reader::intents`] for `filter`.
-pub(super) fn intents_query<'f>(filter: &'f IntentFilter<'_>) -> (String, Vec<&'f dyn ToSql>) {
-    // With a file or session filter, that filter's index is the selective one: the unary `+`
-    // keeps SQLite from walking the status index over every live intent instead.
-    let status_column = if filter.file.is_some() || filter.session_id.is_some() {
-        "+i.status"
-    } else {
-        "i.status"
-    };
-    let mut sql = format!("SELECT {INTENT_COLUMNS} FROM intents i WHERE {status_column}");
-    let mut args: Vec<&dyn ToSql> = Vec::new();
-    match &filter.status {
-        Some(status) => {
-            sql.push_str(" = ?");
-            args.push(status);
-        }
-        None => sql.push_str(" IN ('declared', 'active')"),
-    }
-    if let Some(session) = &filter.session_id {
-        sql.push_str(" AND i.session_id = ?");
-        args.push(session);
-    }
-    if let Some(file) = &filter.file {
-        sql.push_str(" AND i.seq IN (SELECT intent_seq FROM intent_ranges WHERE file = ?)");
-        args.push(file);
-    }
-    sql.push_str(" ORDER BY i.declared_at, i.seq");
-    (sql, args)
-}
-
-impl Tx<'_> {
+impl IntentsWrite for Tx<'_> {
     /// Stores a new intent and its ranges (every listed file has at least one row: its ranges,
     /// or one file-level row).
-    pub(super) fn insert_intent(&self, intent: &Intent, ranges: &[IntentRange]) -> Result<()> {
+    fn insert_intent(&self, intent: &Intent, ranges: &[IntentRange]) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(
             "INSERT INTO intents (id, session_id, description, files, symbols, start_byte, end_byte,
                                   status, declared_at, updated_at, regions)
@@ -170,12 +132,7 @@ impl Tx<'_> {
 
     /// Sets the status of intent `id` and its update time, and whether its ranges take part
     /// in overlap detection; whether the intent exists.
-    pub(super) fn set_intent_status(
-        &self,
-        id: &str,
-        status: IntentStatus,
-        now_ms: i64,
-    ) -> Result<bool> {
+    fn set_intent_status(&self, id: &str, status: IntentStatus, now_ms: i64) -> Result<bool> {
         let mut stmt = self.conn.prepare_cached(
             "UPDATE intents SET status = ?2, updated_at = ?3 WHERE id = ?1 RETURNING seq",
         )?;
@@ -193,28 +150,54 @@ impl Tx<'_> {
     }
 
     /// Replaces the regions of intent `id` (`None`: file-level); whether the intent exists.
-    pub(super) fn set_intent_regions(
-        &self,
-        id: &str,
-        regions: Option<&[LineRegion]>,
-    ) -> Result<bool> {
+    fn set_intent_regions(&self, id: &str, regions: Option<&[LineRegion]>) -> Result<bool> {
         let mut stmt = self
             .conn
             .prepare_cached("UPDATE intents SET regions = ?2 WHERE id = ?1")?;
         Ok(stmt.execute(params![id, encode_regions(regions)])? > 0)
     }
 
-    pub(super) fn set_intent_symbols(&self, id: &str, symbols: &str) -> Result<bool> {
+    fn set_intent_symbols(&self, id: &str, symbols: &str) -> Result<bool> {
         let mut stmt = self
             .conn
             .prepare_cached("UPDATE intents SET symbols = ?2 WHERE id = ?1")?;
         Ok(stmt.execute(params![id, symbols])? > 0)
     }
 
-    pub(super) fn set_intent_description(&self, id: &str, description: &str) -> Result<bool> {
+    fn set_intent_description(&self, id: &str, description: &str) -> Result<bool> {
         let mut stmt = self
             .conn
             .prepare_cached("UPDATE intents SET description = ?2 WHERE id = ?1")?;
         Ok(stmt.execute(params![id, description])? > 0)
     }
+}
+
+/// The SQL and arguments of [`IntentsRead::intents`](crate::store::IntentsRead::intents) for `filter`.
+pub(super) fn intents_query<'f>(filter: &'f IntentFilter<'_>) -> (String, Vec<&'f dyn ToSql>) {
+    // With a file or session filter, that filter's index is the selective one: the unary `+`
+    // keeps SQLite from walking the status index over every live intent instead.
+    let status_column = if filter.file.is_some() || filter.session_id.is_some() {
+        "+i.status"
+    } else {
+        "i.status"
+    };
+    let mut sql = format!("SELECT {INTENT_COLUMNS} FROM intents i WHERE {status_column}");
+    let mut args: Vec<&dyn ToSql> = Vec::new();
+    match &filter.status {
+        Some(status) => {
+            sql.push_str(" = ?");
+            args.push(status);
+        }
+        None => sql.push_str(" IN ('declared', 'active')"),
+    }
+    if let Some(session) = &filter.session_id {
+        sql.push_str(" AND i.session_id = ?");
+        args.push(session);
+    }
+    if let Some(file) = &filter.file {
+        sql.push_str(" AND i.seq IN (SELECT intent_seq FROM intent_ranges WHERE file = ?)");
+        args.push(file);
+    }
+    sql.push_str(" ORDER BY i.declared_at, i.seq");
+    (sql, args)
 }

@@ -4,6 +4,7 @@
 use rusqlite::{params, OptionalExtension, Row};
 
 use super::{Lock, Result, Tx};
+use crate::store::{LocksRead, LocksWrite};
 
 fn lock_from_row(row: &Row<'_>) -> rusqlite::Result<Lock> {
     Ok(Lock {
@@ -15,9 +16,9 @@ fn lock_from_row(row: &Row<'_>) -> rusqlite::Result<Lock> {
     })
 }
 
-impl Tx<'_> {
+impl LocksRead for Tx<'_> {
     /// The lock row on `symbol_path`, live or expired (primary-key lookup).
-    pub(super) fn lock(&self, symbol_path: &str) -> Result<Option<Lock>> {
+    fn lock(&self, symbol_path: &str) -> Result<Option<Lock>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT symbol_path, session_id, acquired_at_ms, expires_at_ms, token
              FROM locks WHERE symbol_path = ?1",
@@ -27,7 +28,7 @@ impl Tx<'_> {
 
     /// Locks live at `now_ms`, optionally only those of `session_id` (compared literally),
     /// ordered by acquisition time, then symbol path.
-    pub(super) fn live_locks(&self, now_ms: i64, session_id: Option<&str>) -> Result<Vec<Lock>> {
+    fn live_locks(&self, now_ms: i64, session_id: Option<&str>) -> Result<Vec<Lock>> {
         let rows = match session_id {
             Some(session) => {
                 let mut stmt = self.conn.prepare_cached(
@@ -50,12 +51,10 @@ impl Tx<'_> {
         };
         Ok(rows)
     }
-}
 
-impl Tx<'_> {
     /// Locks expired at `now_ms` whose rows are still there (a scan; see
-    /// [`Writer::delete_expired_locks`]).
-    pub(super) fn expired_locks(&self, now_ms: i64) -> Result<Vec<Lock>> {
+    /// [`LocksWrite::delete_expired_locks`]).
+    fn expired_locks(&self, now_ms: i64) -> Result<Vec<Lock>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT symbol_path, session_id, acquired_at_ms, expires_at_ms, token FROM locks
              WHERE expires_at_ms <= ?1",
@@ -65,9 +64,9 @@ impl Tx<'_> {
     }
 }
 
-impl Tx<'_> {
+impl LocksWrite for Tx<'_> {
     /// Inserts or replaces the lock on `lock.symbol_path`.
-    pub(super) fn put_lock(&self, lock: &Lock) -> Result<()> {
+    fn put_lock(&self, lock: &Lock) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(
             "INSERT INTO locks (symbol_path, session_id, acquired_at_ms, expires_at_ms, token)
              VALUES (?1, ?2, ?3, ?4, ?5)
@@ -86,7 +85,7 @@ impl Tx<'_> {
     }
 
     /// Deletes the lock row on `symbol_path`.
-    pub(super) fn delete_lock(&self, symbol_path: &str) -> Result<()> {
+    fn delete_lock(&self, symbol_path: &str) -> Result<()> {
         let mut stmt = self
             .conn
             .prepare_cached("DELETE FROM locks WHERE symbol_path = ?1")?;
@@ -96,7 +95,7 @@ impl Tx<'_> {
 
     /// Deletes every lock expired at `now_ms` (a scan: an expiry index cost every lock write
     /// more than it saves this once-a-minute sweep); how many.
-    pub(super) fn delete_expired_locks(&self, now_ms: i64) -> Result<usize> {
+    fn delete_expired_locks(&self, now_ms: i64) -> Result<usize> {
         let mut stmt = self
             .conn
             .prepare_cached("DELETE FROM locks WHERE expires_at_ms <= ?1")?;

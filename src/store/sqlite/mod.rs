@@ -3,8 +3,8 @@
 //! [`SqliteStore`] owns one connection behind a mutex, used for reads and writes alike, so
 //! writes are serialised in one place. Write transactions are `IMMEDIATE`, so even a second
 //! process on the same file waits on `busy_timeout` instead of failing half-way. Statements
-//! are prepared once and cached. The per-table files hold the SQL as methods of `Tx`; this
-//! file exposes them as the store interface.
+//! are prepared once and cached. The per-table files implement the store interface's traits
+//! of their table on `Tx`, the SQL in the methods.
 
 mod agents;
 mod contracts;
@@ -150,10 +150,16 @@ fn prepare_file(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// One open transaction: the SQL of every table, as methods (see the per-table files).
+/// One open transaction: the per-table files implement the store interface on it.
 struct Tx<'a> {
     conn: &'a Connection,
     notes: &'a CommitNotes,
 }
 
-crate::store::interface::impl_store_interface!(Tx);
+impl super::StoreRead for Tx<'_> {}
+
+impl super::StoreWrite for Tx<'_> {
+    fn notes(&self) -> &CommitNotes {
+        self.notes
+    }
+}

@@ -4,6 +4,7 @@
 use rusqlite::{params, OptionalExtension, Row};
 
 use super::{Result, SessionRow, SessionSummary, Tx};
+use crate::store::{SessionsRead, SessionsWrite};
 
 const SESSION_COLUMNS: &str =
     "session_id, pid, pid_start, lease_ms, first_seen_ms, last_seen_ms, ended_at_ms, host_id, worktree";
@@ -22,9 +23,9 @@ fn session_from_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
     })
 }
 
-impl Tx<'_> {
+impl SessionsRead for Tx<'_> {
     /// The session's row, if it was ever seen.
-    pub(super) fn session(&self, session_id: &str) -> Result<Option<SessionRow>> {
+    fn session(&self, session_id: &str) -> Result<Option<SessionRow>> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = ?1"
         ))?;
@@ -33,7 +34,7 @@ impl Tx<'_> {
 
     /// Sessions that have a pulse (a pid or a lease) and have not ended: the ones the reaper
     /// watches.
-    pub(super) fn sessions_with_pulse(&self) -> Result<Vec<SessionRow>> {
+    fn sessions_with_pulse(&self) -> Result<Vec<SessionRow>> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {SESSION_COLUMNS} FROM sessions
              WHERE ended_at_ms IS NULL AND (pid IS NOT NULL OR lease_ms IS NOT NULL)"
@@ -45,7 +46,7 @@ impl Tx<'_> {
     /// Every session that is registered, or holds a lock live at `now_ms` or a declared/active
     /// intent (PROTOCOL-NOTES 7.6), with its counts, in order of first appearance (then
     /// session id).
-    pub(super) fn session_summaries(&self, now_ms: i64) -> Result<Vec<SessionSummary>> {
+    fn session_summaries(&self, now_ms: i64) -> Result<Vec<SessionSummary>> {
         let mut stmt = self.conn.prepare_cached(
             "WITH held AS (
                  SELECT session_id, count(*) AS n, min(acquired_at_ms) AS first
@@ -97,11 +98,11 @@ impl Tx<'_> {
     }
 }
 
-impl Tx<'_> {
+impl SessionsWrite for Tx<'_> {
     /// Forgets sessions last seen before `cutoff_ms` that are not registered and hold no lock
     /// and no declared/active intent (what a stream of one-off session ids leaves behind);
     /// how many.
-    pub(super) fn prune_sessions(&self, cutoff_ms: i64) -> Result<usize> {
+    fn prune_sessions(&self, cutoff_ms: i64) -> Result<usize> {
         let mut stmt = self.conn.prepare_cached(
             "DELETE FROM sessions WHERE last_seen_ms < ?1
                AND session_id NOT IN (SELECT session_id FROM agents)
@@ -115,7 +116,7 @@ impl Tx<'_> {
     /// Records that `session_id` was seen at `now_ms`: creates its row (first appearance) or
     /// moves its last sighting forward, and makes an ended session a session again (it keeps
     /// no pulse: what a reap cleared stays cleared).
-    pub(super) fn touch_session(&self, session_id: &str, now_ms: i64) -> Result<()> {
+    fn touch_session(&self, session_id: &str, now_ms: i64) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(
             "INSERT INTO sessions (session_id, first_seen_ms, last_seen_ms) VALUES (?1, ?2, ?2)
              ON CONFLICT (session_id) DO UPDATE
@@ -127,7 +128,7 @@ impl Tx<'_> {
 
     /// Moves the last sighting of an existing session forward (flushing the in-memory
     /// sightings); never creates a row, never revives an ended session.
-    pub(super) fn record_last_seen(&self, session_id: &str, seen_ms: i64) -> Result<()> {
+    fn record_last_seen(&self, session_id: &str, seen_ms: i64) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(
             "UPDATE sessions SET last_seen_ms = max(last_seen_ms, ?2) WHERE session_id = ?1",
         )?;
@@ -136,7 +137,7 @@ impl Tx<'_> {
     }
 
     /// Records the worktree the session acts from. The row must exist.
-    pub(super) fn set_session_worktree(&self, session_id: &str, worktree: &str) -> Result<()> {
+    fn set_session_worktree(&self, session_id: &str, worktree: &str) -> Result<()> {
         let mut stmt = self
             .conn
             .prepare_cached("UPDATE sessions SET worktree = ?2 WHERE session_id = ?1")?;
@@ -145,8 +146,8 @@ impl Tx<'_> {
     }
 
     /// Replaces the session's pulse (register): its pid with the process start time, and its
-    /// lease. The row must exist ([`Writer::touch_session`] first).
-    pub(super) fn set_session_pulse(
+    /// lease. The row must exist ([`SessionsWrite::touch_session`](crate::store::SessionsWrite::touch_session) first).
+    fn set_session_pulse(
         &self,
         session_id: &str,
         pid: Option<(i64, i64)>,
@@ -169,7 +170,7 @@ impl Tx<'_> {
 
     /// Marks the session ended at `now_ms` and clears its pulse; whether it was live before
     /// (a row that had not ended).
-    pub(super) fn end_session(&self, session_id: &str, now_ms: i64) -> Result<bool> {
+    fn end_session(&self, session_id: &str, now_ms: i64) -> Result<bool> {
         let mut stmt = self.conn.prepare_cached(
             "UPDATE sessions SET ended_at_ms = ?2, pid = NULL, pid_start = NULL, lease_ms = NULL
              WHERE session_id = ?1 AND ended_at_ms IS NULL",

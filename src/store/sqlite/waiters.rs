@@ -3,6 +3,7 @@
 use rusqlite::{params, OptionalExtension, Row};
 
 use super::{LockWait, NewWaiter, Result, Tx, WaiterRow};
+use crate::store::{WaitersRead, WaitersWrite};
 
 const WAITER_COLUMNS: &str =
     "id, symbol_path, session_id, ttl_ms, daemon_id, callers, queued_at_ms, granted";
@@ -20,8 +21,8 @@ fn waiter_from_row(row: &Row<'_>) -> rusqlite::Result<WaiterRow> {
     })
 }
 
-impl Tx<'_> {
-    pub(super) fn waiters(&self) -> Result<Vec<WaiterRow>> {
+impl WaitersRead for Tx<'_> {
+    fn waiters(&self) -> Result<Vec<WaiterRow>> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {WAITER_COLUMNS} FROM lock_waiters WHERE granted IS NULL
              ORDER BY symbol_path, id"
@@ -30,7 +31,7 @@ impl Tx<'_> {
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
-    pub(super) fn lock_waits(&self, now_ms: i64) -> Result<Vec<LockWait>> {
+    fn lock_waits(&self, now_ms: i64) -> Result<Vec<LockWait>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT w.symbol_path, w.session_id, w.queued_at_ms, l.session_id
              FROM lock_waiters w
@@ -48,7 +49,7 @@ impl Tx<'_> {
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
-    pub(super) fn first_waiter(&self, symbol_path: &str) -> Result<Option<WaiterRow>> {
+    fn first_waiter(&self, symbol_path: &str) -> Result<Option<WaiterRow>> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {WAITER_COLUMNS} FROM lock_waiters
              WHERE symbol_path = ?1 AND granted IS NULL ORDER BY id LIMIT 1"
@@ -56,14 +57,14 @@ impl Tx<'_> {
         Ok(stmt.query_row([symbol_path], waiter_from_row).optional()?)
     }
 
-    pub(super) fn waiter(&self, id: i64) -> Result<Option<WaiterRow>> {
+    fn waiter(&self, id: i64) -> Result<Option<WaiterRow>> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {WAITER_COLUMNS} FROM lock_waiters WHERE id = ?1"
         ))?;
         Ok(stmt.query_row([id], waiter_from_row).optional()?)
     }
 
-    pub(super) fn granted_waiters(&self, daemon_id: &str) -> Result<Vec<WaiterRow>> {
+    fn granted_waiters(&self, daemon_id: &str) -> Result<Vec<WaiterRow>> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {WAITER_COLUMNS} FROM lock_waiters
              WHERE daemon_id = ?1 AND granted IS NOT NULL ORDER BY id"
@@ -71,8 +72,10 @@ impl Tx<'_> {
         let rows = stmt.query_map([daemon_id], waiter_from_row)?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
+}
 
-    pub(super) fn insert_waiter(&self, waiter: &NewWaiter<'_>) -> Result<i64> {
+impl WaitersWrite for Tx<'_> {
+    fn insert_waiter(&self, waiter: &NewWaiter<'_>) -> Result<i64> {
         let mut stmt = self.conn.prepare_cached(
             "INSERT INTO lock_waiters
                  (symbol_path, session_id, ttl_ms, daemon_id, callers, queued_at_ms)
@@ -89,7 +92,7 @@ impl Tx<'_> {
         Ok(self.conn.last_insert_rowid())
     }
 
-    pub(super) fn grant_waiter(&self, id: i64, daemon_id: &str, answer: &str) -> Result<bool> {
+    fn grant_waiter(&self, id: i64, daemon_id: &str, answer: &str) -> Result<bool> {
         let mut stmt = self.conn.prepare_cached(
             "UPDATE lock_waiters SET granted = ?2 WHERE id = ?1 AND granted IS NULL",
         )?;
@@ -100,14 +103,14 @@ impl Tx<'_> {
         Ok(granted)
     }
 
-    pub(super) fn delete_waiter(&self, id: i64) -> Result<bool> {
+    fn delete_waiter(&self, id: i64) -> Result<bool> {
         let mut stmt = self
             .conn
             .prepare_cached("DELETE FROM lock_waiters WHERE id = ?1")?;
         Ok(stmt.execute([id])? > 0)
     }
 
-    pub(super) fn delete_daemon_waiters(&self, daemon_id: &str) -> Result<usize> {
+    fn delete_daemon_waiters(&self, daemon_id: &str) -> Result<usize> {
         let mut stmt = self
             .conn
             .prepare_cached("DELETE FROM lock_waiters WHERE daemon_id = ?1")?;
