@@ -633,6 +633,71 @@ mod tests {
         assert!(list[0].live);
     }
 
+    /// A process table that cannot tell never reaps: the session lives on its lease, or
+    /// stays live without one, and says so; once the table tells again, the dead are reaped.
+    #[test]
+    fn an_unknown_pid_is_never_taken_for_dead() {
+        let h = Harness::new();
+        h.processes.start(42, 1000);
+        h.processes.start(43, 1000);
+        h.coord
+            .register_with_pulse("a", "s1", Some(42), None)
+            .unwrap();
+        h.coord
+            .register_with_pulse("b", "s2", Some(43), Some(5000))
+            .unwrap();
+        h.processes.kill(42);
+        h.processes.kill(43);
+        h.processes.set_unknown(42, true);
+        h.processes.set_unknown(43, true);
+        h.clock.advance(4000);
+        assert!(h.coord.reap_dead_sessions().unwrap().is_empty());
+        let list = h.coord.list_sessions().unwrap();
+        assert!(list.iter().all(|s| s.live && s.pid_unknown), "{list:?}");
+        // The lease still ends the one that has one.
+        h.clock.advance(2000);
+        let reaped = h.coord.reap_dead_sessions().unwrap();
+        assert_eq!(reaped.len(), 1);
+        assert_eq!(reaped[0].session_id, "s2");
+        assert_eq!(reaped[0].reason, super::EndReason::LeaseLapsed);
+        // Without a lease it stays live for as long as the table cannot tell.
+        h.clock.advance(3_600_000);
+        assert!(h.coord.reap_dead_sessions().unwrap().is_empty());
+        h.processes.set_unknown(42, false);
+        let reaped = h.coord.reap_dead_sessions().unwrap();
+        assert_eq!(reaped.len(), 1);
+        assert_eq!(reaped[0].reason, super::EndReason::ProcessExited);
+        assert!(h
+            .coord
+            .list_sessions()
+            .unwrap()
+            .iter()
+            .all(|s| !s.pid_unknown));
+    }
+
+    /// Registering while the table cannot tell keeps the pid without a start stamp: the
+    /// session is live while any process has that pid, and reaped once none has.
+    #[test]
+    fn a_pid_registered_while_unknown_ends_when_the_pid_is_gone() {
+        let h = Harness::new();
+        h.processes.set_unknown(42, true);
+        h.coord
+            .register_with_pulse("a", "s1", Some(42), None)
+            .unwrap();
+        let row = h.coord.store().read(|r| r.session("s1")).unwrap().unwrap();
+        assert_eq!(
+            (row.pid, row.pid_start),
+            (Some(42), Some(crate::platform::process::START_UNKNOWN))
+        );
+        assert!(h.coord.reap_dead_sessions().unwrap().is_empty());
+        h.processes.set_unknown(42, false);
+        h.processes.start(42, 7);
+        assert!(h.coord.reap_dead_sessions().unwrap().is_empty());
+        assert!(h.coord.list_sessions().unwrap()[0].live);
+        h.processes.kill(42);
+        assert_eq!(h.coord.reap_dead_sessions().unwrap().len(), 1);
+    }
+
     #[test]
     fn a_reused_pid_is_not_the_same_process() {
         let h = Harness::new();
