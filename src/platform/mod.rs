@@ -24,8 +24,13 @@
 //! platform `sysinfo` does not support, a process table that refuses) is `Unknown`, never
 //! `Dead`; the reaper reaps only `Dead`. `WIT_TEST_PROCESS_TABLE=unknown` (tests only) makes the
 //! table answer `Unknown` for every pid.
+//!
+//! `wit-bench`'s measurements (CPU to the nanosecond, peak memory, inotify watches) are Linux
+//! procfs reads too, and live here as well ([`measure`]).
 
 pub mod host;
+#[cfg(target_os = "linux")]
+pub mod measure;
 pub mod process;
 #[cfg(target_os = "linux")]
 pub mod procfs;
