@@ -7,14 +7,15 @@
 //! - `session`: how the server fills in `sessionId`: `caller` (a required `sessionId`: the
 //!   server's own session), `filter` (an optional `sessionId` filter: exposed as the boolean
 //!   `mine`) or `none`;
-//! - `description`: the summary's first sentence;
+//! - `description`: the summary's first clause (up to its first `:`, `;` or dash);
 //! - `inputSchema`: the params as one self-contained JSON Schema object without `sessionId`,
-//!   refs inlined, validation keywords (`minimum`, `enum`, `minLength`, ..) kept, param
-//!   descriptions cut to their first sentence (a closing `Default …` dropped);
+//!   refs inlined, validation keywords (`minimum`, `enum`, `minLength`, ..) kept; a param is
+//!   described by its OpenRPC `summary` when it has one, and by nothing else (its name and
+//!   schema say the rest; the spec's descriptions are for the reference documentation);
 //! - `outputSchema`: the result's schema, wrapped as `{"result": ..}` when the result is not an
 //!   object (`wrapsResult` says so), refs inlined, two levels of properties deep with their
 //!   `required` lists (a client may rely on `agentId`, `released`, …), without documentation
-//!   or validation keywords (`format` included).
+//!   or validation keywords (`format` and `enum` included: the daemon produces the results).
 //!
 //! Everything is cut for size: the whole `tools/list` answer must stay small (a test in the
 //! `wit` crate bounds it), because every agent pays for it in context on every session. Some
@@ -56,9 +57,11 @@ const OUTPUT_DROPPED: &[&str] = &[
     "maxItems",
     "minimum",
     "maximum",
+    "enum",
 ];
-/// Keywords dropped from input schemas: OpenRPC-only annotations.
-const INPUT_DROPPED: &[&str] = &["title", "discriminator"];
+/// Keywords dropped from input schemas: OpenRPC-only annotations, and the schemas' own
+/// documentation (a param's `summary` describes it).
+const INPUT_DROPPED: &[&str] = &["title", "discriminator", "description"];
 
 /// Generates the `mcp_tools` file: pretty-printed JSON with a trailing newline.
 pub fn generate(spec: &Spec) -> Result<String, CodegenError> {
@@ -87,10 +90,7 @@ fn tool(method: &Method, components: &Ordered<Value>) -> Result<Value, CodegenEr
                 session = "caller";
             } else {
                 session = "filter";
-                properties.insert(
-                    MINE_PARAM.to_string(),
-                    json!({"type": "boolean", "description": "Only this session's records"}),
-                );
+                properties.insert(MINE_PARAM.to_string(), json!({"type": "boolean"}));
             }
             continue;
         }
@@ -137,28 +137,26 @@ fn tool(method: &Method, components: &Ordered<Value>) -> Result<Value, CodegenEr
     }))
 }
 
-/// The summary's first sentence, ending with a full stop: every agent pays for the table in
+/// The summary's first clause, ending with a full stop: every agent pays for the table in
 /// context on every session, and the tool's name and schemas say the rest.
 fn description(method: &Method) -> String {
-    let mut text = first_sentence(&collapse(method.summary.as_deref().unwrap_or(&method.name)));
+    let mut text = first_clause(&collapse(method.summary.as_deref().unwrap_or(&method.name)));
     if !text.ends_with('.') {
         text.push('.');
     }
     text
 }
 
-/// One param's schema, refs inlined, with the param's description (shortened).
+/// One param's schema, refs inlined, described by the param's `summary` (if any).
 fn input_param(param: &Param, components: &Ordered<Value>) -> Result<Value, CodegenError> {
     let mut schema = input_schema(&resolve_refs(&param.schema, components, 0)?);
-    if let (Some(text), Value::Object(map)) = (&param.description, &mut schema) {
-        if !map.contains_key("description") {
-            map.insert("description".into(), Value::String(short_description(text)));
-        }
+    if let (Some(text), Value::Object(map)) = (&param.summary, &mut schema) {
+        map.insert("description".into(), Value::String(collapse(text)));
     }
     Ok(schema)
 }
 
-/// An input schema: annotations dropped, descriptions shortened, everything else kept.
+/// An input schema: annotations and documentation dropped, everything else kept.
 fn input_schema(schema: &Value) -> Value {
     match schema {
         Value::Object(map) => {
@@ -166,11 +164,6 @@ fn input_schema(schema: &Value) -> Value {
             for (key, value) in map {
                 match key.as_str() {
                     k if INPUT_DROPPED.contains(&k) => {}
-                    "description" => {
-                        if let Some(text) = value.as_str() {
-                            out.insert(key.clone(), Value::String(short_description(text)));
-                        }
-                    }
                     "properties" => {
                         let props = value
                             .as_object()
@@ -302,29 +295,31 @@ fn collapse(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// A param description's first sentence, without a closing `Default …` (the schema's
-/// validation keywords and the method's own documentation keep the rest).
-fn short_description(text: &str) -> String {
-    let text = first_sentence(&collapse(text));
-    match text.find(". Default") {
-        Some(at) => text[..=at].to_string(),
-        None => text,
-    }
-}
+/// Where a summary's first clause ends: a `:` or `;` followed by a space, or a dash between
+/// spaces (a comma may be inside a list: "for session, file, and status").
+const CLAUSE_ENDS: &[&str] = &[": ", "; ", " — ", " - "];
 
 /// `text` up to its first sentence's end (a `.`, `!` or `?` followed by a space and a capital
-/// letter, so `e.g. the` does not end it).
-fn first_sentence(text: &str) -> String {
+/// letter, so `e.g. the` does not end it), and within that up to its first clause's end.
+fn first_clause(text: &str) -> String {
     let bytes = text.as_bytes();
+    let mut end = text.len();
     for (i, c) in text.char_indices() {
         if matches!(c, '.' | '!' | '?')
             && bytes.get(i + 1) == Some(&b' ')
             && bytes.get(i + 2).is_some_and(u8::is_ascii_uppercase)
         {
-            return text[..=i].to_string();
+            end = i + 1;
+            break;
         }
     }
-    text.to_string()
+    let sentence = &text[..end];
+    let clause = CLAUSE_ENDS
+        .iter()
+        .filter_map(|mark| sentence.find(mark))
+        .min()
+        .map_or(sentence, |at| &sentence[..at]);
+    clause.to_string()
 }
 
 #[cfg(test)]
@@ -338,7 +333,7 @@ mod tests {
             (
                 "Rec".to_string(),
                 json!({"type": "object", "required": ["a"], "description": "A record",
-                       "properties": {"a": {"type": "string", "minLength": 1},
+                       "properties": {"a": {"type": "string", "minLength": 1, "enum": ["x"]},
                                       "inner": {"$ref": "#/components/schemas/Inner"}}}),
             ),
             (
@@ -361,20 +356,41 @@ mod tests {
     }
 
     #[test]
-    fn cuts_param_descriptions_to_their_first_sentence_without_defaults() {
-        let long = format!(
-            "A pid (e.g. the agent's own). {}",
-            "More words here. ".repeat(10)
-        );
-        assert_eq!(short_description(&long), "A pid (e.g. the agent's own).");
-        assert_eq!(short_description("Short.\n  Two."), "Short.");
+    fn tool_descriptions_are_the_summarys_first_clause() {
         assert_eq!(
-            short_description("Lock TTL in ms. Default: 1800000"),
-            "Lock TTL in ms."
+            first_clause("Health check — verifies the daemon is reachable."),
+            "Health check"
         );
         assert_eq!(
-            short_description("How long (0..60000). Default 0"),
-            "How long (0..60000)."
+            first_clause("Read the log: the events after a seq. More words."),
+            "Read the log"
+        );
+        assert_eq!(
+            first_clause("A pid (e.g. the agent's own). More words here."),
+            "A pid (e.g. the agent's own)."
+        );
+        assert_eq!(
+            first_clause("Query intents for session, file, and status."),
+            "Query intents for session, file, and status."
+        );
+    }
+
+    #[test]
+    fn params_are_described_by_their_summary_only() {
+        let spec = |summary: Option<&str>| Param {
+            name: "p".into(),
+            required: false,
+            summary: summary.map(str::to_string),
+            description: Some("The long documentation. Default 3".into()),
+            schema: json!({"type": "integer", "minimum": 1, "description": "inner"}),
+        };
+        assert_eq!(
+            input_param(&spec(None), &components()).unwrap(),
+            json!({"type": "integer", "minimum": 1})
+        );
+        assert_eq!(
+            input_param(&spec(Some("A  few\n words")), &components()).unwrap(),
+            json!({"type": "integer", "minimum": 1, "description": "A few words"})
         );
     }
 

@@ -97,6 +97,10 @@ pub struct Param {
     /// Whether the param must be present.
     #[serde(default)]
     pub required: bool,
+    /// A few words for a reader who has only the param's name and schema (the MCP tool
+    /// table shows this, never the description).
+    #[serde(default)]
+    pub summary: Option<String>,
     /// Documentation.
     #[serde(default)]
     pub description: Option<String>,

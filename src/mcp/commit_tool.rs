@@ -24,9 +24,7 @@ use super::render;
 pub const NAME: &str = "commit";
 
 /// The tool's description (what `tools/list` shows).
-const DESCRIPTION: &str = "Commit only the lines your recorded edits changed; others' lines \
-    stay uncommitted, the working tree untouched. Refused if another session changed the same \
-    lines. Use instead of git commit.";
+const DESCRIPTION: &str = "Commit only your own changed lines (use instead of git commit).";
 
 /// The `message` of a refusal: a hunk shared with another session.
 pub const REFUSED: &str = "COMMIT_REFUSED";
@@ -57,14 +55,10 @@ fn input_schema() -> Value {
         "type": "object",
         "properties": {
             "message": {"type": "string", "minLength": 1},
-            "paths": {
-                "type": "array",
-                "items": {"type": "string"},
-                "description": "Only these files or directories"
-            },
+            "paths": {"type": "array", "items": {"type": "string"}},
             "includeUnowned": {
                 "type": "boolean",
-                "description": "Also lines no session changed (a person's)"
+                "description": "Also lines no session changed"
             }
         },
         "required": ["message"],

@@ -439,12 +439,21 @@ fn random_amplifying_edits_keep_the_daemon_bounded() {
 fn ping_answers_with_every_connection_slot_taken() {
     let repo = Repo::new();
     let _daemon = ArgDaemon::start(&repo, &["--max-connections", "4"], &store_env(repo.path()));
+    // Each slot is taken by a call only a slot answers (a `ping` is answered over the cap
+    // too): the start-up probe's connection may still hold a slot until the daemon sees it
+    // close, so a refused attempt is retried for a while.
+    let query = r#"{"jsonrpc":"2.0","witVersion":"1","id":1,"method":"lock.query","params":{}}"#;
     let mut held = Vec::new();
-    for _ in 0..4 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while held.len() < 4 {
         let mut stream = std::os::unix::net::UnixStream::connect(repo.socket()).unwrap();
-        let (status, _) = exchange(&mut stream, "POST", "/rpc", PING.as_bytes()).unwrap();
-        assert_eq!(status, 200);
-        held.push(stream);
+        let (status, _) = exchange(&mut stream, "POST", "/rpc", query.as_bytes()).unwrap();
+        if status == 200 {
+            held.push(stream);
+        } else {
+            assert!(std::time::Instant::now() < deadline, "no slot freed: {status}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
     for _ in 0..5 {
         let (status, body) = post(&repo.socket(), PING);

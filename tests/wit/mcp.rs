@@ -22,11 +22,11 @@ use serde_json::{json, Value};
 use crate::harness::*;
 
 /// The bound on the whole `tools/list` answer: every tool, its output schema with `required`
-/// lists (issue 30). The goal is 12 KB (about 3k tokens); tool descriptions are one sentence
-/// and param descriptions one sentence without defaults, and the schemas still need this.
-/// The four `work.*` tools (issue "Owners") added about 2.4 KB of output schemas: the bound
-/// was raised to hold them, and the 12 KB goal stays open in issue 30.
-const TOOLS_LIST_LIMIT: usize = 17_000;
+/// lists (issue 30). Tool descriptions are the summary's first clause, a param is described
+/// only by its OpenRPC `summary` (ten have one), output schemas carry no `enum`: 14.2 KB
+/// (16.8 KB before). The goal is 12 KB (about 3k tokens), but the schemas alone (types and
+/// `required` lists of 24 tools) are 11.3 KB, so it is not reached without cutting schemas.
+const TOOLS_LIST_LIMIT: usize = 14_500;
 
 type Client = RunningService<RoleClient, ClientConfig>;
 
