@@ -3,31 +3,26 @@
 //! lives as long as the agent does (PROTOCOL-NOTES 7), and two sessions with the same
 //! harness pid are one agent.
 
-use std::fs;
+use crate::platform::process::{self, Lookup};
 
 /// Programs that stand between Claude and this hook (`sh -c "… wit hook …"`): the session's
 /// process is the first ancestor that is none of them.
 const INTERMEDIATES: &[&str] = &["sh", "bash", "dash", "zsh", "fish", "env", "timeout", "wit"];
 
 /// The harness that runs this process: the first ancestor from the parent upwards that is not
-/// a shell or wrapper, or `None` when there is nothing better than init.
+/// a shell or wrapper, or `None` when there is nothing better than init (or the process table
+/// cannot tell). Each step asks the table about one pid.
 pub fn harness_pid() -> Option<i64> {
-    harness_pid_from(i64::from(std::os::unix::process::parent_id()), &proc_entry)
+    let table = process::table();
+    harness_pid_from(process::parent_pid(), &|pid| entry(table.lookup(pid)))
 }
 
-/// `(command name, parent pid)` of a process, from `/proc/<pid>/stat`.
-fn proc_entry(pid: i64) -> Option<(String, i64)> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let open = stat.find('(')?;
-    let close = stat.rfind(')')?;
-    let name = stat.get(open + 1..close)?.to_string();
-    let ppid = stat
-        .get(close + 1..)?
-        .split_ascii_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
-    Some((name, ppid))
+/// `(command name, parent pid)` of a running process.
+fn entry(lookup: Lookup) -> Option<(String, i64)> {
+    match lookup {
+        Lookup::Running(info) => Some((info.name, info.parent.unwrap_or(0))),
+        Lookup::Gone | Lookup::Unknown => None,
+    }
 }
 
 /// The first process from `start` upwards that is not a shell or wrapper: the harness that
@@ -52,6 +47,7 @@ mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
 
     use super::*;
+    use crate::platform::process::ProcessTable as _;
 
     #[test]
     fn the_harness_is_the_first_ancestor_that_is_not_a_shell() {
@@ -71,7 +67,8 @@ mod tests {
     #[test]
     fn this_process_has_an_entry() {
         let me = i64::from(std::process::id());
-        let (_, ppid) = proc_entry(me).unwrap();
-        assert_eq!(ppid, i64::from(std::os::unix::process::parent_id()));
+        let (_, ppid) = entry(process::NativeTable.lookup(me)).unwrap();
+        assert_eq!(ppid, process::parent_pid());
+        assert_eq!(entry(process::UnknownTable.lookup(me)), None);
     }
 }

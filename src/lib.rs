@@ -26,6 +26,8 @@ pub mod harness;
 #[cfg(feature = "daemon")]
 pub mod mcp;
 #[cfg(feature = "daemon")]
+pub mod platform;
+#[cfg(feature = "daemon")]
 pub mod rpc;
 #[cfg(feature = "daemon")]
 pub mod store;

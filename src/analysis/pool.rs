@@ -130,7 +130,9 @@ impl ParsePool {
         }
         match answer {
             Ok(encoded) => {
-                if rss_bytes(proc.child.id()).is_some_and(|rss| rss > MAX_WORKER_RSS) {
+                if crate::platform::process::resident_bytes(proc.child.id())
+                    .is_some_and(|rss| rss > MAX_WORKER_RSS)
+                {
                     *slot = None;
                 }
                 Ok(encoded)
@@ -222,13 +224,6 @@ fn exchange(
         .and_then(|()| proc.stdout.read_exact(&mut outline))
         .map_err(|e| format!("reading the answer: {e}"))?;
     Ok(Encoded { analysis, outline })
-}
-
-/// Resident set of a process in bytes (`/proc/<pid>/statm`, pages of 4 KiB).
-fn rss_bytes(pid: u32) -> Option<u64> {
-    let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
-    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096)
 }
 
 /// The worker's side: answers framed requests from `input` on `output` until `input` ends.

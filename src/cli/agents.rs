@@ -33,7 +33,7 @@ pub struct RegisterArgs {
 pub async fn register(ctx: &Context, args: RegisterArgs) -> Result<Report, CliError> {
     let pid = match (args.pid, args.parent) {
         (Some(pid), _) => Some(pid),
-        (None, true) => Some(i64::from(std::os::unix::process::parent_id())),
+        (None, true) => Some(crate::platform::process::parent_pid()),
         (None, false) => None,
     };
     let params = RegisterParams {

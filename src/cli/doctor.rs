@@ -29,6 +29,7 @@ use super::agent_config::{
 };
 use super::context::Context;
 use super::output::{CliError, Report};
+use crate::protocol::SessionRecord;
 
 mod codex_hooks;
 
@@ -95,11 +96,25 @@ pub fn run(ctx: &Context) -> Result<Report, CliError> {
         human.push_str(&finding.line());
         human.push('\n');
     }
+    // The daemon's sessions, when one answers (doctor never starts it).
+    let sessions = super::context::block_on(async {
+        ctx.client().session_list().await.map_err(CliError::from)
+    })
+    .unwrap_or_default();
+    let unchecked = pid_unknown_sessions(&sessions);
+    if let Some(line) = pid_unknown_line(&unchecked) {
+        human.push_str(&line);
+        human.push('\n');
+    }
     let problems = findings.iter().filter(|f| !f.ok).count();
     let value = json!({
         "agents": wired.iter().map(|a| a.name()).collect::<Vec<_>>(),
         "findings": findings.iter().map(Finding::to_json).collect::<Vec<_>>(),
         "problems": problems,
+        "pidUnknown": unchecked
+            .iter()
+            .map(|(session, pid)| json!({"sessionId": session, "pid": pid}))
+            .collect::<Vec<_>>(),
     });
     let report = Report::new(value, human);
     Ok(if problems > 0 {
@@ -107,6 +122,31 @@ pub fn run(ctx: &Context) -> Result<Report, CliError> {
     } else {
         report
     })
+}
+
+/// The live sessions (id, pid) whose process the daemon cannot check (`pidUnknown`).
+fn pid_unknown_sessions(sessions: &[SessionRecord]) -> Vec<(String, i64)> {
+    sessions
+        .iter()
+        .filter(|s| s.live && s.pid_unknown == Some(true))
+        .filter_map(|s| Some((s.session_id.clone(), s.pid?)))
+        .collect()
+}
+
+/// The one line that says which live sessions' processes the daemon cannot check, if any.
+fn pid_unknown_line(unchecked: &[(String, i64)]) -> Option<String> {
+    if unchecked.is_empty() {
+        return None;
+    }
+    let listed: Vec<String> = unchecked
+        .iter()
+        .map(|(session, pid)| format!("{session} (pid {pid})"))
+        .collect();
+    Some(format!(
+        "{:<9} ? the daemon's host cannot tell whether the process of {} still runs: each lives on its lease, or until it ends",
+        "sessions",
+        listed.join(", ")
+    ))
 }
 
 /// Whether any of `agent`'s files holds a wit entry.
@@ -633,5 +673,44 @@ fn dry_run(root: &Path, agent: Agent) -> Finding {
                 )
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    fn record(id: &str, live: bool, pid: Option<i64>, unknown: Option<bool>) -> SessionRecord {
+        SessionRecord {
+            session_id: id.into(),
+            name: None,
+            agent_id: None,
+            pid,
+            live,
+            pid_unknown: unknown,
+            last_seen_at: 0,
+            locks: 0,
+            intents: 0,
+            worktree: None,
+            branch: None,
+        }
+    }
+
+    #[test]
+    fn sessions_whose_process_cannot_be_checked_get_one_line() {
+        let sessions = [
+            record("a", true, Some(10), Some(true)),
+            record("b", true, Some(11), None),
+            record("c", false, Some(12), Some(true)),
+            record("d", true, Some(13), Some(true)),
+        ];
+        let unchecked = pid_unknown_sessions(&sessions);
+        assert_eq!(unchecked, [("a".to_owned(), 10), ("d".to_owned(), 13)]);
+        let line = pid_unknown_line(&unchecked).unwrap();
+        assert!(line.contains("a (pid 10), d (pid 13)"), "{line}");
+        assert!(!line.contains('\n'));
+        assert_eq!(pid_unknown_line(&[]), None);
     }
 }

@@ -109,14 +109,15 @@ fn bar(status: &IndexStatus) -> String {
     )
 }
 
-/// The pid in `daemon.pid`, when that process is alive.
+/// The pid in `daemon.pid`, unless that process has exited.
 fn daemon_pid(pid_file: &Path) -> Option<u32> {
     let pid: u32 = std::fs::read_to_string(pid_file)
         .ok()?
         .trim()
         .parse()
         .ok()?;
-    Path::new(&format!("/proc/{pid}")).exists().then_some(pid)
+    let liveness = crate::platform::process::exit_state(pid);
+    (liveness != crate::platform::process::Liveness::Dead).then_some(pid)
 }
 
 #[cfg(test)]

@@ -208,6 +208,7 @@ mod tests {
             intents: 1,
             last_seen_at: 0,
             live,
+            pid_unknown: None,
             locks: 0,
             name: Some(format!("agent-{id}")),
             pid: None,

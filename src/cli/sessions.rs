@@ -174,6 +174,7 @@ mod tests {
             agent_id: Some(1),
             pid: Some(42),
             live,
+            pid_unknown: None,
             last_seen_at: crate::doorway::clock::now_ms(),
             locks: 2,
             intents: 1,

@@ -23,7 +23,6 @@ pub mod owner_map;
 pub mod ownership;
 pub mod paths;
 pub mod preflight;
-pub mod process;
 pub mod regions;
 pub mod sessions;
 #[cfg(test)]
@@ -37,6 +36,7 @@ pub mod worktree_work;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+pub use crate::platform::process::{Liveness, Lookup, ProcessTable};
 use crate::store::Store;
 pub use crate::store::{
     Contract, ContractStatus, Intent, IntentRange, IntentStatus, LineRegion, Lock, LockWait,
@@ -50,7 +50,6 @@ pub use locks::{
     Acquire, AcquiredLock, CallerWarning, Cancelled, LiveLock, DEFAULT_TTL_MS, MAX_TTL_MS,
     MAX_WAIT_MS, MIN_TTL_MS,
 };
-pub use process::{ProcFs, Processes};
 pub use sessions::{EndReason, EndedSession, Heartbeat, ReapedSession, SessionInfo};
 pub use time::{iso_millis, Clock, ManualClock, SystemClock};
 pub use waits::{WaitOutcome, WaitReply, WaiterId};
@@ -162,7 +161,7 @@ pub struct Coord {
     clock: Arc<dyn Clock>,
     index: Arc<dyn CodeIndex>,
     ids: Arc<dyn IdSource>,
-    processes: Arc<dyn Processes>,
+    processes: Arc<dyn ProcessTable>,
     /// Lock waiters; taken before the database, never the other way round.
     waits: Mutex<waits::LocalWaiters>,
     /// Signs of life not yet flushed; never held while waiting for `waits`.
@@ -191,10 +190,10 @@ impl Coord {
             clock,
             index,
             ids: Arc::new(UuidIds),
-            processes: Arc::new(ProcFs),
+            processes: crate::platform::process::table(),
             waits: Mutex::default(),
             sightings: Mutex::default(),
-            host_id: process::host_id(),
+            host_id: crate::platform::host::host_id(),
             live_hosts: Mutex::default(),
             started_at_ms,
             region_texts: Mutex::default(),
@@ -210,7 +209,7 @@ impl Coord {
     }
 
     /// Replaces the process table (tests fake which pids are alive).
-    pub fn with_processes(mut self, processes: Arc<dyn Processes>) -> Self {
+    pub fn with_processes(mut self, processes: Arc<dyn ProcessTable>) -> Self {
         self.processes = processes;
         self
     }

@@ -12,6 +12,7 @@ use serde_json::json;
 
 use super::events::{self, EventKind};
 use super::{check_session, Coord, CoordError, Result};
+use crate::platform::process::{Liveness, Lookup, START_UNKNOWN};
 use crate::store::{IntentFilter, IntentStatus, SessionRow, SessionSummary, Writer};
 
 /// Shortest lease accepted.
@@ -123,6 +124,24 @@ pub struct SessionInfo {
     pub summary: SessionSummary,
     /// Whether it is live now.
     pub live: bool,
+    /// Whether it is live while its process's liveness cannot be told (see
+    /// [`Coord::pid_unknown`]).
+    pub pid_unknown: bool,
+}
+
+/// The session row a summary was read from.
+fn row_of(summary: &SessionSummary) -> SessionRow {
+    SessionRow {
+        session_id: summary.session_id.clone(),
+        pid: summary.pid,
+        pid_start: summary.pid_start,
+        lease_ms: summary.lease_ms,
+        first_seen_ms: summary.first_seen_ms,
+        last_seen_ms: summary.last_seen_ms,
+        ended_at_ms: summary.ended_at_ms,
+        host_id: summary.host_id.clone(),
+        worktree: summary.worktree.clone(),
+    }
 }
 
 impl Coord {
@@ -211,9 +230,12 @@ impl Coord {
         if pid < 1 {
             return Err(CoordError::invalid("pid", "must be at least 1"));
         }
-        match self.processes.start_time(pid) {
-            Some(start) => Ok(Some((pid, start))),
-            None => Err(CoordError::invalid(
+        match self.processes.lookup(pid) {
+            Lookup::Running(process) => Ok(Some((pid, process.start))),
+            // The table cannot tell: the pid is kept, and only its absence ends the session
+            // (until then it lives on its lease, or stays live).
+            Lookup::Unknown => Ok(Some((pid, START_UNKNOWN))),
+            Lookup::Gone => Err(CoordError::invalid(
                 "pid",
                 format!("no process with pid {pid} runs on the daemon's host"),
             )),
@@ -352,23 +374,30 @@ impl Coord {
         Ok(ended)
     }
 
+    /// The liveness of the process of a session row that lives on this daemon's host, or
+    /// `None` when the row has no pid or lives on another host.
+    fn local_liveness(&self, row: &SessionRow) -> Option<Liveness> {
+        let (Some(pid), Some(start)) = (row.pid, row.pid_start) else {
+            return None;
+        };
+        match row.host_id.as_deref() {
+            // Rows from before hosts were recorded are this host's.
+            Some(host) if host != self.host_id => None,
+            _ => Some(self.processes.liveness(pid, start)),
+        }
+    }
+
     /// Whether a session with this stored pulse is dead now, and why. `waiting`: it has a
-    /// request waiting for a lock, a sign of life for as long as it waits.
+    /// request waiting for a lock, a sign of life for as long as it waits. A process whose
+    /// liveness the table cannot tell is not dead: its lease decides, or it stays live.
     fn death(&self, row: &SessionRow, now: i64, waiting: bool) -> Option<EndReason> {
-        if let (Some(pid), Some(start)) = (row.pid, row.pid_start) {
-            match row.host_id.as_deref() {
-                // Rows from before hosts were recorded are this host's.
-                Some(host) if host != self.host_id => {
-                    if !self.host_is_live(host) {
-                        return Some(EndReason::HostSilent);
-                    }
-                }
-                _ => {
-                    if self.processes.start_time(pid) != Some(start) {
-                        return Some(EndReason::ProcessExited);
-                    }
-                }
+        if let (Some(_), Some(_), Some(host)) = (row.pid, row.pid_start, row.host_id.as_deref()) {
+            if host != self.host_id && !self.host_is_live(host) {
+                return Some(EndReason::HostSilent);
             }
+        }
+        if self.local_liveness(row) == Some(Liveness::Dead) {
+            return Some(EndReason::ProcessExited);
         }
         if let Some(lease) = row.lease_ms {
             let last = self.last_seen(&row.session_id, row.last_seen_ms);
@@ -377,6 +406,14 @@ impl Coord {
             }
         }
         None
+    }
+
+    /// Whether the session is live while the daemon cannot tell whether its process runs
+    /// (the process table answers `Unknown` for its pid): it then lives on its lease, or
+    /// until it ends.
+    pub fn pid_unknown(&self, summary: &SessionSummary) -> bool {
+        summary.ended_at_ms.is_none()
+            && self.local_liveness(&row_of(summary)) == Some(Liveness::Unknown)
     }
 
     /// Whether the session of `row` is live now (PROTOCOL-NOTES 7.3), reaped or not yet.
@@ -435,17 +472,7 @@ impl Coord {
     /// Whether the session is live in the sense of PROTOCOL-NOTES 7.3 (not ended, process
     /// running, lease not lapsed), whether or not the reaper has run yet.
     pub fn session_is_live(&self, summary: &SessionSummary) -> bool {
-        self.row_is_live(&SessionRow {
-            session_id: summary.session_id.clone(),
-            pid: summary.pid,
-            pid_start: summary.pid_start,
-            lease_ms: summary.lease_ms,
-            first_seen_ms: summary.first_seen_ms,
-            last_seen_ms: summary.last_seen_ms,
-            ended_at_ms: summary.ended_at_ms,
-            host_id: summary.host_id.clone(),
-            worktree: summary.worktree.clone(),
-        })
+        self.row_is_live(&row_of(summary))
     }
 
     /// `session.list`: every session registered or holding a live lock or a declared/active
@@ -458,7 +485,12 @@ impl Coord {
             .map(|mut summary| {
                 summary.last_seen_ms = self.last_seen(&summary.session_id, summary.last_seen_ms);
                 let live = self.session_is_live(&summary);
-                SessionInfo { summary, live }
+                let pid_unknown = live && self.pid_unknown(&summary);
+                SessionInfo {
+                    summary,
+                    live,
+                    pid_unknown,
+                }
             })
             .collect();
         // Stable: first appearance is kept within the live and the dead.
@@ -599,6 +631,71 @@ mod tests {
         assert!(!s1.live);
         // Live first.
         assert!(list[0].live);
+    }
+
+    /// A process table that cannot tell never reaps: the session lives on its lease, or
+    /// stays live without one, and says so; once the table tells again, the dead are reaped.
+    #[test]
+    fn an_unknown_pid_is_never_taken_for_dead() {
+        let h = Harness::new();
+        h.processes.start(42, 1000);
+        h.processes.start(43, 1000);
+        h.coord
+            .register_with_pulse("a", "s1", Some(42), None)
+            .unwrap();
+        h.coord
+            .register_with_pulse("b", "s2", Some(43), Some(5000))
+            .unwrap();
+        h.processes.kill(42);
+        h.processes.kill(43);
+        h.processes.set_unknown(42, true);
+        h.processes.set_unknown(43, true);
+        h.clock.advance(4000);
+        assert!(h.coord.reap_dead_sessions().unwrap().is_empty());
+        let list = h.coord.list_sessions().unwrap();
+        assert!(list.iter().all(|s| s.live && s.pid_unknown), "{list:?}");
+        // The lease still ends the one that has one.
+        h.clock.advance(2000);
+        let reaped = h.coord.reap_dead_sessions().unwrap();
+        assert_eq!(reaped.len(), 1);
+        assert_eq!(reaped[0].session_id, "s2");
+        assert_eq!(reaped[0].reason, super::EndReason::LeaseLapsed);
+        // Without a lease it stays live for as long as the table cannot tell.
+        h.clock.advance(3_600_000);
+        assert!(h.coord.reap_dead_sessions().unwrap().is_empty());
+        h.processes.set_unknown(42, false);
+        let reaped = h.coord.reap_dead_sessions().unwrap();
+        assert_eq!(reaped.len(), 1);
+        assert_eq!(reaped[0].reason, super::EndReason::ProcessExited);
+        assert!(h
+            .coord
+            .list_sessions()
+            .unwrap()
+            .iter()
+            .all(|s| !s.pid_unknown));
+    }
+
+    /// Registering while the table cannot tell keeps the pid without a start stamp: the
+    /// session is live while any process has that pid, and reaped once none has.
+    #[test]
+    fn a_pid_registered_while_unknown_ends_when_the_pid_is_gone() {
+        let h = Harness::new();
+        h.processes.set_unknown(42, true);
+        h.coord
+            .register_with_pulse("a", "s1", Some(42), None)
+            .unwrap();
+        let row = h.coord.store().read(|r| r.session("s1")).unwrap().unwrap();
+        assert_eq!(
+            (row.pid, row.pid_start),
+            (Some(42), Some(crate::platform::process::START_UNKNOWN))
+        );
+        assert!(h.coord.reap_dead_sessions().unwrap().is_empty());
+        h.processes.set_unknown(42, false);
+        h.processes.start(42, 7);
+        assert!(h.coord.reap_dead_sessions().unwrap().is_empty());
+        assert!(h.coord.list_sessions().unwrap()[0].live);
+        h.processes.kill(42);
+        assert_eq!(h.coord.reap_dead_sessions().unwrap().len(), 1);
     }
 
     #[test]

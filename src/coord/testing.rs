@@ -294,10 +294,12 @@ impl CodeIndex for FakeIndex {
     }
 }
 
-/// A process table where a test decides which pids run and since when.
+/// A process table where a test decides which pids run and since when, and which the table
+/// cannot tell about (`Unknown`).
 #[derive(Debug, Default)]
 pub struct FakeProcesses {
     running: Mutex<HashMap<i64, i64>>,
+    unknown: Mutex<std::collections::HashSet<i64>>,
 }
 
 impl FakeProcesses {
@@ -316,15 +318,39 @@ impl FakeProcesses {
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&pid);
     }
+
+    /// Makes the table answer `Unknown` about `pid` (or tell again, with `false`).
+    pub fn set_unknown(&self, pid: i64, unknown: bool) {
+        let mut set = self.unknown.lock().unwrap_or_else(PoisonError::into_inner);
+        if unknown {
+            set.insert(pid);
+        } else {
+            set.remove(&pid);
+        }
+    }
 }
 
-impl super::Processes for FakeProcesses {
-    fn start_time(&self, pid: i64) -> Option<i64> {
+impl super::ProcessTable for FakeProcesses {
+    fn lookup(&self, pid: i64) -> super::Lookup {
+        if self
+            .unknown
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&pid)
+        {
+            return super::Lookup::Unknown;
+        }
         self.running
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(&pid)
-            .copied()
+            .map_or(super::Lookup::Gone, |&start| {
+                super::Lookup::Running(crate::platform::process::ProcessInfo {
+                    start,
+                    parent: None,
+                    name: "fake".into(),
+                })
+            })
     }
 }
 

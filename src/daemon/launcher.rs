@@ -297,11 +297,12 @@ pub async fn stop(paths: &WitPaths, timeout: Duration) -> Result<bool, LaunchErr
 /// ended (its files, the lock among them, are closed then; its parent may not have reaped it
 /// yet).
 async fn has_exited(pid: rustix::process::Pid, timeout: Duration) -> bool {
-    let status = format!("/proc/{}/status", pid.as_raw_nonzero());
+    let raw = pid.as_raw_nonzero().get().unsigned_abs();
     let deadline = Instant::now() + timeout;
     loop {
         let gone = rustix::process::test_kill_process(pid).is_err()
-            || std::fs::read_to_string(&status).map_or(true, |text| is_finished_zombie(&text));
+            || crate::platform::process::exit_state(raw)
+                == crate::platform::process::Liveness::Dead;
         if gone {
             return true;
         }
@@ -310,16 +311,4 @@ async fn has_exited(pid: rustix::process::Pid, timeout: Duration) -> bool {
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
-}
-
-/// Whether a `/proc/<pid>/status` text is that of a zombie with no thread left running.
-fn is_finished_zombie(status: &str) -> bool {
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(name))
-            .map(str::trim)
-    };
-    field("State:").is_some_and(|state| state.starts_with('Z'))
-        && field("Threads:").is_some_and(|threads| threads == "1")
 }

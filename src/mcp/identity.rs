@@ -59,7 +59,7 @@ pub fn registered_name(client_name: &str) -> String {
 /// ancestor that is not a shell or wrapper; the parent when there is none). The edit gate
 /// finds the same pid from its hook, so the two see one agent.
 pub fn agent_pid() -> i64 {
-    crate::harness::harness_pid().unwrap_or_else(|| i64::from(std::os::unix::process::parent_id()))
+    crate::harness::harness_pid().unwrap_or_else(crate::platform::process::parent_pid)
 }
 
 #[cfg(test)]

@@ -53,6 +53,7 @@ impl SessionMethods for App {
                     agent_id: info.summary.agent_id,
                     pid: info.summary.pid,
                     live: info.live,
+                    pid_unknown: info.pid_unknown.then_some(true),
                     last_seen_at: info.summary.last_seen_ms,
                     locks: info.summary.locks,
                     intents: info.summary.intents,

@@ -274,7 +274,9 @@ pub struct SessionRow {
     pub session_id: String,
     /// The registered pid, while the session has one.
     pub pid: Option<i64>,
-    /// That process's start time (clock ticks since boot, `/proc/<pid>/stat` field 22).
+    /// That process's start stamp ([`crate::platform::process::ProcessInfo::start`]: clock
+    /// ticks since boot on Linux, seconds since the epoch elsewhere; -1 when the table could
+    /// not tell at registration).
     pub pid_start: Option<i64>,
     /// The registered lease, while the session has one.
     pub lease_ms: Option<i64>,

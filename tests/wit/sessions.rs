@@ -138,6 +138,71 @@ fn a_killed_agent_loses_its_locks_and_intents_within_five_seconds() {
     });
 }
 
+/// Issue 31: a pid whose liveness the host cannot tell is never taken for dead. With the
+/// daemon's process table answering "unknown" for every pid (`WIT_TEST_PROCESS_TABLE`), a
+/// session whose process has exited is still live after several reap intervals, the list
+/// says why and `wit doctor` says so in one line; the same steps without the knob reap it.
+#[test]
+fn an_exited_process_is_not_reaped_while_the_table_cannot_tell() {
+    for unknown in [false, true] {
+        let repo = Repo::new();
+        let mut env = store_env(repo.path());
+        if unknown {
+            env.push(("WIT_TEST_PROCESS_TABLE", "unknown".into()));
+        }
+        let daemon = Daemon::spawn_with_env(&repo, &env);
+        daemon.wait_ready();
+        let client = repo.client();
+        let mut agent = sleeper();
+        let pid = i64::from(agent.id());
+        let s1 = block_on(async {
+            client
+                .register(register("agent", "s1", Some(pid), None))
+                .await
+                .unwrap();
+            agent.kill().unwrap();
+            agent.wait().unwrap();
+            // The daemon reaps about once a second: four intervals are plenty.
+            let deadline = Instant::now() + Duration::from_secs(4);
+            loop {
+                let sessions = client.session_list().await.unwrap();
+                let s1 = sessions.into_iter().find(|s| s.session_id == "s1").unwrap();
+                if !s1.live || Instant::now() > deadline {
+                    return s1;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+        let doctor = Command::new(wit_bin())
+            .arg("doctor")
+            .current_dir(repo.path())
+            .envs(store_env(repo.path()))
+            .env_remove("WIT_TEST_PROCESS_TABLE")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&doctor.stdout).into_owned();
+        let line = format!("cannot tell whether the process of s1 (pid {pid}) still runs");
+        if unknown {
+            assert!(
+                s1.live,
+                "taken for dead while the table cannot tell: {s1:?}"
+            );
+            assert_eq!(s1.pid_unknown, Some(true), "{s1:?}");
+            assert_eq!(
+                said.lines().filter(|l| l.contains(&line)).count(),
+                1,
+                "{said}"
+            );
+        } else {
+            assert!(!s1.live, "the control: an exited process is reaped: {s1:?}");
+            assert_eq!(s1.pid_unknown, None);
+            assert!(!said.contains(&line), "{said}");
+        }
+        drop(daemon);
+    }
+}
+
 #[test]
 fn register_validates_pid_and_lease_and_lists_sessions() {
     let repo = Repo::new();

@@ -1309,7 +1309,7 @@ pub struct RegisterParams {
     pub lease_ms: ::std::option::Option<i64>,
     ///Human-readable agent name
     pub name: ::std::string::String,
-    ///A process on the daemon's host whose life is the session's life (e.g. the agent's own process). Recorded with the process's start time, so a reused pid never counts as the same process. A pid that does not exist is INVALID_REQUEST.
+    ///A process on the daemon's host whose life is the session's life (e.g. the agent's own process). Recorded with the process's start time, so a reused pid never counts as the same process. A pid that does not exist is INVALID_REQUEST. Where the host's process table cannot tell whether a pid runs, the pid is accepted and never taken for dead: the session then lives on its lease, or until it ends (session.list marks it pidUnknown).
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub pid: ::std::option::Option<i64>,
     ///Stable unique identifier for this agent session
@@ -1548,6 +1548,12 @@ pub struct SessionRecord {
     ///The registered pid, or null
     #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub pid: ::std::option::Option<i64>,
+    ///true when the session is live but the daemon's host cannot tell whether its registered process runs (its process table answers neither alive nor dead for the pid): it then lives on its lease, or until it ends. Absent means false
+    #[serde(
+        rename = "pidUnknown",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub pid_unknown: ::std::option::Option<bool>,
     #[serde(rename = "sessionId")]
     pub session_id: ::std::string::String,
     ///The root path of the worktree the session last acted from, or null

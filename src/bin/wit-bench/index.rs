@@ -187,12 +187,10 @@ pub(crate) async fn stop(daemon: Daemon) {
         .args(["-TERM", &pid.to_string()])
         .status();
     let deadline = Instant::now() + Duration::from_secs(10);
-    while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
-        // A zombie until the Daemon's drop reaps it: look at its state.
-        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        if state.split_whitespace().nth(2) == Some("Z") {
-            break;
-        }
+    // A zombie until the Daemon's drop reaps it: that counts as exited.
+    while wit::platform::process::exit_state(pid) != wit::platform::process::Liveness::Dead
+        && Instant::now() < deadline
+    {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     drop(daemon);

@@ -387,14 +387,7 @@ fn prepare_repository(
 fn print_header(quick: bool, wit: &std::path::Path) {
     println!("# wit-bench ({})", if quick { "quick" } else { "full" });
     println!();
-    let model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| {
-            c.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
-        })
-        .unwrap_or_default();
+    let model = wit::platform::measure::cpu_model();
     println!(
         "machine: {} cores, {model}; wit: {}",
         std::thread::available_parallelism()

@@ -1,11 +1,10 @@
 //! Running a workload over many connections and reporting it as a table row.
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::net::{find, ping_body, Conn};
 
@@ -165,70 +164,25 @@ pub(crate) async fn measure_fresh(
     })
 }
 
-/// CPU time of a process's live threads to the nanosecond (`/proc/<pid>/task/*/schedstat`;
-/// the clock ticks of `stat` are 10 ms, too coarse for a few thousand cheap requests).
+/// CPU time of a process's live threads to the nanosecond (`schedstat`).
 pub(crate) fn cpu_time_of_threads(pid: u32) -> Result<Duration> {
-    let mut nanos: u64 = 0;
-    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
-        let path = task?.path().join("schedstat");
-        if let Ok(text) = std::fs::read_to_string(path) {
-            nanos += text
-                .split_whitespace()
-                .next()
-                .and_then(|n| n.parse::<u64>().ok())
-                .unwrap_or(0);
-        }
-    }
-    Ok(Duration::from_nanos(nanos))
+    Ok(wit::platform::measure::cpu_time_of_threads(pid)?)
 }
 
 /// utime + stime of a process.
 pub(crate) fn cpu_time(pid: u32) -> Result<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    let after_name = stat.rsplit_once(')').context("odd /proc stat")?.1;
-    let fields: Vec<&str> = after_name.split_whitespace().collect();
-    // Fields 14 and 15 of stat(5); `after_name` starts at field 3.
-    let utime: u64 = fields.get(11).context("utime")?.parse()?;
-    let stime: u64 = fields.get(12).context("stime")?.parse()?;
-    Ok(Duration::from_millis(
-        (utime + stime) * 1000 / clock_ticks(),
-    ))
+    Ok(wit::platform::measure::cpu_time(pid)?)
 }
 
 /// CPU time (user + system) of process `pid` and of its children it has waited for (the git
 /// processes a daemon runs, say).
 pub(crate) fn cpu_time_with_children(pid: u32) -> Result<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    let after_name = stat.rsplit_once(')').context("odd /proc stat")?.1;
-    let fields: Vec<&str> = after_name.split_whitespace().collect();
-    // Fields 14 to 17 of stat(5): utime, stime, cutime, cstime.
-    let mut ticks = 0;
-    for field in 11..15 {
-        ticks += fields.get(field).context("cpu times")?.parse::<u64>()?;
-    }
-    Ok(Duration::from_millis(ticks * 1000 / clock_ticks()))
-}
-
-pub(crate) fn clock_ticks() -> u64 {
-    static TICKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *TICKS.get_or_init(|| {
-        Command::new("getconf")
-            .arg("CLK_TCK")
-            .output()
-            .ok()
-            .and_then(|o| String::from_utf8(o.stdout).ok())
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(100)
-    })
+    Ok(wit::platform::measure::cpu_time_with_children(pid)?)
 }
 
 /// Resident set size of a process, in KiB.
 pub(crate) fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    wit::platform::measure::status_field(pid, "VmRSS:")
 }
 
 /// Prints one table row.

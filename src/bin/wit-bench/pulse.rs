@@ -14,13 +14,9 @@ use crate::measure::{fmt_duration, p50_p99};
 use crate::net::{request, Conn};
 use crate::Bench;
 
-/// Threads of a process (`Threads:` of `/proc/<pid>/status`).
+/// Threads of a process.
 fn threads(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("Threads:"))
-        .and_then(|n| n.trim().parse().ok())
+    wit::platform::measure::status_field(pid, "Threads:")
 }
 
 /// Resident set of a process in KiB.

@@ -113,42 +113,12 @@ async fn wait_quiet(pid: u32, limit: Duration) -> Result<Option<Duration>> {
 
 /// The voluntary context switches of the process's live threads.
 fn switches(pid: u32) -> u64 {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return 0;
-    };
-    tasks
-        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("status")).ok())
-        .filter_map(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
-                .and_then(|n| n.trim().parse::<u64>().ok())
-        })
-        .sum()
+    wit::platform::measure::voluntary_switches(pid)
 }
 
 /// The process's inotify instances and their watches in all.
 fn inotify(pid: u32) -> Result<(usize, usize)> {
-    let (mut instances, mut watches) = (0, 0);
-    for fd in std::fs::read_dir(format!("/proc/{pid}/fd"))? {
-        let fd = fd?;
-        let Ok(target) = std::fs::read_link(fd.path()) else {
-            continue;
-        };
-        if target.to_string_lossy() != "anon_inode:inotify" {
-            continue;
-        }
-        instances += 1;
-        let info = std::fs::read_to_string(format!(
-            "/proc/{pid}/fdinfo/{}",
-            fd.file_name().to_string_lossy()
-        ))?;
-        watches += info
-            .lines()
-            .filter(|l| l.starts_with("inotify wd:"))
-            .count();
-    }
-    Ok((instances, watches))
+    Ok(wit::platform::measure::inotify(pid)?)
 }
 
 /// The directories holding files git knows (`git ls-files`, the root counted as `.`), and

@@ -354,13 +354,8 @@ async fn probe_all(
         .await?;
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let status = std::fs::read_to_string(format!("/proc/{}/status", daemon.pid()))?;
     let field = |name: &str| -> u64 {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0)
+        wit::platform::measure::status_field(daemon.pid(), name).unwrap_or(0)
     };
     Ok((field("VmRSS:"), field("VmHWM:")))
 }

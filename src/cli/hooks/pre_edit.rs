@@ -682,6 +682,7 @@ mod tests {
             intents: 0,
             last_seen_at: 0,
             live: true,
+            pid_unknown: None,
             locks: 1,
             name: Some("claude-backend".into()),
             pid: None,

@@ -170,6 +170,7 @@ mod tests {
             intents: 1,
             last_seen_at: 0,
             live: true,
+            pid_unknown: None,
             locks: 0,
             name: None,
             pid: None,
