@@ -162,7 +162,7 @@ mod tests {
         std::fs::write(admin.join("index"), "DIRC").unwrap();
         assert_eq!(
             linked_worktrees(&repository),
-            [feature.clone()],
+            std::slice::from_ref(&feature),
             "checked out"
         );
         std::fs::remove_file(admin.join("index")).unwrap();
