@@ -216,6 +216,18 @@ fn to_usize(n: i64) -> usize {
     usize::try_from(n).unwrap_or(0)
 }
 
+/// Where another session's work stands, seen from the acting session ([`Others::standing`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// The acting agent's own: the acting session, or a live session of the same agent.
+    Mine,
+    /// Another live agent's: it collides, and the git guards keep it.
+    Theirs,
+    /// Neither: a dead or ended session's, nobody's (`unowned:`), or the asking worktree's
+    /// own observed work.
+    Aside,
+}
+
 /// The acting session and whose work stands against it: other sessions that are live and
 /// are not the same agent. Answers are kept for the life of one request.
 pub struct Others<'c> {
@@ -224,7 +236,7 @@ pub struct Others<'c> {
     /// The acting session's process, when it registered one: `(pid, start, host)`; read
     /// when first needed.
     my_process: OnceCell<Option<(i64, i64, Option<String>)>>,
-    verdicts: RefCell<HashMap<String, bool>>,
+    verdicts: RefCell<HashMap<String, Standing>>,
 }
 
 impl<'c> Others<'c> {
@@ -246,28 +258,44 @@ impl<'c> Others<'c> {
     /// Whether work of `session_id` stands against the acting session: another session, not
     /// the same agent (both registered with the same live process), and live.
     pub fn against(&self, session_id: &str) -> Result<bool> {
+        Ok(self.standing(session_id)? == Standing::Theirs)
+    }
+
+    /// Where work of `session_id` stands, seen from the acting session: its own (the acting
+    /// session, or a live session of the same agent), another live agent's, or neither (a
+    /// dead or ended session, nobody's lines, the asking worktree's own observed work).
+    pub fn standing(&self, session_id: &str) -> Result<Standing> {
         if session_id == self.me {
-            return Ok(false);
+            return Ok(Standing::Mine);
         }
         if super::ownership::is_unowned_session(session_id) {
             // 15.3: a person's or an unhooked tool's lines are for the git guards to weigh
             // (`[gate] unowned`); they are no agent's work that an edit or a lock collides with.
-            return Ok(false);
+            return Ok(Standing::Aside);
         }
         if let Some(root) = worktree_of_session(session_id) {
             // 14.4: a worktree's own observed work never stands against work from it.
-            return Ok(self.coord.index.worktree_root().as_deref() != Some(root));
+            let here = self.coord.index.worktree_root();
+            return Ok(if here.as_deref() == Some(root) {
+                Standing::Aside
+            } else {
+                Standing::Theirs
+            });
         }
         if let Some(&known) = self.verdicts.borrow().get(session_id) {
             return Ok(known);
         }
         let row = self.coord.store.read(|r| r.session(session_id))?;
         let verdict = match row {
-            None => true,
+            None => Standing::Theirs,
+            Some(row) if !self.coord.row_is_live(&row) => Standing::Aside,
             Some(row) => {
                 let theirs = process_of(&row);
-                let same_agent = theirs.is_some() && theirs == *self.my_process()?;
-                !same_agent && self.coord.row_is_live(&row)
+                if theirs.is_some() && theirs == *self.my_process()? {
+                    Standing::Mine
+                } else {
+                    Standing::Theirs
+                }
             }
         };
         self.verdicts

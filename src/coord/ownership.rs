@@ -17,6 +17,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{MutexGuard, PoisonError};
 
+use super::conflicts::{Others, Standing};
 use super::owner_map::{FileOwners, Mark, OwnedHunk, OwnedLines};
 use super::paths::normalize;
 use super::preflight::spans::{diff_lines, Applied};
@@ -122,7 +123,9 @@ pub struct FileChanges {
 pub struct SeenHunk {
     /// The hunk.
     pub hunk: OwnedHunk,
-    /// Whether it is the asking agent's own (by the same-agent rule); `None` without one.
+    /// Whether it is the asking agent's own: an owner is the asking session or a live session
+    /// of the same agent (`conflicts::Standing::Mine`; a dead session's lines are nobody's
+    /// own); `None` without an asking session.
     pub mine: Option<bool>,
     /// The live owners that are not the asking agent's (`unowned:<root>` for nobody's).
     pub others: Vec<String>,
@@ -512,7 +515,7 @@ impl Coord {
         };
         found.sort_by(|a, b| a.0.cmp(&b.0));
         let others = vantage
-            .map(|session| super::conflicts::Others::of(self, session))
+            .map(|session| Others::of(self, session))
             .transpose()?;
         let unowned = unowned_session(&root);
         let mut out = Vec::with_capacity(found.len());
@@ -525,10 +528,12 @@ impl Coord {
                         let mut mine = false;
                         let mut theirs = Vec::new();
                         for owner in &hunk.mark.owners {
-                            if view.against(owner)? {
-                                theirs.push(owner.clone());
-                            } else {
-                                mine = true;
+                            // A dead session's lines are neither the caller's nor a live
+                            // agent's (`Standing::Aside`).
+                            match view.standing(owner)? {
+                                Standing::Mine => mine = true,
+                                Standing::Theirs => theirs.push(owner.clone()),
+                                Standing::Aside => {}
                             }
                         }
                         if hunk.mark.owners.is_empty() {
@@ -775,5 +780,94 @@ impl Ownership {
             owners.push(unowned_session(root));
         }
         owners
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+    use crate::coord::testing::Harness;
+
+    const BEFORE: &str = "a\nb\nc\nd\ne\nf\ng\n";
+
+    /// `session` runs a shell command (a window naming no file) that turns `from` into `to`.
+    fn shell_change(h: &Harness, session: &str, from: &str, to: &str) {
+        let window = h
+            .coord
+            .open_window(session, "Bash", None, Vec::new(), None)
+            .unwrap();
+        h.coord
+            .attribute_change(DiskChange {
+                root: "",
+                file: "f.txt",
+                head: Some(BEFORE.as_bytes()),
+                now: Some(to.as_bytes()),
+            })
+            .unwrap();
+        assert!(from != to);
+        h.coord.close_window(session, &window);
+    }
+
+    /// "Mine" in `work.changes` is the asking session's and its agent's live sessions' work;
+    /// a dead session's lines are nobody's: neither the asker's (so `wit commit` does not take
+    /// them) nor a live agent's.
+    #[test]
+    fn a_dead_sessions_lines_are_neither_mine_nor_anothers() {
+        let h = Harness::new();
+        h.processes.start(50, 7); // alice's harness: two sessions
+        h.processes.start(60, 8); // bob's
+        h.processes.start(70, 9); // carol's, which will exit
+        for (agent, session, pid) in [
+            ("alice", "alice", 50),
+            ("alice", "alice-mcp", 50),
+            ("bob", "bob", 60),
+            ("carol", "carol", 70),
+        ] {
+            h.coord
+                .register_with_pulse(agent, session, Some(pid), None)
+                .unwrap();
+        }
+        let one = "A\nb\nc\nd\ne\nf\ng\n";
+        let two = "A\nb\nC\nd\ne\nf\ng\n";
+        let three = "A\nb\nC\nd\nE\nf\ng\n";
+        let four = "A\nb\nC\nd\nE\nf\nG\n";
+        shell_change(&h, "alice-mcp", BEFORE, one);
+        shell_change(&h, "bob", one, two);
+        shell_change(&h, "carol", two, three);
+        shell_change(&h, "alice", three, four);
+        h.processes.kill(70);
+        let seen = |asker: &str| -> Vec<(usize, Option<bool>, Vec<String>)> {
+            let files = h.coord.owned_changes(&[], Some(asker)).unwrap();
+            assert_eq!(files.len(), 1);
+            files[0]
+                .hunks
+                .iter()
+                .map(|s| (s.hunk.new_start, s.mine, s.others.clone()))
+                .collect()
+        };
+        let carol_dead = (5, Some(false), Vec::new());
+        assert_eq!(
+            seen("alice"),
+            [
+                (1, Some(true), Vec::new()),
+                (3, Some(false), vec!["bob".to_owned()]),
+                carol_dead.clone(),
+                (7, Some(true), Vec::new()),
+            ]
+        );
+        assert_eq!(
+            seen("bob"),
+            [
+                (1, Some(false), vec!["alice-mcp".to_owned()]),
+                (3, Some(true), Vec::new()),
+                carol_dead,
+                (7, Some(false), vec!["alice".to_owned()]),
+            ]
+        );
+        // Reaped, the same.
+        h.coord.reap_dead_sessions().unwrap();
+        assert_eq!(seen("alice")[2], (5, Some(false), Vec::new()));
     }
 }
