@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use super::preflight::spans::{meets, Change};
 use super::regions::{meets_region, replaced_lines, shares_lines, Lines, Written};
 use super::worktree_work::worktree_of_session;
-use super::{Coord, Lock, Result};
+use super::{Coord, Lock, Result, Vantage};
 use crate::store::{RangeHit, SessionRow};
 
 /// One collision: work of another session that this work meets.
@@ -229,10 +229,12 @@ pub enum Standing {
 }
 
 /// The acting session and whose work stands against it: other sessions that are live and
-/// are not the same agent. Answers are kept for the life of one request.
+/// are not the same agent, seen from the request's [`Vantage`] (its session and worktree).
+/// This is the one place of the same-agent rule and the liveness filter. Answers are kept
+/// for the life of one request.
 pub struct Others<'c> {
     coord: &'c Coord,
-    me: String,
+    at: Vantage,
     /// The acting session's process, when it registered one: `(pid, start, host)`; read
     /// when first needed.
     my_process: OnceCell<Option<(i64, i64, Option<String>)>>,
@@ -240,19 +242,25 @@ pub struct Others<'c> {
 }
 
 impl<'c> Others<'c> {
-    /// The view of `session_id` (nothing is read until a question needs it).
-    pub fn of(coord: &'c Coord, session_id: &str) -> Result<Others<'c>> {
+    /// The view from `at` (nothing is read until a question needs it). Without an acting
+    /// session nothing is anybody's own.
+    pub fn of(coord: &'c Coord, at: &Vantage) -> Result<Others<'c>> {
         Ok(Others {
             coord,
-            me: session_id.to_owned(),
+            at: at.clone(),
             my_process: OnceCell::new(),
             verdicts: RefCell::new(HashMap::new()),
         })
     }
 
-    /// The acting session.
+    /// The acting session (`""` without one).
     pub fn me(&self) -> &str {
-        &self.me
+        self.at.session().unwrap_or_default()
+    }
+
+    /// Where the request stands.
+    pub fn vantage(&self) -> &Vantage {
+        &self.at
     }
 
     /// Whether work of `session_id` stands against the acting session: another session, not
@@ -265,7 +273,7 @@ impl<'c> Others<'c> {
     /// session, or a live session of the same agent), another live agent's, or neither (a
     /// dead or ended session, nobody's lines, the asking worktree's own observed work).
     pub fn standing(&self, session_id: &str) -> Result<Standing> {
-        if session_id == self.me {
+        if self.at.session() == Some(session_id) {
             return Ok(Standing::Mine);
         }
         if super::ownership::is_unowned_session(session_id) {
@@ -275,8 +283,7 @@ impl<'c> Others<'c> {
         }
         if let Some(root) = worktree_of_session(session_id) {
             // 14.4: a worktree's own observed work never stands against work from it.
-            let here = self.coord.index.worktree_root();
-            return Ok(if here.as_deref() == Some(root) {
+            return Ok(if self.at.worktree() == Some(root) {
                 Standing::Aside
             } else {
                 Standing::Theirs
@@ -308,7 +315,10 @@ impl<'c> Others<'c> {
         if let Some(known) = self.my_process.get() {
             return Ok(known);
         }
-        let row = self.coord.store.read(|r| r.session(&self.me))?;
+        let Some(me) = self.at.session() else {
+            return Ok(self.my_process.get_or_init(|| None));
+        };
+        let row = self.coord.store.read(|r| r.session(me))?;
         Ok(self
             .my_process
             .get_or_init(|| row.as_ref().and_then(process_of)))

@@ -24,7 +24,7 @@ use super::preflight::spans::{diff_lines, Applied};
 use super::regions::{regions_of_changes, Lines};
 use super::workmap::Observed;
 use super::worktree_work::Origin;
-use super::{Coord, CoordError, LineRegion, Result, MAX_SESSION_ID_BYTES};
+use super::{Coord, CoordError, LineRegion, Result, Vantage, MAX_SESSION_ID_BYTES};
 use crate::store::IntentFilter;
 
 /// The session of a worktree's unowned work is this prefix and the worktree's root (15.3).
@@ -162,20 +162,17 @@ impl Coord {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The root of the worktree the current request acts in.
-    fn request_root(&self) -> String {
-        self.index.worktree_root().unwrap_or_default()
-    }
-
-    /// Opens a tool call's window (15.2, `work.begin`); its id.
+    /// Opens a tool call's window (15.2, `work.begin`) for `at`'s session in its worktree;
+    /// its id.
     pub fn open_window(
         &self,
-        session_id: &str,
+        at: &Vantage,
         tool: &str,
         file: Option<&str>,
         texts: Vec<String>,
         ttl_ms: Option<i64>,
     ) -> Result<String> {
+        let session_id = at.session().unwrap_or_default();
         if session_id.is_empty() || session_id.len() > MAX_SESSION_ID_BYTES {
             return Err(CoordError::invalid("sessionId", "1 to 256 bytes"));
         }
@@ -190,7 +187,7 @@ impl Coord {
             .map(|f| normalize(f).map_err(|e| CoordError::invalid("file", e.to_string())))
             .transpose()?;
         let now = self.clock.now_ms();
-        let root = self.request_root();
+        let root = at.root().to_owned();
         let mut ownership = self.ownership();
         ownership.windows.retain(|_, w| w.expires_at_ms > now);
         if ownership.windows.len() >= MAX_WINDOWS {
@@ -458,12 +455,13 @@ impl Coord {
     /// that changed on disk).
     pub(super) fn note_recorded_edit(
         &self,
+        at: &Vantage,
         session_id: &str,
         file: &str,
         before: &str,
         after: &str,
     ) {
-        let key = (self.request_root(), file.to_owned());
+        let key = (at.root().to_owned(), file.to_owned());
         let now = self.clock.now_ms();
         let mut ownership = self.ownership();
         ownership
@@ -492,14 +490,10 @@ impl Coord {
         }
     }
 
-    /// The owner map of every file with uncommitted work in the request's worktree (or only
-    /// `files`), seen from `vantage` when given (`work.changes`).
-    pub fn owned_changes(
-        &self,
-        files: &[String],
-        vantage: Option<&str>,
-    ) -> Result<Vec<FileChanges>> {
-        let root = self.request_root();
+    /// The owner map of every file with uncommitted work in `at`'s worktree (or only
+    /// `files`), seen from `at`'s session when it names one (`work.changes`).
+    pub fn owned_changes(&self, at: &Vantage, files: &[String]) -> Result<Vec<FileChanges>> {
+        let root = at.root().to_owned();
         let wanted: Vec<String> = files
             .iter()
             .map(|f| normalize(f).map_err(|e| CoordError::invalid("files", e.to_string())))
@@ -514,9 +508,7 @@ impl Coord {
                 .collect()
         };
         found.sort_by(|a, b| a.0.cmp(&b.0));
-        let others = vantage
-            .map(|session| Others::of(self, session))
-            .transpose()?;
+        let others = at.session().map(|_| Others::of(self, at)).transpose()?;
         let unowned = unowned_session(&root);
         let mut out = Vec::with_capacity(found.len());
         for (file, tree) in found {
@@ -554,10 +546,10 @@ impl Coord {
         Ok(out)
     }
 
-    /// The owners of `file`'s uncommitted lines in the request's worktree (`work.owners`).
-    pub fn file_owners(&self, file: &str) -> Result<FileOwnersView> {
+    /// The owners of `file`'s uncommitted lines in `at`'s worktree (`work.owners`).
+    pub fn file_owners(&self, at: &Vantage, file: &str) -> Result<FileOwnersView> {
         let file = normalize(file).map_err(|e| CoordError::invalid("file", e.to_string()))?;
-        let root = self.request_root();
+        let root = at.root().to_owned();
         let ownership = self.ownership();
         let Some(tree) = ownership.files.get(&(root, file.clone())) else {
             return Ok(FileOwnersView {
@@ -796,7 +788,13 @@ mod tests {
     fn shell_change(h: &Harness, session: &str, from: &str, to: &str) {
         let window = h
             .coord
-            .open_window(session, "Bash", None, Vec::new(), None)
+            .open_window(
+                &h.coord.vantage(Some(session)),
+                "Bash",
+                None,
+                Vec::new(),
+                None,
+            )
             .unwrap();
         h.coord
             .attribute_change(DiskChange {
@@ -839,7 +837,10 @@ mod tests {
         shell_change(&h, "alice", three, four);
         h.processes.kill(70);
         let seen = |asker: &str| -> Vec<(usize, Option<bool>, Vec<String>)> {
-            let files = h.coord.owned_changes(&[], Some(asker)).unwrap();
+            let files = h
+                .coord
+                .owned_changes(&h.coord.vantage(Some(asker)), &[])
+                .unwrap();
             assert_eq!(files.len(), 1);
             files[0]
                 .hunks

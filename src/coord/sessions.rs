@@ -147,13 +147,21 @@ fn row_of(summary: &SessionSummary) -> SessionRow {
 impl Coord {
     /// Validates the acting session of a request and counts the request as a sign of life.
     pub(crate) fn acting_session(&self, session_id: &str) -> Result<()> {
-        check_session("sessionId", session_id)?;
-        self.check_storable("sessionId", session_id)?;
-        self.touch(session_id)
+        self.acting(&self.vantage(Some(session_id))).map(|_| ())
     }
 
-    /// Records a sign of life of `session_id` now.
-    fn touch(&self, session_id: &str) -> Result<()> {
+    /// Validates the acting session of the request seen from `at` (which must name one)
+    /// and counts the request as a sign of life of it, acting from `at`'s worktree.
+    pub(crate) fn acting<'v>(&self, at: &'v super::Vantage) -> Result<&'v str> {
+        let session_id = at.session().unwrap_or_default();
+        check_session("sessionId", session_id)?;
+        self.check_storable("sessionId", session_id)?;
+        self.touch(session_id, at.worktree())?;
+        Ok(session_id)
+    }
+
+    /// Records a sign of life of `session_id` now, acting from the worktree at `worktree`.
+    fn touch(&self, session_id: &str, worktree: Option<&str>) -> Result<()> {
         let now = self.clock.now_ms();
         let mut sightings = self.sightings();
         if !sightings.open_rows.contains(session_id) {
@@ -161,11 +169,13 @@ impl Coord {
             sightings.open_rows.insert(session_id.to_owned());
         }
         sightings.saw(session_id, now);
-        if let Some(root) = self.index.worktree_root() {
-            if sightings.worktrees.get(session_id) != Some(&root) {
+        if let Some(root) = worktree {
+            if sightings.worktrees.get(session_id).map(String::as_str) != Some(root) {
                 self.store
-                    .write(|w| w.set_session_worktree(session_id, &root))?;
-                sightings.worktrees.insert(session_id.to_owned(), root);
+                    .write(|w| w.set_session_worktree(session_id, root))?;
+                sightings
+                    .worktrees
+                    .insert(session_id.to_owned(), root.to_owned());
             }
         }
         Ok(())
@@ -269,7 +279,7 @@ impl Coord {
                 session_id: session_id.to_owned(),
             });
         }
-        self.touch(session_id)?;
+        self.touch(session_id, self.worktree_root.as_deref())?;
         let now = self.clock.now_ms();
         let lease = row.and_then(|s| s.lease_ms);
         Ok(Heartbeat {
@@ -592,7 +602,7 @@ mod tests {
         h.coord.acquire_lock("a.ts:g", "s1", None).unwrap();
         let intent = h
             .coord
-            .declare_intent("s1", "work", &["a.ts".into()], None)
+            .declare_intent(&h.coord.vantage(Some("s1")), "work", &["a.ts".into()], None)
             .unwrap();
         h.coord.acquire_lock("b.ts:f", "s2", None).unwrap();
         let before = h.coord.newest_event_seq().unwrap();
@@ -802,7 +812,7 @@ mod tests {
         h.coord.acquire_lock("x.ts:g", "b", None).unwrap();
         h.clock.advance(1);
         h.coord
-            .declare_intent("c", "d", &["x.ts".into()], None)
+            .declare_intent(&h.coord.vantage(Some("c")), "d", &["x.ts".into()], None)
             .unwrap();
         let list = h.coord.list_sessions().unwrap();
         let ids: Vec<&str> = list.iter().map(|s| s.summary.session_id.as_str()).collect();

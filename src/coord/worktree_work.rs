@@ -20,8 +20,8 @@ use serde_json::json;
 use super::events::{self, EventKind};
 use super::intents::Declaration;
 use super::regions::{LineMap, Written};
-use super::workmap::regions_json;
-use super::{Coord, Intent, IntentStatus, LineRegion, Result};
+use super::workmap::{regions_json, Upkeep};
+use super::{Coord, Intent, IntentStatus, LineRegion, Result, Vantage};
 use crate::store::{IntentFilter, RangeHit};
 
 /// The session of a worktree's observed work is this prefix and the worktree's root.
@@ -161,12 +161,12 @@ impl Coord {
         }
     }
 
-    /// The origin of the request being served (its worktree).
-    pub(super) fn here(&self) -> Origin {
+    /// The origin of the request seen from `at` (its worktree).
+    pub(super) fn here(&self, at: &Vantage) -> Origin {
         if !self.several_worktrees() {
             return None;
         }
-        self.origin_of_root(self.index.worktree_root().as_deref())
+        self.origin_of_root(at.worktree())
     }
 
     /// The origin of each row: the worktree of a `worktree:` session, else the worktree its
@@ -388,7 +388,7 @@ impl Coord {
             return Ok(regions);
         }
         let covered: Vec<LineRegion> = self
-            .regions_of_origin(origin, file, current, theirs)?
+            .regions_of_origin(origin, file, current, theirs, Upkeep::Store)?
             .into_iter()
             .flat_map(|r| r.regions.unwrap_or_default())
             .collect();
