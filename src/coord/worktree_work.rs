@@ -94,6 +94,18 @@ struct CarryMaps {
 /// At most this many sets of line maps are kept (then they are made again as asked).
 const MAX_CARRIES: usize = 256;
 
+/// A text's identity by content: its length and digest (never its address).
+type TextKey = (usize, u64);
+
+fn text_key(text: &str) -> TextKey {
+    (text.len(), xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
+}
+
+/// Whether two texts are the same, by content (one shared `Arc` is the quick case).
+fn same_text(a: &str, b: &str) -> bool {
+    std::ptr::eq(a, b) || a == b
+}
+
 /// The worktrees the daemon serves and the texts of their changed files.
 #[derive(Debug, Default)]
 pub struct Worktrees {
@@ -101,8 +113,8 @@ pub struct Worktrees {
     main_root: Option<String>,
     /// Per `(origin, file)`: its merge-base and current texts.
     texts: HashMap<(Origin, String), FileTexts>,
-    /// Line maps kept by (origin text, base, length of the asking text).
-    carries: HashMap<(usize, usize, usize), Arc<CarryMaps>>,
+    /// Line maps kept by the contents of (origin text, base, asking text).
+    carries: HashMap<(Option<TextKey>, TextKey, TextKey), Arc<CarryMaps>>,
     /// Per watched worktree root: a number that grows with every change seen on its disk
     /// (what lets the forecast keep a worktree's state while it does not change).
     generations: HashMap<String, u64>,
@@ -239,24 +251,22 @@ impl Coord {
         (row, written)
     }
 
-    /// The line maps origin text → base → `text`: kept while the three texts stay the same
-    /// (the origin's and the base are shared `Arc`s; `text` is compared), so a preview asked
-    /// again does not diff whole files again.
+    /// The line maps origin text → base → `text`: kept by the three texts' contents (digests,
+    /// then compared), so a preview asked again does not diff whole files again.
     fn carry_maps(&self, from: Option<&Arc<str>>, base: &Arc<str>, text: &str) -> Arc<CarryMaps> {
         let same = |maps: &CarryMaps| {
-            Arc::ptr_eq(&maps.base, base)
+            same_text(&maps.base, base)
                 && match (&maps.from, from) {
-                    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                    (Some(a), Some(b)) => same_text(a, b),
                     (None, None) => true,
                     _ => false,
                 }
-                && *maps.to == *text
+                && same_text(&maps.to, text)
         };
-        // The shared texts are held by the kept maps, so their addresses are not reused.
-        let address = |text: &Arc<str>| Arc::as_ptr(text) as *const u8 as usize;
-        let key = (from.map_or(0, address), address(base), text.len());
-        if let Some(maps) = self.worktrees().carries.get(&key).filter(|m| same(m)) {
-            return Arc::clone(maps);
+        let key = (from.map(|t| text_key(t)), text_key(base), text_key(text));
+        let kept = self.worktrees().carries.get(&key).map(Arc::clone);
+        if let Some(maps) = kept.filter(|m| same(m)) {
+            return maps;
         }
         let maps = Arc::new(CarryMaps {
             base_to_origin: from.map(|from| LineMap::between(base, from)),
@@ -556,6 +566,27 @@ mod tests {
         assert_eq!(subtract(&[r(5, 4)], &[r(1, 3)]), [r(5, 4)]);
         assert_eq!(subtract(&[r(5, 4)], &[r(1, 4)]), []);
         assert_eq!(subtract(&[r(3, 5)], &[r(4, 3)]), [r(3, 5)]);
+    }
+
+    #[test]
+    fn line_maps_are_kept_by_content_not_by_address() {
+        let h = crate::coord::testing::Harness::new();
+        let text = |t: &str| -> Arc<str> { Arc::from(t) };
+        let (from, base) = (text("a\nB\nc\n"), text("a\nb\nc\n"));
+        let first = h.coord.carry_maps(Some(&from), &base, "a\nb\nc\nd\n");
+        // The same texts in other allocations: the kept maps.
+        let again =
+            h.coord
+                .carry_maps(Some(&text("a\nB\nc\n")), &text("a\nb\nc\n"), "a\nb\nc\nd\n");
+        assert!(Arc::ptr_eq(&first, &again));
+        // Another asking text of the same length, or another base: other maps.
+        let other = h.coord.carry_maps(Some(&from), &base, "a\nb\nc\nx\n");
+        assert!(!Arc::ptr_eq(&first, &other));
+        assert_eq!(*other.to, *"a\nb\nc\nx\n");
+        let rebased = h
+            .coord
+            .carry_maps(Some(&from), &text("a\nb\nC\n"), "a\nb\nc\nd\n");
+        assert!(!Arc::ptr_eq(&first, &rebased));
     }
 
     #[test]
