@@ -182,6 +182,8 @@ pub struct Coord {
     /// When this coordination core was made (its daemon's start).
     started_at_ms: i64,
     /// Per file with observed regions: the text they are lines of (PROTOCOL-NOTES 13.3).
+    /// The one lock held across a store write besides `waits` (ARCHITECTURE.md's
+    /// invariants): a file's text and its stored regions change together.
     region_texts: Arc<Mutex<workmap::RegionTexts>>,
     /// The worktrees served and the texts of their changed files (PROTOCOL-NOTES 14.4).
     worktrees: Arc<Mutex<worktree_work::Worktrees>>,

@@ -163,21 +163,38 @@ impl Coord {
     /// Records a sign of life of `session_id` now, acting from the worktree at `worktree`.
     fn touch(&self, session_id: &str, worktree: Option<&str>) -> Result<()> {
         let now = self.clock.now_ms();
+        // The sightings are read, then the store written without them held (no lock across a
+        // store write), then noted: two first calls at once both write the row, which is
+        // idempotent.
+        let (open, known_root) = {
+            let sightings = self.sightings();
+            (
+                sightings.open_rows.contains(session_id),
+                sightings.worktrees.get(session_id).cloned(),
+            )
+        };
+        let moved = worktree.filter(|root| known_root.as_deref() != Some(*root));
+        if !open || moved.is_some() {
+            self.store.write(|w| {
+                if !open {
+                    w.touch_session(session_id, now)?;
+                }
+                if let Some(root) = moved {
+                    w.set_session_worktree(session_id, root)?;
+                }
+                Ok::<_, CoordError>(())
+            })?;
+        }
         let mut sightings = self.sightings();
-        if !sightings.open_rows.contains(session_id) {
-            self.store.write(|w| w.touch_session(session_id, now))?;
+        if !open {
             sightings.open_rows.insert(session_id.to_owned());
         }
-        sightings.saw(session_id, now);
-        if let Some(root) = worktree {
-            if sightings.worktrees.get(session_id).map(String::as_str) != Some(root) {
-                self.store
-                    .write(|w| w.set_session_worktree(session_id, root))?;
-                sightings
-                    .worktrees
-                    .insert(session_id.to_owned(), root.to_owned());
-            }
+        if let Some(root) = moved {
+            sightings
+                .worktrees
+                .insert(session_id.to_owned(), root.to_owned());
         }
+        sightings.saw(session_id, now);
         Ok(())
     }
 
