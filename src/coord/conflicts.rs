@@ -114,6 +114,84 @@ pub fn order_related(items: Vec<Related>) -> Vec<Related> {
     same.into_iter().chain(coupled).collect()
 }
 
+/// One file of a worktree's observed work as the rules across worktrees weigh it (14.5): the
+/// symbols its changed lines touch, and the calls made in its text.
+#[derive(Debug, Clone)]
+pub struct FileWork {
+    /// The file.
+    pub file: String,
+    /// The session holding the work (`worktree:<root>`).
+    pub session_id: String,
+    /// Its intent.
+    pub intent_id: String,
+    /// The innermost symbols its changed lines touch.
+    pub touched: Vec<String>,
+    /// The calls made in its text: (caller's qualified name, callee's simple name).
+    pub calls: std::collections::HashSet<(String, String)>,
+}
+
+/// The last segment of a dotted or `::` name (`this.run` -> `run`, `Store.open` -> `open`):
+/// how a call names its callee, as COUPLED across worktrees compares it.
+pub fn simple_name(name: &str) -> &str {
+    name.rsplit(['.', ':']).next().unwrap_or(name)
+}
+
+/// What is related (13.5) between the work of worktree `a` and that of `b`, seen from `b`
+/// (14.5): a symbol both change in separate lines (SAME_SYMBOL, in files that do not
+/// collide: `colliding`), and a symbol of `b`'s that calls, or is called by, one of `a`'s
+/// (COUPLED, by the callee's name: each worktree's text has its own call graph), each
+/// naming `a`'s intent, in the order of [`order_related`].
+pub fn related_across(
+    a: &[FileWork],
+    b: &[FileWork],
+    colliding: &std::collections::HashSet<&str>,
+) -> Vec<Related> {
+    let mut items = Vec::new();
+    for mine in b {
+        for theirs in a {
+            let same_file = mine.file == theirs.file;
+            for name in &mine.touched {
+                if same_file
+                    && !colliding.contains(mine.file.as_str())
+                    && theirs.touched.contains(name)
+                {
+                    items.push(Related::SameSymbol {
+                        symbol_path: super::paths::join_symbol_path(&mine.file, name),
+                        session_id: theirs.session_id.clone(),
+                        intent_id: theirs.intent_id.clone(),
+                    });
+                }
+                for other in &theirs.touched {
+                    if same_file && other == name {
+                        continue;
+                    }
+                    let relation = if mine
+                        .calls
+                        .contains(&(name.clone(), simple_name(other).to_owned()))
+                    {
+                        Relation::Calls
+                    } else if theirs
+                        .calls
+                        .contains(&(other.clone(), simple_name(name).to_owned()))
+                    {
+                        Relation::CalledBy
+                    } else {
+                        continue;
+                    };
+                    items.push(Related::Coupled {
+                        symbol_path: super::paths::join_symbol_path(&mine.file, name),
+                        other_symbol: super::paths::join_symbol_path(&theirs.file, other),
+                        relation,
+                        session_id: theirs.session_id.clone(),
+                        intent_id: theirs.intent_id.clone(),
+                    });
+                }
+            }
+        }
+    }
+    order_related(items)
+}
+
 /// Whether `lock` still belongs to a session other than `session_id` at `now_ms`: the
 /// ownership test of `lock.acquire` (an expired lock belongs to nobody).
 pub fn held_by_another(lock: &Lock, session_id: &str, now_ms: i64) -> bool {
@@ -479,6 +557,58 @@ mod tests {
         assert!(!collides(work, &theirs, &[wrote("B\n")]), "the same text");
         assert!(collides(work, &theirs, &[wrote("b2\n")]), "other text");
         assert!(collides(work, &theirs, &[]));
+    }
+
+    /// Across worktrees (14.5): SAME_SYMBOL where both change a symbol of a file that does not
+    /// collide, COUPLED by the callee's simple name either way.
+    #[test]
+    fn related_across_worktrees() {
+        let work = |file: &str, session: &str, touched: &[&str], calls: &[(&str, &str)]| FileWork {
+            file: file.into(),
+            session_id: session.into(),
+            intent_id: format!("i-{session}"),
+            touched: touched.iter().map(|t| (*t).to_owned()).collect(),
+            calls: calls
+                .iter()
+                .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+                .collect(),
+        };
+        let a = [work("x.py", "worktree:/a", &["C.run"], &[])];
+        let b = [
+            work("x.py", "worktree:/b", &["C.run"], &[]),
+            work("y.py", "worktree:/b", &["go"], &[("go", "run")]),
+        ];
+        let none = std::collections::HashSet::new();
+        assert_eq!(
+            related_across(&a, &b, &none),
+            [
+                Related::SameSymbol {
+                    symbol_path: "x.py:C.run".into(),
+                    session_id: "worktree:/a".into(),
+                    intent_id: "i-worktree:/a".into(),
+                },
+                Related::Coupled {
+                    symbol_path: "y.py:go".into(),
+                    other_symbol: "x.py:C.run".into(),
+                    relation: Relation::Calls,
+                    session_id: "worktree:/a".into(),
+                    intent_id: "i-worktree:/a".into(),
+                },
+            ]
+        );
+        // A colliding file's shared symbol is a collision, not context.
+        let colliding: std::collections::HashSet<&str> = ["x.py"].into_iter().collect();
+        assert_eq!(related_across(&a, &b, &colliding).len(), 1);
+        // Seen from a: called by b's `go`.
+        assert!(matches!(
+            &related_across(&b, &a, &colliding)[..],
+            [Related::Coupled {
+                relation: Relation::CalledBy,
+                ..
+            }]
+        ));
+        assert_eq!(simple_name("this.run"), "run");
+        assert_eq!(simple_name("store::open"), "open");
     }
 
     #[test]

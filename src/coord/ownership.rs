@@ -328,15 +328,7 @@ impl Coord {
                 let regions = regions_of_changes(&applied.line_changes, &Lines::of(now));
                 let lines: Vec<(i64, i64)> =
                     regions.iter().map(|r| (r.start_line, r.end_line)).collect();
-                // The index parses (a large text in its worker, not in the daemon) and
-                // keeps the analysis by content.
-                let found = self.index.text_symbols(change.file, now);
-                let spans: Vec<(&str, usize, usize)> = found
-                    .symbols
-                    .iter()
-                    .map(|s| (s.qualified.as_str(), s.start, s.end))
-                    .collect();
-                let touched = crate::analysis::innermost_spans_on_lines(&spans, now, &lines);
+                let touched = self.symbols_on_lines(change.file, now, &lines);
                 let observed = Observed {
                     file: change.file,
                     touched: &touched,

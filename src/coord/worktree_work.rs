@@ -56,6 +56,21 @@ pub struct ObservedFile {
     pub current: Option<Arc<str>>,
 }
 
+/// One changed file of a worktree as git reads it, as the observer hands it in: the work map
+/// names the symbols and merges the regions ([`Coord::observe_worktree_changes`]).
+#[derive(Debug, Clone)]
+pub struct ChangedFile {
+    /// Its path relative to the worktree's root.
+    pub file: String,
+    /// The changed lines of its current text, `(first, last)` (a point after `last` when
+    /// `first == last + 1`); `None`: the whole file.
+    pub lines: Option<Vec<(i64, i64)>>,
+    /// Its text at the worktree's merge-base (`None`: absent there, or unreadable).
+    pub base: Option<Arc<str>>,
+    /// Its current text (`None`: deleted, or unreadable).
+    pub current: Option<Arc<str>>,
+}
+
 /// One file of a worktree's observed work, as the forecast reads it.
 #[derive(Debug, Clone)]
 pub struct WorktreeFile {
@@ -283,6 +298,58 @@ impl Coord {
         maps
     }
 
+    /// The innermost symbols that `lines` of `text` (the text of `file`) touch, as the code
+    /// index parses the text (keeping its analysis by content, a large text parsed in its
+    /// worker).
+    pub fn symbols_on_lines(&self, file: &str, text: &str, lines: &[(i64, i64)]) -> Vec<String> {
+        if lines.is_empty() {
+            return Vec::new();
+        }
+        let found = self.index.text_symbols(file, text);
+        let spans: Vec<(&str, usize, usize)> = found
+            .symbols
+            .iter()
+            .map(|s| (s.qualified.as_str(), s.start, s.end))
+            .collect();
+        crate::analysis::innermost_spans_on_lines(&spans, text, lines)
+    }
+
+    /// Takes in the changes of the worktree at `root` as git reads them (14.4): each file's
+    /// lines merged into regions (13.1) and named by the symbols they touch, then
+    /// [`Coord::observe_worktree`].
+    pub fn observe_worktree_changes(
+        &self,
+        root: &str,
+        label: &str,
+        files: Vec<ChangedFile>,
+    ) -> Result<()> {
+        let files = files
+            .into_iter()
+            .map(|changed| {
+                let symbols = match (&changed.current, &changed.lines) {
+                    (Some(text), Some(lines)) => self.symbols_on_lines(&changed.file, text, lines),
+                    _ => Vec::new(),
+                };
+                let regions = changed.lines.map(|lines| {
+                    super::regions::merge(
+                        lines
+                            .into_iter()
+                            .map(|(first, last)| LineRegion::new(first, last))
+                            .collect(),
+                    )
+                });
+                ObservedFile {
+                    file: changed.file,
+                    regions,
+                    symbols,
+                    base: changed.base,
+                    current: changed.current,
+                }
+            })
+            .collect();
+        self.observe_worktree(root, label, files)
+    }
+
     /// Takes in the changes of the worktree at `root` (14.4): `files` are all of them now;
     /// `label` names the worktree in the intents' description (its branch, else its path).
     /// Lines already covered by a live session's observed regions in that worktree stay
@@ -481,6 +548,46 @@ impl Coord {
                     session_id: session.clone(),
                     file,
                 })
+            })
+            .collect())
+    }
+
+    /// The observed work of the worktree at `root` as the rules across worktrees weigh it
+    /// ([`super::conflicts::related_across`]): per file, the symbols its regions touch and
+    /// the calls of its text.
+    pub fn worktree_work(&self, root: &str) -> Result<Vec<super::conflicts::FileWork>> {
+        Ok(self
+            .worktree_files(root)?
+            .into_iter()
+            .map(|work| {
+                let lines: Vec<(i64, i64)> = work
+                    .regions
+                    .iter()
+                    .flatten()
+                    .map(|r| (r.start_line, r.end_line))
+                    .collect();
+                let found = self.index.text_symbols(&work.file, &work.text);
+                let spans: Vec<(&str, usize, usize)> = found
+                    .symbols
+                    .iter()
+                    .map(|s| (s.qualified.as_str(), s.start, s.end))
+                    .collect();
+                let touched = crate::analysis::innermost_spans_on_lines(&spans, &work.text, &lines);
+                let calls = found
+                    .calls
+                    .iter()
+                    .map(|(caller, callee)| {
+                        let callee = super::conflicts::simple_name(callee).to_owned();
+                        (caller.clone(), callee)
+                    })
+                    .collect();
+                super::conflicts::FileWork {
+                    file: work.file,
+                    session_id: work.session_id,
+                    intent_id: work.intent_id,
+                    touched,
+                    calls,
+                }
             })
             .collect())
     }
