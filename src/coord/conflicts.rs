@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use super::preflight::spans::{meets, Change};
 use super::regions::{meets_region, replaced_lines, shares_lines, Lines, Written};
 use super::worktree_work::worktree_of_session;
-use super::{Coord, Lock, Result};
+use super::{Coord, Lock, Result, Vantage};
 use crate::store::{RangeHit, SessionRow};
 
 /// One collision: work of another session that this work meets.
@@ -112,6 +112,84 @@ pub fn order_related(items: Vec<Related>) -> Vec<Related> {
         .filter(|item| seen.insert(item.clone()))
         .partition(|item| matches!(item, Related::SameSymbol { .. }));
     same.into_iter().chain(coupled).collect()
+}
+
+/// One file of a worktree's observed work as the rules across worktrees weigh it (14.5): the
+/// symbols its changed lines touch, and the calls made in its text.
+#[derive(Debug, Clone)]
+pub struct FileWork {
+    /// The file.
+    pub file: String,
+    /// The session holding the work (`worktree:<root>`).
+    pub session_id: String,
+    /// Its intent.
+    pub intent_id: String,
+    /// The innermost symbols its changed lines touch.
+    pub touched: Vec<String>,
+    /// The calls made in its text: (caller's qualified name, callee's simple name).
+    pub calls: std::collections::HashSet<(String, String)>,
+}
+
+/// The last segment of a dotted or `::` name (`this.run` -> `run`, `Store.open` -> `open`):
+/// how a call names its callee, as COUPLED across worktrees compares it.
+pub fn simple_name(name: &str) -> &str {
+    name.rsplit(['.', ':']).next().unwrap_or(name)
+}
+
+/// What is related (13.5) between the work of worktree `a` and that of `b`, seen from `b`
+/// (14.5): a symbol both change in separate lines (SAME_SYMBOL, in files that do not
+/// collide: `colliding`), and a symbol of `b`'s that calls, or is called by, one of `a`'s
+/// (COUPLED, by the callee's name: each worktree's text has its own call graph), each
+/// naming `a`'s intent, in the order of [`order_related`].
+pub fn related_across(
+    a: &[FileWork],
+    b: &[FileWork],
+    colliding: &std::collections::HashSet<&str>,
+) -> Vec<Related> {
+    let mut items = Vec::new();
+    for mine in b {
+        for theirs in a {
+            let same_file = mine.file == theirs.file;
+            for name in &mine.touched {
+                if same_file
+                    && !colliding.contains(mine.file.as_str())
+                    && theirs.touched.contains(name)
+                {
+                    items.push(Related::SameSymbol {
+                        symbol_path: super::paths::join_symbol_path(&mine.file, name),
+                        session_id: theirs.session_id.clone(),
+                        intent_id: theirs.intent_id.clone(),
+                    });
+                }
+                for other in &theirs.touched {
+                    if same_file && other == name {
+                        continue;
+                    }
+                    let relation = if mine
+                        .calls
+                        .contains(&(name.clone(), simple_name(other).to_owned()))
+                    {
+                        Relation::Calls
+                    } else if theirs
+                        .calls
+                        .contains(&(other.clone(), simple_name(name).to_owned()))
+                    {
+                        Relation::CalledBy
+                    } else {
+                        continue;
+                    };
+                    items.push(Related::Coupled {
+                        symbol_path: super::paths::join_symbol_path(&mine.file, name),
+                        other_symbol: super::paths::join_symbol_path(&theirs.file, other),
+                        relation,
+                        session_id: theirs.session_id.clone(),
+                        intent_id: theirs.intent_id.clone(),
+                    });
+                }
+            }
+        }
+    }
+    order_related(items)
 }
 
 /// Whether `lock` still belongs to a session other than `session_id` at `now_ms`: the
@@ -216,58 +294,93 @@ fn to_usize(n: i64) -> usize {
     usize::try_from(n).unwrap_or(0)
 }
 
+/// Where another session's work stands, seen from the acting session ([`Others::standing`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// The acting agent's own: the acting session, or a live session of the same agent.
+    Mine,
+    /// Another live agent's: it collides, and the git guards keep it.
+    Theirs,
+    /// Neither: a dead or ended session's, nobody's (`unowned:`), or the asking worktree's
+    /// own observed work.
+    Aside,
+}
+
 /// The acting session and whose work stands against it: other sessions that are live and
-/// are not the same agent. Answers are kept for the life of one request.
+/// are not the same agent, seen from the request's [`Vantage`] (its session and worktree).
+/// This is the one place of the same-agent rule and the liveness filter. Answers are kept
+/// for the life of one request.
 pub struct Others<'c> {
     coord: &'c Coord,
-    me: String,
+    at: Vantage,
     /// The acting session's process, when it registered one: `(pid, start, host)`; read
     /// when first needed.
     my_process: OnceCell<Option<(i64, i64, Option<String>)>>,
-    verdicts: RefCell<HashMap<String, bool>>,
+    verdicts: RefCell<HashMap<String, Standing>>,
 }
 
 impl<'c> Others<'c> {
-    /// The view of `session_id` (nothing is read until a question needs it).
-    pub fn of(coord: &'c Coord, session_id: &str) -> Result<Others<'c>> {
+    /// The view from `at` (nothing is read until a question needs it). Without an acting
+    /// session nothing is anybody's own.
+    pub fn of(coord: &'c Coord, at: &Vantage) -> Result<Others<'c>> {
         Ok(Others {
             coord,
-            me: session_id.to_owned(),
+            at: at.clone(),
             my_process: OnceCell::new(),
             verdicts: RefCell::new(HashMap::new()),
         })
     }
 
-    /// The acting session.
+    /// The acting session (`""` without one).
     pub fn me(&self) -> &str {
-        &self.me
+        self.at.session().unwrap_or_default()
+    }
+
+    /// Where the request stands.
+    pub fn vantage(&self) -> &Vantage {
+        &self.at
     }
 
     /// Whether work of `session_id` stands against the acting session: another session, not
     /// the same agent (both registered with the same live process), and live.
     pub fn against(&self, session_id: &str) -> Result<bool> {
-        if session_id == self.me {
-            return Ok(false);
+        Ok(self.standing(session_id)? == Standing::Theirs)
+    }
+
+    /// Where work of `session_id` stands, seen from the acting session: its own (the acting
+    /// session, or a live session of the same agent), another live agent's, or neither (a
+    /// dead or ended session, nobody's lines, the asking worktree's own observed work).
+    pub fn standing(&self, session_id: &str) -> Result<Standing> {
+        if self.at.session() == Some(session_id) {
+            return Ok(Standing::Mine);
         }
         if super::ownership::is_unowned_session(session_id) {
             // 15.3: a person's or an unhooked tool's lines are for the git guards to weigh
             // (`[gate] unowned`); they are no agent's work that an edit or a lock collides with.
-            return Ok(false);
+            return Ok(Standing::Aside);
         }
         if let Some(root) = worktree_of_session(session_id) {
             // 14.4: a worktree's own observed work never stands against work from it.
-            return Ok(self.coord.index.worktree_root().as_deref() != Some(root));
+            return Ok(if self.at.worktree() == Some(root) {
+                Standing::Aside
+            } else {
+                Standing::Theirs
+            });
         }
         if let Some(&known) = self.verdicts.borrow().get(session_id) {
             return Ok(known);
         }
         let row = self.coord.store.read(|r| r.session(session_id))?;
         let verdict = match row {
-            None => true,
+            None => Standing::Theirs,
+            Some(row) if !self.coord.row_is_live(&row) => Standing::Aside,
             Some(row) => {
                 let theirs = process_of(&row);
-                let same_agent = theirs.is_some() && theirs == *self.my_process()?;
-                !same_agent && self.coord.row_is_live(&row)
+                if theirs.is_some() && theirs == *self.my_process()? {
+                    Standing::Mine
+                } else {
+                    Standing::Theirs
+                }
             }
         };
         self.verdicts
@@ -280,7 +393,10 @@ impl<'c> Others<'c> {
         if let Some(known) = self.my_process.get() {
             return Ok(known);
         }
-        let row = self.coord.store.read(|r| r.session(&self.me))?;
+        let Some(me) = self.at.session() else {
+            return Ok(self.my_process.get_or_init(|| None));
+        };
+        let row = self.coord.store.read(|r| r.session(me))?;
         Ok(self
             .my_process
             .get_or_init(|| row.as_ref().and_then(process_of)))
@@ -441,6 +557,58 @@ mod tests {
         assert!(!collides(work, &theirs, &[wrote("B\n")]), "the same text");
         assert!(collides(work, &theirs, &[wrote("b2\n")]), "other text");
         assert!(collides(work, &theirs, &[]));
+    }
+
+    /// Across worktrees (14.5): SAME_SYMBOL where both change a symbol of a file that does not
+    /// collide, COUPLED by the callee's simple name either way.
+    #[test]
+    fn related_across_worktrees() {
+        let work = |file: &str, session: &str, touched: &[&str], calls: &[(&str, &str)]| FileWork {
+            file: file.into(),
+            session_id: session.into(),
+            intent_id: format!("i-{session}"),
+            touched: touched.iter().map(|t| (*t).to_owned()).collect(),
+            calls: calls
+                .iter()
+                .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+                .collect(),
+        };
+        let a = [work("x.py", "worktree:/a", &["C.run"], &[])];
+        let b = [
+            work("x.py", "worktree:/b", &["C.run"], &[]),
+            work("y.py", "worktree:/b", &["go"], &[("go", "run")]),
+        ];
+        let none = std::collections::HashSet::new();
+        assert_eq!(
+            related_across(&a, &b, &none),
+            [
+                Related::SameSymbol {
+                    symbol_path: "x.py:C.run".into(),
+                    session_id: "worktree:/a".into(),
+                    intent_id: "i-worktree:/a".into(),
+                },
+                Related::Coupled {
+                    symbol_path: "y.py:go".into(),
+                    other_symbol: "x.py:C.run".into(),
+                    relation: Relation::Calls,
+                    session_id: "worktree:/a".into(),
+                    intent_id: "i-worktree:/a".into(),
+                },
+            ]
+        );
+        // A colliding file's shared symbol is a collision, not context.
+        let colliding: std::collections::HashSet<&str> = ["x.py"].into_iter().collect();
+        assert_eq!(related_across(&a, &b, &colliding).len(), 1);
+        // Seen from a: called by b's `go`.
+        assert!(matches!(
+            &related_across(&b, &a, &colliding)[..],
+            [Related::Coupled {
+                relation: Relation::CalledBy,
+                ..
+            }]
+        ));
+        assert_eq!(simple_name("this.run"), "run");
+        assert_eq!(simple_name("store::open"), "open");
     }
 
     #[test]

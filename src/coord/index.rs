@@ -45,6 +45,9 @@ pub struct TextSymbols {
     pub symbols: Vec<SymbolSpan>,
     /// Whether the text parsed without syntax errors.
     pub clean: bool,
+    /// The calls made in the text: the calling symbol's qualified name and the callee as
+    /// written (`helper`, `this.run`); calls outside any function are left out.
+    pub calls: Vec<(String, String)>,
 }
 
 /// Symbol ranges, call graph and signatures of the repository's source.

@@ -14,8 +14,9 @@ use super::conflicts::{collides, held_by_another, overlap_items, Others, Work};
 use super::events::{self, EventKind};
 use super::paths::{join_symbol_path, normalize};
 use super::regions::Lines;
+use super::workmap::Upkeep;
 use super::{
-    check_len, Coord, CoordError, Intent, IntentRange, IntentStatus, LineRegion, Result,
+    check_len, Coord, CoordError, Intent, IntentRange, IntentStatus, LineRegion, Result, Vantage,
     MAX_DESCRIPTION_BYTES, MAX_LIST_ITEMS, MAX_PATH_BYTES,
 };
 use crate::store::IntentFilter;
@@ -139,16 +140,16 @@ impl Coord {
     /// them), stores it as `declared` and reports the conflicts with other sessions' work.
     pub fn declare_intent(
         &self,
-        session_id: &str,
+        at: &Vantage,
         description: &str,
         files: &[String],
         symbols: Option<&[String]>,
     ) -> Result<DeclaredIntent> {
-        self.acting_session(session_id)?;
+        let session_id = self.acting(at)?;
         self.check_storable("description", description)?;
         let declaration = Declaration::check(description, files, symbols.unwrap_or_default())?;
         let resolution = self.resolve(&declaration.files, &declaration.distinct_symbols);
-        let conflicts = self.declare_conflicts(session_id, &declaration, &resolution)?;
+        let conflicts = self.declare_conflicts(at, &declaration, &resolution)?;
         let intent = self.store_intent(
             session_id,
             &declaration,
@@ -164,11 +165,12 @@ impl Coord {
     /// [`super::conflicts`].
     fn declare_conflicts(
         &self,
-        session_id: &str,
+        at: &Vantage,
         declaration: &Declaration,
         resolution: &Resolution,
     ) -> Result<Vec<Conflict>> {
-        let others = Others::of(self, session_id)?;
+        let others = Others::of(self, at)?;
+        let session_id = others.me();
         let mut hits = Vec::new();
         for (file, mine) in &resolution.per_file {
             let mut rows = self
@@ -177,7 +179,7 @@ impl Coord {
             // Observed regions are lines of the current text: as they are now.
             let text = if rows.iter().any(|row| row.regions.is_some()) {
                 let text = self.index.file_text(file).unwrap_or_default();
-                rows = self.regions_in(file, &text, rows)?;
+                rows = self.regions_in(at, file, &text, rows, Upkeep::Store)?;
                 Some(text)
             } else {
                 None
@@ -426,7 +428,7 @@ impl Coord {
             for file in intent.files.split(',').filter(|f| !f.is_empty()) {
                 if followed.insert(file.to_owned()) {
                     if let Some(text) = self.index.file_text(file) {
-                        moved |= self.follow_text(file, &text)?;
+                        moved |= self.follow_text(&self.vantage(None), file, &text)?;
                     }
                 }
             }
@@ -460,7 +462,7 @@ mod tests {
         let symbols = symbols.map(strings);
         h.coord
             .declare_intent(
-                session,
+                &h.coord.vantage(Some(session)),
                 &format!("work of {session}"),
                 &strings(files),
                 symbols.as_deref(),
@@ -765,7 +767,12 @@ mod tests {
         for (session, description, files, symbols, field) in cases {
             let err = h
                 .coord
-                .declare_intent(session, description, &files, symbols.as_deref())
+                .declare_intent(
+                    &h.coord.vantage(Some(session)),
+                    description,
+                    &files,
+                    symbols.as_deref(),
+                )
                 .unwrap_err();
             assert!(
                 matches!(err, CoordError::InvalidInput { field: f, .. } if f == field),

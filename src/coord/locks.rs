@@ -17,7 +17,7 @@ use serde_json::json;
 use super::conflicts::{held_by_another, Others};
 use super::events::{self, EventKind};
 use super::waits::{Grant, LocalWaiters, QueueView, WaitOutcome, WaitReply, Waiter, WaiterId};
-use super::{parse_symbol_path, Coord, CoordError, Lock, LockWait, Result};
+use super::{parse_symbol_path, Coord, CoordError, Lock, LockWait, Result, Vantage};
 use crate::store::{NewWaiter, Writer};
 
 /// Default lock lifetime: 30 minutes.
@@ -143,7 +143,8 @@ impl Coord {
         session_id: &str,
         ttl_ms: Option<i64>,
     ) -> Result<AcquiredLock> {
-        match self.acquire_or_wait(symbol_path, session_id, ttl_ms, None)? {
+        let at = self.vantage(Some(session_id));
+        match self.acquire_or_wait(&at, symbol_path, ttl_ms, None)? {
             Acquire::Acquired(lock) => Ok(lock),
             // Without a reply nothing is ever queued.
             Acquire::Queued { .. } => Err(CoordError::invalid("waitMs", "no wait was asked for")),
@@ -155,13 +156,13 @@ impl Coord {
     /// cycle: [`CoordError::LockConflict`] with `cycle`).
     pub fn acquire_or_wait(
         &self,
+        at: &Vantage,
         symbol_path: &str,
-        session_id: &str,
         ttl_ms: Option<i64>,
         wait: Option<Box<dyn WaitReply>>,
     ) -> Result<Acquire> {
         let (file, name, path) = parse_symbol_path("symbolPath", symbol_path)?;
-        self.acting_session(session_id)?;
+        let session_id = self.acting(at)?;
         let ttl = ttl_ms.unwrap_or(DEFAULT_TTL_MS);
         if !(MIN_TTL_MS..=MAX_TTL_MS).contains(&ttl) {
             return Err(CoordError::invalid(
@@ -239,7 +240,7 @@ impl Coord {
                 // which reads liveness: never while holding the waiters).
                 drop(waits);
                 if !acquired.warnings.is_empty() {
-                    let others = Others::of(self, session_id)?;
+                    let others = Others::of(self, at)?;
                     acquired.warnings = others.filter(acquired.warnings, |w| w.held_by.as_str())?;
                 }
                 Ok(Acquire::Acquired(acquired))
@@ -1129,7 +1130,12 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         let got = h
             .coord
-            .acquire_or_wait(path, session, Some(1000), Some(Box::new(TestReply(tx))))
+            .acquire_or_wait(
+                &h.coord.vantage(Some(session)),
+                path,
+                Some(1000),
+                Some(Box::new(TestReply(tx))),
+            )
             .unwrap();
         (got, rx)
     }
@@ -1243,7 +1249,12 @@ mod tests {
         let (tx, _r) = std::sync::mpsc::channel();
         let err = h
             .coord
-            .acquire_or_wait("y.ts:f", "a", None, Some(Box::new(TestReply(tx))))
+            .acquire_or_wait(
+                &h.coord.vantage(Some("a")),
+                "y.ts:f",
+                None,
+                Some(Box::new(TestReply(tx))),
+            )
             .unwrap_err();
         match err {
             CoordError::LockConflict { held_by, cycle, .. } => {

@@ -30,6 +30,7 @@ mod shared_tests;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod time;
+pub mod vantage;
 pub mod waits;
 mod workmap;
 pub mod worktree_work;
@@ -52,6 +53,7 @@ pub use locks::{
 };
 pub use sessions::{EndReason, EndedSession, Heartbeat, ReapedSession, SessionInfo};
 pub use time::{iso_millis, Clock, ManualClock, SystemClock};
+pub use vantage::Vantage;
 pub use waits::{WaitOutcome, WaitReply, WaiterId};
 
 /// Longest `sessionId` and agent `name`, in bytes (PROTOCOL-NOTES 1.6).
@@ -156,28 +158,37 @@ pub type Result<T, E = CoordError> = std::result::Result<T, E>;
 
 /// The coordination service: the store plus the injected clock, code index and id source.
 /// `Send + Sync`; share it behind an `Arc` and call it from blocking threads.
+///
+/// One core serves each worktree of the repository ([`Coord::for_worktree`]): every core
+/// shares the store and the in-memory state (waiters, sightings, work map texts, owner
+/// maps), and each resolves symbols in its own worktree's files with its own index.
 pub struct Coord {
-    store: Store,
+    store: Arc<Store>,
     clock: Arc<dyn Clock>,
+    /// The code index of the worktree this core serves.
     index: Arc<dyn CodeIndex>,
+    /// The root of that worktree (`None`: none on disk), as the index reads it.
+    worktree_root: Option<String>,
     ids: Arc<dyn IdSource>,
     processes: Arc<dyn ProcessTable>,
     /// Lock waiters; taken before the database, never the other way round.
-    waits: Mutex<waits::LocalWaiters>,
+    waits: Arc<Mutex<waits::LocalWaiters>>,
     /// Signs of life not yet flushed; never held while waiting for `waits`.
-    sightings: Mutex<sessions::Sightings>,
+    sightings: Arc<Mutex<sessions::Sightings>>,
     /// The host this daemon runs on (PROTOCOL-NOTES 12.3).
     host_id: String,
     /// Hosts with a live daemon, as of the last beat.
-    live_hosts: Mutex<hosts::LiveHosts>,
+    live_hosts: Arc<Mutex<hosts::LiveHosts>>,
     /// When this coordination core was made (its daemon's start).
     started_at_ms: i64,
     /// Per file with observed regions: the text they are lines of (PROTOCOL-NOTES 13.3).
-    region_texts: Mutex<workmap::RegionTexts>,
+    /// The one lock held across a store write besides `waits` (ARCHITECTURE.md's
+    /// invariants): a file's text and its stored regions change together.
+    region_texts: Arc<Mutex<workmap::RegionTexts>>,
     /// The worktrees served and the texts of their changed files (PROTOCOL-NOTES 14.4).
-    worktrees: Mutex<worktree_work::Worktrees>,
+    worktrees: Arc<Mutex<worktree_work::Worktrees>>,
     /// Tool-call windows and the owner maps of the trees served (PROTOCOL-NOTES 15).
-    ownership: Mutex<ownership::Ownership>,
+    ownership: Arc<Mutex<ownership::Ownership>>,
 }
 
 impl Coord {
@@ -186,20 +197,48 @@ impl Coord {
     pub fn new(store: Store, clock: Arc<dyn Clock>, index: Arc<dyn CodeIndex>) -> Self {
         let started_at_ms = clock.now_ms();
         Coord {
-            store,
+            store: Arc::new(store),
             clock,
+            worktree_root: index.worktree_root(),
             index,
             ids: Arc::new(UuidIds),
             processes: crate::platform::process::table(),
-            waits: Mutex::default(),
-            sightings: Mutex::default(),
+            waits: Arc::default(),
+            sightings: Arc::default(),
             host_id: crate::platform::host::host_id(),
-            live_hosts: Mutex::default(),
+            live_hosts: Arc::default(),
             started_at_ms,
-            region_texts: Mutex::default(),
-            worktrees: Mutex::default(),
-            ownership: Mutex::default(),
+            region_texts: Arc::default(),
+            worktrees: Arc::default(),
+            ownership: Arc::default(),
         }
+    }
+
+    /// The core of another worktree of the same repository (PROTOCOL-NOTES 14.2): the same
+    /// state, symbols resolved with `index`, the index of that worktree's files.
+    pub fn for_worktree(&self, index: Arc<dyn CodeIndex>) -> Coord {
+        Coord {
+            store: Arc::clone(&self.store),
+            clock: Arc::clone(&self.clock),
+            worktree_root: index.worktree_root(),
+            index,
+            ids: Arc::clone(&self.ids),
+            processes: Arc::clone(&self.processes),
+            waits: Arc::clone(&self.waits),
+            sightings: Arc::clone(&self.sightings),
+            host_id: self.host_id.clone(),
+            live_hosts: Arc::clone(&self.live_hosts),
+            started_at_ms: self.started_at_ms,
+            region_texts: Arc::clone(&self.region_texts),
+            worktrees: Arc::clone(&self.worktrees),
+            ownership: Arc::clone(&self.ownership),
+        }
+    }
+
+    /// The vantage of a request of `session` (if it names one) to this core: the worktree
+    /// it serves. The rpc layer builds it once per request and passes it down.
+    pub fn vantage(&self, session: Option<&str>) -> Vantage {
+        Vantage::new(session, self.worktree_root.as_deref())
     }
 
     /// Replaces the host id (tests play several hosts).

@@ -17,13 +17,14 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{MutexGuard, PoisonError};
 
+use super::conflicts::{Others, Standing};
 use super::owner_map::{FileOwners, Mark, OwnedHunk, OwnedLines};
 use super::paths::normalize;
 use super::preflight::spans::{diff_lines, Applied};
 use super::regions::{regions_of_changes, Lines};
 use super::workmap::Observed;
 use super::worktree_work::Origin;
-use super::{Coord, CoordError, LineRegion, Result, MAX_SESSION_ID_BYTES};
+use super::{Coord, CoordError, LineRegion, Result, Vantage, MAX_SESSION_ID_BYTES};
 use crate::store::IntentFilter;
 
 /// The session of a worktree's unowned work is this prefix and the worktree's root (15.3).
@@ -122,7 +123,9 @@ pub struct FileChanges {
 pub struct SeenHunk {
     /// The hunk.
     pub hunk: OwnedHunk,
-    /// Whether it is the asking agent's own (by the same-agent rule); `None` without one.
+    /// Whether it is the asking agent's own: an owner is the asking session or a live session
+    /// of the same agent (`conflicts::Standing::Mine`; a dead session's lines are nobody's
+    /// own); `None` without an asking session.
     pub mine: Option<bool>,
     /// The live owners that are not the asking agent's (`unowned:<root>` for nobody's).
     pub others: Vec<String>,
@@ -159,20 +162,17 @@ impl Coord {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The root of the worktree the current request acts in.
-    fn request_root(&self) -> String {
-        self.index.worktree_root().unwrap_or_default()
-    }
-
-    /// Opens a tool call's window (15.2, `work.begin`); its id.
+    /// Opens a tool call's window (15.2, `work.begin`) for `at`'s session in its worktree;
+    /// its id.
     pub fn open_window(
         &self,
-        session_id: &str,
+        at: &Vantage,
         tool: &str,
         file: Option<&str>,
         texts: Vec<String>,
         ttl_ms: Option<i64>,
     ) -> Result<String> {
+        let session_id = at.session().unwrap_or_default();
         if session_id.is_empty() || session_id.len() > MAX_SESSION_ID_BYTES {
             return Err(CoordError::invalid("sessionId", "1 to 256 bytes"));
         }
@@ -187,7 +187,7 @@ impl Coord {
             .map(|f| normalize(f).map_err(|e| CoordError::invalid("file", e.to_string())))
             .transpose()?;
         let now = self.clock.now_ms();
-        let root = self.request_root();
+        let root = at.root().to_owned();
         let mut ownership = self.ownership();
         ownership.windows.retain(|_, w| w.expires_at_ms > now);
         if ownership.windows.len() >= MAX_WINDOWS {
@@ -328,15 +328,7 @@ impl Coord {
                 let regions = regions_of_changes(&applied.line_changes, &Lines::of(now));
                 let lines: Vec<(i64, i64)> =
                     regions.iter().map(|r| (r.start_line, r.end_line)).collect();
-                // The index parses (a large text in its worker, not in the daemon) and
-                // keeps the analysis by content.
-                let found = self.index.text_symbols(change.file, now);
-                let spans: Vec<(&str, usize, usize)> = found
-                    .symbols
-                    .iter()
-                    .map(|s| (s.qualified.as_str(), s.start, s.end))
-                    .collect();
-                let touched = crate::analysis::innermost_spans_on_lines(&spans, now, &lines);
+                let touched = self.symbols_on_lines(change.file, now, &lines);
                 let observed = Observed {
                     file: change.file,
                     touched: &touched,
@@ -455,12 +447,13 @@ impl Coord {
     /// that changed on disk).
     pub(super) fn note_recorded_edit(
         &self,
+        at: &Vantage,
         session_id: &str,
         file: &str,
         before: &str,
         after: &str,
     ) {
-        let key = (self.request_root(), file.to_owned());
+        let key = (at.root().to_owned(), file.to_owned());
         let now = self.clock.now_ms();
         let mut ownership = self.ownership();
         ownership
@@ -489,14 +482,10 @@ impl Coord {
         }
     }
 
-    /// The owner map of every file with uncommitted work in the request's worktree (or only
-    /// `files`), seen from `vantage` when given (`work.changes`).
-    pub fn owned_changes(
-        &self,
-        files: &[String],
-        vantage: Option<&str>,
-    ) -> Result<Vec<FileChanges>> {
-        let root = self.request_root();
+    /// The owner map of every file with uncommitted work in `at`'s worktree (or only
+    /// `files`), seen from `at`'s session when it names one (`work.changes`).
+    pub fn owned_changes(&self, at: &Vantage, files: &[String]) -> Result<Vec<FileChanges>> {
+        let root = at.root().to_owned();
         let wanted: Vec<String> = files
             .iter()
             .map(|f| normalize(f).map_err(|e| CoordError::invalid("files", e.to_string())))
@@ -511,9 +500,7 @@ impl Coord {
                 .collect()
         };
         found.sort_by(|a, b| a.0.cmp(&b.0));
-        let others = vantage
-            .map(|session| super::conflicts::Others::of(self, session))
-            .transpose()?;
+        let others = at.session().map(|_| Others::of(self, at)).transpose()?;
         let unowned = unowned_session(&root);
         let mut out = Vec::with_capacity(found.len());
         for (file, tree) in found {
@@ -525,10 +512,12 @@ impl Coord {
                         let mut mine = false;
                         let mut theirs = Vec::new();
                         for owner in &hunk.mark.owners {
-                            if view.against(owner)? {
-                                theirs.push(owner.clone());
-                            } else {
-                                mine = true;
+                            // A dead session's lines are neither the caller's nor a live
+                            // agent's (`Standing::Aside`).
+                            match view.standing(owner)? {
+                                Standing::Mine => mine = true,
+                                Standing::Theirs => theirs.push(owner.clone()),
+                                Standing::Aside => {}
                             }
                         }
                         if hunk.mark.owners.is_empty() {
@@ -549,10 +538,10 @@ impl Coord {
         Ok(out)
     }
 
-    /// The owners of `file`'s uncommitted lines in the request's worktree (`work.owners`).
-    pub fn file_owners(&self, file: &str) -> Result<FileOwnersView> {
+    /// The owners of `file`'s uncommitted lines in `at`'s worktree (`work.owners`).
+    pub fn file_owners(&self, at: &Vantage, file: &str) -> Result<FileOwnersView> {
         let file = normalize(file).map_err(|e| CoordError::invalid("file", e.to_string()))?;
-        let root = self.request_root();
+        let root = at.root().to_owned();
         let ownership = self.ownership();
         let Some(tree) = ownership.files.get(&(root, file.clone())) else {
             return Ok(FileOwnersView {
@@ -775,5 +764,103 @@ impl Ownership {
             owners.push(unowned_session(root));
         }
         owners
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+    use crate::coord::testing::Harness;
+
+    const BEFORE: &str = "a\nb\nc\nd\ne\nf\ng\n";
+
+    /// `session` runs a shell command (a window naming no file) that turns `from` into `to`.
+    fn shell_change(h: &Harness, session: &str, from: &str, to: &str) {
+        let window = h
+            .coord
+            .open_window(
+                &h.coord.vantage(Some(session)),
+                "Bash",
+                None,
+                Vec::new(),
+                None,
+            )
+            .unwrap();
+        h.coord
+            .attribute_change(DiskChange {
+                root: "",
+                file: "f.txt",
+                head: Some(BEFORE.as_bytes()),
+                now: Some(to.as_bytes()),
+            })
+            .unwrap();
+        assert!(from != to);
+        h.coord.close_window(session, &window);
+    }
+
+    /// "Mine" in `work.changes` is the asking session's and its agent's live sessions' work;
+    /// a dead session's lines are nobody's: neither the asker's (so `wit commit` does not take
+    /// them) nor a live agent's.
+    #[test]
+    fn a_dead_sessions_lines_are_neither_mine_nor_anothers() {
+        let h = Harness::new();
+        h.processes.start(50, 7); // alice's harness: two sessions
+        h.processes.start(60, 8); // bob's
+        h.processes.start(70, 9); // carol's, which will exit
+        for (agent, session, pid) in [
+            ("alice", "alice", 50),
+            ("alice", "alice-mcp", 50),
+            ("bob", "bob", 60),
+            ("carol", "carol", 70),
+        ] {
+            h.coord
+                .register_with_pulse(agent, session, Some(pid), None)
+                .unwrap();
+        }
+        let one = "A\nb\nc\nd\ne\nf\ng\n";
+        let two = "A\nb\nC\nd\ne\nf\ng\n";
+        let three = "A\nb\nC\nd\nE\nf\ng\n";
+        let four = "A\nb\nC\nd\nE\nf\nG\n";
+        shell_change(&h, "alice-mcp", BEFORE, one);
+        shell_change(&h, "bob", one, two);
+        shell_change(&h, "carol", two, three);
+        shell_change(&h, "alice", three, four);
+        h.processes.kill(70);
+        let seen = |asker: &str| -> Vec<(usize, Option<bool>, Vec<String>)> {
+            let files = h
+                .coord
+                .owned_changes(&h.coord.vantage(Some(asker)), &[])
+                .unwrap();
+            assert_eq!(files.len(), 1);
+            files[0]
+                .hunks
+                .iter()
+                .map(|s| (s.hunk.new_start, s.mine, s.others.clone()))
+                .collect()
+        };
+        let carol_dead = (5, Some(false), Vec::new());
+        assert_eq!(
+            seen("alice"),
+            [
+                (1, Some(true), Vec::new()),
+                (3, Some(false), vec!["bob".to_owned()]),
+                carol_dead.clone(),
+                (7, Some(true), Vec::new()),
+            ]
+        );
+        assert_eq!(
+            seen("bob"),
+            [
+                (1, Some(false), vec!["alice-mcp".to_owned()]),
+                (3, Some(true), Vec::new()),
+                carol_dead,
+                (7, Some(false), vec!["alice".to_owned()]),
+            ]
+        );
+        // Reaped, the same.
+        h.coord.reap_dead_sessions().unwrap();
+        assert_eq!(seen("alice")[2], (5, Some(false), Vec::new()));
     }
 }

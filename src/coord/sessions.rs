@@ -147,27 +147,54 @@ fn row_of(summary: &SessionSummary) -> SessionRow {
 impl Coord {
     /// Validates the acting session of a request and counts the request as a sign of life.
     pub(crate) fn acting_session(&self, session_id: &str) -> Result<()> {
-        check_session("sessionId", session_id)?;
-        self.check_storable("sessionId", session_id)?;
-        self.touch(session_id)
+        self.acting(&self.vantage(Some(session_id))).map(|_| ())
     }
 
-    /// Records a sign of life of `session_id` now.
-    fn touch(&self, session_id: &str) -> Result<()> {
+    /// Validates the acting session of the request seen from `at` (which must name one)
+    /// and counts the request as a sign of life of it, acting from `at`'s worktree.
+    pub(crate) fn acting<'v>(&self, at: &'v super::Vantage) -> Result<&'v str> {
+        let session_id = at.session().unwrap_or_default();
+        check_session("sessionId", session_id)?;
+        self.check_storable("sessionId", session_id)?;
+        self.touch(session_id, at.worktree())?;
+        Ok(session_id)
+    }
+
+    /// Records a sign of life of `session_id` now, acting from the worktree at `worktree`.
+    fn touch(&self, session_id: &str, worktree: Option<&str>) -> Result<()> {
         let now = self.clock.now_ms();
+        // The sightings are read, then the store written without them held (no lock across a
+        // store write), then noted: two first calls at once both write the row, which is
+        // idempotent.
+        let (open, known_root) = {
+            let sightings = self.sightings();
+            (
+                sightings.open_rows.contains(session_id),
+                sightings.worktrees.get(session_id).cloned(),
+            )
+        };
+        let moved = worktree.filter(|root| known_root.as_deref() != Some(*root));
+        if !open || moved.is_some() {
+            self.store.write(|w| {
+                if !open {
+                    w.touch_session(session_id, now)?;
+                }
+                if let Some(root) = moved {
+                    w.set_session_worktree(session_id, root)?;
+                }
+                Ok::<_, CoordError>(())
+            })?;
+        }
         let mut sightings = self.sightings();
-        if !sightings.open_rows.contains(session_id) {
-            self.store.write(|w| w.touch_session(session_id, now))?;
+        if !open {
             sightings.open_rows.insert(session_id.to_owned());
         }
-        sightings.saw(session_id, now);
-        if let Some(root) = self.index.worktree_root() {
-            if sightings.worktrees.get(session_id) != Some(&root) {
-                self.store
-                    .write(|w| w.set_session_worktree(session_id, &root))?;
-                sightings.worktrees.insert(session_id.to_owned(), root);
-            }
+        if let Some(root) = moved {
+            sightings
+                .worktrees
+                .insert(session_id.to_owned(), root.to_owned());
         }
+        sightings.saw(session_id, now);
         Ok(())
     }
 
@@ -269,7 +296,7 @@ impl Coord {
                 session_id: session_id.to_owned(),
             });
         }
-        self.touch(session_id)?;
+        self.touch(session_id, self.worktree_root.as_deref())?;
         let now = self.clock.now_ms();
         let lease = row.and_then(|s| s.lease_ms);
         Ok(Heartbeat {
@@ -592,7 +619,7 @@ mod tests {
         h.coord.acquire_lock("a.ts:g", "s1", None).unwrap();
         let intent = h
             .coord
-            .declare_intent("s1", "work", &["a.ts".into()], None)
+            .declare_intent(&h.coord.vantage(Some("s1")), "work", &["a.ts".into()], None)
             .unwrap();
         h.coord.acquire_lock("b.ts:f", "s2", None).unwrap();
         let before = h.coord.newest_event_seq().unwrap();
@@ -802,7 +829,7 @@ mod tests {
         h.coord.acquire_lock("x.ts:g", "b", None).unwrap();
         h.clock.advance(1);
         h.coord
-            .declare_intent("c", "d", &["x.ts".into()], None)
+            .declare_intent(&h.coord.vantage(Some("c")), "d", &["x.ts".into()], None)
             .unwrap();
         let list = h.coord.list_sessions().unwrap();
         let ids: Vec<&str> = list.iter().map(|s| s.summary.session_id.as_str()).collect();

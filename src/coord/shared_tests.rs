@@ -26,8 +26,8 @@ fn wait(coord: &super::Coord, path: &str, session: &str) -> mpsc::Receiver<WaitO
     let (tx, rx) = mpsc::channel();
     let queued = coord
         .acquire_or_wait(
+            &coord.vantage(Some(session)),
             path,
-            session,
             Some(60_000),
             Some(Box::new(ChannelReply(tx))),
         )
@@ -107,7 +107,12 @@ fn a_cycle_across_daemons_is_refused() {
     let (tx, _keep) = mpsc::channel();
     let err = pair
         .a
-        .acquire_or_wait("a.ts:y", "sa", None, Some(Box::new(ChannelReply(tx))))
+        .acquire_or_wait(
+            &pair.a.vantage(Some("sa")),
+            "a.ts:y",
+            None,
+            Some(Box::new(ChannelReply(tx))),
+        )
         .unwrap_err();
     match err {
         CoordError::LockConflict { cycle, .. } => {
@@ -124,7 +129,12 @@ fn a_cancelled_wait_gives_back_a_grant_it_never_received() {
     let (tx, rx) = mpsc::channel();
     let Acquire::Queued { id, .. } = pair
         .b
-        .acquire_or_wait("a.ts:f", "s1", None, Some(Box::new(ChannelReply(tx))))
+        .acquire_or_wait(
+            &pair.b.vantage(Some("s1")),
+            "a.ts:f",
+            None,
+            Some(Box::new(ChannelReply(tx))),
+        )
         .unwrap()
     else {
         panic!("not queued");

@@ -145,6 +145,7 @@ pub fn fake_symbols(text: &str) -> TextSymbols {
     TextSymbols {
         symbols,
         clean: open.is_empty(),
+        calls: Vec::new(),
     }
 }
 

@@ -27,7 +27,7 @@ use super::preflight::spans::Applied;
 use super::preflight::OBSERVED_EDIT;
 use super::regions::{merge, regions_of_changes, LineMap, Lines, Written};
 use super::worktree_work::Origin;
-use super::{Coord, IntentStatus, LineRegion, Result};
+use super::{Coord, IntentStatus, LineRegion, Result, Vantage};
 use crate::store::{IntentFilter, RangeHit, Writer};
 
 /// Per worktree and file: the text its regions are lines of.
@@ -50,6 +50,16 @@ fn fingerprint(text: &str) -> u64 {
     let mut hasher = DefaultHasher::new();
     text.hash(&mut hasher);
     hasher.finish()
+}
+
+/// What answering a question about regions may do to the work map (PROTOCOL-NOTES 10.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Upkeep {
+    /// Bring the stored regions up to date with the file's text (the request writes anyway:
+    /// a declaration, a query that shows them, an observed change).
+    Store,
+    /// Carry them for this answer only: a preview (`edit.preflight`) writes nothing.
+    Preview,
 }
 
 /// A clean edit to record (10.3, 13.1).
@@ -86,12 +96,14 @@ impl Coord {
     /// regions observed in that worktree; another worktree's are carried across (14.5).
     pub(super) fn regions_in(
         &self,
+        at: &Vantage,
         file: &str,
         text: &str,
         rows: Vec<RangeHit>,
+        upkeep: Upkeep,
     ) -> Result<Vec<RangeHit>> {
         Ok(self
-            .regions_and_writes_in(file, text, rows)?
+            .regions_and_writes_in(at, file, text, rows, upkeep)?
             .into_iter()
             .map(|(row, _)| row)
             .collect())
@@ -101,18 +113,21 @@ impl Coord {
     /// that are still the merge-base's (only for another worktree's rows, 13.4).
     pub(super) fn regions_and_writes_in(
         &self,
+        at: &Vantage,
         file: &str,
         text: &str,
         rows: Vec<RangeHit>,
+        upkeep: Upkeep,
     ) -> Result<Vec<(RangeHit, Vec<Written>)>> {
         let unwritten = |rows: Vec<RangeHit>| rows.into_iter().map(|row| (row, Vec::new()));
         if rows.iter().all(|row| row.regions.is_none()) {
             return Ok(unwritten(rows).collect());
         }
         if !self.several_worktrees() {
-            return Ok(unwritten(self.regions_of_origin(&None, file, text, rows)?).collect());
+            let rows = self.regions_of_origin(&None, file, text, rows, upkeep)?;
+            return Ok(unwritten(rows).collect());
         }
-        let here = self.here();
+        let here = self.here(at);
         let origins = self.origins(&rows)?;
         let (mut mine, mut across) = (Vec::new(), Vec::new());
         for (row, origin) in rows.into_iter().zip(origins) {
@@ -123,7 +138,7 @@ impl Coord {
             }
         }
         let mut rows: Vec<(RangeHit, Vec<Written>)> =
-            unwritten(self.regions_of_origin(&here, file, text, mine)?).collect();
+            unwritten(self.regions_of_origin(&here, file, text, mine, upkeep)?).collect();
         rows.extend(
             across
                 .into_iter()
@@ -135,14 +150,16 @@ impl Coord {
     /// `rows` (intent rows of `file` observed in the worktree of `origin`) with their regions
     /// as lines of `text`, that worktree's current text of the file: when the text changed
     /// since the regions were last true, every live region of the file observed there is
-    /// carried to it and stored (13.3); while a recorded edit is not yet written, they are
-    /// mapped back to the text it was made on, for this answer only.
+    /// carried to it and stored (13.3) — with [`Upkeep::Preview`] carried for this answer
+    /// only, nothing stored —; while a recorded edit is not yet written, they are mapped back
+    /// to the text it was made on, for this answer only.
     pub(super) fn regions_of_origin(
         &self,
         origin: &Origin,
         file: &str,
         text: &str,
         rows: Vec<RangeHit>,
+        upkeep: Upkeep,
     ) -> Result<Vec<RangeHit>> {
         if rows.iter().all(|row| row.regions.is_none()) {
             return Ok(rows);
@@ -160,6 +177,15 @@ impl Coord {
             {
                 return Ok(map_rows(rows, back));
             }
+        }
+        if upkeep == Upkeep::Preview {
+            let known = texts.files.get(&key).map(|known| Arc::clone(&known.text));
+            drop(texts);
+            return Ok(match known {
+                Some(known) => map_rows(rows, &LineMap::between(&known, text)),
+                // Nothing known since the start: the stored regions are lines of this text.
+                None => rows,
+            });
         }
         Ok(match self.follow_locked(&mut texts, origin, file, text)? {
             Some(map) => map_rows(rows, &map),
@@ -179,8 +205,8 @@ impl Coord {
     /// Carries the live regions of `file` to `text`, its current text in the request's
     /// worktree, when the text changed since they were last true (13.3); whether any region
     /// moved.
-    pub(super) fn follow_text(&self, file: &str, text: &str) -> Result<bool> {
-        self.follow_text_of(&self.here(), file, text)
+    pub(super) fn follow_text(&self, at: &Vantage, file: &str, text: &str) -> Result<bool> {
+        self.follow_text_of(&self.here(at), file, text)
     }
 
     /// [`Coord::follow_text`] for the regions observed in `origin`'s worktree.
@@ -257,11 +283,12 @@ impl Coord {
     /// regions in the file move to the edit's new text. The id of a newly declared intent.
     pub(super) fn record_observed(
         &self,
+        at: &Vantage,
         session_id: &str,
         observed: &Observed<'_>,
     ) -> Result<Option<String>> {
-        let recorded =
-            self.record_observed_by(&[session_id.to_owned()], observed, &self.here(), true)?;
+        let here = self.here(at);
+        let recorded = self.record_observed_by(&[session_id.to_owned()], observed, &here, true)?;
         Ok(recorded.into_iter().next().flatten())
     }
 

@@ -20,8 +20,8 @@ use serde_json::json;
 use super::events::{self, EventKind};
 use super::intents::Declaration;
 use super::regions::{LineMap, Written};
-use super::workmap::regions_json;
-use super::{Coord, Intent, IntentStatus, LineRegion, Result};
+use super::workmap::{regions_json, Upkeep};
+use super::{Coord, Intent, IntentStatus, LineRegion, Result, Vantage};
 use crate::store::{IntentFilter, RangeHit};
 
 /// The session of a worktree's observed work is this prefix and the worktree's root.
@@ -50,6 +50,21 @@ pub struct ObservedFile {
     pub regions: Option<Vec<LineRegion>>,
     /// The symbols those lines touch (innermost), in document order.
     pub symbols: Vec<String>,
+    /// Its text at the worktree's merge-base (`None`: absent there, or unreadable).
+    pub base: Option<Arc<str>>,
+    /// Its current text (`None`: deleted, or unreadable).
+    pub current: Option<Arc<str>>,
+}
+
+/// One changed file of a worktree as git reads it, as the observer hands it in: the work map
+/// names the symbols and merges the regions ([`Coord::observe_worktree_changes`]).
+#[derive(Debug, Clone)]
+pub struct ChangedFile {
+    /// Its path relative to the worktree's root.
+    pub file: String,
+    /// The changed lines of its current text, `(first, last)` (a point after `last` when
+    /// `first == last + 1`); `None`: the whole file.
+    pub lines: Option<Vec<(i64, i64)>>,
     /// Its text at the worktree's merge-base (`None`: absent there, or unreadable).
     pub base: Option<Arc<str>>,
     /// Its current text (`None`: deleted, or unreadable).
@@ -94,6 +109,18 @@ struct CarryMaps {
 /// At most this many sets of line maps are kept (then they are made again as asked).
 const MAX_CARRIES: usize = 256;
 
+/// A text's identity by content: its length and digest (never its address).
+type TextKey = (usize, u64);
+
+fn text_key(text: &str) -> TextKey {
+    (text.len(), xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
+}
+
+/// Whether two texts are the same, by content (one shared `Arc` is the quick case).
+fn same_text(a: &str, b: &str) -> bool {
+    std::ptr::eq(a, b) || a == b
+}
+
 /// The worktrees the daemon serves and the texts of their changed files.
 #[derive(Debug, Default)]
 pub struct Worktrees {
@@ -101,8 +128,8 @@ pub struct Worktrees {
     main_root: Option<String>,
     /// Per `(origin, file)`: its merge-base and current texts.
     texts: HashMap<(Origin, String), FileTexts>,
-    /// Line maps kept by (origin text, base, length of the asking text).
-    carries: HashMap<(usize, usize, usize), Arc<CarryMaps>>,
+    /// Line maps kept by the contents of (origin text, base, asking text).
+    carries: HashMap<(Option<TextKey>, TextKey, TextKey), Arc<CarryMaps>>,
     /// Per watched worktree root: a number that grows with every change seen on its disk
     /// (what lets the forecast keep a worktree's state while it does not change).
     generations: HashMap<String, u64>,
@@ -161,12 +188,12 @@ impl Coord {
         }
     }
 
-    /// The origin of the request being served (its worktree).
-    pub(super) fn here(&self) -> Origin {
+    /// The origin of the request seen from `at` (its worktree).
+    pub(super) fn here(&self, at: &Vantage) -> Origin {
         if !self.several_worktrees() {
             return None;
         }
-        self.origin_of_root(self.index.worktree_root().as_deref())
+        self.origin_of_root(at.worktree())
     }
 
     /// The origin of each row: the worktree of a `worktree:` session, else the worktree its
@@ -239,24 +266,22 @@ impl Coord {
         (row, written)
     }
 
-    /// The line maps origin text → base → `text`: kept while the three texts stay the same
-    /// (the origin's and the base are shared `Arc`s; `text` is compared), so a preview asked
-    /// again does not diff whole files again.
+    /// The line maps origin text → base → `text`: kept by the three texts' contents (digests,
+    /// then compared), so a preview asked again does not diff whole files again.
     fn carry_maps(&self, from: Option<&Arc<str>>, base: &Arc<str>, text: &str) -> Arc<CarryMaps> {
         let same = |maps: &CarryMaps| {
-            Arc::ptr_eq(&maps.base, base)
+            same_text(&maps.base, base)
                 && match (&maps.from, from) {
-                    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                    (Some(a), Some(b)) => same_text(a, b),
                     (None, None) => true,
                     _ => false,
                 }
-                && *maps.to == *text
+                && same_text(&maps.to, text)
         };
-        // The shared texts are held by the kept maps, so their addresses are not reused.
-        let address = |text: &Arc<str>| Arc::as_ptr(text) as *const u8 as usize;
-        let key = (from.map_or(0, address), address(base), text.len());
-        if let Some(maps) = self.worktrees().carries.get(&key).filter(|m| same(m)) {
-            return Arc::clone(maps);
+        let key = (from.map(|t| text_key(t)), text_key(base), text_key(text));
+        let kept = self.worktrees().carries.get(&key).map(Arc::clone);
+        if let Some(maps) = kept.filter(|m| same(m)) {
+            return maps;
         }
         let maps = Arc::new(CarryMaps {
             base_to_origin: from.map(|from| LineMap::between(base, from)),
@@ -271,6 +296,58 @@ impl Coord {
         }
         worktrees.carries.insert(key, Arc::clone(&maps));
         maps
+    }
+
+    /// The innermost symbols that `lines` of `text` (the text of `file`) touch, as the code
+    /// index parses the text (keeping its analysis by content, a large text parsed in its
+    /// worker).
+    pub fn symbols_on_lines(&self, file: &str, text: &str, lines: &[(i64, i64)]) -> Vec<String> {
+        if lines.is_empty() {
+            return Vec::new();
+        }
+        let found = self.index.text_symbols(file, text);
+        let spans: Vec<(&str, usize, usize)> = found
+            .symbols
+            .iter()
+            .map(|s| (s.qualified.as_str(), s.start, s.end))
+            .collect();
+        crate::analysis::innermost_spans_on_lines(&spans, text, lines)
+    }
+
+    /// Takes in the changes of the worktree at `root` as git reads them (14.4): each file's
+    /// lines merged into regions (13.1) and named by the symbols they touch, then
+    /// [`Coord::observe_worktree`].
+    pub fn observe_worktree_changes(
+        &self,
+        root: &str,
+        label: &str,
+        files: Vec<ChangedFile>,
+    ) -> Result<()> {
+        let files = files
+            .into_iter()
+            .map(|changed| {
+                let symbols = match (&changed.current, &changed.lines) {
+                    (Some(text), Some(lines)) => self.symbols_on_lines(&changed.file, text, lines),
+                    _ => Vec::new(),
+                };
+                let regions = changed.lines.map(|lines| {
+                    super::regions::merge(
+                        lines
+                            .into_iter()
+                            .map(|(first, last)| LineRegion::new(first, last))
+                            .collect(),
+                    )
+                });
+                ObservedFile {
+                    file: changed.file,
+                    regions,
+                    symbols,
+                    base: changed.base,
+                    current: changed.current,
+                }
+            })
+            .collect();
+        self.observe_worktree(root, label, files)
     }
 
     /// Takes in the changes of the worktree at `root` (14.4): `files` are all of them now;
@@ -388,7 +465,7 @@ impl Coord {
             return Ok(regions);
         }
         let covered: Vec<LineRegion> = self
-            .regions_of_origin(origin, file, current, theirs)?
+            .regions_of_origin(origin, file, current, theirs, Upkeep::Store)?
             .into_iter()
             .flat_map(|r| r.regions.unwrap_or_default())
             .collect();
@@ -475,6 +552,46 @@ impl Coord {
             .collect())
     }
 
+    /// The observed work of the worktree at `root` as the rules across worktrees weigh it
+    /// ([`super::conflicts::related_across`]): per file, the symbols its regions touch and
+    /// the calls of its text.
+    pub fn worktree_work(&self, root: &str) -> Result<Vec<super::conflicts::FileWork>> {
+        Ok(self
+            .worktree_files(root)?
+            .into_iter()
+            .map(|work| {
+                let lines: Vec<(i64, i64)> = work
+                    .regions
+                    .iter()
+                    .flatten()
+                    .map(|r| (r.start_line, r.end_line))
+                    .collect();
+                let found = self.index.text_symbols(&work.file, &work.text);
+                let spans: Vec<(&str, usize, usize)> = found
+                    .symbols
+                    .iter()
+                    .map(|s| (s.qualified.as_str(), s.start, s.end))
+                    .collect();
+                let touched = crate::analysis::innermost_spans_on_lines(&spans, &work.text, &lines);
+                let calls = found
+                    .calls
+                    .iter()
+                    .map(|(caller, callee)| {
+                        let callee = super::conflicts::simple_name(callee).to_owned();
+                        (caller.clone(), callee)
+                    })
+                    .collect();
+                super::conflicts::FileWork {
+                    file: work.file,
+                    session_id: work.session_id,
+                    intent_id: work.intent_id,
+                    touched,
+                    calls,
+                }
+            })
+            .collect())
+    }
+
     /// The roots of worktrees with live observed work (what a restarted daemon finds).
     pub fn worktrees_with_work(&self) -> Result<Vec<String>> {
         let intents = self.store.read(|r| r.intents(&IntentFilter::default()))?;
@@ -556,6 +673,27 @@ mod tests {
         assert_eq!(subtract(&[r(5, 4)], &[r(1, 3)]), [r(5, 4)]);
         assert_eq!(subtract(&[r(5, 4)], &[r(1, 4)]), []);
         assert_eq!(subtract(&[r(3, 5)], &[r(4, 3)]), [r(3, 5)]);
+    }
+
+    #[test]
+    fn line_maps_are_kept_by_content_not_by_address() {
+        let h = crate::coord::testing::Harness::new();
+        let text = |t: &str| -> Arc<str> { Arc::from(t) };
+        let (from, base) = (text("a\nB\nc\n"), text("a\nb\nc\n"));
+        let first = h.coord.carry_maps(Some(&from), &base, "a\nb\nc\nd\n");
+        // The same texts in other allocations: the kept maps.
+        let again =
+            h.coord
+                .carry_maps(Some(&text("a\nB\nc\n")), &text("a\nb\nc\n"), "a\nb\nc\nd\n");
+        assert!(Arc::ptr_eq(&first, &again));
+        // Another asking text of the same length, or another base: other maps.
+        let other = h.coord.carry_maps(Some(&from), &base, "a\nb\nc\nx\n");
+        assert!(!Arc::ptr_eq(&first, &other));
+        assert_eq!(*other.to, *"a\nb\nc\nx\n");
+        let rebased = h
+            .coord
+            .carry_maps(Some(&from), &text("a\nb\nC\n"), "a\nb\nc\nd\n");
+        assert!(!Arc::ptr_eq(&first, &rebased));
     }
 
     #[test]

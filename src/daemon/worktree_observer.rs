@@ -23,10 +23,8 @@ use std::time::{Duration, Instant};
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::{mpsc, watch};
 
-use crate::analysis::symbols_on_lines;
-use crate::coord::regions::merge;
-use crate::coord::worktree_work::ObservedFile;
-use crate::coord::{Coord, LineRegion};
+use crate::coord::worktree_work::ChangedFile;
+use crate::coord::Coord;
 use crate::daemon::tree_attribution::{attribute, Changed};
 use crate::daemon::work_snapshots::WorkSnapshots;
 use crate::git::Git;
@@ -75,7 +73,6 @@ pub async fn observe_worktrees(
         polled: HashSet::new(),
         dirty: HashMap::new(),
         last_read: HashMap::new(),
-        symbols: HashMap::new(),
         several: false,
         index_stamps: HashMap::new(),
         poll_reason: None,
@@ -239,8 +236,6 @@ struct Observer {
     polled: HashSet<PathBuf>,
     dirty: HashMap<PathBuf, Dirty>,
     last_read: HashMap<PathBuf, Instant>,
-    /// Per worktree: the symbols of its changed files.
-    symbols: HashMap<PathBuf, SymbolCache>,
     /// Whether the repository has more than one worktree (14.4 runs).
     several: bool,
     /// Per watched worktree: its git index as it was when its watch set was last compared
@@ -313,7 +308,6 @@ impl Observer {
             self.unwatch(&root);
             self.dirty.remove(&root);
             self.last_read.remove(&root);
-            self.symbols.remove(&root);
             self.index_stamps.remove(&root);
             self.coord.worktree_unwatched(&root.to_string_lossy());
             let coord = Arc::clone(&self.coord);
@@ -661,16 +655,7 @@ impl Observer {
             };
             let coord = Arc::clone(&self.coord);
             let at = root.clone();
-            let mut known = self.symbols.remove(&root).unwrap_or_default();
-            let read = tokio::task::spawn_blocking(move || {
-                let read = observe(&coord, &at, &main, &mut known);
-                (read, known)
-            })
-            .await;
-            let read = read.map(|(read, known)| {
-                self.symbols.insert(root.clone(), known);
-                read
-            });
+            let read = tokio::task::spawn_blocking(move || observe(&coord, &at, &main)).await;
             match read {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => {
@@ -684,63 +669,29 @@ impl Observer {
     }
 }
 
-/// Per changed file of a worktree: the hash of its text and its changed lines, and the
-/// symbols they touch.
-type SymbolCache = HashMap<String, ((u64, Vec<(i64, i64)>), Vec<String>)>;
-
-/// Reads the changes of the worktree at `root` and hands them to `coord`.
-fn observe(coord: &Coord, root: &Path, main: &Path, known: &mut SymbolCache) -> Result<(), String> {
+/// Reads the changes of the worktree at `root` and hands them to `coord`, which names their
+/// symbols and merges their lines into regions.
+fn observe(coord: &Coord, root: &Path, main: &Path) -> Result<(), String> {
     let changes = changes_of(root, main).map_err(|e| e.to_string())?;
     let label = branch_of(root).unwrap_or_else(|| root.display().to_string());
     let key = root.to_string_lossy().into_owned();
     coord
-        .observe_worktree(&key, &label, observed_files(changes, known))
+        .observe_worktree_changes(&key, &label, changed_files(changes))
         .map_err(|e| e.to_string())
 }
 
-/// A worktree's changed files as the work map takes them, with the symbols their lines
-/// touch (a file's symbols are kept in `known` while its text and lines stay the same).
-fn observed_files(changes: WorktreeChanges, known: &mut SymbolCache) -> Vec<ObservedFile> {
-    let mut seen = HashMap::new();
-    let files = changes
+/// A worktree's changed files as git read them.
+fn changed_files(changes: WorktreeChanges) -> Vec<ChangedFile> {
+    changes
         .files
         .into_iter()
-        .map(|file| {
-            let lines = if file.whole_file {
-                Vec::new()
-            } else {
-                file.lines.clone()
-            };
-            let symbols = match &file.current {
-                Some(text) if !lines.is_empty() => {
-                    let key = (xxhash_rust::xxh3::xxh3_64(text.as_bytes()), lines.clone());
-                    let symbols = match known.get(&file.file) {
-                        Some((k, symbols)) if *k == key => symbols.clone(),
-                        _ => symbols_on_lines(&file.file, text, &lines),
-                    };
-                    seen.insert(file.file.clone(), (key, symbols.clone()));
-                    symbols
-                }
-                _ => Vec::new(),
-            };
-            ObservedFile {
-                regions: (!file.whole_file).then(|| {
-                    merge(
-                        lines
-                            .iter()
-                            .map(|&(first, last)| LineRegion::new(first, last))
-                            .collect(),
-                    )
-                }),
-                symbols,
-                file: file.file,
-                base: file.base.map(Arc::from),
-                current: file.current.map(Arc::from),
-            }
+        .map(|file| ChangedFile {
+            lines: (!file.whole_file).then_some(file.lines),
+            file: file.file,
+            base: file.base.map(Arc::from),
+            current: file.current.map(Arc::from),
         })
-        .collect();
-    *known = seen;
-    files
+        .collect()
 }
 
 /// Events in the common directory that say nothing about any worktree's changes: the

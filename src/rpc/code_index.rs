@@ -149,5 +149,10 @@ fn text_symbols(analysis: &FileAnalysis) -> TextSymbols {
             })
             .collect(),
         clean: analysis.diagnostics.is_empty(),
+        calls: analysis
+            .calls
+            .iter()
+            .filter_map(|call| Some((call.caller.clone()?, call.callee.clone())))
+            .collect(),
     }
 }

@@ -17,6 +17,7 @@ impl EditMethods for App {
         // When the client goes away this future is dropped, and the work stops (issue 20.3).
         let interest = Interest::default();
         let _abandon_on_drop = AbandonOnDrop(interest.clone());
+        let at = self.vantage(Some(&params.session_id));
         let preflight = self
             .blocking(move |coord| {
                 let edits: Vec<Edit> = params
@@ -40,7 +41,7 @@ impl EditMethods for App {
                     }
                 };
                 coord.preflight_while(
-                    &params.session_id,
+                    &at,
                     &params.file,
                     new,
                     params.record.unwrap_or(false),

@@ -1,21 +1,18 @@
 //! `worktree.forecast` (PROTOCOL-NOTES 14.5): which worktrees of the repository will collide
 //! where, by symbol. Git says where merging two worktrees' states would conflict
-//! ([`crate::worktrees::forecast`]); this names the symbols the changed lines touch, in each
-//! side's text, and adds what is related across two worktrees' observed work (14.4).
+//! ([`crate::worktrees::forecast`]); `coord` names the symbols the changed lines touch, in
+//! each side's text, and says what is related across two worktrees' observed work (14.4,
+//! `coord::conflicts::related_across`). This file only runs them and shapes the answer.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock, PoisonError};
+use std::sync::PoisonError;
 
 use super::convert::related_item;
 use super::errors::task_failed;
 use super::services::App;
-use crate::analysis::cache::{ContentCache, ContentKey};
-use crate::analysis::{analyze, innermost_on_lines, FileAnalysis, Language};
-use crate::coord::conflicts::order_related;
-use crate::coord::paths::join_symbol_path;
-use crate::coord::worktree_work::WorktreeFile;
-use crate::coord::{Coord, Related, Relation};
+use crate::coord::conflicts::{related_across, FileWork};
+use crate::coord::Coord;
 use crate::protocol::server::WorktreeMethods;
 use crate::protocol::{
     LineRegion, ProtocolError, WorktreeCollision, WorktreeForecastParams, WorktreeForecastResult,
@@ -76,10 +73,9 @@ fn forecast(
     let work: Vec<Vec<FileWork>> = roots
         .iter()
         .map(|root| {
-            let files = coord
-                .worktree_files(&root.display().to_string())
-                .unwrap_or_default();
-            files.iter().map(FileWork::of).collect()
+            coord
+                .worktree_work(&root.display().to_string())
+                .unwrap_or_default()
         })
         .collect();
     let mut meeting = Vec::new();
@@ -109,7 +105,7 @@ fn forecast(
                         .map(|(i, j, conflicts, related)| WorktreePair {
                             a: states[*i].root.display().to_string(),
                             b: states[*j].root.display().to_string(),
-                            collisions: conflicts.iter().map(collision).collect(),
+                            collisions: conflicts.iter().map(|c| collision(coord, c)).collect(),
                             related: related.iter().map(related_item).collect(),
                         })
                         .collect::<Vec<_>>()
@@ -139,121 +135,14 @@ fn forecast(
     Ok(pairs)
 }
 
-/// One file of a worktree's observed work: the symbols its changed lines touch, and the
-/// calls made in it (caller, callee's simple name).
-struct FileWork {
-    file: String,
-    session_id: String,
-    intent_id: String,
-    touched: Vec<String>,
-    calls: HashSet<(String, String)>,
-}
-
-impl FileWork {
-    fn of(work: &WorktreeFile) -> FileWork {
-        let lines: Vec<(i64, i64)> = work
-            .regions
-            .iter()
-            .flatten()
-            .map(|r| (r.start_line, r.end_line))
-            .collect();
-        let analysis =
-            Language::for_path(&work.file).map(|language| analysis_of(language, &work.text));
-        let Some(analysis) = analysis else {
-            return FileWork {
-                touched: Vec::new(),
-                calls: HashSet::new(),
-                file: work.file.clone(),
-                session_id: work.session_id.clone(),
-                intent_id: work.intent_id.clone(),
-            };
-        };
-        let touched = innermost_on_lines(&analysis, &work.text, &lines);
-        let calls = analysis
-            .calls
-            .iter()
-            .filter_map(|call| {
-                let caller = call.caller.clone()?;
-                Some((caller, simple_name(&call.callee).to_owned()))
-            })
-            .collect();
-        FileWork {
-            touched,
-            file: work.file.clone(),
-            session_id: work.session_id.clone(),
-            intent_id: work.intent_id.clone(),
-            calls,
-        }
-    }
-}
-
-/// The last segment of a dotted or `::` name (`this.run` -> `run`, `Store.open` -> `open`).
-fn simple_name(name: &str) -> &str {
-    name.rsplit(['.', ':']).next().unwrap_or(name)
-}
-
-/// What is related (13.5) between the work of worktree `a` and that of `b`, seen from `b`:
-/// a symbol both change in separate lines (SAME_SYMBOL, files that do not collide), and a
-/// symbol of `b`'s that calls, or is called by, one of `a`'s (COUPLED, by the callee's
-/// name), each naming `a`'s intent.
-fn related_across(a: &[FileWork], b: &[FileWork], colliding: &HashSet<&str>) -> Vec<Related> {
-    let mut items = Vec::new();
-    for mine in b {
-        for theirs in a {
-            for name in &mine.touched {
-                let same_file = mine.file == theirs.file;
-                if same_file
-                    && !colliding.contains(mine.file.as_str())
-                    && theirs.touched.contains(name)
-                {
-                    items.push(Related::SameSymbol {
-                        symbol_path: join_symbol_path(&mine.file, name),
-                        session_id: theirs.session_id.clone(),
-                        intent_id: theirs.intent_id.clone(),
-                    });
-                }
-                for other in &theirs.touched {
-                    if same_file && other == name {
-                        continue;
-                    }
-                    let relation = if mine
-                        .calls
-                        .contains(&(name.clone(), simple_name(other).to_owned()))
-                    {
-                        Relation::Calls
-                    } else if theirs
-                        .calls
-                        .contains(&(other.clone(), simple_name(name).to_owned()))
-                    {
-                        Relation::CalledBy
-                    } else {
-                        continue;
-                    };
-                    items.push(Related::Coupled {
-                        symbol_path: join_symbol_path(&mine.file, name),
-                        other_symbol: join_symbol_path(&theirs.file, other),
-                        relation,
-                        session_id: theirs.session_id.clone(),
-                        intent_id: theirs.intent_id.clone(),
-                    });
-                }
-            }
-        }
-    }
-    order_related(items)
-}
-
-fn collision(conflict: &Conflict) -> WorktreeCollision {
-    let mut symbols = touched(
-        &conflict.file,
-        conflict.text_a.as_deref(),
-        &conflict.lines_a,
-    );
-    symbols.extend(touched(
-        &conflict.file,
-        conflict.text_b.as_deref(),
-        &conflict.lines_b,
-    ));
+/// A conflict git found, with the symbols its lines touch on either side (named by `coord`).
+fn collision(coord: &Coord, conflict: &Conflict) -> WorktreeCollision {
+    let touched = |text: Option<&str>, lines: &[(i64, i64)]| {
+        text.map(|text| coord.symbols_on_lines(&conflict.file, text, lines))
+            .unwrap_or_default()
+    };
+    let mut symbols = touched(conflict.text_a.as_deref(), &conflict.lines_a);
+    symbols.extend(touched(conflict.text_b.as_deref(), &conflict.lines_b));
     symbols.sort();
     symbols.dedup();
     let regions = |lines: &[(i64, i64)]| -> Vec<LineRegion> {
@@ -271,32 +160,4 @@ fn collision(conflict: &Conflict) -> WorktreeCollision {
         lines_a: regions(&conflict.lines_a),
         lines_b: regions(&conflict.lines_b),
     }
-}
-/// Analyses of the texts forecasts read (colliding files' versions, observed work's files), by
-/// content: the same versions of the same files come back call after call, so each is
-/// parsed once (bounded by
-/// [`ANALYSES_BYTES`] of analyses, least recently used out).
-static ANALYSES: OnceLock<ContentCache> = OnceLock::new();
-
-/// What [`ANALYSES`] may hold.
-const ANALYSES_BYTES: usize = 8 * 1024 * 1024;
-
-/// The symbols the changed `lines` of `text` touch (none without a text, or in a file of no
-/// supported language).
-fn touched(file: &str, text: Option<&str>, lines: &[(i64, i64)]) -> Vec<String> {
-    let (Some(text), Some(language)) = (text, Language::for_path(file)) else {
-        return Vec::new();
-    };
-    innermost_on_lines(&analysis_of(language, text), text, lines)
-}
-
-/// The analysis of `text` as `language`, through [`ANALYSES`].
-fn analysis_of(language: Language, text: &str) -> Arc<FileAnalysis> {
-    let analyses = ANALYSES.get_or_init(|| ContentCache::new(ANALYSES_BYTES));
-    let key = ContentKey::new(language, text);
-    analyses.get(&key).unwrap_or_else(|| {
-        let analysis = Arc::new(analyze(language, text));
-        analyses.insert(key, Arc::clone(&analysis));
-        analysis
-    })
 }

@@ -15,12 +15,13 @@ impl IntentMethods for App {
         params: IntentDeclareParams,
     ) -> Result<IntentDeclareResult, ProtocolError> {
         let files = params.files.clone();
+        let at = self.vantage(Some(&params.session_id));
         let declared = self
             .inline_when_quick(
                 |coord| coord.declare_is_quick(&files),
                 move |coord| {
                     coord.declare_intent(
-                        &params.session_id,
+                        &at,
                         &params.description,
                         &params.files,
                         (!params.symbols.is_empty()).then_some(params.symbols.as_slice()),

@@ -20,6 +20,7 @@ impl LockMethods for App {
         // The decoder has checked the range (0..=600000) from the spec's schema.
         let wait_ms = params.wait_ms.unwrap_or(0).clamp(0, MAX_WAIT_MS);
         let symbol_path = params.symbol_path.clone();
+        let at = self.vantage(Some(&params.session_id));
         let (reply, rx) = if wait_ms > 0 && self.accepts_waits() {
             let (reply, rx) = OneshotReply::channel();
             (Some(reply), Some(rx))
@@ -32,11 +33,10 @@ impl LockMethods for App {
             ttl_ms,
             ..
         } = params;
-        let session = session_id.clone();
         let outcome = self
             .inline_when_quick(
                 |coord| coord.acquire_is_quick(&symbol_path),
-                move |coord| coord.acquire_or_wait(&path, &session, ttl_ms, reply),
+                move |coord| coord.acquire_or_wait(&at, &path, ttl_ms, reply),
             )
             .await?;
         let acquired = match (outcome, rx) {

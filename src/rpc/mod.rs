@@ -6,8 +6,10 @@
 //! - `convert`: domain records to wire records.
 //! - [`code_index`]: the [`crate::coord::CodeIndex`] that coordination sees, over
 //!   [`crate::analysis::RepoIndex`].
-//! - `services`: opening the state and building the method table (one per worktree).
-//! - [`worktree_index`]: each request's work sees the index of the worktree it came from.
+//! - `services`: opening the state and building the method table (one per worktree, each
+//!   [`App`] with its worktree's coordination core, `Coord::for_worktree`); each request's
+//!   [`crate::coord::Vantage`] (its session and worktree) is built from its app once and
+//!   passed down.
 
 pub mod code_index;
 mod contracts;
@@ -24,6 +26,5 @@ pub mod tree_flush;
 pub mod waiting;
 mod wit;
 mod work;
-pub mod worktree_index;
 
 pub use services::{App, OpenError, Services, INDEX_DB, INDEX_STATUS};

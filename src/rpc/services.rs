@@ -11,10 +11,9 @@ use jsonrpsee::RpcModule;
 use super::code_index::AnalysisIndex;
 use super::errors::{task_failed, to_protocol};
 use super::waiting::EventBell;
-use super::worktree_index::{in_worktree, WorktreeIndex};
 use crate::analysis::worker::ParseWorker;
 use crate::analysis::RepoIndex;
-use crate::coord::{CodeIndex, Coord, CoordError, SystemClock};
+use crate::coord::{CodeIndex, Coord, CoordError, SystemClock, Vantage};
 use crate::protocol::server::{
     register_contract_methods, register_discover, register_edit_methods, register_events_methods,
     register_intent_methods, register_lock_methods, register_session_methods, register_wit_methods,
@@ -55,9 +54,6 @@ pub struct App {
     accepting_waits: Arc<AtomicBool>,
     /// Wakes the pulse early when the earliest waited-for lock expiry may have moved.
     pulse: Arc<tokio::sync::Notify>,
-    /// The index of the worktree this app serves (`None`: the main worktree's): the one its
-    /// requests' work sees (PROTOCOL-NOTES 14.2).
-    worktree: Option<Arc<dyn CodeIndex>>,
     /// The main worktree's root (the repository's), when the app serves one on disk.
     main_root: Option<Arc<std::path::PathBuf>>,
     /// What `worktree.forecast` keeps between calls, for every worktree's app.
@@ -85,7 +81,6 @@ impl App {
             bell,
             accepting_waits: Arc::new(AtomicBool::new(true)),
             pulse: Arc::new(tokio::sync::Notify::new()),
-            worktree: None,
             main_root: None,
             forecast: Arc::default(),
             tree_flush: Arc::default(),
@@ -109,12 +104,18 @@ impl App {
     }
 
     /// The same app serving a linked worktree: the same state, its requests resolved in the
-    /// worktree's own files (`index`).
+    /// worktree's own files (`index`) by that worktree's coordination core.
     pub fn for_worktree(&self, index: Arc<dyn CodeIndex>) -> Self {
         Self {
-            worktree: Some(index),
+            coord: Arc::new(self.coord.for_worktree(index)),
             ..self.clone()
         }
+    }
+
+    /// Where a request of `session` (if it names one) to this app stands: the session and
+    /// the worktree this app serves. Built once per request and passed down to `coord`.
+    pub(super) fn vantage(&self, session: Option<&str>) -> Vantage {
+        self.coord.vantage(session)
     }
 
     /// What `worktree.forecast` keeps between calls.
@@ -155,7 +156,7 @@ impl App {
         &self,
         work: impl FnOnce(&Coord) -> Result<T, CoordError>,
     ) -> Result<T, ProtocolError> {
-        in_worktree(self.worktree.as_ref(), || work(&self.coord)).map_err(to_protocol)
+        work(&self.coord).map_err(to_protocol)
     }
 
     /// Runs `work` inline when `is_quick` says it will not parse (a hand-off to the blocking
@@ -165,7 +166,7 @@ impl App {
         is_quick: impl FnOnce(&Coord) -> bool,
         work: impl FnOnce(&Coord) -> Result<T, CoordError> + Send + 'static,
     ) -> Result<T, ProtocolError> {
-        if in_worktree(self.worktree.as_ref(), || is_quick(&self.coord)) {
+        if is_quick(&self.coord) {
             self.now(work)
         } else {
             self.blocking(work).await
@@ -179,8 +180,7 @@ impl App {
         work: impl FnOnce(&Coord) -> Result<T, CoordError> + Send + 'static,
     ) -> Result<T, ProtocolError> {
         let coord = Arc::clone(&self.coord);
-        let worktree = self.worktree.clone();
-        tokio::task::spawn_blocking(move || in_worktree(worktree.as_ref(), || work(&coord)))
+        tokio::task::spawn_blocking(move || work(&coord))
             .await
             .map_err(task_failed)?
             .map_err(to_protocol)
@@ -250,9 +250,7 @@ impl Services {
         let coord = Coord::new(
             store,
             Arc::new(SystemClock),
-            Arc::new(WorktreeIndex::new(Arc::new(AnalysisIndex::new(
-                Arc::clone(&main_index),
-            )))),
+            Arc::new(AnalysisIndex::new(Arc::clone(&main_index))),
         );
         // The previous daemon of this root (one at a time serves it) is known dead.
         let id_file = state_dir.join(DAEMON_ID);

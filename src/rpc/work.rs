@@ -30,7 +30,7 @@ impl WorkMethods for App {
     async fn work_begin(&self, params: WorkBeginParams) -> Result<WorkBeginResult, ProtocolError> {
         let window_id = self.now(|coord| {
             coord.open_window(
-                &params.session_id,
+                &coord.vantage(Some(&params.session_id)),
                 &params.tool,
                 params.file.as_deref(),
                 params.edits.iter().map(|e| e.new_text.clone()).collect(),
@@ -66,7 +66,7 @@ impl WorkMethods for App {
         params: WorkOwnersParams,
     ) -> Result<WorkOwnersResult, ProtocolError> {
         self.tree_flush().flush().await;
-        let view = self.now(|coord| coord.file_owners(&params.file))?;
+        let view = self.now(|coord| coord.file_owners(&coord.vantage(None), &params.file))?;
         Ok(WorkOwnersResult {
             file: view.file,
             binary: view.binary,
@@ -88,9 +88,8 @@ impl WorkMethods for App {
         params: WorkChangesParams,
     ) -> Result<WorkChangesResult, ProtocolError> {
         self.tree_flush().flush().await;
-        let files = self.blocking(move |coord| {
-            coord.owned_changes(&params.files, params.session_id.as_deref())
-        });
+        let at = self.vantage(params.session_id.as_deref());
+        let files = self.blocking(move |coord| coord.owned_changes(&at, &params.files));
         let files = files.await?;
         Ok(WorkChangesResult {
             files: files

@@ -410,3 +410,15 @@ pub fn with_harness<T>(repo: &Repo, session: &str, with: impl FnOnce(&mut StandI
 pub fn harness_pid_of(repo: &Repo, session: &str) -> u32 {
     with_harness(repo, session, |stand_in| stand_in.pid())
 }
+
+/// `session`'s stand-in harness exits: the sessions registered with its pid die with it.
+pub fn end_harness(repo: &Repo, session: &str) {
+    let stand_in = HARNESSES.with(|harnesses| {
+        harnesses
+            .borrow_mut()
+            .remove(&(repo.path().to_path_buf(), session.to_string()))
+    });
+    if let Some(stand_in) = stand_in {
+        stand_in.exit();
+    }
+}

@@ -231,6 +231,60 @@ fn a_change_with_no_window_is_unowned() {
     );
 }
 
+/// `work.changes` seen from `session`: per hunk of `file`, its first new line, whether it is
+/// the session's own and the others'.
+fn changes_seen_by(
+    repo: &Repo,
+    session: &str,
+    file: &str,
+) -> Vec<(i64, Option<bool>, Vec<String>)> {
+    let client = repo.client();
+    let changes = block_on(client.work_changes(WorkChangesParams {
+        session_id: Some(session.into()),
+        files: vec![file.into()],
+    }))
+    .unwrap();
+    changes
+        .files
+        .iter()
+        .flat_map(|f| f.hunks.iter())
+        .map(|h| (h.new_start, h.mine, h.others.clone()))
+        .collect()
+}
+
+#[test]
+fn a_dead_sessions_lines_are_neither_mine_nor_anothers() {
+    let (repo, _daemon) = repo_with_lib();
+    run_bash(&repo, "alice", "sed -i 's/x + 1/x + 10/' src/lib.py");
+    run_bash(&repo, "bob", "sed -i 's/z - 3/z - 30/' src/lib.py");
+    let found = owners_until(&repo, "src/lib.py", |o| o.lines.len() == 2);
+    assert_eq!(
+        sessions_of(&found),
+        vec![vec!["alice".to_owned()], vec!["bob".to_owned()]],
+        "{found:?}"
+    );
+    assert_eq!(
+        changes_seen_by(&repo, "alice", "src/lib.py"),
+        [
+            (2, Some(true), vec![]),
+            (10, Some(false), vec!["bob".to_owned()])
+        ]
+    );
+    // Bob's harness exits: once its session is reaped, its line is nobody's to commit.
+    end_harness(&repo, "bob");
+    let until = Instant::now() + Duration::from_secs(10);
+    let mut seen = changes_seen_by(&repo, "alice", "src/lib.py");
+    while seen.get(1).is_some_and(|h| !h.2.is_empty()) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+        seen = changes_seen_by(&repo, "alice", "src/lib.py");
+    }
+    assert_eq!(
+        seen,
+        [(2, Some(true), vec![]), (10, Some(false), vec![])],
+        "bob's line is neither alice's nor a live agent's"
+    );
+}
+
 #[test]
 fn an_edit_of_a_latin1_file_is_recorded_file_level_with_its_bytes() {
     let (repo, _daemon) = repo_with_lib();

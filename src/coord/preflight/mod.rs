@@ -25,8 +25,8 @@ use super::conflicts::{collides, held_by_another, overlap_items, Conflict, Other
 use super::contracts::{Violation, SYMBOL_NOT_IN_STAGED_CONTENT};
 use super::paths::{join_symbol_path, normalize};
 use super::regions::Lines;
-use super::workmap::Observed;
-use super::{check_len, Coord, CoordError, Result, SymbolSpan, MAX_PATH_BYTES};
+use super::workmap::{Observed, Upkeep};
+use super::{check_len, Coord, CoordError, Result, SymbolSpan, Vantage, MAX_PATH_BYTES};
 use crate::protocol::params::MAX_BODY_BYTES;
 use crate::store::RangeHit;
 use spans::{apply_edits, map_end, map_start, meets, Applied, Change, Edit, EditError};
@@ -83,20 +83,21 @@ impl Coord {
         new: NewText<'_>,
         record: bool,
     ) -> Result<Preflight> {
-        self.preflight_while(session_id, file, new, record, &Interest::default())
+        let at = self.vantage(Some(session_id));
+        self.preflight_while(&at, file, new, record, &Interest::default())
     }
 
     /// [`Coord::preflight`] for a client that may go away: when `interest` says it has gone,
     /// the work stops between its steps with [`CoordError::Abandoned`].
     pub fn preflight_while(
         &self,
-        session_id: &str,
+        at: &Vantage,
         file: &str,
         new: NewText<'_>,
         record: bool,
         interest: &Interest,
     ) -> Result<Preflight> {
-        self.acting_session(session_id)?;
+        let session_id = self.acting(at)?;
         check_len("file", file, MAX_PATH_BYTES)?;
         let file = normalize(file).map_err(|e| CoordError::invalid("file", e.to_string()))?;
         let current = self.index.file_text(&file).unwrap_or_default();
@@ -144,7 +145,7 @@ impl Coord {
             new_text: &applied.text,
             lines: &old_lines,
         };
-        let others = Others::of(self, session_id)?;
+        let others = Others::of(self, at)?;
         let (conflicts, near) = self.collisions(&others, &edit)?;
         interest.check()?;
         let violations = self.violations(&file, &old, &new_symbols)?;
@@ -171,8 +172,8 @@ impl Coord {
                 applied: &applied,
                 file_level: is_whole_rewrite(new, &current, &applied),
             };
-            preflight.recorded_intent = self.record_observed(session_id, &observed)?;
-            self.note_recorded_edit(session_id, &file, &current, &applied.text);
+            preflight.recorded_intent = self.record_observed(at, session_id, &observed)?;
+            self.note_recorded_edit(at, session_id, &file, &current, &applied.text);
         }
         Ok(preflight)
     }
@@ -188,7 +189,14 @@ impl Coord {
     ) -> Result<(Vec<Conflict>, Vec<RangeHit>)> {
         let me = others.me();
         let rows = self.store.read(|r| r.live_ranges_in_file(edit.file, me))?;
-        let rows = self.regions_and_writes_in(edit.file, edit.current, rows)?;
+        // A preview writes nothing (10.3): regions are carried for this answer only.
+        let rows = self.regions_and_writes_in(
+            others.vantage(),
+            edit.file,
+            edit.current,
+            rows,
+            Upkeep::Preview,
+        )?;
         let work = Work::Edit {
             changes: edit.changes,
             line_changes: edit.line_changes,

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use super::super::conflicts::{order_related, works_in, Others, Related, Relation};
 use super::super::paths::join_symbol_path;
 use super::super::regions::Lines;
+use super::super::workmap::Upkeep;
 use super::super::{Coord, Result};
 use super::EditView;
 use crate::store::RangeHit;
@@ -105,7 +106,7 @@ impl Coord {
             return Ok((rows, None));
         }
         let text = self.index.file_text(file).unwrap_or_default();
-        let rows = self.regions_in(file, &text, rows)?;
+        let rows = self.regions_in(others.vantage(), file, &text, rows, Upkeep::Preview)?;
         Ok((rows, Some(Lines::of(&text))))
     }
 }

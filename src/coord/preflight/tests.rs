@@ -158,7 +158,12 @@ fn intents_of_other_sessions_overlap_where_their_ranges_meet_the_edit() {
     let n_end = TEXT.find("def f").unwrap();
     h.index.add_symbol(FILE, "A.n", n_start, n_end, None);
     h.coord
-        .declare_intent("other", "rework n", &[FILE.into()], Some(&["n".into()]))
+        .declare_intent(
+            &h.coord.vantage(Some("other")),
+            "rework n",
+            &[FILE.into()],
+            Some(&["n".into()]),
+        )
         .unwrap();
     assert!(run(&h, "s1", &edit("one", "uno")).conflicts.is_empty());
     let p = run(&h, "s1", &edit("two", "zwei"));
@@ -167,7 +172,12 @@ fn intents_of_other_sessions_overlap_where_their_ranges_meet_the_edit() {
     );
     // A file-level intent meets every edit.
     h.coord
-        .declare_intent("third", "whole file", &[FILE.into()], None)
+        .declare_intent(
+            &h.coord.vantage(Some("third")),
+            "whole file",
+            &[FILE.into()],
+            None,
+        )
         .unwrap();
     assert_eq!(run(&h, "s1", &edit("one", "uno")).conflicts.len(), 1);
 }
@@ -363,7 +373,7 @@ fn another_session_of_the_same_agent_is_its_own_and_dead_ones_do_not_count() {
         .unwrap();
     h.coord.acquire_lock("src/a.py:A.m", "mcp", None).unwrap();
     h.coord
-        .declare_intent("mcp", "plan", &[FILE.into()], None)
+        .declare_intent(&h.coord.vantage(Some("mcp")), "plan", &[FILE.into()], None)
         .unwrap();
     let p = run(&h, "gate", &edit("one", "uno"));
     assert!(p.conflicts.is_empty(), "one agent: {:?}", p.conflicts);
@@ -424,4 +434,49 @@ fn touched_symbols_scale_with_the_symbols_not_their_square() {
     assert_eq!(names, ["C.m1", "f50000", "C"]);
     assert!(touched[0].innermost && touched[1].innermost && !touched[2].innermost);
     assert_eq!(outermost_symbols(&old).len(), 100_001);
+}
+
+/// The regions as stored, without bringing them up to date (what `intent.query` would do).
+fn stored_regions(h: &Harness, session: &str) -> Vec<(i64, i64)> {
+    let filter = crate::store::IntentFilter {
+        session_id: Some(session),
+        file: None,
+        status: None,
+    };
+    let intents = h.coord.store().read(|r| r.intents(&filter)).unwrap();
+    intents
+        .iter()
+        .flat_map(|i| i.regions.clone().unwrap_or_default())
+        .map(|r| (r.start_line, r.end_line))
+        .collect()
+}
+
+/// 10.3: a preview (`record: false`) writes nothing, also when the file changed on disk
+/// since the regions were last true (they are carried for its answer only), and a recorded
+/// edit that collides writes nothing either.
+#[test]
+fn a_preview_writes_nothing_even_when_regions_must_be_carried() {
+    let h = harness();
+    let first = edit("one", "uno");
+    record(&h, "s1", &first);
+    write(&h, &first);
+    assert_eq!(stored_regions(&h, "s1"), [(3, 3)]);
+    // Two lines appear above on disk (a change nobody recorded yet).
+    let text = h.index.file_text(FILE).unwrap();
+    h.index.set_text(FILE, &format!("# a\n# b\n{text}"));
+    let events = h.coord.newest_event_seq().unwrap();
+    // The preview sees s1's line where it is now (line 5)...
+    let p = run(&h, "s2", &edit("uno", "eins"));
+    assert_eq!(p.conflicts.len(), 1, "{:?}", p.conflicts);
+    assert!(run(&h, "s2", &edit("two", "zwei")).conflicts.is_empty());
+    // ...and so does a colliding recorded edit, and neither stores anything.
+    let p = h
+        .coord
+        .preflight("s2", FILE, NewText::Edits(&edit("uno", "eins")), true)
+        .unwrap();
+    assert_eq!((p.conflicts.len(), p.recorded_intent), (1, None));
+    assert_eq!(stored_regions(&h, "s1"), [(3, 3)], "nothing stored");
+    assert_eq!(h.coord.newest_event_seq().unwrap(), events, "no event");
+    // What reads the work map for keeps (a query) brings them up to date.
+    assert_eq!(regions(&h, "s1"), [(5, 5)]);
 }
