@@ -414,6 +414,60 @@ fn the_pre_commit_hook_blocks_a_foreign_hunk_staged_by_hand() {
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
 
+/// The open observed intents of `session`, by status (`intent.query`).
+fn intents_of(repo: &Repo, session: &str, status: &str) -> Vec<Value> {
+    let params = json!({"sessionId": session, "status": status}).to_string();
+    let out = wit_ok(repo, session, &["--json", "call", "intent.query", &params]);
+    serde_json::from_slice::<Value>(&out.stdout)
+        .unwrap()
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// post-commit resolves observed work from the owner map after the commit (issue 34.5, no
+/// description string): alice commits only her line of the file both changed (a plain `git
+/// commit` of a hand-staged blob); her intent is resolved, bob's, whose line is still
+/// uncommitted in the same file, stays open.
+#[test]
+fn a_commit_of_one_sessions_lines_resolves_only_that_sessions_observed_work() {
+    let (repo, _daemon) = two_agents();
+    assert_eq!(intents_of(&repo, "alice", "active").len(), 1);
+    assert_eq!(intents_of(&repo, "bob", "active").len(), 1);
+    let hers = LIB_TS.replace(ALICE_OLD, ALICE_NEW);
+    let blob = Command::new("git")
+        .args(["hash-object", "-w", "--stdin"])
+        .current_dir(repo.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(hers.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let id = text(&blob.stdout).trim().to_string();
+    git_text(
+        repo.path(),
+        &[
+            "update-index",
+            "--cacheinfo",
+            &format!("100644,{id},src/lib.ts"),
+        ],
+    );
+    let out = git(repo.path(), "alice", &["commit", "-q", "-m", "alpha"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(git_text(repo.path(), &["show", "HEAD:src/lib.ts"]), hers);
+    assert!(intents_of(&repo, "alice", "active").is_empty());
+    assert_eq!(intents_of(&repo, "alice", "resolved").len(), 1);
+    assert_eq!(
+        intents_of(&repo, "bob", "active").len(),
+        1,
+        "bob's line is still uncommitted"
+    );
+}
+
 #[test]
 fn a_commit_with_nothing_foreign_staged_is_silent() {
     let (repo, _daemon) = two_agents();
