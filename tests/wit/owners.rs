@@ -8,7 +8,9 @@ use serde_json::{json, Value};
 
 use crate::harness::*;
 use crate::safegit::{answer, bash, edit, git_text, hook, shell_verdict, text, wit_cmd, wit_ok};
-use wit::protocol::{IntentQueryParams, WorkChangesParams, WorkOwnersParams};
+use wit::protocol::{
+    IntentQueryParams, WorkBeginParams, WorkChangesParams, WorkEndParams, WorkOwnersParams,
+};
 
 const LIB_PY: &str = "\
 def alpha(x):
@@ -200,6 +202,41 @@ fn two_sessions_of_one_harness_process_are_one_agent_to_the_shell_gate() {
     git_text(repo.path(), &["add", "src/lib.py"]);
     let out = crate::safegit::git(repo.path(), "one-a", &["commit", "-q", "-m", "mine"], &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+/// 15.2: `work.end` answers with what the call wrote just before it, every time: the flush it
+/// asks for takes in every file-system event queued before it (the observer's cookie), with
+/// no fixed wait to hope they arrived in.
+#[test]
+fn work_end_right_after_a_write_names_the_change_every_time() {
+    let (repo, _daemon) = repo_with_lib();
+    let client = repo.client();
+    let path = repo.path().join("src/lib.py");
+    for round in 0..20 {
+        let window = block_on(client.work_begin(WorkBeginParams {
+            session_id: "bob".into(),
+            tool: "Bash".into(),
+            file: None,
+            edits: Vec::new(),
+            ttl_ms: None,
+        }))
+        .unwrap();
+        let current = std::fs::read_to_string(&path).unwrap();
+        let next = current.replacen("return x", &format!("return x + {round} or x"), 1);
+        std::fs::write(&path, &next).unwrap();
+        let ended = block_on(client.work_end(WorkEndParams {
+            session_id: "bob".into(),
+            window_id: window.window_id,
+        }))
+        .unwrap();
+        assert!(
+            ended.changed.iter().any(|c| c.file == "src/lib.py"
+                && c.regions
+                    .iter()
+                    .any(|r| r.start_line <= 2 && 2 <= r.end_line)),
+            "round {round}: {ended:?}"
+        );
+    }
 }
 
 #[test]

@@ -472,9 +472,11 @@ fn told(
     let doorway = deadline.doorway(paths.clone(), false);
     let mut state = HarnessSession::load(&paths, &session);
     let lines = doorway::block_on(async {
-        // The call's window closes first (15.2): what it wrote is attributed before news.
-        super::windows::close(&doorway, &paths, &session).await;
-        gather(&doorway, &session, agent, &mut state).await
+        // The call's window closes (15.2: the daemon takes in what it wrote first) while the
+        // news is gathered: the hook waits for the slower of the two, not for both.
+        let closed = super::windows::close(&doorway, &paths, &session);
+        let (_, lines) = tokio::join!(closed, gather(&doorway, &session, agent, &mut state));
+        lines
     })
     .ok()?
     .ok()?;
