@@ -6,15 +6,17 @@
 //! action is an ordinary protocol call through the generated client
 //! ([`crate::doorway::Doorway`]); the daemon stays on its Unix socket. [`guard`] admits
 //! requests (loopback `Host`, the run's secret in a cookie, one-time codes), [`handoff`] gets
-//! the address to the person without the secret in any argv, [`routes`] answers them, [`feed`] follows
-//! `events.poll` and re-reads [`snapshot`]s, [`stream`] pushes both to each page over
-//! Server-Sent Events, [`actions`] holds what a person may do, [`assets`] the embedded page.
+//! the address to the person without the secret in any argv, [`routes`] answers requests,
+//! [`feed`] follows `events.poll` and re-reads [`snapshot`]s, [`stream`] pushes both to each
+//! page over Server-Sent Events, [`actions`] holds what a person may do, [`assets`] the
+//! embedded page, [`backoff`] keeps the accept loop from spinning when descriptors run out.
 //!
 //! Routing is a `match` on method and path over hyper (already the daemon's and the client's
 //! HTTP stack): seven fixed routes do not justify a router crate and its tower stack.
 
 pub mod actions;
 pub mod assets;
+pub mod backoff;
 pub mod feed;
 pub mod guard;
 pub mod handoff;
@@ -143,12 +145,24 @@ async fn run(paths: WitPaths, options: UiOptions) -> Result<(), UiError> {
     }
     let interrupted = tokio::signal::ctrl_c();
     tokio::pin!(interrupted);
+    let mut backoff = backoff::AcceptBackoff::default();
     loop {
         let stream = tokio::select! {
             _ = &mut interrupted => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(_) => continue,
+                Ok((stream, _)) => {
+                    backoff.reset();
+                    stream
+                }
+                Err(error) => {
+                    if let Some(pause) = backoff.after(&error) {
+                        tokio::select! {
+                            _ = &mut interrupted => break,
+                            () = tokio::time::sleep(pause) => {}
+                        }
+                    }
+                    continue;
+                }
             },
         };
         let ui = Arc::clone(&ui);

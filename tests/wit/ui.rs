@@ -1110,3 +1110,86 @@ fn the_browser_is_launched_with_no_secret_in_its_argv_and_each_code_works_once()
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// CPU time (user + system) of process `pid` so far, in clock ticks (`/proc/PID/stat`).
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which may hold spaces), from field 3 on.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+#[test]
+fn out_of_descriptors_the_server_backs_off_instead_of_spinning() {
+    let repo = Repo::new();
+    let _daemon = Daemon::start(&repo);
+    // 64 descriptors and hundreds of idle connections: most wait in the backlog while accept
+    // fails.
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 64 && exec \"$0\" \"$@\"")
+        .arg(wit_bin())
+        .args(["ui", "--no-open", "--port", "0", "--repo"])
+        .arg(repo.path())
+        .env("WIT_NO_AUTOSTART", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let addresses = follow_addresses(child.stdout.take().unwrap());
+    let (port, _) = parse_address(&addresses.recv_timeout(Duration::from_secs(30)).unwrap());
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let open_files = limits
+        .lines()
+        .find(|line| line.starts_with("Max open files"))
+        .unwrap();
+    assert!(
+        open_files.split_whitespace().nth(3) == Some("64"),
+        "{open_files}"
+    );
+    // Past the listen backlog a connect would wait for SYN retries: those give up quickly.
+    let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut idle = Vec::new();
+    let mut refused = 0;
+    while idle.len() < 400 && refused < 3 {
+        match std::net::TcpStream::connect_timeout(&address, Duration::from_millis(100)) {
+            Ok(stream) => idle.push(stream),
+            Err(_) => refused += 1,
+        }
+    }
+    assert!(idle.len() > 100, "only {} connections", idle.len());
+    std::thread::sleep(Duration::from_millis(500));
+    let ticks_per_second = 100.0; // USER_HZ, the unit of /proc/PID/stat on Linux
+    let before = (cpu_ticks(pid), Instant::now());
+    std::thread::sleep(Duration::from_secs(2));
+    let used = (cpu_ticks(pid) - before.0) as f64 / ticks_per_second;
+    let share = used / before.1.elapsed().as_secs_f64();
+    assert!(
+        share < 0.2,
+        "wit ui used {:.0} % of a core with its descriptors exhausted",
+        share * 100.0
+    );
+    // It still serves once connections go away.
+    drop(idle);
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok_and(|mut stream| {
+                use std::io::{Read, Write};
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+                let request = format!(
+                    "GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+                );
+                let mut answer = String::new();
+                stream.write_all(request.as_bytes()).is_ok()
+                    && stream.read_to_string(&mut answer).is_ok()
+                    && answer.starts_with("HTTP/1.1 401")
+            })
+        }),
+        "wit ui stopped answering after its descriptors came back"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
