@@ -91,6 +91,27 @@ impl OwnerView {
 }
 
 impl OwnerView {
+    /// Every hunk that holds unowned work (lines of nobody's session, `unowned:<root>`:
+    /// docs/protocol.md 15.3), in file order; seen from nobody, none (it cannot tell).
+    pub fn unowned(&self) -> Vec<Theirs<'_>> {
+        let mut found = Vec::new();
+        if self.anonymous {
+            return found;
+        }
+        for file in &self.files {
+            for hunk in &file.hunks {
+                if hunk.others.iter().any(|o| is_unowned_session(o)) {
+                    found.push(Theirs {
+                        file: &file.file,
+                        binary: file.binary,
+                        hunk,
+                    });
+                }
+            }
+        }
+        found
+    }
+
     /// The sessions the daemon counts as the asker's agent among the owners it knows: the
     /// other owners of the hunks it calls `mine` that it does not list among their
     /// `others` (`me` left out). A session that owns no line here is not known to be one.
@@ -169,8 +190,13 @@ impl Names {
         })
     }
 
-    /// `name (session 7f3a9c2e…)`, or `session 7f3a9c2e…`.
+    /// `name (session 7f3a9c2e…)`, or `session 7f3a9c2e…`; unowned work `nobody's (unowned:
+    /// …)`.
     pub fn who(&self, session_id: &str) -> String {
+        if is_unowned_session(session_id) {
+            return "nobody's session (unowned: a person's editor, a formatter or an unhooked tool)"
+                .to_owned();
+        }
         let short = short_id(session_id);
         match self
             .sessions
@@ -213,6 +239,13 @@ impl AtStake {
     pub fn add(&mut self, theirs: &Theirs<'_>) {
         for session in against(theirs) {
             self.add_span(session, theirs.file, theirs.span());
+        }
+    }
+
+    /// Adds `unowned` under its unowned session (`unowned:<root>`).
+    pub fn add_unowned(&mut self, unowned: &Theirs<'_>) {
+        for session in unowned.hunk.others.iter().filter(|o| is_unowned_session(o)) {
+            self.add_span(session, unowned.file, unowned.span());
         }
     }
 
@@ -343,6 +376,28 @@ mod tests {
             stake.lines(&names),
             vec!["session bob: src/a.ts (lines 5-6, 12)"]
         );
+    }
+
+    #[test]
+    fn unowned_hunks_are_found_apart_and_named_as_nobodys() {
+        let seen = view(vec![
+            hunk(5, 2, &["bob"], Some(false), &["bob"]),
+            hunk(9, 1, &[], Some(false), &["unowned:/r"]),
+        ]);
+        let unowned = seen.unowned();
+        assert_eq!(unowned.len(), 1);
+        let mut stake = AtStake::default();
+        stake.add_unowned(&unowned[0]);
+        let names = Names::default();
+        assert_eq!(
+            stake.lines(&names),
+            vec!["nobody's session (unowned: a person's editor, a formatter or an unhooked tool): src/a.ts (line 9)"]
+        );
+        let anonymous = OwnerView {
+            anonymous: true,
+            ..seen
+        };
+        assert!(anonymous.unowned().is_empty());
     }
 
     #[test]

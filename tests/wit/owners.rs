@@ -107,7 +107,7 @@ fn owners(repo: &Repo, file: &str) -> wit::protocol::WorkOwnersResult {
 }
 
 /// Waits (at most 5 s) until `check` holds of the file's owners.
-fn owners_until(
+pub(crate) fn owners_until(
     repo: &Repo,
     file: &str,
     check: impl Fn(&wit::protocol::WorkOwnersResult) -> bool,

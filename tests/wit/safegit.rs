@@ -877,3 +877,55 @@ fn wit_commit_commits_a_line_of_a_six_megabyte_file() {
         .stdout;
     assert!(blob == changed.as_bytes(), "the committed big.txt differs");
 }
+
+/// docs/protocol.md 15.3: lines no session wrote (a person's editor) are unowned work, which
+/// the git guards judge under `[gate] unowned`: by default the agent is warned and the lines
+/// are kept in a snapshot; under `unowned = "deny"` the command is refused, naming them.
+#[test]
+fn a_persons_unowned_lines_are_warned_about_by_default_and_refused_under_unowned_deny() {
+    let repo = Repo::new();
+    repo.write("src/lib.ts", LIB_TS);
+    git_text(repo.path(), &["add", "."]);
+    git_text(repo.path(), &["commit", "-q", "-m", "init"]);
+    let _daemon = Daemon::start(&repo);
+    wit_ok(&repo, "alice", &["register", "alice"]);
+    // A person's edit: no tool-call window is open, so the lines are nobody's.
+    std::fs::write(
+        repo.path().join("src/lib.ts"),
+        LIB_TS.replace(BOB_OLD, BOB_NEW),
+    )
+    .unwrap();
+    let owned = crate::owners::owners_until(&repo, "src/lib.ts", |o| !o.lines.is_empty());
+    assert_eq!(owned.lines.len(), 1, "{owned:?}");
+    assert!(owned.lines[0].session_ids.is_empty(), "{owned:?}");
+
+    let (decision, said) = shell_verdict(&repo, "alice", "git stash");
+    assert_ne!(decision, "deny", "{said}");
+    assert!(
+        said.contains("uncommitted lines no session wrote"),
+        "{said}"
+    );
+    assert!(said.contains("src/lib.ts (line 10)"), "{said}");
+    assert!(said.contains("saved the uncommitted work of"), "{said}");
+
+    std::fs::write(
+        repo.path().join(".wit/config.toml"),
+        "[gate]\nunowned = \"deny\"\n",
+    )
+    .unwrap();
+    let (decision, said) = shell_verdict(&repo, "alice", "git stash");
+    assert_eq!(decision, "deny", "{said}");
+    assert!(said.contains("no session wrote"), "{said}");
+    // A command that leaves the file alone passes.
+    let (decision, said) = shell_verdict(&repo, "alice", "git status");
+    assert_eq!(decision, "", "{said}");
+
+    std::fs::write(
+        repo.path().join(".wit/config.toml"),
+        "[gate]\nunowned = \"off\"\n",
+    )
+    .unwrap();
+    let (decision, said) = shell_verdict(&repo, "alice", "git stash");
+    assert_ne!(decision, "deny", "{said}");
+    assert!(!said.contains("no session wrote"), "{said}");
+}

@@ -11,7 +11,7 @@ use super::config::top_level;
 use super::git::{Effect, Risk, Scope};
 use super::scope::{in_scope, relative_to};
 use crate::cli::gitio;
-use crate::cli::owners::{AtStake, OwnerView};
+use crate::cli::owners::{AtStake, OwnerView, Theirs};
 
 /// How many work trees one line's calls are checked in; calls on more are not checked.
 const MAX_TREES: usize = 8;
@@ -21,6 +21,9 @@ const MAX_TREES: usize = 8;
 pub struct Found<'a> {
     /// Other live sessions' work the calls would take, drop or move.
     pub stake: AtStake,
+    /// Unowned work (nobody's session, docs/protocol.md 15.3) they would take, drop or move:
+    /// judged under `[gate] unowned`, apart from the sessions' work.
+    pub unowned: AtStake,
     /// The calls that put it at stake.
     pub risks: Vec<&'a Risk>,
     /// Per work tree, the files a destroying call would touch (to snapshot first).
@@ -99,7 +102,13 @@ pub fn at_stake<'a>(risks: &[&'a Risk], ask: &mut Ask<'_>) -> Result<Found<'a>, 
         let Some(view) = ask(&tree, files.as_deref())? else {
             continue;
         };
-        let theirs = view.theirs();
+        // Each hunk at stake, with whether it is unowned work rather than a session's.
+        let theirs: Vec<(Theirs<'_>, bool)> = view
+            .theirs()
+            .into_iter()
+            .map(|t| (t, false))
+            .chain(view.unowned().into_iter().map(|t| (t, true)))
+            .collect();
         if theirs.is_empty() {
             continue;
         }
@@ -108,7 +117,7 @@ pub fn at_stake<'a>(risks: &[&'a Risk], ask: &mut Ask<'_>) -> Result<Found<'a>, 
             .iter()
             .any(|r| r.command.starts_with("git clean"))
         {
-            let mut paths: Vec<&str> = theirs.iter().map(|t| t.file).collect();
+            let mut paths: Vec<&str> = theirs.iter().map(|(t, _)| t.file).collect();
             paths.sort_unstable();
             paths.dedup();
             untracked_files(&tree, &paths)?
@@ -118,7 +127,7 @@ pub fn at_stake<'a>(risks: &[&'a Risk], ask: &mut Ask<'_>) -> Result<Found<'a>, 
         let mut destroying: Vec<String> = Vec::new();
         for risk in tree_risks {
             let mut risky = false;
-            for work in &theirs {
+            for (work, unowned) in &theirs {
                 if risk.command.starts_with("git clean") && !untracked.contains(work.file) {
                     continue;
                 }
@@ -126,7 +135,11 @@ pub fn at_stake<'a>(risks: &[&'a Risk], ask: &mut Ask<'_>) -> Result<Found<'a>, 
                     continue;
                 }
                 risky = true;
-                found.stake.add(work);
+                if *unowned {
+                    found.unowned.add_unowned(work);
+                } else {
+                    found.stake.add(work);
+                }
                 if risk.effect.destroys() && !destroying.iter().any(|f| f == work.file) {
                     destroying.push(work.file.to_owned());
                 }
@@ -140,7 +153,7 @@ pub fn at_stake<'a>(risks: &[&'a Risk], ask: &mut Ask<'_>) -> Result<Found<'a>, 
         }
     }
     // A line the gate cannot fully read is named with the calls it could.
-    if !found.stake.is_empty() {
+    if !found.stake.is_empty() || !found.unowned.is_empty() {
         for risk in risks {
             if risk.effect == Effect::CannotTell && !found.risks.contains(risk) {
                 found.risks.push(risk);

@@ -286,8 +286,8 @@ fn gate(
     if !paths.dir.is_dir() {
         return Verdict::allow();
     }
-    let action = match policy::load(&root) {
-        Ok((policy, _)) => policy.git,
+    let policy = match policy::load(&root) {
+        Ok((policy, _)) => policy,
         Err(error) => {
             notes.push(passed(&format!("gate policy ignored ({error})")));
             return Verdict::allow();
@@ -308,12 +308,32 @@ fn gate(
             return Verdict::allow();
         }
     };
-    if found.stake.is_empty() {
+    if found.stake.is_empty() && found.unowned.is_empty() {
         return Verdict::allow();
     }
     // Names for the message (only now: a line with nothing at stake never asks).
     let map = names(&paths, deadline);
-    let reason = reason(&map, &found.stake, &found.risks);
+    // Sessions' work under `[gate] git`, unowned work under `[gate] unowned`
+    // (docs/protocol.md 15.3); the stricter of the two that apply decides.
+    let sessions_action = (!found.stake.is_empty()).then_some(policy.git);
+    let unowned_action = (!found.unowned.is_empty()).then_some(policy.unowned);
+    let action = sessions_action
+        .into_iter()
+        .chain(unowned_action)
+        .max()
+        .unwrap_or(Action::Off);
+    let mut parts = Vec::new();
+    if sessions_action.is_some_and(|a| a != Action::Off) {
+        parts.push(reason(&map, &found.stake, &found.risks));
+    }
+    if unowned_action.is_some_and(|a| a != Action::Off) {
+        parts.push(unowned_reason(&map, &found.unowned, &found.risks));
+    }
+    let reason = parts.join("\n");
+    let mut whose = found.stake.clone();
+    for (session, files) in &found.unowned.by_session {
+        whose.by_session.insert(session.clone(), files.clone());
+    }
     match action {
         Action::Deny => Verdict {
             decision: Decision::Deny,
@@ -326,7 +346,7 @@ fn gate(
             context: None,
         },
         Action::Warn | Action::Off => {
-            let mut context = (action == Action::Warn).then_some(reason);
+            let mut context = (action == Action::Warn && !reason.is_empty()).then_some(reason);
             let what = found
                 .risks
                 .iter()
@@ -334,11 +354,11 @@ fn gate(
                 .map(|r| r.command.clone())
                 .unwrap_or_default();
             for (tree, files) in &found.destroying {
-                match snapshots::save(tree, files, &what, &found.stake.names(&map)) {
+                match snapshots::save(tree, files, &what, &whose.names(&map)) {
                     Ok(id) => {
                         let line = format!(
                             "wit: saved the uncommitted work of {} first as snapshot {id} (`wit snapshots restore {id}`)",
-                            found.stake.names(&map)
+                            whose.names(&map)
                         );
                         notes.push(line.clone());
                         if let Some(context) = &mut context {
@@ -452,6 +472,34 @@ fn reason(map: &Names, stake: &AtStake, risks: &[&Risk]) -> String {
         text.push_str("Leave their files out of the command (name only your own paths), ");
     }
     text.push_str(&format!("or ask {} to commit first.", stake.names(map)));
+    text
+}
+
+/// The part of the reason about unowned lines: what would happen to them, and that the
+/// work snapshots keep them (docs/protocol.md 15.3, 15.5).
+fn unowned_reason(map: &Names, unowned: &AtStake, risks: &[&Risk]) -> String {
+    let calls: Vec<String> = risks
+        .iter()
+        .filter(|r| r.effect != Effect::CannotTell)
+        .map(|r| format!("`{}`", r.command))
+        .collect();
+    let verb = if risks.iter().any(|r| r.effect.destroys()) {
+        "would throw away or move"
+    } else {
+        "would take"
+    };
+    let subject = if calls.is_empty() {
+        "The line".to_owned()
+    } else {
+        calls.join(", ")
+    };
+    let mut text = format!("{subject} {verb} uncommitted lines no session wrote:\n");
+    for line in unowned.lines(map) {
+        text.push_str(&format!("  {line}\n"));
+    }
+    text.push_str(
+        "They may be a person's: leave those files out of the command unless they are yours to take; wit's work snapshots keep them (`wit snapshots`).",
+    );
     text
 }
 
