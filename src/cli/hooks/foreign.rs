@@ -3,7 +3,7 @@
 //! tool): when the staged content holds lines another live session changed and the
 //! committer's session did not, the commit is blocked (policy `[gate] git`: deny and ask
 //! block, warn lets it through with the warning, off says nothing), naming the sessions,
-//! files and symbols. `WIT_ALLOW_FOREIGN=1` lets a person commit them on purpose.
+//! files and lines. `WIT_ALLOW_FOREIGN=1` lets a person commit them on purpose.
 //!
 //! Silent and fast when nothing is at stake (PROTOCOL-NOTES 6): no file of a supported
 //! language staged, no daemon socket, or no other live session with work in a staged file costs no diff. It fails open:

@@ -6,7 +6,7 @@
 //!
 //! It denies (policy `[gate] git`, default deny) only when a call would take or drop lines
 //! another live session changed and has not committed, naming the sessions, files and
-//! symbols and what to do instead. Everything else passes untouched; a line it cannot read
+//! lines and what to do instead. Everything else passes untouched; a line it cannot read
 //! passes with a note. When the policy lets a destructive call through (warn, off), the
 //! affected files are saved first as a snapshot ([`crate::cli::snapshots`]). Like the edit
 //! gate it fails open: no `.wit/`, no daemon answer within the budget, any error.
