@@ -7,6 +7,11 @@
 //! `commondir` file (the common directory, usually `../..`) and a `gitdir` file (the path of
 //! the worktree's `.git` file). `git worktree remove` deletes that directory; a worktree
 //! deleted by hand leaves it, with a `gitdir` naming a file that no longer exists.
+//!
+//! While `git worktree add` is still checking a worktree out, its directory holds a `locked`
+//! file (git's own "initializing" lock) and no `index` yet: git writes the index when the
+//! checkout is done, then drops the lock. Such a worktree is not listed yet (issue 35: one
+//! listed mid-checkout was watched and indexed from a half-written tree).
 
 use std::path::{Path, PathBuf};
 
@@ -77,12 +82,30 @@ pub fn linked_worktrees(repository: &Repository) -> Vec<PathBuf> {
             std::fs::symlink_metadata(&dot_git)
                 .ok()
                 .filter(|m| m.is_file())?;
+            if being_added(&entry.path()) {
+                return None;
+            }
             Some(canonical(dot_git.parent()?))
         })
         .collect();
     roots.sort();
     roots.dedup();
     roots
+}
+
+/// How long a `locked` worktree without an index counts as being added: past it, it is a
+/// worktree added with `--lock --no-checkout` (locked for good, never checked out).
+const ADDING_AT_MOST: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Whether the linked worktree whose directory under the common directory is `admin` is
+/// still being checked out by `git worktree add`: locked (recently) and no index yet.
+fn being_added(admin: &Path) -> bool {
+    if admin.join("index").exists() {
+        return false;
+    }
+    std::fs::metadata(admin.join("locked"))
+        .and_then(|meta| meta.modified())
+        .is_ok_and(|locked_at| locked_at.elapsed().map_or(true, |age| age < ADDING_AT_MOST))
 }
 
 /// The branch checked out in the worktree at `root` (`main` for `ref: refs/heads/main`);
@@ -122,6 +145,36 @@ mod tests {
         )
         .unwrap();
         std::fs::write(root.join(".git"), format!("gitdir: {}\n", admin.display())).unwrap();
+    }
+
+    #[test]
+    fn a_worktree_git_is_still_checking_out_is_not_listed_yet() {
+        let temp = tempfile::tempdir().unwrap();
+        let base = canonical(temp.path());
+        let main = base.join("main");
+        std::fs::create_dir_all(main.join(".git")).unwrap();
+        let feature = base.join("feature");
+        link(&main, "feature", &feature);
+        let admin = main.join(".git/worktrees/feature");
+        let repository = repository_of(&main).unwrap();
+        std::fs::write(admin.join("locked"), "initializing\n").unwrap();
+        assert!(linked_worktrees(&repository).is_empty(), "mid-checkout");
+        std::fs::write(admin.join("index"), "DIRC").unwrap();
+        assert_eq!(
+            linked_worktrees(&repository),
+            std::slice::from_ref(&feature),
+            "checked out"
+        );
+        std::fs::remove_file(admin.join("index")).unwrap();
+        // `--lock --no-checkout`: locked for good, never an index.
+        let old = std::time::SystemTime::now() - 2 * ADDING_AT_MOST;
+        std::fs::File::options()
+            .write(true)
+            .open(admin.join("locked"))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        assert_eq!(linked_worktrees(&repository), [feature]);
     }
 
     #[test]

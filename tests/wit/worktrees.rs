@@ -501,3 +501,61 @@ fn a_worktree_with_a_socket_path_too_long_is_served_on_a_short_path() {
         assert!(refused.is(ErrorCode::LockConflict), "{refused:?}");
     });
 }
+
+/// Issue 35: a worktree added while the daemon runs is indexed from the tree as checked out,
+/// not from the half-written tree `git worktree add` leaves while it is still writing: once
+/// its index says `complete`, the index the daemon stored holds every file and every call a
+/// fresh build of the same tree finds. 900 files in 150 directories make the checkout long
+/// enough for the daemon to notice the worktree while it is still being written.
+#[test]
+fn a_worktree_added_while_the_daemon_runs_is_indexed_as_a_fresh_build_would_be() {
+    let mut files: Vec<(String, String)> = vec![(
+        "core/helper.py".to_string(),
+        "def helper(x):\n    return x + 1\n".to_string(),
+    )];
+    for d in 0..150 {
+        let deep = (0..=(d % 6))
+            .map(|k| format!("d{d}_{k}"))
+            .collect::<Vec<_>>();
+        for f in 0..6 {
+            files.push((
+                format!("pkg/{}/m{f}.py", deep.join("/")),
+                format!(
+                    "from core.helper import helper\n\ndef use_{d}_{f}(x):\n    return helper(x) * {f}\n"
+                ),
+            ));
+        }
+    }
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(rel, text)| (rel.as_str(), text.as_str()))
+        .collect();
+    let family = Family::new(&borrowed);
+    let _daemon = family.daemon();
+    complete_status(&family.main().join(".wit"));
+    let linked = family.add("w1");
+    wait_answering(&linked, true);
+    let dirs: Vec<PathBuf> = std::fs::read_dir(family.main().join(".wit/worktrees"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let status = complete_status(&dirs[0]);
+    assert_eq!(status.files, files.len(), "{status:?}");
+
+    let fresh = wit::analysis::RepoIndex::new(linked.clone());
+    fresh.build_now();
+    let fresh_callers = fresh.callers("core/helper.py", "helper");
+    assert_eq!(
+        fresh_callers.len(),
+        files.len() - 1,
+        "the fresh build itself"
+    );
+    let stored =
+        wit::analysis::RepoIndex::new(linked.clone()).with_index_db(&dirs[0].join("index.db"));
+    assert_eq!(
+        stored.callers("core/helper.py", "helper"),
+        fresh_callers,
+        "the daemon's index of the worktree differs from a fresh build"
+    );
+}

@@ -123,7 +123,7 @@ impl crate::client::WitClient {
     }
     /// Propose a function signature contract for a symbol, capturing its current signature.
     ///
-    /// Reads the symbol's current signature from disk using tree-sitter (TypeScript/Python). Returns the captured signature as the contract's expected value. Another agent must call contract.respond to accept or reject. Supported languages: .ts/.tsx/.js/.jsx (TypeScript) and .py (Python).
+    /// Reads the symbol's current signature from disk using tree-sitter. Returns the captured signature as the contract's expected value. Another agent must call contract.respond to accept or reject. Supported languages: every language with symbols (TypeScript and JavaScript, Python, Go, Rust, Java; docs/protocol.md 2.3, 11.1).
     ///
     /// Sends `contract.propose`.
     pub async fn contract_propose(

@@ -3342,7 +3342,7 @@ impl WorkChangesParams {
                 pattern: ::std::option::Option::None,
                 enum_values: &[],
                 min_items: ::std::option::Option::None,
-                max_items: ::std::option::Option::Some(10000usize),
+                max_items: ::std::option::Option::Some(1000usize),
                 minimum: ::std::option::Option::None,
                 maximum: ::std::option::Option::None,
             },
