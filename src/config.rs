@@ -65,6 +65,9 @@ pub struct GateSection {
     pub related: Option<Action>,
     /// `git`: a git command that would take or drop another live session's lines.
     pub git: Option<Action>,
+    /// `unowned`: a git command that would take or drop unowned lines (a person's editor, a
+    /// formatter, an unhooked agent: docs/protocol.md 15.3).
+    pub unowned: Option<Action>,
 }
 
 /// What the gate does about one kind of finding.

@@ -26,9 +26,8 @@ use super::commit_hooks::{CommitHookError, HookRefusal, Hooks};
 use super::commit_plan::{committed_lines, owner_of, plan_file, FilePlan, HunkOwner};
 use super::context::Context;
 use super::gitio::{self, TreeEntry};
-use super::hooks::git::OBSERVED_EDIT;
 use super::output::{CliError, Report};
-use super::owners::WorkMap;
+use super::owners::{has_regions, Names};
 use crate::coord::ownership::is_unowned_session;
 use crate::doorway::Doorway;
 use crate::protocol::{
@@ -194,10 +193,7 @@ pub async fn commit_own_changes(
         })
         .await
         .map_err(CliError::from)?;
-    let names = WorkMap {
-        work: Vec::new(),
-        sessions,
-    };
+    let names = Names { sessions };
     let wanted = |file: &str| {
         args.paths.is_empty()
             || args.paths.iter().any(|p| {
@@ -303,7 +299,12 @@ pub async fn commit_own_changes(
         });
     }
     let committed_files: Vec<String> = plans.iter().map(|p| p.file.clone()).collect();
-    let intents = observed_intents_of(daemon, &owners, &committed_files).await;
+    let whole: Vec<&str> = files
+        .iter()
+        .filter(|f| f.binary)
+        .map(|f| f.file.as_str())
+        .collect();
+    let intents = observed_intents_of(daemon, &owners, &committed_files, &whole).await;
     if !refusals.is_empty() {
         return Err(CommitError::Shared(refusals));
     }
@@ -388,11 +389,14 @@ fn describe(hunk: &OwnedHunk) -> String {
 }
 
 /// The open observed intents of `sessions` on `files`: what the commit resolves and names in
-/// its trailers.
+/// its trailers. Observed work is what the daemon records with regions (13.1); on a file
+/// whose change is file-level (`whole`: binary), a session's file-level intent there (no
+/// regions, no byte range) is its observed work too.
 async fn observed_intents_of(
     daemon: &Doorway,
     sessions: &BTreeSet<String>,
     files: &[String],
+    whole: &[&str],
 ) -> BTreeSet<String> {
     let mut intents = BTreeSet::new();
     for session in sessions {
@@ -410,8 +414,15 @@ async fn observed_intents_of(
         intents.extend(
             found
                 .into_iter()
-                .filter(|i| i.description == OBSERVED_EDIT)
-                .filter(|i| i.files.split(',').any(|f| files.iter().any(|c| c == f)))
+                .filter(|i| {
+                    let on = |f: &str| files.iter().any(|c| c == f);
+                    let mut listed = i.files.split(',').filter(|f| !f.is_empty());
+                    if has_regions(i) {
+                        listed.any(on)
+                    } else {
+                        i.start_byte.is_none() && listed.any(|f| on(f) && whole.contains(&f))
+                    }
+                })
                 .map(|i| i.intent_id),
         );
     }

@@ -1,19 +1,9 @@
-//! Line hunks between two versions of a file (committed and working, as bytes) and the
-//! regions of the work map they meet (PROTOCOL-NOTES 13): pure functions, so `wit commit`,
+//! Line hunks between two versions of a file (committed, staged and working, as bytes), and
+//! where the lines of one land in another: pure functions, so `wit commit`,
 //! the pre-commit hook and the shell gate weigh hunks the same way. The hunks are wit's one
 //! line diff, `coord::preflight::line_ops` (git's merge alignment, 13.7), never another.
 
 use crate::coord::preflight::line_ops::{git_hunks, split_lines};
-
-/// Lines `start..=end` (1-based, inclusive) of a file's working text: a region of an observed
-/// intent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Region {
-    /// The first line.
-    pub start: usize,
-    /// The last line.
-    pub end: usize,
-}
 
 /// One changed block: `old_len` lines of the old text from `old_start` replaced by `new_len`
 /// lines of the new text from `new_start` (0-based line indexes; a length may be 0).

@@ -1,121 +1,172 @@
-//! Whose uncommitted lines are whose: the work map (PROTOCOL-NOTES 13) as `wit commit`, the
-//! pre-commit check and the shell gate read it. The daemon answers which live session's
-//! observed intents cover which regions of which file; git says which lines differ from the
-//! commit; [`crate::cli::hunks`] matches the two.
+//! Whose uncommitted lines are whose, seen from the asking session: the daemon's owner map
+//! (PROTOCOL-NOTES 15.3, 15.7) as `work.changes {sessionId, files}` answers it, for the shell
+//! gate, the pre-commit foreign-lines check, `wit commit` and the news hook.
+//!
+//! The CLI decides nothing about ownership itself: which owners are the caller's agent
+//! (`mine`) and which stand against it (`others`) is the daemon's one rule (the same-agent
+//! rule and the liveness filter, `coord::conflicts`), computed per hunk in the answer. The
+//! CLI only reads it: where the hunks are ([`span_of`]), which sessions' live work a hunk
+//! holds ([`OwnerView::theirs`]), and how to name them ([`Names`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use super::hooks::git::OBSERVED_EDIT;
-use super::hunks::Region;
 use crate::client::{ClientError, WitClient};
-use crate::protocol::{IntentQueryParams, IntentRecord, SessionRecord};
+use crate::coord::ownership::is_unowned_session;
+use crate::protocol::{FileChanges, IntentRecord, OwnedHunk, SessionRecord, WorkChangesParams};
 
-/// One live session's observed work on one file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Work {
-    /// The session.
-    pub session_id: String,
-    /// Its observed intent.
-    pub intent_id: String,
-    /// The file (relative to the root).
-    pub file: String,
-    /// The symbols it touched, innermost first.
-    pub symbols: Vec<String>,
-    /// The lines it changed in the working text; `None`: the whole file.
-    pub regions: Option<Vec<Region>>,
+/// The uncommitted changes of a worktree with their owners, seen from one session.
+#[derive(Debug, Default, Clone)]
+pub struct OwnerView {
+    /// Per dirty file, its hunks (HEAD to the current text) with their owners.
+    pub files: Vec<FileChanges>,
+    /// Asked from nobody's vantage: the hunks carry no `mine` and no `others`.
+    pub anonymous: bool,
 }
 
-impl Work {
-    /// Whether 1-based line `line` of the working text is inside this work's regions.
-    pub fn covers_line(&self, line: usize) -> bool {
-        match &self.regions {
-            None => true,
-            Some(regions) => regions.iter().any(|r| r.start <= line && line <= r.end),
+/// One hunk holding live work of sessions that are not the caller's agent.
+#[derive(Debug, Clone, Copy)]
+pub struct Theirs<'a> {
+    /// The file (relative to the worktree's root).
+    pub file: &'a str,
+    /// The file is binary: the hunk is the whole file.
+    pub binary: bool,
+    /// The hunk.
+    pub hunk: &'a OwnedHunk,
+}
+
+impl Theirs<'_> {
+    /// Where the hunk is, as a message names it.
+    pub fn span(&self) -> Span {
+        if self.binary {
+            Span::File
+        } else {
+            span_of(self.hunk)
         }
     }
 }
 
-/// The observed work of every live session, and the sessions.
-#[derive(Debug, Default)]
-pub struct WorkMap {
-    /// Live sessions' observed work, one item per intent and file.
-    pub work: Vec<Work>,
-    /// Every session the daemon knows (names for messages).
+impl OwnerView {
+    /// Asks the daemon for the changes of `files` (every dirty file when empty) seen from
+    /// `session`; `None`: seen from nobody (every owner counts as another's, live or not).
+    pub async fn load(
+        client: &WitClient,
+        session: Option<&str>,
+        files: &[String],
+    ) -> Result<Self, ClientError> {
+        let answer = client
+            .work_changes(WorkChangesParams {
+                session_id: session.map(str::to_owned),
+                files: files.to_vec(),
+            })
+            .await?;
+        Ok(Self {
+            files: answer.files,
+            anonymous: session.is_none(),
+        })
+    }
+
+    /// Every hunk that holds live work of another agent's session, in file order. Seen from
+    /// nobody, every owned hunk.
+    pub fn theirs(&self) -> Vec<Theirs<'_>> {
+        let anonymous = self.anonymous;
+        let mut found = Vec::new();
+        for file in &self.files {
+            for hunk in &file.hunks {
+                let theirs = if anonymous {
+                    !hunk.session_ids.is_empty()
+                } else {
+                    hunk.others.iter().any(|o| !is_unowned_session(o))
+                };
+                if theirs {
+                    found.push(Theirs {
+                        file: &file.file,
+                        binary: file.binary,
+                        hunk,
+                    });
+                }
+            }
+        }
+        found
+    }
+}
+
+impl OwnerView {
+    /// The sessions the daemon counts as the asker's agent among the owners it knows: the
+    /// other owners of the hunks it calls `mine` that it does not list among their
+    /// `others` (`me` left out). A session that owns no line here is not known to be one.
+    pub fn same_agent(&self, me: &str) -> HashSet<String> {
+        self.files
+            .iter()
+            .flat_map(|f| &f.hunks)
+            .filter(|h| h.mine == Some(true))
+            .flat_map(|h| h.session_ids.iter().filter(|s| !h.others.contains(s)))
+            .filter(|s| s.as_str() != me)
+            .cloned()
+            .collect()
+    }
+}
+
+/// The sessions of a hunk that stand against the asker: its live other agents' sessions, or
+/// seen from nobody, all its owners.
+pub fn against<'a>(theirs: &Theirs<'a>) -> Vec<&'a str> {
+    if theirs.hunk.mine.is_none() {
+        return theirs.hunk.session_ids.iter().map(String::as_str).collect();
+    }
+    theirs
+        .hunk
+        .others
+        .iter()
+        .map(String::as_str)
+        .filter(|s| !is_unowned_session(s))
+        .collect()
+}
+
+/// Where a hunk is in the file's current text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Span {
+    /// Lines `start..=end` (1-based).
+    Lines(usize, usize),
+    /// Lines deleted after line `n` (0: at the top).
+    DeletedAfter(usize),
+    /// The whole file (a binary file's work).
+    File,
+}
+
+/// The span of `hunk` in the current text (git's `-U0` numbering: a count of 0 is a point
+/// after its start line).
+pub fn span_of(hunk: &OwnedHunk) -> Span {
+    let start = usize::try_from(hunk.new_start).unwrap_or(0);
+    let count = usize::try_from(hunk.new_lines).unwrap_or(0);
+    if count == 0 {
+        Span::DeletedAfter(start)
+    } else {
+        Span::Lines(start, start + count - 1)
+    }
+}
+
+/// The 1-based lines of the current text a hunk covers: its new lines, or for a pure
+/// deletion the two lines where the sides now join (as `cli::hunks::Hunk::new_lines`).
+pub fn covered_lines(span: Span) -> Option<(usize, usize)> {
+    match span {
+        Span::Lines(start, end) => Some((start, end)),
+        Span::DeletedAfter(n) => Some((n.max(1), n + 1)),
+        Span::File => None,
+    }
+}
+
+/// The names of the sessions the daemon knows, for messages (`session.list`).
+#[derive(Debug, Default, Clone)]
+pub struct Names {
+    /// Every session the daemon knows.
     pub sessions: Vec<SessionRecord>,
 }
 
-impl WorkMap {
-    /// Asks the daemon (`session.list`, `intent.query`).
+impl Names {
+    /// Asks the daemon (`session.list`).
     pub async fn load(client: &WitClient) -> Result<Self, ClientError> {
-        // Both questions at once (two connections of the client's pool); the default
-        // intent filter: declared and active.
-        let (sessions, intents) = tokio::join!(
-            client.session_list(),
-            client.intent_query(IntentQueryParams {
-                session_id: None,
-                file: None,
-                status: None,
-            })
-        );
-        Ok(Self::from_parts(sessions?, intents?))
-    }
-
-    fn from_parts(sessions: Vec<SessionRecord>, intents: Vec<IntentRecord>) -> Self {
-        let live: HashSet<&str> = sessions
-            .iter()
-            .filter(|s| s.live)
-            .map(|s| s.session_id.as_str())
-            .collect();
-        let mut work = Vec::new();
-        for intent in intents {
-            if intent.description != OBSERVED_EDIT || !live.contains(intent.session_id.as_str()) {
-                continue;
-            }
-            let symbols: Vec<String> = serde_json::from_str(&intent.symbols).unwrap_or_default();
-            for file in intent.files.split(',').filter(|f| !f.is_empty()) {
-                work.push(Work {
-                    session_id: intent.session_id.clone(),
-                    intent_id: intent.intent_id.clone(),
-                    file: file.to_string(),
-                    symbols: symbols
-                        .iter()
-                        .filter_map(|s| s.strip_prefix(&format!("{file}:")).or(Some(s.as_str())))
-                        .map(str::to_string)
-                        .collect(),
-                    // No regions: file-level work (PROTOCOL-NOTES 13.1).
-                    regions: (!intent.regions.is_empty()).then(|| {
-                        intent
-                            .regions
-                            .iter()
-                            .map(|r| Region {
-                                start: usize::try_from(r.start_line).unwrap_or(0),
-                                end: usize::try_from(r.end_line).unwrap_or(0),
-                            })
-                            .collect()
-                    }),
-                });
-            }
-        }
-        Self { work, sessions }
-    }
-
-    /// The sessions that are `me`: the session itself and the agent's other sessions (its
-    /// `wit mcp` server registers with the same harness pid).
-    pub fn selves(&self, me: &str) -> HashSet<String> {
-        let harness = crate::harness::harness_pid();
-        let mut selves: HashSet<String> = self
-            .sessions
-            .iter()
-            .filter(|s| s.live && s.pid.is_some() && s.pid == harness)
-            .map(|s| s.session_id.clone())
-            .collect();
-        selves.insert(me.to_string());
-        selves
-    }
-
-    /// Work of sessions other than `selves`.
-    pub fn others<'a>(&'a self, selves: &'a HashSet<String>) -> impl Iterator<Item = &'a Work> {
-        self.work.iter().filter(|w| !selves.contains(&w.session_id))
+        Ok(Self {
+            sessions: client.session_list().await?,
+        })
     }
 
     /// `name (session 7f3a9c2e…)`, or `session 7f3a9c2e…`.
@@ -142,23 +193,37 @@ pub fn short_id(id: &str) -> String {
     format!("{head}…")
 }
 
+/// Whether an intent is observed work as the wire tells it: the daemon records observed
+/// work with regions (PROTOCOL-NOTES 13.1), and finds it by them. A file-level observed
+/// intent carries none and is not told apart from a declared one here.
+pub fn has_regions(intent: &IntentRecord) -> bool {
+    !intent.regions.is_empty()
+}
+
 /// Other sessions' uncommitted work that something would take or drop: per session, per
-/// file, the symbols.
+/// file, where.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct AtStake {
-    /// session → file → symbols.
-    pub by_session: BTreeMap<String, BTreeMap<String, BTreeSet<String>>>,
+    /// session → file → spans.
+    pub by_session: BTreeMap<String, BTreeMap<String, BTreeSet<Span>>>,
 }
 
 impl AtStake {
-    /// Adds `work` (all its symbols).
-    pub fn add(&mut self, work: &Work) {
+    /// Adds `theirs` for each session standing against the asker.
+    pub fn add(&mut self, theirs: &Theirs<'_>) {
+        for session in against(theirs) {
+            self.add_span(session, theirs.file, theirs.span());
+        }
+    }
+
+    /// Adds one span of `session`'s work on `file`.
+    pub fn add_span(&mut self, session: &str, file: &str, span: Span) {
         self.by_session
-            .entry(work.session_id.clone())
+            .entry(session.to_owned())
             .or_default()
-            .entry(work.file.clone())
+            .entry(file.to_owned())
             .or_default()
-            .extend(work.symbols.iter().cloned());
+            .insert(span);
     }
 
     /// Nothing at stake.
@@ -166,32 +231,60 @@ impl AtStake {
         self.by_session.is_empty()
     }
 
-    /// One line per session: `NAME (session …): src/a.ts (f, g), src/b.ts`.
-    pub fn lines(&self, map: &WorkMap) -> Vec<String> {
+    /// One line per session: `NAME (session …): src/a.ts (lines 3-5, 9), b.png`.
+    pub fn lines(&self, names: &Names) -> Vec<String> {
         self.by_session
             .iter()
             .map(|(session, files)| {
                 let files: Vec<String> = files
                     .iter()
-                    .map(|(file, symbols)| {
-                        if symbols.is_empty() {
-                            file.clone()
-                        } else {
-                            let names: Vec<&str> = symbols.iter().map(String::as_str).collect();
-                            format!("{file} ({})", names.join(", "))
-                        }
+                    .map(|(file, spans)| match describe(spans) {
+                        Some(lines) => format!("{file} ({lines})"),
+                        None => file.clone(),
                     })
                     .collect();
-                format!("{}: {}", map.who(session), files.join(", "))
+                format!("{}: {}", names.who(session), files.join(", "))
             })
             .collect()
     }
 
     /// The names of the sessions, for a short sentence.
-    pub fn names(&self, map: &WorkMap) -> String {
-        let names: Vec<String> = self.by_session.keys().map(|s| map.who(s)).collect();
-        names.join(", ")
+    pub fn names(&self, names: &Names) -> String {
+        let all: Vec<String> = self.by_session.keys().map(|s| names.who(s)).collect();
+        all.join(", ")
     }
+}
+
+/// `line 4`, `lines 3-5, 9`, `lines deleted after line 7`; `None` for the whole file.
+fn describe(spans: &BTreeSet<Span>) -> Option<String> {
+    if spans.contains(&Span::File) {
+        return None;
+    }
+    let mut parts = Vec::new();
+    let mut lines = 0;
+    for span in spans {
+        match *span {
+            Span::Lines(start, end) if start == end => {
+                lines += 1;
+                parts.push(start.to_string());
+            }
+            Span::Lines(start, end) => {
+                lines += 2;
+                parts.push(format!("{start}-{end}"));
+            }
+            Span::DeletedAfter(n) => parts.push(format!("lines deleted after line {n}")),
+            Span::File => {}
+        }
+    }
+    let (numbered, deleted): (Vec<String>, Vec<String>) =
+        parts.into_iter().partition(|p| !p.starts_with("lines"));
+    let mut out = Vec::new();
+    if !numbered.is_empty() {
+        let word = if lines == 1 { "line" } else { "lines" };
+        out.push(format!("{word} {}", numbered.join(", ")));
+    }
+    out.extend(deleted);
+    Some(out.join(", "))
 }
 
 #[cfg(test)]
@@ -199,57 +292,76 @@ mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
 
     use super::*;
-    use crate::protocol::{IntentRecordStatus, LineRegion};
 
-    fn session(id: &str, live: bool) -> SessionRecord {
-        SessionRecord {
-            agent_id: None,
-            branch: None,
-            intents: 1,
-            last_seen_at: 0,
-            live,
-            pid_unknown: None,
-            locks: 0,
-            name: Some(format!("agent-{id}")),
-            pid: None,
-            session_id: id.into(),
-            worktree: None,
+    fn hunk(
+        start: i64,
+        count: i64,
+        owners: &[&str],
+        mine: Option<bool>,
+        others: &[&str],
+    ) -> OwnedHunk {
+        OwnedHunk {
+            old_start: start,
+            old_lines: 1,
+            new_start: start,
+            new_lines: count,
+            session_ids: owners.iter().map(|s| s.to_string()).collect(),
+            mine,
+            others: others.iter().map(|s| s.to_string()).collect(),
         }
     }
 
-    fn intent(id: &str, session: &str, regions: Vec<(i64, i64)>) -> IntentRecord {
-        IntentRecord {
-            intent_id: id.into(),
-            session_id: session.into(),
-            description: OBSERVED_EDIT.into(),
-            files: ",src/a.ts,".into(),
-            symbols: "[\"src/a.ts:f\"]".into(),
-            regions: regions
-                .into_iter()
-                .map(|(start_line, end_line)| LineRegion {
-                    start_line,
-                    end_line,
-                })
-                .collect(),
-            start_byte: None,
-            end_byte: None,
-            status: IntentRecordStatus::Active,
-            declared_at: 0,
-            updated_at: 0,
+    fn view(hunks: Vec<OwnedHunk>) -> OwnerView {
+        OwnerView {
+            files: vec![FileChanges {
+                file: "src/a.ts".into(),
+                binary: false,
+                hunks,
+            }],
+            anonymous: false,
         }
     }
 
     #[test]
-    fn only_live_sessions_observed_work_counts() {
-        let map = WorkMap::from_parts(
-            vec![session("a", true), session("b", false)],
-            vec![intent("i1", "a", vec![(2, 3)]), intent("i2", "b", vec![])],
-        );
-        assert_eq!(map.work.len(), 1);
-        assert_eq!(map.work[0].symbols, vec!["f"]);
-        assert!(map.work[0].covers_line(2) && !map.work[0].covers_line(8));
+    fn only_hunks_with_other_agents_live_work_are_theirs() {
+        let seen = view(vec![
+            hunk(2, 1, &["me", "mcp"], Some(true), &[]),
+            hunk(5, 2, &["bob"], Some(false), &["bob"]),
+            hunk(9, 0, &[], Some(false), &["unowned:/r"]),
+            hunk(12, 1, &["me", "bob"], Some(true), &["bob"]),
+        ]);
+        let theirs = seen.theirs();
+        assert_eq!(theirs.len(), 2);
         let mut stake = AtStake::default();
-        stake.add(&map.work[0]);
-        assert_eq!(stake.lines(&map), vec!["agent-a (session a): src/a.ts (f)"]);
+        for t in &theirs {
+            stake.add(t);
+        }
+        let names = Names {
+            sessions: Vec::new(),
+        };
+        assert_eq!(
+            stake.lines(&names),
+            vec!["session bob: src/a.ts (lines 5-6, 12)"]
+        );
+    }
+
+    #[test]
+    fn seen_from_nobody_every_owner_is_anothers() {
+        let mut seen = view(vec![
+            hunk(3, 0, &["bob"], None, &[]),
+            hunk(7, 1, &[], None, &[]),
+        ]);
+        seen.anonymous = true;
+        let theirs = seen.theirs();
+        assert_eq!(theirs.len(), 1);
+        assert_eq!(against(&theirs[0]), vec!["bob"]);
+        assert_eq!(theirs[0].span(), Span::DeletedAfter(3));
+        assert_eq!(covered_lines(theirs[0].span()), Some((3, 4)));
+        let mut stake = AtStake::default();
+        stake.add(&theirs[0]);
+        assert_eq!(
+            stake.lines(&Names::default()),
+            vec!["session bob: src/a.ts (lines deleted after line 3)"]
+        );
     }
 }

@@ -80,6 +80,8 @@ pub async fn observe_worktrees(
         serving_since,
         head_stamps: HashMap::new(),
         work_snapshots: Arc::default(),
+        cookies: None,
+        cookies_dropped: 0,
     };
     observer.forget_vanished().await;
     loop {
@@ -102,11 +104,7 @@ pub async fn observe_worktrees(
             () = tokio::time::sleep(wake) => {}
             () = flush.asked() => {
                 let ticket = flush.ticket();
-                // What the kernel has queued reaches the watcher's thread within moments.
-                tokio::time::sleep(FLUSH_GRACE).await;
-                while let Ok(event) = events.try_recv() {
-                    observer.on_event(event);
-                }
+                observer.catch_up(&mut events).await;
                 // A commit or a reset a moment ago may not have been told yet: a HEAD moved
                 // since the last flush is taken in now.
                 observer.mark_moved_heads();
@@ -141,8 +139,19 @@ fn head_stamp(root: &Path) -> HeadStamp {
     ))
 }
 
-/// How long a flush lets queued file-system events arrive before it reads.
+/// How long a flush lets queued file-system events arrive before it reads, when it cannot
+/// drop a cookie ([`COOKIE_DIR`] could not be made or watched).
 const FLUSH_GRACE: Duration = Duration::from_millis(15);
+
+/// Where a flush drops its cookie (relative to the main worktree's root): a directory of the
+/// daemon's own, watched by the one file-system watcher. The kernel queues one watcher's
+/// events in the order they happen, so once the watcher has handed over the cookie's
+/// creation it has handed over every change made before the flush was asked for: the flush
+/// waits exactly that long, not a fixed time (watchman's sync cookies).
+const COOKIE_DIR: &str = ".wit/flush";
+
+/// The longest a flush waits for its cookie (its event lost: the queue overflowed).
+const COOKIE_WAIT: Duration = Duration::from_millis(100);
 
 /// A dirty worktree: when it was first and last seen changing, and what changed.
 #[derive(Debug, Clone)]
@@ -252,6 +261,10 @@ struct Observer {
     head_stamps: HashMap<PathBuf, HeadStamp>,
     /// Every owner's work kept as git objects, refreshed after each pass.
     work_snapshots: Arc<std::sync::Mutex<WorkSnapshots>>,
+    /// The watched directory flushes drop their cookies in ([`COOKIE_DIR`]), once made.
+    cookies: Option<PathBuf>,
+    /// Cookies dropped so far (each one's name).
+    cookies_dropped: u64,
 }
 
 impl Observer {
@@ -340,6 +353,52 @@ impl Observer {
                 let _ = watcher.watch(&entry.path(), RecursiveMode::NonRecursive);
             }
         }
+        if self.cookies.is_none() {
+            let dir = self.repository.main_root.join(COOKIE_DIR);
+            if std::fs::create_dir_all(&dir).is_ok() {
+                let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+                if watcher.watch(&dir, RecursiveMode::NonRecursive).is_ok() {
+                    self.cookies = Some(dir);
+                }
+            }
+        }
+    }
+
+    /// Takes in every file-system event queued before now (a flush): drops a cookie and
+    /// takes in events until the watcher hands over the cookie's (at most [`COOKIE_WAIT`]),
+    /// then whatever else arrived. Without a watcher no event is on its way: nothing to wait
+    /// for.
+    async fn catch_up(&mut self, events: &mut mpsc::Receiver<notify::Result<notify::Event>>) {
+        if matches!(self.watcher, Watching::On(_)) {
+            match self.drop_cookie() {
+                Some(cookie) => {
+                    let until = tokio::time::Instant::now() + COOKIE_WAIT;
+                    loop {
+                        match tokio::time::timeout_at(until, events.recv()).await {
+                            Ok(Some(Ok(event))) if event.paths.contains(&cookie) => break,
+                            Ok(Some(event)) => self.on_event(event),
+                            Ok(None) | Err(_) => break,
+                        }
+                    }
+                }
+                // What the kernel has queued reaches the watcher's thread within moments.
+                None => tokio::time::sleep(FLUSH_GRACE).await,
+            }
+        }
+        while let Ok(event) = events.try_recv() {
+            self.on_event(event);
+        }
+    }
+
+    /// Makes (and at once removes) a cookie file in the watched [`COOKIE_DIR`]; its path,
+    /// whose events the watcher hands over after every earlier one.
+    fn drop_cookie(&mut self) -> Option<PathBuf> {
+        let dir = self.cookies.as_ref()?;
+        self.cookies_dropped += 1;
+        let cookie = dir.join(format!("{}-{}", std::process::id(), self.cookies_dropped));
+        std::fs::File::create(&cookie).ok()?;
+        let _ = std::fs::remove_file(&cookie);
+        Some(cookie)
     }
 
     /// Watches every directory of the worktree at `root` holding files git knows, then lists

@@ -5,23 +5,26 @@
 //! The server is one more client of the daemon, like the CLI and `wit mcp`: every read and
 //! action is an ordinary protocol call through the generated client
 //! ([`crate::doorway::Doorway`]); the daemon stays on its Unix socket. [`guard`] admits
-//! requests (loopback `Host`, per-run token), [`routes`] answers them, [`feed`] follows
-//! `events.poll` and re-reads [`snapshot`]s, [`stream`] pushes both to each page over
-//! Server-Sent Events, [`actions`] holds what a person may do, [`assets`] the embedded page.
+//! requests (loopback `Host`, the run's secret in a cookie, one-time codes), [`handoff`] gets
+//! the address to the person without the secret in any argv, [`routes`] answers requests,
+//! [`feed`] follows `events.poll` and re-reads [`snapshot`]s, [`stream`] pushes both to each
+//! page over Server-Sent Events, [`actions`] holds what a person may do, [`assets`] the
+//! embedded page, [`backoff`] keeps the accept loop from spinning when descriptors run out.
 //!
 //! Routing is a `match` on method and path over hyper (already the daemon's and the client's
 //! HTTP stack): seven fixed routes do not justify a router crate and its tower stack.
 
 pub mod actions;
 pub mod assets;
+pub mod backoff;
 pub mod feed;
 pub mod guard;
+pub mod handoff;
 pub mod routes;
 pub mod snapshot;
 pub mod stream;
 
 use std::convert::Infallible;
-use std::io::Write as _;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
@@ -67,7 +70,7 @@ pub enum UiError {
     Daemon(String),
 }
 
-/// Serves the page until Ctrl-C; prints its address (with the token) on stdout first.
+/// Serves the page until Ctrl-C; prints its address (with a one-time code) on stdout first.
 pub fn serve(paths: WitPaths, options: UiOptions) -> Result<(), UiError> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -113,15 +116,11 @@ async fn run(paths: WitPaths, options: UiOptions) -> Result<(), UiError> {
         paths.root.clone(),
     ));
     let guard = guard::Guard::new(port);
-    let url = format!("http://127.0.0.1:{port}/?token={}", guard.token());
-    // Written without panicking: a reader that went away must not stop the server.
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "wit ui: {url}");
-    let _ = writeln!(out, "(Ctrl-C to stop)");
-    let _ = out.flush();
-    drop(out);
+    let handoff = handoff::Handoff::new(port);
+    handoff.print_address(&guard);
+    handoff::say("(Ctrl-C to stop)");
     if options.open {
-        open_browser(&url);
+        handoff.launch(&guard, &paths.worktree_dir);
     }
     let title = paths
         .root
@@ -130,20 +129,40 @@ async fn run(paths: WitPaths, options: UiOptions) -> Result<(), UiError> {
         .unwrap_or_else(|| paths.root.display().to_string());
     let ui = Arc::new(routes::Ui {
         guard,
+        handoff,
         hub,
         daemon: acting.clone(),
         watching: reading,
         person: person.clone(),
         title,
     });
+    if options.open {
+        let ui = Arc::clone(&ui);
+        tokio::spawn(async move {
+            tokio::time::sleep(guard::LAUNCH_CODE_TTL).await;
+            ui.handoff.expire_launch(&ui.guard);
+        });
+    }
     let interrupted = tokio::signal::ctrl_c();
     tokio::pin!(interrupted);
+    let mut backoff = backoff::AcceptBackoff::default();
     loop {
         let stream = tokio::select! {
             _ = &mut interrupted => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(_) => continue,
+                Ok((stream, _)) => {
+                    backoff.reset();
+                    stream
+                }
+                Err(error) => {
+                    if let Some(pause) = backoff.after(&error) {
+                        tokio::select! {
+                            _ = &mut interrupted => break,
+                            () = tokio::time::sleep(pause) => {}
+                        }
+                    }
+                    continue;
+                }
             },
         };
         let ui = Arc::clone(&ui);
@@ -159,6 +178,7 @@ async fn run(paths: WitPaths, options: UiOptions) -> Result<(), UiError> {
                 .await;
         });
     }
+    ui.handoff.remove_launch_file();
     let _ = acting
         .call_raw("session.end", json!({"sessionId": person}))
         .await;
@@ -168,26 +188,4 @@ async fn run(paths: WitPaths, options: UiOptions) -> Result<(), UiError> {
 fn default_person() -> String {
     let user = std::env::var("USER").unwrap_or_else(|_| "person".into());
     format!("ui:{user}:{}", std::process::id())
-}
-
-/// Opens `url` in the desktop's browser, if there is one; the address is printed anyway.
-fn open_browser(url: &str) {
-    let opener = if cfg!(target_os = "macos") {
-        "open"
-    } else {
-        "xdg-open"
-    };
-    let spawned = std::process::Command::new(opener)
-        .arg(url)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn();
-    match spawned {
-        // Reaped on a thread of its own: the opener returns at once, the server runs on.
-        Ok(mut child) => {
-            std::thread::spawn(move || child.wait());
-        }
-        Err(_) => eprintln!("wit ui: could not run {opener}; open the address above yourself"),
-    }
 }

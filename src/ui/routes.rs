@@ -2,7 +2,7 @@
 //!
 //! | route                | what                                                  |
 //! |----------------------|-------------------------------------------------------|
-//! | `GET /?token=T`      | sets the cookie, redirects to `/` (token off the URL) |
+//! | `GET /?code=C`       | a one-time code: sets the cookie, redirects to `/`    |
 //! | `GET /`              | the page                                              |
 //! | `GET /app.js`, `/app.css` | its script and style (embedded in the binary)    |
 //! | `GET /api/stream`    | Server-Sent Events: sections, events, gaps, status     |
@@ -27,7 +27,8 @@ use serde_json::{json, Value};
 use super::actions::{self, Action, ActionError};
 use super::assets;
 use super::feed::Hub;
-use super::guard::{Guard, Refusal};
+use super::guard::{Admission, Guard, Refusal};
+use super::handoff::Handoff;
 use super::stream;
 use crate::doorway::{Doorway, Failure};
 
@@ -46,8 +47,10 @@ pub type UiBody = BoxBody<Bytes, Infallible>;
 /// What every request needs.
 #[derive(Debug)]
 pub struct Ui {
-    /// The token and port check.
+    /// The secret, code and port check.
     pub guard: Guard,
+    /// The printed address and the launch file.
+    pub handoff: Handoff,
     /// The live state shared by the pages.
     pub hub: Arc<Hub>,
     /// Actions go through this (auto-starting) daemon handle.
@@ -63,14 +66,15 @@ pub struct Ui {
 impl Ui {
     /// Answers one request.
     pub async fn handle(&self, request: Request<Incoming>) -> Response<UiBody> {
-        let from_query = match self.guard.admit(request.headers(), request.uri().query()) {
-            Ok(from_query) => from_query,
+        let admission = match self.guard.admit(request.headers(), request.uri().query()) {
+            Ok(admission) => admission,
             Err(Refusal::Host) => return refuse(request, StatusCode::FORBIDDEN).await,
             Err(Refusal::Token) => return refuse(request, StatusCode::UNAUTHORIZED).await,
         };
         let path = request.uri().path().to_owned();
-        if from_query {
-            // The token leaves the address bar (and history) at once; the cookie keeps it.
+        if let Admission::Code(kind) = admission {
+            // The code is used up; the address bar (and history) keeps nothing that works.
+            self.handoff.redeemed(&self.guard, kind);
             let mut response = empty(StatusCode::SEE_OTHER);
             set(&mut response, header::LOCATION, &path);
             set(&mut response, header::SET_COOKIE, &self.guard.cookie());
@@ -78,7 +82,7 @@ impl Ui {
         }
         match (request.method(), path.as_str()) {
             (&Method::GET, "/") => {
-                let page = assets::page(&self.title, self.guard.token(), &self.person);
+                let page = assets::page(&self.title, self.guard.secret(), &self.person);
                 body(StatusCode::OK, "text/html; charset=utf-8", page)
             }
             (&Method::GET, "/app.js") => body(

@@ -7,8 +7,10 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::harness::*;
-use crate::safegit::{answer, edit, git_text, hook, shell_verdict, text, wit_cmd, wit_ok};
-use wit::protocol::{IntentQueryParams, WorkChangesParams, WorkOwnersParams};
+use crate::safegit::{answer, bash, edit, git_text, hook, shell_verdict, text, wit_cmd, wit_ok};
+use wit::protocol::{
+    IntentQueryParams, WorkBeginParams, WorkChangesParams, WorkEndParams, WorkOwnersParams,
+};
 
 const LIB_PY: &str = "\
 def alpha(x):
@@ -38,6 +40,13 @@ fn repo_with_lib() -> (Repo, Daemon) {
 
 /// Claude Code's post-tool hook of `session` after a tool call.
 fn post_tool(repo: &Repo, session: &str, tool: &str) {
+    with_harness(repo, session, |stand_in| {
+        post_tool_from(stand_in, repo, session, tool)
+    });
+}
+
+/// Claude Code's post-tool hook of `session`, run by the harness process `stand_in`.
+fn post_tool_from(stand_in: &mut StandIn, repo: &Repo, session: &str, tool: &str) {
     let payload = json!({
         "session_id": session,
         "cwd": repo.path().display().to_string(),
@@ -47,10 +56,35 @@ fn post_tool(repo: &Repo, session: &str, tool: &str) {
         "tool_response": {},
     })
     .to_string();
-    let out = with_harness(repo, session, |stand_in| {
-        stand_in.run(&["hook", "post-tool", "--agent", "claude"], &payload, &[])
-    });
+    let out = stand_in.run(&["hook", "post-tool", "--agent", "claude"], &payload, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+/// The shell gate's verdict on `command` of `session`, run by the harness process
+/// `stand_in`: `(decision or "", what it said)`.
+fn verdict_from(
+    stand_in: &mut StandIn,
+    repo: &Repo,
+    session: &str,
+    command: &str,
+) -> (String, String) {
+    let payload = bash(repo, session, command).to_string();
+    let out = stand_in.run(&["hook", "pre-edit", "--agent", "claude"], &payload, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let value = answer(&out);
+    let output = &value["hookSpecificOutput"];
+    let said = output["permissionDecisionReason"]
+        .as_str()
+        .or(output["additionalContext"].as_str())
+        .unwrap_or("")
+        .to_string();
+    (
+        output["permissionDecision"]
+            .as_str()
+            .unwrap_or("")
+            .to_string(),
+        format!("{said}{}", text(&out.stderr)),
+    )
 }
 
 /// `session` runs `command` through its harness's Bash tool: the gate lets it through (or
@@ -122,6 +156,87 @@ fn a_shell_edit_is_its_sessions_and_anothers_stash_is_denied_naming_it() {
     let (decision, said) = shell_verdict(&repo, "alice", "git stash");
     assert_eq!(decision, "deny", "{said}");
     assert!(said.contains("bob"), "{said}");
+}
+
+/// One answer to "whose lines are these, seen from me" (issue 34.5): the shell gate asks the
+/// daemon, whose same-agent rule says two sessions registered by one harness process (here
+/// one stand-in runs both sessions' hooks, and its pulse registers each with its pid) are one
+/// agent: the other session's shell edit is its own to stash. From another harness process
+/// the same lines are another agent's, and the stash is denied naming that session.
+#[test]
+fn two_sessions_of_one_harness_process_are_one_agent_to_the_shell_gate() {
+    let (repo, _daemon) = repo_with_lib();
+    let mut agent = StandIn::spawn(&repo, "agent-one");
+    post_tool_from(&mut agent, &repo, "one-a", "Read");
+    let command = "sed -i 's/y \\* 2/y * 20/' src/lib.py";
+    let (decision, said) = verdict_from(&mut agent, &repo, "one-b", command);
+    assert_eq!(decision, "", "{said}");
+    let status = std::process::Command::new("bash")
+        .args(["-c", command])
+        .current_dir(repo.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    post_tool_from(&mut agent, &repo, "one-b", "Bash");
+    let found = owners_until(&repo, "src/lib.py", |o| !o.lines.is_empty());
+    assert_eq!(
+        sessions_of(&found),
+        vec![vec!["one-b".to_owned()]],
+        "{found:?}"
+    );
+    for command in [
+        "git stash",
+        "git add -A && git commit -m mine",
+        "git checkout -- src/lib.py",
+    ] {
+        let (decision, said) = verdict_from(&mut agent, &repo, "one-a", command);
+        assert_eq!(decision, "", "{command} by the same agent: {said}");
+    }
+    let (decision, said) = shell_verdict(&repo, "bob", "git stash");
+    assert_eq!(decision, "deny", "{said}");
+    assert!(
+        said.contains("session one-b") && said.contains("src/lib.py (line 6)"),
+        "{said}"
+    );
+    // The agent's own pre-commit check agrees: nothing of another agent is staged.
+    git_text(repo.path(), &["add", "src/lib.py"]);
+    let out = crate::safegit::git(repo.path(), "one-a", &["commit", "-q", "-m", "mine"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+/// 15.2: `work.end` answers with what the call wrote just before it, every time: the flush it
+/// asks for takes in every file-system event queued before it (the observer's cookie), with
+/// no fixed wait to hope they arrived in.
+#[test]
+fn work_end_right_after_a_write_names_the_change_every_time() {
+    let (repo, _daemon) = repo_with_lib();
+    let client = repo.client();
+    let path = repo.path().join("src/lib.py");
+    for round in 0..20 {
+        let window = block_on(client.work_begin(WorkBeginParams {
+            session_id: "bob".into(),
+            tool: "Bash".into(),
+            file: None,
+            edits: Vec::new(),
+            ttl_ms: None,
+        }))
+        .unwrap();
+        let current = std::fs::read_to_string(&path).unwrap();
+        let next = current.replacen("return x", &format!("return x + {round} or x"), 1);
+        std::fs::write(&path, &next).unwrap();
+        let ended = block_on(client.work_end(WorkEndParams {
+            session_id: "bob".into(),
+            window_id: window.window_id,
+        }))
+        .unwrap();
+        assert!(
+            ended.changed.iter().any(|c| c.file == "src/lib.py"
+                && c.regions
+                    .iter()
+                    .any(|r| r.start_line <= 2 && 2 <= r.end_line)),
+            "round {round}: {ended:?}"
+        );
+    }
 }
 
 #[test]

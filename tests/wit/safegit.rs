@@ -198,13 +198,14 @@ fn git_add_all_and_commit_is_denied_naming_the_other_session() {
     let (decision, reason) = shell_verdict(&repo, "alice", "git add -A && git commit -m 'alpha'");
     assert_eq!(decision, "deny", "{reason}");
     assert!(reason.contains("bob (session bob)"), "{reason}");
-    assert!(reason.contains("src/lib.ts (beta)"), "{reason}");
+    // The daemon's owner map names lines (its answer has no symbols): beta's body is line 10.
+    assert!(reason.contains("src/lib.ts (line 10)"), "{reason}");
     assert!(reason.contains("wit commit"), "{reason}");
     // And the same for bob, naming alice.
     let (decision, reason) = shell_verdict(&repo, "bob", "git commit -am wip");
     assert_eq!(decision, "deny", "{reason}");
     assert!(
-        reason.contains("alice") && reason.contains("alpha"),
+        reason.contains("alice") && reason.contains("src/lib.ts (line 2)"),
         "{reason}"
     );
 }
@@ -396,7 +397,7 @@ fn the_pre_commit_hook_blocks_a_foreign_hunk_staged_by_hand() {
     assert!(!out.status.success(), "{}", text(&out.stdout));
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("bob (session bob): src/lib.ts (beta)"),
+        stderr.contains("bob (session bob): src/lib.ts (line 10)"),
         "{stderr}"
     );
     assert!(stderr.contains("WIT_ALLOW_FOREIGN=1"), "{stderr}");
@@ -411,6 +412,60 @@ fn the_pre_commit_hook_blocks_a_foreign_hunk_staged_by_hand() {
         &[("WIT_ALLOW_FOREIGN", "1")],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+/// The open observed intents of `session`, by status (`intent.query`).
+fn intents_of(repo: &Repo, session: &str, status: &str) -> Vec<Value> {
+    let params = json!({"sessionId": session, "status": status}).to_string();
+    let out = wit_ok(repo, session, &["--json", "call", "intent.query", &params]);
+    serde_json::from_slice::<Value>(&out.stdout)
+        .unwrap()
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// post-commit resolves observed work from the owner map after the commit (issue 34.5, no
+/// description string): alice commits only her line of the file both changed (a plain `git
+/// commit` of a hand-staged blob); her intent is resolved, bob's, whose line is still
+/// uncommitted in the same file, stays open.
+#[test]
+fn a_commit_of_one_sessions_lines_resolves_only_that_sessions_observed_work() {
+    let (repo, _daemon) = two_agents();
+    assert_eq!(intents_of(&repo, "alice", "active").len(), 1);
+    assert_eq!(intents_of(&repo, "bob", "active").len(), 1);
+    let hers = LIB_TS.replace(ALICE_OLD, ALICE_NEW);
+    let blob = Command::new("git")
+        .args(["hash-object", "-w", "--stdin"])
+        .current_dir(repo.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(hers.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let id = text(&blob.stdout).trim().to_string();
+    git_text(
+        repo.path(),
+        &[
+            "update-index",
+            "--cacheinfo",
+            &format!("100644,{id},src/lib.ts"),
+        ],
+    );
+    let out = git(repo.path(), "alice", &["commit", "-q", "-m", "alpha"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(git_text(repo.path(), &["show", "HEAD:src/lib.ts"]), hers);
+    assert!(intents_of(&repo, "alice", "active").is_empty());
+    assert_eq!(intents_of(&repo, "alice", "resolved").len(), 1);
+    assert_eq!(
+        intents_of(&repo, "bob", "active").len(),
+        1,
+        "bob's line is still uncommitted"
+    );
 }
 
 #[test]

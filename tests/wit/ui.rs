@@ -25,11 +25,49 @@ fn call(repo: &Repo, method: &str, params: Value) -> Value {
     block_on(repo.client().call_raw(method, params)).unwrap_or_else(|e| panic!("{method}: {e}"))
 }
 
-/// A running `wit ui --no-open`: its port and token; stopped on drop.
+/// A running `wit ui --no-open`: its port, the addresses it prints (each opens the page once)
+/// and the run's secret (got by redeeming the first one, as a browser would); stopped on drop.
 struct UiServer {
     child: Child,
     port: u16,
-    token: String,
+    secret: String,
+    addresses: std::sync::mpsc::Receiver<String>,
+}
+
+/// The port and the code of a printed address.
+fn parse_address(url: &str) -> (u16, String) {
+    let rest = url
+        .strip_prefix("http://127.0.0.1:")
+        .unwrap_or_else(|| panic!("not an address: {url:?}"));
+    let (port, code) = rest
+        .split_once("/?code=")
+        .unwrap_or_else(|| panic!("no one-time code: {url:?}"));
+    (port.parse().unwrap(), code.to_owned())
+}
+
+/// The secret a redemption's `Set-Cookie` carries.
+fn cookie_secret(set_cookie: &str) -> String {
+    set_cookie
+        .split(';')
+        .next()
+        .and_then(|pair| pair.strip_prefix("wit_ui="))
+        .unwrap_or_else(|| panic!("not our cookie: {set_cookie}"))
+        .to_owned()
+}
+
+/// Reads `wit ui`'s standard output and sends on each address it prints.
+fn follow_addresses(out: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    let (sender, addresses) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // Keep reading to the end: a closed pipe would be an error for the server's next line.
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            if let Some(url) = line.trim().strip_prefix("wit ui: ") {
+                let _ = sender.send(url.to_owned());
+            }
+        }
+    });
+    addresses
 }
 
 impl UiServer {
@@ -43,30 +81,31 @@ impl UiServer {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let mut first = String::new();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        out.read_line(&mut first).unwrap();
-        // Keep reading: a closed pipe would be an error for the server's next line.
-        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-        let url = first
-            .trim()
-            .strip_prefix("wit ui: ")
-            .unwrap_or_else(|| panic!("no address printed: {first:?}"));
-        let rest = url.strip_prefix("http://127.0.0.1:").unwrap();
-        let (port, token) = rest.split_once("/?token=").unwrap();
+        let addresses = follow_addresses(child.stdout.take().unwrap());
+        let first = addresses
+            .recv_timeout(Duration::from_secs(30))
+            .expect("no address printed");
+        let (port, code) = parse_address(&first);
+        let redeemed = http(port, "GET", &format!("/?code={code}"), &[], b"");
+        assert_eq!(redeemed.status, 303, "the printed code was refused");
+        let secret = cookie_secret(redeemed.header("set-cookie").unwrap());
         Self {
             child,
-            port: port.parse().unwrap(),
-            token: token.to_owned(),
+            port,
+            secret,
+            addresses,
         }
     }
 
+    /// The next address `wit ui` printed (it prints one after each is used).
     fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/?token={}", self.port, self.token)
+        self.addresses
+            .recv_timeout(Duration::from_secs(10))
+            .expect("no next address printed after the last was used")
     }
 
     fn cookie(&self) -> String {
-        format!("wit_ui={}", self.token)
+        format!("wit_ui={}", self.secret)
     }
 }
 
@@ -408,6 +447,7 @@ fn requests_without_the_token_or_from_another_host_are_refused_and_learn_nothing
         "/api/stream",
         "/nothing",
         "/?token=wrong",
+        "/?code=wrong",
     ] {
         let answer = http(port, "GET", target, &[], b"");
         assert_eq!(answer.status, 401, "{target}");
@@ -435,8 +475,10 @@ fn requests_without_the_token_or_from_another_host_are_refused_and_learn_nothing
     );
     assert_eq!(rebound.status, 403);
     assert!(rebound.body.is_empty());
-    // The token in the URL becomes an HttpOnly SameSite=Strict cookie and leaves the URL.
-    let first = http(port, "GET", &format!("/?token={}", ui.token), &[], b"");
+    // A printed code becomes an HttpOnly SameSite=Strict cookie and leaves the URL; it opens
+    // the page once: a second use (a copied address, the history) is refused.
+    let (_, code) = parse_address(&ui.url());
+    let first = http(port, "GET", &format!("/?code={code}"), &[], b"");
     assert_eq!(first.status, 303);
     assert_eq!(first.header("location"), Some("/"));
     let set = first.header("set-cookie").unwrap();
@@ -444,6 +486,18 @@ fn requests_without_the_token_or_from_another_host_are_refused_and_learn_nothing
         set.contains("HttpOnly") && set.contains("SameSite=Strict"),
         "{set}"
     );
+    assert_eq!(cookie_secret(set), ui.secret);
+    assert!(!ui.secret.contains(&code) && !code.contains(&ui.secret));
+    let again = http(port, "GET", &format!("/?code={code}"), &[], b"");
+    assert_eq!(again.status, 401, "a used code opened the page again");
+    assert!(again.body.is_empty());
+    // The secret itself is no code, and the old `?token=` opens nothing.
+    for target in [
+        format!("/?code={}", ui.secret),
+        format!("/?token={}", ui.secret),
+    ] {
+        assert_eq!(http(port, "GET", &target, &[], b"").status, 401, "{target}");
+    }
     // The page's first state is read from the daemon in the background: wait for it.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let state = loop {
@@ -479,7 +533,7 @@ fn requests_without_the_token_or_from_another_host_are_refused_and_learn_nothing
         port,
         "POST",
         "/api/action",
-        &[("Cookie", &cookie), ("x-wit-token", &ui.token)],
+        &[("Cookie", &cookie), ("x-wit-token", &ui.secret)],
         br#"{"action":"release-lock","symbolPath":"a.ts:secret","sessionId":"s1"}"#,
     );
     assert_eq!(refused.status, 403);
@@ -500,7 +554,7 @@ fn requests_without_the_token_or_from_another_host_are_refused_and_learn_nothing
         port,
         "POST",
         "/api/action",
-        &[("Cookie", &cookie), ("x-wit-token", &ui.token)],
+        &[("Cookie", &cookie), ("x-wit-token", &ui.secret)],
         br#"{"action":"end-session","sessionId":"s-pid"}"#,
     );
     assert_eq!(watched.status, 403);
@@ -517,7 +571,7 @@ fn requests_without_the_token_or_from_another_host_are_refused_and_learn_nothing
         port,
         "POST",
         "/api/action",
-        &[("Cookie", &cookie), ("x-wit-token", &ui.token)],
+        &[("Cookie", &cookie), ("x-wit-token", &ui.secret)],
         br#"{"action":"lock.acquire","symbolPath":"a.ts:x","sessionId":"s1"}"#,
     );
     assert_eq!(other.status, 400);
@@ -930,7 +984,7 @@ fn a_file_opened_in_the_work_map_shows_its_owners_and_unowned_work_as_such() {
         ui.port,
         "POST",
         "/api/owners",
-        &[("Cookie", &cookie), ("x-wit-token", &ui.token)],
+        &[("Cookie", &cookie), ("x-wit-token", &ui.secret)],
         b"",
     );
     assert_eq!(posted.status, 405);
@@ -941,8 +995,201 @@ fn a_file_opened_in_the_work_map_shows_its_owners_and_unowned_work_as_such() {
         ui.port,
         "POST",
         "/api/action",
-        &[("Cookie", &cookie), ("x-wit-token", &ui.token)],
+        &[("Cookie", &cookie), ("x-wit-token", &ui.secret)],
         end.to_string().as_bytes(),
     );
     assert_eq!(refused.status, 403);
+}
+
+/// Polls `check` every 20 ms for up to `limit`.
+fn eventually(limit: Duration, check: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if check() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_browser_is_launched_with_no_secret_in_its_argv_and_each_code_works_once() {
+    let repo = Repo::new();
+    let _daemon = Daemon::start(&repo);
+    // A fake desktop opener, first on PATH: it records its argv, and what the file it was
+    // given holds and its mode, as a browser would read it.
+    let bin = tempfile::tempdir().unwrap();
+    let record = bin.path().join("record");
+    let opener = bin.path().join("xdg-open");
+    std::fs::write(
+        &opener,
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > '{0}.argv'\n\
+             cat \"$1\" > '{0}.page'\nstat -c %a \"$1\" > '{0}.mode'\nmv '{0}.argv' '{0}'\n",
+            record.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&opener, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut child = Command::new(wit_bin())
+        .args(["ui", "--port", "0", "--repo"])
+        .arg(repo.path())
+        .env("WIT_NO_AUTOSTART", "1")
+        .env("PATH", path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let addresses = follow_addresses(child.stdout.take().unwrap());
+    let printed = addresses.recv_timeout(Duration::from_secs(30)).unwrap();
+    let (port, printed_code) = parse_address(&printed);
+    assert!(
+        eventually(Duration::from_secs(20), || record.exists()),
+        "the opener was not run"
+    );
+    let argv = std::fs::read_to_string(&record).unwrap();
+    let args: Vec<&str> = argv.lines().collect();
+    assert_eq!(args.len(), 1, "{argv}");
+    let launch_file = std::path::PathBuf::from(args[0]);
+    assert!(launch_file.starts_with(repo.path().join(".wit")), "{argv}");
+    assert!(
+        !argv.contains("code=") && !argv.contains("token") && !argv.contains(&printed_code),
+        "a code in the opener's argv: {argv}"
+    );
+    let mode = std::fs::read_to_string(bin.path().join("record.mode")).unwrap();
+    assert_eq!(mode.trim(), "600", "the launch file is readable by others");
+    let page = std::fs::read_to_string(bin.path().join("record.page")).unwrap();
+    let url = page
+        .split("url=")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no redirect in the launch file: {page}"));
+    let (launch_port, launch_code) = parse_address(url);
+    assert_eq!(launch_port, port);
+    assert_ne!(launch_code, printed_code);
+
+    // The launched browser's code works once; the file is gone once it is used.
+    let opened = http(port, "GET", &format!("/?code={launch_code}"), &[], b"");
+    assert_eq!(opened.status, 303);
+    let secret = cookie_secret(opened.header("set-cookie").unwrap());
+    assert!(!argv.contains(&secret) && !page.contains(&secret));
+    let cookie = format!("wit_ui={secret}");
+    assert_eq!(
+        http(port, "GET", "/", &[("Cookie", &cookie)], b"").status,
+        200
+    );
+    let again = http(port, "GET", &format!("/?code={launch_code}"), &[], b"");
+    assert_eq!(again.status, 401, "the launch code opened the page twice");
+    assert!(
+        eventually(Duration::from_secs(5), || !launch_file.exists()),
+        "the launch file outlived its code"
+    );
+    // So does the printed one, and the next address is printed for another browser.
+    let printed_use = http(port, "GET", &format!("/?code={printed_code}"), &[], b"");
+    assert_eq!(printed_use.status, 303);
+    assert_eq!(
+        http(port, "GET", &format!("/?code={printed_code}"), &[], b"").status,
+        401
+    );
+    let next = addresses.recv_timeout(Duration::from_secs(10)).unwrap();
+    let (_, next_code) = parse_address(&next);
+    assert_ne!(next_code, printed_code);
+    assert_eq!(
+        http(port, "GET", &format!("/?code={next_code}"), &[], b"").status,
+        303
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// CPU time (user + system) of process `pid` so far, in clock ticks (`/proc/PID/stat`).
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which may hold spaces), from field 3 on.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+#[test]
+fn out_of_descriptors_the_server_backs_off_instead_of_spinning() {
+    let repo = Repo::new();
+    let _daemon = Daemon::start(&repo);
+    // 64 descriptors and hundreds of idle connections: most wait in the backlog while accept
+    // fails.
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 64 && exec \"$0\" \"$@\"")
+        .arg(wit_bin())
+        .args(["ui", "--no-open", "--port", "0", "--repo"])
+        .arg(repo.path())
+        .env("WIT_NO_AUTOSTART", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let addresses = follow_addresses(child.stdout.take().unwrap());
+    let (port, _) = parse_address(&addresses.recv_timeout(Duration::from_secs(30)).unwrap());
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let open_files = limits
+        .lines()
+        .find(|line| line.starts_with("Max open files"))
+        .unwrap();
+    assert!(
+        open_files.split_whitespace().nth(3) == Some("64"),
+        "{open_files}"
+    );
+    // Past the listen backlog a connect would wait for SYN retries: those give up quickly.
+    let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut idle = Vec::new();
+    let mut refused = 0;
+    while idle.len() < 400 && refused < 3 {
+        match std::net::TcpStream::connect_timeout(&address, Duration::from_millis(100)) {
+            Ok(stream) => idle.push(stream),
+            Err(_) => refused += 1,
+        }
+    }
+    assert!(idle.len() > 100, "only {} connections", idle.len());
+    std::thread::sleep(Duration::from_millis(500));
+    let ticks_per_second = 100.0; // USER_HZ, the unit of /proc/PID/stat on Linux
+    let before = (cpu_ticks(pid), Instant::now());
+    std::thread::sleep(Duration::from_secs(2));
+    let used = (cpu_ticks(pid) - before.0) as f64 / ticks_per_second;
+    let share = used / before.1.elapsed().as_secs_f64();
+    assert!(
+        share < 0.2,
+        "wit ui used {:.0} % of a core with its descriptors exhausted",
+        share * 100.0
+    );
+    // It still serves once connections go away.
+    drop(idle);
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok_and(|mut stream| {
+                use std::io::{Read, Write};
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+                let request = format!(
+                    "GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+                );
+                let mut answer = String::new();
+                stream.write_all(request.as_bytes()).is_ok()
+                    && stream.read_to_string(&mut answer).is_ok()
+                    && answer.starts_with("HTTP/1.1 401")
+            })
+        }),
+        "wit ui stopped answering after its descriptors came back"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
 }

@@ -18,7 +18,7 @@ use super::super::contracts::{self, is_supported_path};
 use super::super::gitio;
 use super::super::hunks;
 use super::super::output::{self, CliError, Report};
-use super::super::owners::{AtStake, Work, WorkMap};
+use super::super::owners::{covered_lines, AtStake, Names, OwnerView, Theirs};
 use super::policy::{self, Action};
 
 /// The variable that lets a commit of foreign lines through.
@@ -77,11 +77,8 @@ async fn check_within(ctx: &Context, budget: Duration) -> Result<Report, CliErro
     }
     // Observed work is only ever on files of a supported language (the edit gate records
     // nothing else): a commit of other files asks no daemon (PROTOCOL-NOTES 6).
-    let staged: Vec<String> = staged_files(root)
-        .into_iter()
-        .filter(|path| is_supported_path(path))
-        .collect();
-    if staged.is_empty() || !ctx.paths.socket.exists() {
+    let staged_all = staged_files(root);
+    if !staged_all.iter().any(|path| is_supported_path(path)) || !ctx.paths.socket.exists() {
         return Ok(Report::nothing());
     }
     let action = match policy::load(root) {
@@ -92,86 +89,97 @@ async fn check_within(ctx: &Context, budget: Duration) -> Result<Report, CliErro
         return Ok(Report::nothing());
     }
     let client = ctx.client().with_timeout(budget);
-    let Ok(Ok(map)) = tokio::time::timeout(budget, WorkMap::load(&client)).await else {
+    let me = ctx.session_if_any().ok().flatten().map(|(id, _)| id);
+    // Whose lines the staged files hold, seen from the committer (the daemon's rule): every
+    // staged file, not only the supported ones, now that the tree is watched (15.3).
+    let asked = async {
+        let view = OwnerView::load(&client, me.as_deref(), &staged_all).await?;
+        if view.theirs().is_empty() {
+            return Ok((view, Names::default()));
+        }
+        let names = Names::load(&client).await.unwrap_or_default();
+        Ok::<_, crate::client::ClientError>((view, names))
+    };
+    let Ok(Ok((view, names))) = tokio::time::timeout(budget, asked).await else {
         return Ok(Report::nothing().with_note(
             "wit: no daemon answer; staged lines of other sessions not checked, commit allowed"
                 .to_string(),
         ));
     };
-    let me = ctx
-        .session_if_any()
-        .ok()
-        .flatten()
-        .map(|(id, _)| id)
-        .unwrap_or_default();
-    let selves = map.selves(&me);
-    let others: Vec<&Work> = map
-        .others(&selves)
-        .filter(|w| staged.contains(&w.file))
-        .collect();
-    if others.is_empty() {
-        return Ok(Report::nothing());
-    }
-    let mine: Vec<&Work> = map
-        .work
-        .iter()
-        .filter(|w| selves.contains(&w.session_id))
-        .collect();
-    let mut stake = AtStake::default();
-    let head = gitio::head(root);
-    let mut files: Vec<&str> = others.iter().map(|w| w.file.as_str()).collect();
-    files.sort_unstable();
-    files.dedup();
-    let committed = match &head {
-        Some(head) => gitio::blobs(root, head, &files).unwrap_or_default(),
-        None => Default::default(),
-    };
-    for file in files {
-        let old = committed.get(file).map_or(&[][..], |b| b.bytes.as_slice());
-        let Some(index_text) = gitio::staged(root, file) else {
-            continue;
-        };
-        let working = std::fs::read(root.join(file)).unwrap_or_default();
-        let (old_l, index_l, work_l) = (
-            hunks::lines(old),
-            hunks::lines(&index_text),
-            hunks::lines(&working),
-        );
-        // Staged lines, located in the working text where the regions are.
-        let to_working = hunks::line_map(&index_l, &work_l);
-        for hunk in hunks::hunks(&old_l, &index_l) {
-            let (first, last) = hunk.new_lines();
-            let lines: Vec<usize> = (first..=last)
-                .filter_map(|line| to_working.get(line.wrapping_sub(1)).copied().flatten())
-                .collect();
-            for work in others.iter().filter(|w| w.file == file) {
-                let foreign = lines.iter().any(|line| {
-                    work.covers_line(*line)
-                        && !mine.iter().any(|m| m.file == file && m.covers_line(*line))
-                });
-                if foreign {
-                    stake.add(work);
-                }
-            }
-        }
-    }
+    let stake = foreign_lines(root, &view);
     if stake.is_empty() {
         return Ok(Report::nothing());
     }
     let mut text =
         String::from("the staged changes hold uncommitted lines of other live sessions:\n");
-    for line in stake.lines(&map) {
+    for line in stake.lines(&names) {
         text.push_str(&format!("  {line}\n"));
     }
     text.push_str(&format!(
         "Unstage them (`git restore --staged FILE`) and commit only your own lines with `wit commit -m \"MSG\"`, or ask {} to commit first; {ALLOW_ENV}=1 commits them anyway.",
-        stake.names(&map)
+        stake.names(&names)
     ));
     match action {
         Action::Warn => Ok(Report::nothing().with_note(format!("wit: warning: {text}"))),
         Action::Off => Ok(Report::nothing()),
         Action::Ask | Action::Deny => Err(CliError::Failed(format!("commit blocked: {text}"))),
     }
+}
+
+/// The staged lines of `view`'s files that hold other agents' live work and none of the
+/// committer's: per hunk of theirs, the staged changes (HEAD to the index) located in the
+/// working text, where the daemon's hunks are.
+fn foreign_lines(root: &std::path::Path, view: &OwnerView) -> AtStake {
+    let mut stake = AtStake::default();
+    let theirs = view.theirs();
+    let mut files: Vec<&str> = theirs.iter().map(|t| t.file).collect();
+    files.sort_unstable();
+    files.dedup();
+    let head = gitio::head(root);
+    let committed = match &head {
+        Some(head) => gitio::blobs(root, head, &files).unwrap_or_default(),
+        None => Default::default(),
+    };
+    for file in files {
+        let Some(index_text) = gitio::staged(root, file) else {
+            continue;
+        };
+        let old = committed.get(file).map_or(&[][..], |b| b.bytes.as_slice());
+        let mine_too = |t: &&Theirs<'_>| t.hunk.mine == Some(true);
+        let here: Vec<_> = theirs.iter().filter(|t| t.file == file).collect();
+        if here.iter().any(|t| t.binary) {
+            // A binary file's work is the whole file: staging any change of it takes it.
+            for work in here.iter().filter(|t| !mine_too(t)) {
+                stake.add(work);
+            }
+            continue;
+        }
+        let working = std::fs::read(root.join(file)).unwrap_or_default();
+        let (old_l, index_l, work_l) = (
+            hunks::lines(old),
+            hunks::lines(&index_text),
+            hunks::lines(&working),
+        );
+        // Staged lines, located in the working text where the hunks are.
+        let to_working = hunks::line_map(&index_l, &work_l);
+        let staged_lines: Vec<usize> = hunks::hunks(&old_l, &index_l)
+            .iter()
+            .flat_map(|hunk| {
+                let (first, last) = hunk.new_lines();
+                first..=last
+            })
+            .filter_map(|line| to_working.get(line.wrapping_sub(1)).copied().flatten())
+            .collect();
+        for work in here.iter().filter(|t| !mine_too(t)) {
+            let Some((first, last)) = covered_lines(work.span()) else {
+                continue;
+            };
+            if staged_lines.iter().any(|l| first <= *l && *l <= last) {
+                stake.add(work);
+            }
+        }
+    }
+    stake
 }
 
 /// The files the index changes against `HEAD` (all of them without a `HEAD`).

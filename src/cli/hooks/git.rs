@@ -7,6 +7,7 @@
 //! fall back to `wit` on PATH, and let the commit through when neither exists. A hook that was
 //! already there is renamed to `<hook>.wit-chained` and called first; `uninstall` puts it back.
 
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::fs;
 use std::io::Write;
@@ -18,9 +19,13 @@ use serde_json::{json, Value};
 
 use super::super::context::Context;
 use super::super::output::{CliError, Report};
+use super::super::owners::has_regions;
 use super::super::render;
+use crate::coord::ownership::is_unowned_session;
 use crate::git::Git;
-use crate::protocol::{IntentQueryParams, IntentUpdateParams, IntentUpdateParamsStatus};
+use crate::protocol::{
+    IntentQueryParams, IntentUpdateParams, IntentUpdateParamsStatus, WorkChangesParams,
+};
 
 /// The hooks wit installs.
 pub const HOOKS: &[&str] = &["pre-commit", "prepare-commit-msg", "post-commit"];
@@ -34,10 +39,6 @@ const CHAINED_SUFFIX: &str = ".wit-chained";
 /// How long `prepare-commit-msg` and `post-commit` wait for the daemon before giving up
 /// silently.
 const TRAILER_BUDGET: Duration = Duration::from_millis(1500);
-
-/// The description the daemon gives the intents it records from observed edits
-/// (PROTOCOL-NOTES 10.3).
-pub const OBSERVED_EDIT: &str = "observed edit";
 
 /// What `install` or `uninstall` did, per hook.
 #[derive(Debug, Default)]
@@ -264,40 +265,64 @@ pub async fn add_trailers(ctx: &Context, file: &Path) -> Result<Vec<String>, Cli
     Ok(ids)
 }
 
-/// `post-commit`: resolves the open observed intents whose file list holds a file of the
-/// commit (`HEAD`; the root commit too), whichever session recorded them: the harness session
-/// whose edits the gate observed is seldom the one that commits (issue 22.4). Each is
-/// resolved as its own session (only the owner may update an intent). Never starts a daemon;
-/// returns the ids it resolved.
+/// `post-commit`: resolves the open observed intents (those with regions, as the daemon
+/// records observed work, 13.1) on the files of the commit (`HEAD`; the root commit too)
+/// whose session has no uncommitted line left in them, whichever session recorded them: the
+/// harness session whose edits the gate observed is seldom the one that commits (issue
+/// 22.4). What is left is the daemon's owner map after the commit (`work.changes`, rebased on
+/// the new HEAD before it answers), so a session whose lines in the file were not all
+/// committed keeps its intent. Each is resolved as its own session (only the owner may
+/// update an intent). Never starts a daemon; returns the ids it resolved.
 pub async fn resolve_observed(ctx: &Context) -> Result<Vec<String>, CliError> {
     if !ctx.paths.socket.exists() {
         return Ok(Vec::new());
     }
-    let doorway = ctx.doorway();
-    let intents = doorway
-        .call_if_running(TRAILER_BUDGET, |client| async move {
-            client
-                .intent_query(IntentQueryParams {
-                    session_id: None,
-                    file: None,
-                    // The default: declared and active intents.
-                    status: None,
-                })
-                .await
-        })
-        .await?;
-    let observed: Vec<_> = intents
-        .into_iter()
-        .filter(|intent| intent.description == OBSERVED_EDIT)
-        .collect();
-    if observed.is_empty() {
+    let committed = committed_files(ctx).await?;
+    if committed.is_empty() {
         return Ok(Vec::new());
     }
-    let committed = committed_files(ctx).await?;
+    let doorway = ctx.doorway();
+    let mut files: Vec<String> = committed.iter().cloned().collect();
+    files.sort();
+    let (intents, left) = doorway
+        .call_if_running(TRAILER_BUDGET, |client| async move {
+            let intents = client.intent_query(IntentQueryParams {
+                session_id: None,
+                file: None,
+                // The default: declared and active intents.
+                status: None,
+            });
+            let left = client.work_changes(WorkChangesParams {
+                session_id: None,
+                files,
+            });
+            tokio::try_join!(intents, left)
+        })
+        .await?;
+    // Who still owns uncommitted lines of each committed file (`None`: nobody, unowned).
+    let mut owners: HashMap<String, HashSet<Option<String>>> = HashMap::new();
+    for file in left.files {
+        let entry = owners.entry(file.file).or_default();
+        for hunk in file.hunks {
+            if hunk.session_ids.is_empty() {
+                entry.insert(None);
+            }
+            entry.extend(hunk.session_ids.into_iter().map(Some));
+        }
+    }
+    let still_owns = |session: &str, file: &str| {
+        owners.get(file).is_some_and(|by| {
+            by.contains(&Some(session.to_owned()))
+                || (is_unowned_session(session) && by.contains(&None))
+        })
+    };
     let mut resolved = Vec::new();
-    for intent in observed {
-        let files = render::intent_files(&intent.files);
-        if !files.iter().any(|file| committed.contains(file)) {
+    for intent in intents.into_iter().filter(has_regions) {
+        let on: Vec<String> = render::intent_files(&intent.files)
+            .into_iter()
+            .filter(|file| committed.contains(file))
+            .collect();
+        if on.is_empty() || on.iter().any(|file| still_owns(&intent.session_id, file)) {
             continue;
         }
         let params = IntentUpdateParams {
@@ -316,7 +341,7 @@ pub async fn resolve_observed(ctx: &Context) -> Result<Vec<String>, CliError> {
 }
 
 /// The files of the `HEAD` commit (`--root`: the first commit lists every file it adds).
-async fn committed_files(ctx: &Context) -> Result<std::collections::HashSet<String>, CliError> {
+async fn committed_files(ctx: &Context) -> Result<HashSet<String>, CliError> {
     let git = Git::new(&ctx.paths.root);
     let command = git.run_async(&[
         "diff-tree",

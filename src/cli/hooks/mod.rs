@@ -166,8 +166,8 @@ fn policy_report(ctx: &Context) -> Result<Report, CliError> {
             .join(", then ")
     };
     let human = format!(
-        "[gate] from {from}\n  locks     = {}\n  intents   = {}\n  contracts = {}\n  record    = {}\n  git       = {}\n",
-        policy.locks, policy.intents, policy.contracts, policy.record, policy.git
+        "[gate] from {from}\n  locks     = {}\n  intents   = {}\n  contracts = {}\n  record    = {}\n  git       = {}\n  unowned   = {}\n",
+        policy.locks, policy.intents, policy.contracts, policy.record, policy.git, policy.unowned
     );
     let value = json!({
         "locks": policy.locks.as_str(),
@@ -175,6 +175,7 @@ fn policy_report(ctx: &Context) -> Result<Report, CliError> {
         "contracts": policy.contracts.as_str(),
         "record": policy.record,
         "git": policy.git.as_str(),
+        "unowned": policy.unowned.as_str(),
         "sources": sources.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
     });
     Ok(Report::new(value, human))

@@ -10,6 +10,8 @@
 //! related = "warn"    # other sessions' work near the edit (context, never a denial): warn | off
 //! git = "deny"        # a git command (shell gate, pre-commit) that would take or drop another
 //!                     # live session's uncommitted lines: deny | ask | warn | off
+//! unowned = "warn"    # the same for unowned lines (nobody's session: a person's editor, a
+//!                     # formatter); the work snapshots keep them: deny | ask | warn | off
 //! ```
 //!
 //! Both files are read by [`crate::config`]. A missing file or table means the defaults. A bad
@@ -39,6 +41,9 @@ pub struct Policy {
     /// Git commands that would take or drop other live sessions' uncommitted lines (shell
     /// gate and pre-commit; default deny).
     pub git: Action,
+    /// Git commands that would take or drop unowned lines (docs/protocol.md 15.3; default
+    /// warn: the agent is told, and the work snapshots keep the lines).
+    pub unowned: Action,
 }
 
 impl Default for Policy {
@@ -50,6 +55,7 @@ impl Default for Policy {
             record: true,
             related: Action::Warn,
             git: Action::Deny,
+            unowned: Action::Warn,
         }
     }
 }
@@ -77,6 +83,7 @@ impl Policy {
             record,
             related,
             git,
+            unowned,
         } = *gate;
         self.locks = locks.unwrap_or(self.locks);
         self.intents = intents.unwrap_or(self.intents);
@@ -84,6 +91,7 @@ impl Policy {
         self.record = record.unwrap_or(self.record);
         self.related = related.unwrap_or(self.related);
         self.git = git.unwrap_or(self.git);
+        self.unowned = unowned.unwrap_or(self.unowned);
     }
 }
 
@@ -117,7 +125,12 @@ mod tests {
                 record: false,
                 related: Action::Warn,
                 git: Action::Deny,
+                unowned: Action::Warn,
             }
+        );
+        assert_eq!(
+            parsed("[gate]\nunowned = \"deny\"\n").unwrap().unowned,
+            Action::Deny
         );
         assert_eq!(
             parsed("[gate]\nrelated = \"off\"\n").unwrap().related,

@@ -34,6 +34,7 @@ use serde_json::{json, Value};
 
 use super::super::agent_config::Agent;
 use super::super::output::Report;
+use super::super::owners::OwnerView;
 use super::harness_session::HarnessSession;
 use super::hook_input::{self, find_root, hook_session, working_dir, Deadline};
 use crate::daemon::paths::WitPaths;
@@ -413,6 +414,30 @@ fn envelope(payload: &Value) -> (Option<String>, Option<PathBuf>) {
     (session, cwd)
 }
 
+/// The files the news in `events` and `waiters` is about (where the same-agent rule is asked).
+fn news_files(events: &[EventRecord], waiters: &[LockWait]) -> Vec<String> {
+    let mut files: BTreeSet<String> = BTreeSet::new();
+    for event in events {
+        if let Some(list) = event.data.get("files").and_then(Value::as_array) {
+            files.extend(list.iter().filter_map(Value::as_str).map(str::to_owned));
+        }
+        if let Some((file, _)) = event
+            .data
+            .get("symbolPath")
+            .and_then(Value::as_str)
+            .and_then(|s| s.split_once(':'))
+        {
+            files.insert(file.to_owned());
+        }
+    }
+    for wait in waiters {
+        if let Some((file, _)) = wait.symbol_path.split_once(':') {
+            files.insert(file.to_owned());
+        }
+    }
+    files.into_iter().collect()
+}
+
 /// Runs the news hook for `agent` on the payload on stdin; always exit code 0.
 pub fn run(agent: Agent, repo: Option<&Path>, session_flag: Option<&str>) -> Report {
     let deadline = Deadline::from_env(Instant::now());
@@ -447,9 +472,11 @@ fn told(
     let doorway = deadline.doorway(paths.clone(), false);
     let mut state = HarnessSession::load(&paths, &session);
     let lines = doorway::block_on(async {
-        // The call's window closes first (15.2): what it wrote is attributed before news.
-        super::windows::close(&doorway, &paths, &session).await;
-        gather(&doorway, &session, agent, &mut state).await
+        // The call's window closes (15.2: the daemon takes in what it wrote first) while the
+        // news is gathered: the hook waits for the slower of the two, not for both.
+        let closed = super::windows::close(&doorway, &paths, &session);
+        let (_, lines) = tokio::join!(closed, gather(&doorway, &session, agent, &mut state));
+        lines
     })
     .ok()?
     .ok()?;
@@ -470,7 +497,6 @@ async fn gather(
     agent: Agent,
     state: &mut HarnessSession,
 ) -> Result<Vec<String>, Failure> {
-    let harness = crate::harness::harness_pid();
     let since = state.cursor;
     let poll = doorway.call(|client| async move {
         client
@@ -528,6 +554,9 @@ async fn gather(
             .iter()
             .any(|e| e.session_id.as_deref().is_some_and(|id| id != session));
     if others {
+        // Which of the actors are this agent is the daemon's one rule: the owners of the
+        // lines it counts as the caller's (`work.changes`, on the files the news is about).
+        let files = news_files(&events, &work.waiters);
         let intents = doorway.call(|client| async move {
             client
                 .intent_query(IntentQueryParams {
@@ -538,13 +567,15 @@ async fn gather(
                 .await
         });
         let sessions = doorway.call(|client| async move { client.session_list().await });
-        let (intents, sessions) = tokio::join!(intents, sessions);
+        let view = doorway.call(|client| {
+            let files = files.clone();
+            async move { OwnerView::load(&client, Some(session), &files).await }
+        });
+        let (intents, sessions, view) = tokio::join!(intents, sessions, view);
         work.intents = intents?;
+        same_agent = view.map(|v| v.same_agent(session)).unwrap_or_default();
         let sessions: Vec<SessionRecord> = sessions.unwrap_or_default();
         for record in &sessions {
-            if record.live && record.pid.is_some() && record.pid == harness {
-                same_agent.insert(record.session_id.clone());
-            }
             if let Some(name) = &record.name {
                 names.insert(record.session_id.clone(), name.clone());
             }
@@ -554,7 +585,9 @@ async fn gather(
     let items = news(session, &work, &events, &same_agent, &names, now);
     let lines = release(state, items, now);
     // The harness's pulse, once per session (the news does not wait on its failure).
-    let _ = state.ensure_pulse(doorway, harness, agent.name()).await;
+    let _ = state
+        .ensure_pulse(doorway, crate::harness::harness_pid(), agent.name())
+        .await;
     Ok(lines)
 }
 
@@ -627,7 +660,7 @@ mod tests {
             intents: vec![IntentRecord {
                 intent_id: "mine".into(),
                 session_id: "me".into(),
-                description: "observed edit".into(),
+                description: "edit".into(),
                 files: ",a.ts,".into(),
                 symbols: "[\"C.m\"]".into(),
                 start_byte: None,

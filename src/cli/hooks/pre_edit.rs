@@ -740,6 +740,7 @@ mod tests {
             record: true,
             related: Action::Warn,
             git: Action::Deny,
+            unowned: Action::Warn,
         };
         let (verdict, _) = decide(&results, &relaxed, &[], NOW);
         assert_eq!(verdict.decision, Decision::Ask);
@@ -757,6 +758,7 @@ mod tests {
             record: true,
             related: Action::Warn,
             git: Action::Deny,
+            unowned: Action::Warn,
         };
         assert_eq!(decide(&results, &off, &[], NOW).0, Verdict::allow());
     }
@@ -777,6 +779,7 @@ mod tests {
             record: true,
             related: Action::Warn,
             git: Action::Deny,
+            unowned: Action::Warn,
         };
         let (verdict, _) = decide(&results, &strict, &[], NOW);
         assert_eq!(verdict.decision, Decision::Allow);

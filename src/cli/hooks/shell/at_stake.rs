@@ -1,18 +1,17 @@
 //! Whose uncommitted work the risky calls of a line would take, drop or move: for each
-//! work tree the calls act on, the work of other live sessions *in that worktree* (a
-//! session's `worktree` in `session.list`; a `worktree:<root>` session's is its root) on the
-//! files that differ there from `HEAD`, within the calls' pathspecs. Another checkout's files
-//! are not at stake in this one.
+//! work tree the calls act on, that tree's daemon answers whose live work its dirty files
+//! hold, seen from the acting session (`work.changes`, [`crate::cli::owners`]); the hunks of
+//! other agents' live sessions within the calls' pathspecs are at stake. Each worktree is
+//! asked on its own socket, so another checkout's files are never at stake in this one.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::config::top_level;
-use super::git::{Effect, Risk};
-use super::scope::in_scope;
+use super::git::{Effect, Risk, Scope};
+use super::scope::{in_scope, relative_to};
 use crate::cli::gitio;
-use crate::cli::output::CliError;
-use crate::cli::owners::{AtStake, Work, WorkMap};
+use crate::cli::owners::{AtStake, OwnerView};
 
 /// How many work trees one line's calls are checked in; calls on more are not checked.
 const MAX_TREES: usize = 8;
@@ -28,38 +27,60 @@ pub struct Found<'a> {
     pub destroying: Vec<(PathBuf, Vec<String>)>,
 }
 
+/// Asks the daemon serving the work tree at the given root for its owner view, limited to
+/// the given files (`None`: every dirty file); `Ok(None)`: no daemon serves that tree.
+pub type Ask<'x> = dyn FnMut(&Path, Option<&[String]>) -> Result<Option<OwnerView>, String> + 'x;
+
 /// The canonical form of a path (itself when it cannot be resolved).
 fn canonical(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// The worktree root `work` is in, when the daemon knows it.
-fn worktree_of(map: &WorkMap, work: &Work) -> Option<PathBuf> {
-    if let Some(root) = crate::coord::worktree_work::worktree_of_session(&work.session_id) {
-        return Some(PathBuf::from(root));
+/// The files (relative to `tree`) that `risks` name, when every one of them names only
+/// existing files by plain paths; `None` when any may reach further (the whole tree, a
+/// directory, a glob, a word only known when the line runs, pathspec magic, a path that is
+/// not there): then every dirty file counts.
+fn named_files(tree: &Path, risks: &[&Risk]) -> Option<Vec<String>> {
+    let mut files = Vec::new();
+    for risk in risks {
+        let Scope::Paths(specs) = &risk.scope else {
+            return None;
+        };
+        let base = risk.work_tree.clone().unwrap_or_else(|| risk.dir.clone());
+        for spec in specs {
+            let text = spec.text.as_str();
+            if spec.dynamic || spec.glob || text.starts_with(':') || text.contains(['*', '?', '['])
+            {
+                return None;
+            }
+            let full = base.join(text);
+            let meta = std::fs::symlink_metadata(&full).ok()?;
+            if meta.is_dir() {
+                return None;
+            }
+            let relative = relative_to(tree, &canonical_parent(&full))?;
+            if relative.is_empty() {
+                return None;
+            }
+            files.push(relative);
+        }
     }
-    map.sessions
-        .iter()
-        .find(|s| s.session_id == work.session_id)
-        .and_then(|s| s.worktree.as_deref())
-        .map(PathBuf::from)
+    files.sort();
+    files.dedup();
+    (!files.is_empty()).then_some(files)
 }
 
-/// Finds what `risks` (by the acting `session`) put at stake.
-pub fn at_stake<'a>(
-    map: &WorkMap,
-    session: &str,
-    risks: &[&'a Risk],
-) -> Result<Found<'a>, CliError> {
-    let selves: HashSet<String> = map.selves(session);
-    let others: Vec<(&Work, Option<PathBuf>)> = map
-        .others(&selves)
-        .map(|work| (work, worktree_of(map, work).map(|root| canonical(&root))))
-        .collect();
-    let mut found = Found::default();
-    if others.is_empty() {
-        return Ok(found);
+/// `path` with its directory resolved (the file itself may be a symlink, kept as it is).
+fn canonical_parent(path: &Path) -> PathBuf {
+    match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => canonical(dir).join(name),
+        _ => path.to_path_buf(),
     }
+}
+
+/// Finds what `risks` put at stake, asking each work tree's daemon through `ask`.
+pub fn at_stake<'a>(risks: &[&'a Risk], ask: &mut Ask<'_>) -> Result<Found<'a>, String> {
+    let mut found = Found::default();
     // The risks by the work tree they act on.
     let mut trees: Vec<(PathBuf, Vec<&'a Risk>)> = Vec::new();
     for risk in risks {
@@ -74,37 +95,40 @@ pub fn at_stake<'a>(
         }
     }
     for (tree, tree_risks) in trees {
-        // Work of another worktree is not at stake here; work whose worktree the daemon
-        // does not know might be anywhere.
-        let here: Vec<&Work> = others
-            .iter()
-            .filter(|(_, root)| root.as_ref().is_none_or(|root| *root == tree))
-            .map(|(work, _)| *work)
-            .collect();
-        if here.is_empty() {
+        let files = named_files(&tree, &tree_risks);
+        let Some(view) = ask(&tree, files.as_deref())? else {
+            continue;
+        };
+        let theirs = view.theirs();
+        if theirs.is_empty() {
             continue;
         }
-        let mut files: Vec<&str> = here.iter().map(|w| w.file.as_str()).collect();
-        files.sort_unstable();
-        files.dedup();
-        let dirty = dirty_files(&tree, &files)?;
+        // `git clean` removes untracked files only: which of theirs are.
+        let untracked: HashSet<String> = if tree_risks
+            .iter()
+            .any(|r| r.command.starts_with("git clean"))
+        {
+            let mut paths: Vec<&str> = theirs.iter().map(|t| t.file).collect();
+            paths.sort_unstable();
+            paths.dedup();
+            untracked_files(&tree, &paths)?
+        } else {
+            HashSet::new()
+        };
         let mut destroying: Vec<String> = Vec::new();
         for risk in tree_risks {
             let mut risky = false;
-            for work in &here {
-                let Some(status) = dirty.get(work.file.as_str()) else {
-                    continue;
-                };
-                if risk.command.starts_with("git clean") && status != "??" {
+            for work in &theirs {
+                if risk.command.starts_with("git clean") && !untracked.contains(work.file) {
                     continue;
                 }
-                if !in_scope(&tree, risk, &work.file) {
+                if !in_scope(&tree, risk, work.file) {
                     continue;
                 }
                 risky = true;
                 found.stake.add(work);
-                if risk.effect.destroys() && !destroying.contains(&work.file) {
-                    destroying.push(work.file.clone());
+                if risk.effect.destroys() && !destroying.iter().any(|f| f == work.file) {
+                    destroying.push(work.file.to_owned());
                 }
             }
             if risky && !found.risks.contains(&risk) {
@@ -126,9 +150,8 @@ pub fn at_stake<'a>(
     Ok(found)
 }
 
-/// The files of `files` that differ from `HEAD` or are untracked in the work tree at
-/// `tree`, with their two-letter status.
-fn dirty_files(tree: &Path, files: &[&str]) -> Result<HashMap<String, String>, CliError> {
+/// The files of `files` that are untracked in the work tree at `tree`.
+fn untracked_files(tree: &Path, files: &[&str]) -> Result<HashSet<String>, String> {
     // No optional locks: the gate only reads, and must never hold `index.lock` while an
     // agent's own git command runs.
     let mut args = vec![
@@ -140,14 +163,11 @@ fn dirty_files(tree: &Path, files: &[&str]) -> Result<HashMap<String, String>, C
         "--",
     ];
     args.extend(files);
-    let out = gitio::run(tree, &args)?;
+    let out = gitio::run(tree, &args).map_err(|e| e.to_string())?;
     Ok(out
         .split(|b| *b == 0)
-        .filter(|item| item.len() > 3)
-        .map(|item| {
-            let text = String::from_utf8_lossy(item);
-            (text[3..].to_string(), text[..2].to_string())
-        })
+        .filter(|item| item.len() > 3 && item.starts_with(b"??"))
+        .map(|item| String::from_utf8_lossy(&item[3..]).into_owned())
         .collect())
 }
 
@@ -155,32 +175,36 @@ fn dirty_files(tree: &Path, files: &[&str]) -> Result<HashMap<String, String>, C
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
 
-    use super::super::git::Scope;
+    use super::super::words::Word;
     use super::*;
-    use crate::protocol::SessionRecord;
+    use crate::protocol::{FileChanges, OwnedHunk};
 
     fn git(dir: &Path, args: &[&str]) {
         crate::git::as_tester(dir).run(args).unwrap();
     }
 
-    fn session(id: &str, worktree: &Path) -> SessionRecord {
-        SessionRecord {
-            agent_id: None,
-            branch: None,
-            intents: 1,
-            last_seen_at: 0,
-            live: true,
-            pid_unknown: None,
-            locks: 0,
-            name: None,
-            pid: None,
-            session_id: id.into(),
-            worktree: Some(worktree.display().to_string()),
+    /// Bob's live work on `a.ts`, seen from alice.
+    fn bobs() -> OwnerView {
+        OwnerView {
+            files: vec![FileChanges {
+                file: "a.ts".into(),
+                binary: false,
+                hunks: vec![OwnedHunk {
+                    old_start: 1,
+                    old_lines: 1,
+                    new_start: 1,
+                    new_lines: 1,
+                    session_ids: vec!["b".into()],
+                    mine: Some(false),
+                    others: vec!["b".into()],
+                }],
+            }],
+            anonymous: false,
         }
     }
 
     #[test]
-    fn only_work_in_the_same_worktree_is_at_stake() {
+    fn each_tree_is_asked_on_its_own_and_named_files_limit_the_question() {
         let base = std::env::temp_dir().join(format!("wit-stake-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         let main = base.join("main");
@@ -196,29 +220,43 @@ mod tests {
         );
         std::fs::write(main.join("a.ts"), "b's change\n").unwrap();
         std::fs::write(linked.join("a.ts"), "a's change\n").unwrap();
-        let map = WorkMap {
-            work: vec![Work {
-                session_id: "b".into(),
-                intent_id: "i".into(),
-                file: "a.ts".into(),
-                symbols: Vec::new(),
-                regions: None,
-            }],
-            sessions: vec![session("a", &linked), session("b", &main)],
+        let main_root = canonical(&main);
+        let mut asked: Vec<(PathBuf, Option<Vec<String>>)> = Vec::new();
+        let mut ask = |tree: &Path, files: Option<&[String]>| {
+            asked.push((tree.to_path_buf(), files.map(<[String]>::to_vec)));
+            // Only the main worktree holds bob's work.
+            Ok::<_, String>(Some(if tree == main_root {
+                bobs()
+            } else {
+                OwnerView::default()
+            }))
         };
-        let stash = |dir: &Path| Risk {
+        let risk = |dir: &Path, command: &str, scope: Scope| Risk {
             dir: dir.to_path_buf(),
             work_tree: None,
-            command: "git stash".into(),
+            command: command.into(),
             effect: Effect::Drops,
-            scope: Scope::All,
+            scope,
         };
-        let in_linked = stash(&linked);
-        assert!(at_stake(&map, "a", &[&in_linked]).unwrap().stake.is_empty());
-        let in_main = stash(&main);
-        let found = at_stake(&map, "a", &[&in_main]).unwrap();
+        let in_linked = risk(&linked, "git stash", Scope::All);
+        assert!(at_stake(&[&in_linked], &mut ask).unwrap().stake.is_empty());
+        let in_main = risk(&main, "git stash", Scope::All);
+        let found = at_stake(&[&in_main], &mut ask).unwrap();
         assert!(!found.stake.is_empty());
         assert_eq!(found.destroying.len(), 1);
+        let checkout = risk(
+            &main,
+            "git checkout",
+            Scope::Paths(vec![Word::plain("a.ts")]),
+        );
+        let found = at_stake(&[&checkout], &mut ask).unwrap();
+        assert!(!found.stake.is_empty());
+        let elsewhere = risk(&main, "git checkout", Scope::Paths(vec![Word::plain(".")]));
+        at_stake(&[&elsewhere], &mut ask).unwrap();
+        assert_eq!(asked[0].0, canonical(&linked));
+        assert_eq!(asked[1], (main_root.clone(), None), "the whole tree");
+        assert_eq!(asked[2], (main_root.clone(), Some(vec!["a.ts".to_owned()])));
+        assert_eq!(asked[3], (main_root, None), "a directory: every dirty file");
         let _ = std::fs::remove_dir_all(&base);
     }
 }

@@ -31,7 +31,7 @@ use self::config::GitConfig;
 use self::git::{Effect, Risk};
 use super::super::agent_config::Agent;
 use super::super::output::{self, Report};
-use super::super::owners::{AtStake, WorkMap};
+use super::super::owners::{AtStake, Names, OwnerView};
 use super::super::snapshots;
 use super::claude::string_field;
 use super::hook_input::{find_root, hook_session, working_dir, Deadline};
@@ -297,15 +297,11 @@ fn gate(
         notes.push(passed("no session id"));
         return Verdict::allow();
     };
-    let map = match owner_map(&paths, deadline) {
-        Ok(map) => map,
-        Err(error) => {
-            notes.push(passed(&format!("command not checked ({error})")));
-            return Verdict::allow();
-        }
-    };
     let risks: Vec<&Risk> = analysis.risks.iter().collect();
-    let found = match at_stake::at_stake(&map, &session, &risks) {
+    let home = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
+    let mut ask =
+        |tree: &Path, files: Option<&[String]>| owner_view(tree, &home, &session, files, deadline);
+    let found = match at_stake::at_stake(&risks, &mut ask) {
         Ok(found) => found,
         Err(error) => {
             notes.push(passed(&format!("command not checked ({error})")));
@@ -315,6 +311,8 @@ fn gate(
     if found.stake.is_empty() {
         return Verdict::allow();
     }
+    // Names for the message (only now: a line with nothing at stake never asks).
+    let map = names(&paths, deadline);
     let reason = reason(&map, &found.stake, &found.risks);
     match action {
         Action::Deny => Verdict {
@@ -363,15 +361,28 @@ fn gate(
     }
 }
 
-/// The owner map: whose uncommitted lines are where, and which worktree each session acts
-/// in (`session.list`, `intent.query`), asked once within the gate's deadline. The one place
-/// the gate asks the daemon, to switch over to `work.changes` as a whole.
-fn owner_map(paths: &WitPaths, deadline: Deadline) -> Result<WorkMap, String> {
-    let doorway = deadline.doorway(paths.clone(), doorway::autostart_from_env());
-    let loaded =
-        doorway::block_on(doorway.call(|client| async move { WorkMap::load(&client).await }));
+/// The owner view of the work tree at `tree` seen from `session`: `work.changes` on the
+/// socket of that tree's daemon, asked within the gate's deadline (the repository's own tree
+/// may start its daemon; another tree no daemon serves has no work known: `None`).
+fn owner_view(
+    tree: &Path,
+    home: &Path,
+    session: &str,
+    files: Option<&[String]>,
+    deadline: Deadline,
+) -> Result<Option<OwnerView>, String> {
+    let paths = WitPaths::for_root(tree);
+    let autostart = tree == home && doorway::autostart_from_env();
+    if !autostart && !paths.socket.exists() {
+        return Ok(None);
+    }
+    let doorway = deadline.doorway(paths, autostart);
+    let files = files.unwrap_or_default();
+    let loaded = doorway::block_on(
+        doorway.call(|client| async move { OwnerView::load(&client, Some(session), files).await }),
+    );
     match loaded {
-        Ok(Ok(map)) => Ok(map),
+        Ok(Ok(view)) => Ok(Some(view)),
         Ok(Err(error)) => {
             let text = error.to_string();
             Err(text.lines().next().unwrap_or_default().to_string())
@@ -380,8 +391,17 @@ fn owner_map(paths: &WitPaths, deadline: Deadline) -> Result<WorkMap, String> {
     }
 }
 
+/// The sessions' names for a message (`session.list`); none when the daemon does not say.
+fn names(paths: &WitPaths, deadline: Deadline) -> Names {
+    let doorway = deadline.doorway(paths.clone(), false);
+    doorway::block_on(doorway.call(|client| async move { Names::load(&client).await }))
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default()
+}
+
 /// The reason: what would happen to whose work, and what to do instead.
-fn reason(map: &WorkMap, stake: &AtStake, risks: &[&Risk]) -> String {
+fn reason(map: &Names, stake: &AtStake, risks: &[&Risk]) -> String {
     let takes = risks.iter().any(|r| r.effect == Effect::Takes);
     let (unreadable, calls): (Vec<&&Risk>, Vec<&&Risk>) =
         risks.iter().partition(|r| r.effect == Effect::CannotTell);
