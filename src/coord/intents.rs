@@ -19,7 +19,7 @@ use super::{
     check_len, Coord, CoordError, Intent, IntentRange, IntentStatus, LineRegion, Result, Vantage,
     MAX_DESCRIPTION_BYTES, MAX_LIST_ITEMS, MAX_PATH_BYTES,
 };
-use crate::store::IntentFilter;
+use crate::store::{IntentFilter, IntentKind};
 use serde_json::json;
 
 pub use super::conflicts::Conflict;
@@ -46,6 +46,8 @@ pub(super) struct Declaration {
     pub symbols: Vec<String>,
     /// The declared symbols, each once, in order.
     pub distinct_symbols: Vec<String>,
+    /// Declared by its session, or observed work (and how).
+    pub kind: IntentKind,
 }
 
 /// What the index says about the declared symbols, computed before the transaction.
@@ -120,6 +122,7 @@ impl Declaration {
             files: normalised,
             symbols: symbols.to_vec(),
             distinct_symbols,
+            kind: IntentKind::Declared,
         })
     }
 }
@@ -257,6 +260,7 @@ impl Coord {
                 declared_at_ms: now,
                 updated_at_ms: now,
                 regions,
+                kind: declaration.kind,
             };
             w.insert_intent(&intent, &resolution.ranges)?;
             events::append(

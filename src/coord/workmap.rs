@@ -28,7 +28,7 @@ use super::preflight::OBSERVED_EDIT;
 use super::regions::{merge, regions_of_changes, LineMap, Lines, Written};
 use super::worktree_work::Origin;
 use super::{Coord, IntentStatus, LineRegion, Result, Vantage};
-use crate::store::{IntentFilter, RangeHit, Writer};
+use crate::store::{IntentFilter, IntentKind, RangeHit, Writer};
 
 /// Per worktree and file: the text its regions are lines of.
 #[derive(Debug, Default)]
@@ -397,9 +397,11 @@ impl Coord {
             let own_rows = r.own_live_ranges_in_file(file, session_id)?;
             Ok::<_, super::CoordError>((own, own_rows))
         })?;
+        // Its observed intent by kind (a declared intent never has regions, nor a file-level
+        // observed one: its lines are the whole file).
         let intent = own
             .iter()
-            .find(|intent| intent.regions.is_some())
+            .find(|intent| intent.kind == IntentKind::ObservedEdit && intent.regions.is_some())
             .map(|intent| intent.id.clone());
         let covered = intent.is_none() && {
             let file_level = own_rows
@@ -493,6 +495,7 @@ impl Declaration {
             files: vec![file.to_owned()],
             symbols: touched.to_vec(),
             distinct_symbols: touched.to_vec(),
+            kind: IntentKind::ObservedEdit,
         }
     }
 }

@@ -22,7 +22,7 @@ use super::intents::Declaration;
 use super::regions::{LineMap, Written};
 use super::workmap::{regions_json, Upkeep};
 use super::{Coord, Intent, IntentStatus, LineRegion, Result, Vantage};
-use crate::store::{IntentFilter, RangeHit};
+use crate::store::{IntentFilter, IntentKind, RangeHit};
 
 /// The session of a worktree's observed work is this prefix and the worktree's root.
 pub const WORKTREE_SESSION_PREFIX: &str = "worktree:";
@@ -486,6 +486,7 @@ impl Coord {
             files: vec![file.to_owned()],
             distinct_symbols: symbols.clone(),
             symbols,
+            kind: IntentKind::Worktree,
         };
         let resolution = Coord::observed_resolution(file);
         self.store_intent(
@@ -597,6 +598,7 @@ impl Coord {
         let intents = self.store.read(|r| r.intents(&IntentFilter::default()))?;
         let mut roots: Vec<String> = intents
             .iter()
+            .filter(|i| i.kind == IntentKind::Worktree)
             .filter_map(|i| worktree_of_session(&i.session_id).map(str::to_owned))
             .collect();
         roots.sort();

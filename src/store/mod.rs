@@ -36,8 +36,8 @@ pub use interface::{
 };
 pub use records::{
     decode_regions, encode_regions, Contract, ContractStatus, DaemonBeat, Event, EventPage, Intent,
-    IntentFilter, IntentRange, IntentStatus, LineRegion, Lock, LockWait, NewEvent, NewWaiter,
-    RangeHit, SessionRow, SessionSummary, UnknownStatus, WaiterRow,
+    IntentFilter, IntentKind, IntentRange, IntentStatus, LineRegion, Lock, LockWait, NewEvent,
+    NewWaiter, RangeHit, SessionRow, SessionSummary, UnknownStatus, WaiterRow,
 };
 pub use sqlite::LATEST_VERSION;
 pub use url::{StoreUrl, StoreUrlError};

@@ -78,6 +78,38 @@ impl IntentStatus {
     }
 }
 
+/// What an intent records: work a session declared, or work the daemon observed (never on
+/// the wire: the protocol tells them apart by description, 10.3 and 14.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum IntentKind {
+    /// Declared by its session (`intent.declare`).
+    #[default]
+    Declared,
+    /// An edit observed for its session (10.3, 13, 15.1–15.3): recorded by
+    /// `edit.preflight`, or attributed from a change on disk; description `"observed edit"`.
+    ObservedEdit,
+    /// A worktree's changes, observed without hooks (14.4), of session `worktree:<root>`.
+    Worktree,
+}
+
+impl IntentKind {
+    /// Every kind.
+    pub const ALL: [IntentKind; 3] = [
+        IntentKind::Declared,
+        IntentKind::ObservedEdit,
+        IntentKind::Worktree,
+    ];
+
+    /// The stored spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IntentKind::Declared => "declared",
+            IntentKind::ObservedEdit => "observed",
+            IntentKind::Worktree => "worktree",
+        }
+    }
+}
+
 /// Status of a contract: proposed, then accepted or rejected once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ContractStatus {
@@ -151,6 +183,7 @@ macro_rules! status_conversions {
 
 status_conversions!(IntentStatus);
 status_conversions!(ContractStatus);
+status_conversions!(IntentKind);
 
 /// A declared intent as stored and reported. `files` and `symbols` keep the protocol's
 /// record shapes.
@@ -179,6 +212,8 @@ pub struct Intent {
     /// The changed lines of an observed intent's file (PROTOCOL-NOTES 13.1), sorted and
     /// merged; `None` for declared intents and file-level observed ones.
     pub regions: Option<Vec<LineRegion>>,
+    /// Declared, or observed (and how).
+    pub kind: IntentKind,
 }
 
 /// Lines `start_line..=end_line` (1-based) of a file's current text: one region of observed

@@ -210,6 +210,7 @@ fn record_declares_one_observed_intent_and_the_session_end_abandons_it() {
     let id = first.recorded_intent.clone().expect("an observed intent");
     let intent = h.coord.store().read(|r| r.intent(&id)).unwrap().unwrap();
     assert_eq!(intent.description, OBSERVED_EDIT);
+    assert_eq!(intent.kind, crate::store::IntentKind::ObservedEdit);
     assert_eq!(intent.status, IntentStatus::Active);
     let again = h
         .coord

@@ -5,12 +5,12 @@ use postgres::Row;
 
 use super::tx::{Parsed, Tx};
 use crate::store::{
-    decode_regions, encode_regions, Intent, IntentFilter, IntentRange, IntentStatus, IntentsRead,
-    IntentsWrite, LineRegion, RangeHit, Result,
+    decode_regions, encode_regions, Intent, IntentFilter, IntentKind, IntentRange, IntentStatus,
+    IntentsRead, IntentsWrite, LineRegion, RangeHit, Result,
 };
 
 const INTENT_COLUMNS: &str = "i.id, i.session_id, i.description, i.files, i.symbols, \
-     i.start_byte, i.end_byte, i.status, i.declared_at, i.updated_at, i.regions";
+     i.start_byte, i.end_byte, i.status, i.declared_at, i.updated_at, i.regions, i.kind";
 
 fn intent_from_row(row: &Row) -> Result<Intent, postgres::Error> {
     Ok(Intent {
@@ -25,6 +25,7 @@ fn intent_from_row(row: &Row) -> Result<Intent, postgres::Error> {
         declared_at_ms: row.try_get(8)?,
         updated_at_ms: row.try_get(9)?,
         regions: decode_regions(row.try_get::<_, Option<&str>>(10)?),
+        kind: row.try_get::<_, Parsed<IntentKind>>(11)?.0,
     })
 }
 
@@ -47,7 +48,7 @@ impl IntentsRead for Tx<'_> {
     fn intent(&self, id: &str) -> Result<Option<Intent>> {
         self.row(
             "SELECT i.id, i.session_id, i.description, i.files, i.symbols, i.start_byte,
-                    i.end_byte, i.status, i.declared_at, i.updated_at, i.regions
+                    i.end_byte, i.status, i.declared_at, i.updated_at, i.regions, i.kind
              FROM wit_intents i WHERE i.project = $1 AND i.id = $2",
             &[&self.project, &id],
             intent_from_row,
@@ -109,8 +110,8 @@ impl IntentsWrite for Tx<'_> {
             .query_opt(
                 "INSERT INTO wit_intents (project, id, session_id, description, files, symbols,
                                           start_byte, end_byte, status, declared_at, updated_at,
-                                          regions)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING seq",
+                                          regions, kind)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING seq",
                 &[
                     &self.project,
                     &intent.id,
@@ -124,6 +125,7 @@ impl IntentsWrite for Tx<'_> {
                     &intent.declared_at_ms,
                     &intent.updated_at_ms,
                     &encode_regions(intent.regions.as_deref()),
+                    &intent.kind.as_str(),
                 ],
             )?
             .ok_or_else(|| self.missing_project())?;

@@ -163,13 +163,22 @@ const V5: &str = r#"
 ALTER TABLE wit_intents ADD COLUMN regions TEXT COLLATE "C";
 "#;
 
+/// v7 (issue 34): what an intent records, typed, as the SQLite schema's version 7 (older rows
+/// get it from what wrote them).
+const V7: &str = r#"
+ALTER TABLE wit_intents ADD COLUMN kind TEXT COLLATE "C" NOT NULL DEFAULT 'declared';
+UPDATE wit_intents SET kind = 'observed'
+ WHERE description = 'observed edit' OR regions IS NOT NULL;
+UPDATE wit_intents SET kind = 'worktree' WHERE session_id LIKE 'worktree:%';
+"#;
+
 /// v6 (worktrees, PROTOCOL-NOTES 14.3): the root of the worktree a session last acted from.
 const V6: &str = r#"
 ALTER TABLE wit_sessions ADD COLUMN worktree TEXT COLLATE "C";
 "#;
 
 /// The migrations, oldest first. Append only.
-pub(super) const MIGRATIONS: &[&str] = &[V1, V5, V6];
+pub(super) const MIGRATIONS: &[&str] = &[V1, V5, V6, V7];
 
 /// The schema version this build creates and understands.
 pub const LATEST_VERSION: usize = MIGRATIONS.len();

@@ -367,6 +367,8 @@ fn intent(id: &str, session: &str, files: &str, status: IntentStatus, at: i64) -
         declared_at_ms: at,
         updated_at_ms: at,
         regions: None,
+        // A kind other than the column's default: the round trip keeps it.
+        kind: crate::store::IntentKind::ObservedEdit,
     }
 }
 

@@ -6,7 +6,7 @@ use super::{Intent, IntentFilter, IntentRange, IntentStatus, LineRegion, RangeHi
 use crate::store::{decode_regions, encode_regions, IntentsRead, IntentsWrite};
 
 const INTENT_COLUMNS: &str = "i.id, i.session_id, i.description, i.files, i.symbols, \
-     i.start_byte, i.end_byte, i.status, i.declared_at, i.updated_at, i.regions";
+     i.start_byte, i.end_byte, i.status, i.declared_at, i.updated_at, i.regions, i.kind";
 
 fn intent_from_row(row: &Row<'_>) -> rusqlite::Result<Intent> {
     Ok(Intent {
@@ -21,6 +21,7 @@ fn intent_from_row(row: &Row<'_>) -> rusqlite::Result<Intent> {
         declared_at_ms: row.get(8)?,
         updated_at_ms: row.get(9)?,
         regions: decode_regions(row.get::<_, Option<String>>(10)?.as_deref()),
+        kind: row.get(11)?,
     })
 }
 
@@ -101,8 +102,8 @@ impl IntentsWrite for Tx<'_> {
     fn insert_intent(&self, intent: &Intent, ranges: &[IntentRange]) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(
             "INSERT INTO intents (id, session_id, description, files, symbols, start_byte, end_byte,
-                                  status, declared_at, updated_at, regions)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                                  status, declared_at, updated_at, regions, kind)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         )?;
         stmt.execute(params![
             intent.id,
@@ -116,6 +117,7 @@ impl IntentsWrite for Tx<'_> {
             intent.declared_at_ms,
             intent.updated_at_ms,
             encode_regions(intent.regions.as_deref()),
+            intent.kind,
         ])?;
         let seq = self.conn.last_insert_rowid();
         let live = intent.status.is_live();

@@ -169,8 +169,19 @@ const V6: &str = r#"
 ALTER TABLE sessions ADD COLUMN worktree TEXT;
 "#;
 
+/// v7 (issue 34): what an intent records, typed (`declared`, `observed`: an observed edit,
+/// `worktree`: a worktree's changes), so the daemon no longer tells observed work by its
+/// description. Older rows get it from what wrote them: a `worktree:` session's, an
+/// `"observed edit"` or one with regions.
+const V7: &str = r#"
+ALTER TABLE intents ADD COLUMN kind TEXT NOT NULL DEFAULT 'declared';
+UPDATE intents SET kind = 'observed'
+ WHERE description = 'observed edit' OR regions IS NOT NULL;
+UPDATE intents SET kind = 'worktree' WHERE session_id LIKE 'worktree:%';
+"#;
+
 /// The migrations, oldest first. Append only.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 /// The schema version this build creates and understands.
 pub const LATEST_VERSION: usize = MIGRATIONS.len();
@@ -219,7 +230,28 @@ mod tests {
         (SEED_V4, CHECK_V4),
         (SEED_V5, CHECK_V5),
         (SEED_V6, CHECK_V6),
+        (SEED_V7, CHECK_V7),
     ];
+
+    /// Intents of each kind (version 6, before kinds: they come from what wrote them).
+    const SEED_V7: &str = r#"
+        INSERT INTO intents (id, session_id, description, files, symbols, start_byte, end_byte,
+                             status, declared_at, updated_at, regions)
+            VALUES ('i1', 's1', 'observed edit', ',a.ts,', '[]', NULL, NULL, 'active', 1, 1, NULL),
+                   ('i2', 's1', 'plan', ',a.ts,', '[]', NULL, NULL, 'declared', 1, 1, NULL),
+                   ('i3', 'worktree:/r/w1', 'worktree w1', ',a.ts,', '[]', NULL, NULL, 'active',
+                    1, 1, '[[1,2]]'),
+                   ('i4', 'unowned:/r', 'observed edit', ',a.ts,', '[]', NULL, NULL, 'active',
+                    1, 1, '[[3,3]]'),
+                   ('i5', 's2', 'refactor', ',b.ts,', '[]', NULL, NULL, 'resolved', 1, 1, NULL);
+        "#;
+
+    /// Counts the intents of [`SEED_V7`] that got their kind: 5 when all did.
+    const CHECK_V7: &str = r#"
+        SELECT (SELECT count(*) FROM intents WHERE kind = 'observed' AND id IN ('i1', 'i4'))
+             + (SELECT count(*) FROM intents WHERE kind = 'worktree' AND id = 'i3')
+             + (SELECT count(*) FROM intents WHERE kind = 'declared' AND id IN ('i2', 'i5'))
+        "#;
 
     /// A session with the worktree it acts from (version 6).
     const SEED_V6: &str = r#"

@@ -231,6 +231,7 @@ fn intent_lookups_stay_fast_with_many_unrelated_rows() {
                     declared_at_ms: i,
                     updated_at_ms: i,
                     regions: None,
+                    kind: crate::store::IntentKind::Declared,
                 };
                 let range = IntentRange {
                     file: format!("f{i}.ts"),
