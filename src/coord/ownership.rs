@@ -186,6 +186,8 @@ impl Coord {
         let file = file
             .map(|f| normalize(f).map_err(|e| CoordError::invalid("file", e.to_string())))
             .transpose()?;
+        // A window's sessionId is the acting session's: a sign of life (docs/protocol.md 7.2).
+        self.acting(at)?;
         let now = self.clock.now_ms();
         let root = at.root().to_owned();
         let mut ownership = self.ownership();
@@ -223,6 +225,11 @@ impl Coord {
         session_id: &str,
         window_id: &str,
     ) -> Vec<(String, Vec<LineRegion>)> {
+        // A sign of life (7.2), noted before the owner map is taken (no lock across the
+        // store write); one that cannot be noted does not keep the window's change back.
+        if let Err(error) = self.acting_session(session_id) {
+            tracing::debug!(%error, "work.end's sign of life not noted");
+        }
         let mut ownership = self.ownership();
         match ownership.windows.get(window_id) {
             Some(window) if window.session_id == session_id => {}
@@ -485,6 +492,10 @@ impl Coord {
     /// The owner map of every file with uncommitted work in `at`'s worktree (or only
     /// `files`), seen from `at`'s session when it names one (`work.changes`).
     pub fn owned_changes(&self, at: &Vantage, files: &[String]) -> Result<Vec<FileChanges>> {
+        if at.session().is_some() {
+            // The asking session acts: a sign of life (7.2).
+            self.acting(at)?;
+        }
         let root = at.root().to_owned();
         let wanted: Vec<String> = files
             .iter()

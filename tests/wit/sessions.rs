@@ -325,6 +325,65 @@ fn a_lapsed_lease_is_reaped_and_heartbeats_keep_it() {
     });
 }
 
+/// docs/protocol.md 7.2: the `sessionId` of every method is a sign of life, tool-call windows
+/// and `work.changes` included: a session that only opens and closes windows keeps its lease;
+/// one that does nothing (the control) is reaped with its lock.
+#[test]
+fn tool_call_windows_are_signs_of_life() {
+    let repo = Repo::new();
+    let _daemon = Daemon::start(&repo);
+    let client = repo.client();
+    block_on(async {
+        for (session, symbol) in [("windows", "a.ts:f"), ("silent", "a.ts:g")] {
+            client
+                .register(register(session, session, None, Some(1000)))
+                .await
+                .unwrap();
+            client
+                .lock_acquire(acquire_waiting(symbol, session, None))
+                .await
+                .unwrap();
+        }
+        let started = Instant::now();
+        let mut round = 0;
+        while started.elapsed() < Duration::from_millis(3500) {
+            round += 1;
+            if round % 3 == 0 {
+                client
+                    .work_changes(wit::protocol::WorkChangesParams {
+                        session_id: Some("windows".into()),
+                        files: Vec::new(),
+                    })
+                    .await
+                    .unwrap();
+            } else {
+                let window = client
+                    .work_begin(wit::protocol::WorkBeginParams {
+                        session_id: "windows".into(),
+                        tool: "Bash".into(),
+                        file: None,
+                        edits: Vec::new(),
+                        ttl_ms: None,
+                    })
+                    .await
+                    .unwrap();
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                client
+                    .work_end(wit::protocol::WorkEndParams {
+                        session_id: "windows".into(),
+                        window_id: window.window_id,
+                    })
+                    .await
+                    .unwrap();
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let locks = client.lock_query(query(None)).await.unwrap();
+        let holders: Vec<&str> = locks.iter().map(|l| l.session_id.as_str()).collect();
+        assert_eq!(holders, ["windows"]);
+    });
+}
+
 #[test]
 fn three_waiters_are_served_in_arrival_order() {
     let repo = Repo::new();
