@@ -71,7 +71,7 @@ pub const EXIT_UNREACHABLE: u8 = 3;
 
 const EXAMPLES: &str = "\
 Examples:
-  wit demo                                   watch two agents coordinate in a temp repo
+  wit demo [--ui]                            watch agents kept apart in a temp repo
   wit init                                   set wit up in this repository
   export WIT_SESSION=agent-1                 give this shell its own identity
   wit declare -d \"Rework auth\" -f src/auth.ts -s validateToken

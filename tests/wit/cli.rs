@@ -756,9 +756,61 @@ fn demo_runs_end_to_end_and_cleans_up() {
     let root = value["root"].as_str().unwrap();
     assert!(!Path::new(root).exists(), "the demo removes its repository");
     let steps = value["steps"].as_array().unwrap();
-    assert!(steps
+    // Every command the story ran, with what it printed and the facts it checked.
+    let commands: Vec<&Value> = steps
         .iter()
-        .any(|s| s["error"]["message"] == "LOCK_CONFLICT"));
+        .flat_map(|s| s["commands"].as_array().into_iter().flatten())
+        .collect();
+    let find = |prefix: &str| -> &Value {
+        commands
+            .iter()
+            .find(|c| c["command"].as_str().unwrap().starts_with(prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` in the story: {value}"))
+    };
+    // bob's Edit of alice's function, refused by the gate, naming her.
+    let refused = commands
+        .iter()
+        .find(|c| c["command"].as_str().unwrap().ends_with("by bob"))
+        .unwrap();
+    assert_eq!(refused["facts"]["decision"], "deny", "{refused}");
+    assert!(
+        refused["output"].as_str().unwrap().contains("alice"),
+        "{refused}"
+    );
+    // `git add -A && git commit`, refused by the shell gate naming bob, pointing at wit commit.
+    let add_all = find("git add -A && git commit");
+    assert_eq!(add_all["facts"]["decision"], "deny", "{add_all}");
+    let reason = add_all["output"].as_str().unwrap();
+    assert!(
+        reason.contains("bob") && reason.contains("wit commit"),
+        "{reason}"
+    );
+    // `wit commit` committed alice's line and not bob's.
+    let committed = find("git show --stat HEAD")["facts"]["committed"]
+        .as_str()
+        .unwrap();
+    assert!(
+        committed.contains("return a + 10;") && committed.contains("return b * 2;"),
+        "{committed}"
+    );
+    // `wit blame` names bob on the line his `sed -i` changed.
+    let blame = find("wit blame src/lib.ts")["output"].as_str().unwrap();
+    let row = blame
+        .lines()
+        .find(|l| l.contains("return c - 30;"))
+        .unwrap_or_else(|| panic!("{blame}"));
+    assert!(row.contains("bob"), "{blame}");
+    // The forecast: the two worktrees collide in beta.
+    let forecast = find("wit worktrees")["output"].as_str().unwrap();
+    assert!(forecast.contains("beta"), "{forecast}");
+    // Bob's work is back after `git reset --hard`.
+    let restored = find("wit snapshots restore")["facts"]["restored"]
+        .as_str()
+        .unwrap();
+    assert!(
+        restored.contains("return b * 20;") && restored.contains("return c - 30;"),
+        "{restored}"
+    );
 }
 
 #[test]
