@@ -246,6 +246,12 @@ impl Language {
         self.spec().extensions
     }
 
+    /// The tree-sitter grammar of this language (what a bare parse, the floor of an
+    /// analysis, needs).
+    pub fn grammar(self) -> tree_sitter::Language {
+        (self.spec().grammar)()
+    }
+
     pub(crate) fn spec(self) -> &'static LanguageSpec {
         let index = match self {
             Language::TypeScript => 0,

@@ -66,7 +66,7 @@ struct GraphAnswers {
     imports: Answers<String>,
 }
 /// The layout of the tables above; bump on any change.
-const SCHEMA_VERSION: u32 = 4;
+const SCHEMA_VERSION: u32 = 5;
 
 /// The meaning of the stored analyses; bump whenever extraction changes what it stores for
 /// the same source and grammar (queries and grammars are in the key already).
@@ -207,11 +207,35 @@ impl IndexDb {
     /// differs from this build's.
     fn with_schema(conn: Connection, path: Option<PathBuf>) -> Result<IndexDb, IndexDbError> {
         conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-             CREATE TABLE IF NOT EXISTS files (
+            "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+        )?;
+        let want = version_key();
+        let have: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key = 'version'", [], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        let rebuild = have.as_deref() != Some(want.as_str());
+        if rebuild {
+            if have.is_some() {
+                tracing::info!("index version changed; rebuilding the index");
+            }
+            // Dropped, not emptied: a layout change (issue 32.4: `files` was a WITHOUT ROWID
+            // table) needs the tables made again.
+            conn.execute_batch(
+                "BEGIN; DROP TABLE IF EXISTS files; DELETE FROM meta; DROP TABLE IF EXISTS links;
+                 DROP TABLE IF EXISTS deps; DROP TABLE IF EXISTS waiting; COMMIT;",
+            )?;
+        }
+        // `files` is a rowid table: its rows carry blobs of up to megabytes, and a WITHOUT
+        // ROWID table keeps them in the primary key's b-tree, where every key comparison of a
+        // lookup or an insert read a neighbouring row's whole payload, overflow pages and all
+        // (perf: 40 % of a cold build in `sqlite3BtreeIndexMoveto` → `accessPayload`).
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS files (
                  path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER,
                  language TEXT NOT NULL, hash BLOB, outline BLOB NOT NULL,
-                 analysis BLOB NOT NULL) WITHOUT ROWID;
+                 analysis BLOB NOT NULL);
              CREATE INDEX IF NOT EXISTS files_by_hash ON files (hash);
              CREATE TABLE IF NOT EXISTS links (
                  callee_file TEXT NOT NULL, caller_file TEXT NOT NULL, pairs BLOB NOT NULL,
@@ -223,20 +247,7 @@ impl IndexDb {
              CREATE INDEX IF NOT EXISTS deps_by_file ON deps (file);
              CREATE TABLE IF NOT EXISTS waiting (file TEXT PRIMARY KEY) WITHOUT ROWID;",
         )?;
-        let want = version_key();
-        let have: Option<String> = conn
-            .query_row("SELECT value FROM meta WHERE key = 'version'", [], |r| {
-                r.get(0)
-            })
-            .optional()?;
-        if have.as_deref() != Some(want.as_str()) {
-            if have.is_some() {
-                tracing::info!("index version changed; rebuilding the index");
-            }
-            conn.execute_batch(
-                "BEGIN; DELETE FROM files; DELETE FROM meta; DELETE FROM links;
-                 DELETE FROM deps; DELETE FROM waiting; COMMIT;",
-            )?;
+        if rebuild {
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('version', ?1)",
                 params![want],

@@ -4,8 +4,9 @@
 //! sessions: `wit hook pre-edit --agent claude` end to end (process start, payload parse, the
 //! RPC, the answer) for a clean edit and for one that meets a lock, p50/p99 of the processes'
 //! wall time; and `edit.preflight` alone on one keep-alive connection, p50/p99. Then
-//! `edit.preflight` on Python files of 32k, 64k and 128k one-line functions (issue 20.3):
-//! the first call (the index parses the file) and the median of the next ones.
+//! `edit.preflight` on Python files of one-line functions from 16 KiB to 8 MiB (issues 20.3,
+//! 32.5): the first call (the index parses the file), the median of the next ones and its
+//! cost per KiB against the smallest file's.
 //! the news hook, `wit hook post-tool --agent claude`, end to end: when nothing changed (the
 //! usual case) and when other sessions declared work since the last call. Last, the gate's
 //! worst case (issue 20.4): in a repository where no daemon runs and another process holds
@@ -288,20 +289,36 @@ pub(crate) async fn gate(b: &mut Bench, wit: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
-/// `edit.preflight` of one function in the middle of files of one-line functions: the cost
-/// must grow with the symbols, not with their square (issue 20.3, PROTOCOL-NOTES 13.6).
+/// `edit.preflight` of one function in the middle of files of one-line functions, from
+/// 16 KiB to just under the 8 MiB index limit: the cost must grow with the file, not with its
+/// square (issue 20.3, PROTOCOL-NOTES 13.6), and must not jump once the analysis outgrows the
+/// parse cache (issue 32.5: at 128k functions it was decoded again on every call). Each row
+/// gives the p50 after the first call and its cost per KiB, whose ratio to the smallest
+/// file's is the cliff (1.0: linear); and the daemon's RSS after the row.
 async fn many_functions(b: &mut Bench) -> Result<()> {
     let sizes: &[usize] = if b.quick {
-        &[32_768]
+        &[16 << 10, 256 << 10, 1 << 20]
     } else {
-        &[32_768, 65_536, 131_072]
+        &[
+            16 << 10,
+            64 << 10,
+            256 << 10,
+            1 << 20,
+            2 << 20,
+            4 << 20,
+            (8 << 20) - (64 << 10),
+        ]
     };
     let mut conn = Conn::open(&b.socket).await?;
-    for &count in sizes {
+    let mut base_per_kib = None;
+    for &bytes in sizes {
+        let mut text = String::with_capacity(bytes + 64);
+        let mut count = 0;
+        while text.len() + 32 < bytes {
+            text.push_str(&format!("def f{count}(): return {count}\n"));
+            count += 1;
+        }
         let file = format!("many_{count}.py");
-        let text: String = (0..count)
-            .map(|i| format!("def f{i}(): return {i}\n"))
-            .collect();
         std::fs::write(b.root.join(&file), &text)?;
         let middle = count / 2;
         let params = json!({
@@ -312,6 +329,16 @@ async fn many_functions(b: &mut Bench) -> Result<()> {
         let started = Instant::now();
         let first: Value = conn.call("edit.preflight", params.clone()).await?;
         let first_time = started.elapsed();
+        if first["symbols"] == json!([]) {
+            // Parsed past its budget (a loaded machine): no symbols, nothing to time.
+            println!(
+                "| edit.preflight, {count} one-line Python functions ({} KiB): first call {} found no symbols (the parse ran past its budget) | | | | | | |",
+                text.len() / 1024,
+                fmt_duration(first_time)
+            );
+            let _ = std::fs::remove_file(b.root.join(&file));
+            continue;
+        }
         if first["symbols"] != json!([format!("{file}:f{middle}")]) {
             bail!("unexpected preflight: {first}");
         }
@@ -322,12 +349,19 @@ async fn many_functions(b: &mut Bench) -> Result<()> {
             samples.push(started.elapsed());
         }
         let (p50, _) = p50_p99(&mut samples);
+        let kib = text.len() as f64 / 1024.0;
+        let per_kib = p50.as_secs_f64() * 1e6 / kib;
+        let base = *base_per_kib.get_or_insert(per_kib);
         println!(
-            "| edit.preflight, {count} one-line Python functions ({} KB): first call (parse) {} | then p50 {} | | | | | |",
-            text.len() / 1024,
+            "| edit.preflight, {count} one-line Python functions ({:.0} KiB): first call (parse) {} | then p50 {} | {:.2} µs/KiB, ×{:.2} the 16 KiB file's (1.0: linear) | daemon RSS {} KiB | | | |",
+            kib,
             fmt_duration(first_time),
-            fmt_duration(p50)
+            fmt_duration(p50),
+            per_kib,
+            per_kib / base,
+            b.pid.and_then(crate::measure::rss_kib).unwrap_or(0)
         );
+        let _ = std::fs::remove_file(b.root.join(&file));
     }
     Ok(())
 }
