@@ -1,6 +1,6 @@
 //! Which process is the agent harness (Claude Code, Codex, …) that ran a hook or a server:
 //! the first ancestor that is not a shell or wrapper. A session registered with that pid
-//! lives as long as the agent does (PROTOCOL-NOTES 7), and two sessions with the same
+//! lives as long as the agent does (docs/protocol.md 7), and two sessions with the same
 //! harness pid are one agent.
 
 use crate::platform::process::{self, Lookup};

@@ -17,7 +17,7 @@ with `a`/`b` present only for the files that side changed (null = deleted or abs
 
 Filters (each pair is skipped, never trimmed, so the truth stays git's):
 - merges with exactly two parents and exactly one merge base (no criss-cross merges);
-- only files of languages wit analyses (PROTOCOL-NOTES 2.3, 11.1); other files of the merge
+- only files of languages wit analyses (docs/protocol.md 2.3, 11.1); other files of the merge
   are ignored, and the truth counts only conflicts in the kept files;
 - both sides change at least one kept file;
 - no rename or copy of a kept file on either side (git's rename detection would pair texts

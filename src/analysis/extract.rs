@@ -24,7 +24,7 @@ use super::model::{Diagnostic, FileAnalysis, Import, ImportKind, Symbol, SymbolK
 use super::nesting::Enclosing;
 use super::signature::normalized_text;
 
-/// How long one parse may take before it is abandoned (PROTOCOL-NOTES 2.6).
+/// How long one parse may take before it is abandoned (docs/protocol.md 2.6).
 pub const PARSE_BUDGET: Duration = Duration::from_secs(5);
 
 /// At most this many syntax errors are reported per file.

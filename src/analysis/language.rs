@@ -12,7 +12,7 @@ use tree_sitter::Query;
 use super::languages;
 use super::model::SymbolKind;
 
-/// A language wit understands. Each file suffix maps to exactly one (PROTOCOL-NOTES 2.3, 11.1).
+/// A language wit understands. Each file suffix maps to exactly one (docs/protocol.md 2.3, 11.1).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]
@@ -67,7 +67,7 @@ pub(crate) enum Bound {
     NodeEnd,
 }
 
-/// How a signature is read (PROTOCOL-NOTES 2.5, 11.3): the normalised tokens from the first
+/// How a signature is read (docs/protocol.md 2.5, 11.3): the normalised tokens from the first
 /// bound of `from` the declaration has to the first bound of `to` it has; none when either is
 /// missing.
 #[derive(Debug, Clone, Copy)]

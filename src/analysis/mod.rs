@@ -10,7 +10,7 @@
 //! - [`analyze`] (`extract`): one parse of one file -> [`FileAnalysis`] (symbols, ranges,
 //!   signatures, imports), generic over the language's table; `calls` reads the call sites
 //!   and resolves them within the file.
-//! - [`signatures_equal`]: token comparison of signatures (PROTOCOL-NOTES 2.5).
+//! - [`signatures_equal`]: token comparison of signatures (docs/protocol.md 2.5).
 //! - [`RepoIndex`] (`index`): the whole repository on disk, kept fresh: `index::walk` (the
 //!   walk and freshness), `index::build` (parsing and resolving), `index::queries` (callers,
 //!   callees, content analyses). `resolution` resolves one file's calls (pure functions),

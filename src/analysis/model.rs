@@ -1,5 +1,5 @@
 //! The data model of one file's analysis: symbols, call sites, imports, diagnostics, and the
-//! name lookups of PROTOCOL-NOTES 2.2. Plain data, serialisable (the parse worker sends it as
+//! name lookups of docs/protocol.md 2.2. Plain data, serialisable (the parse worker sends it as
 //! JSON); no tree-sitter types.
 
 use std::collections::HashMap;
@@ -100,7 +100,7 @@ impl SymbolKind {
     }
 }
 
-/// A named declaration in a file (PROTOCOL-NOTES 2.4).
+/// A named declaration in a file (docs/protocol.md 2.4).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Symbol {
     /// The declared name (`area`).
@@ -115,7 +115,7 @@ pub struct Symbol {
     pub end_byte: usize,
     /// The 1-based line where the declaration starts.
     pub line: usize,
-    /// The normalised signature (PROTOCOL-NOTES 2.5); `None` when none could be read.
+    /// The normalised signature (docs/protocol.md 2.5); `None` when none could be read.
     pub signature: Option<String>,
 }
 
@@ -209,7 +209,7 @@ pub struct FileAnalysis {
     pub(crate) by_qualified: HashMap<String, Vec<usize>>,
 }
 
-/// The answer to a symbol lookup (PROTOCOL-NOTES 2.2).
+/// The answer to a symbol lookup (docs/protocol.md 2.2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lookup<'a> {
     /// Exactly one symbol matches.

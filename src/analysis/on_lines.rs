@@ -1,6 +1,6 @@
 //! The symbols a set of changed lines touches: the innermost symbols of a file whose lines
 //! meet them (a container gives way to a touched symbol inside it). What names a worktree's
-//! observed work (PROTOCOL-NOTES 14.4) and the symbols of a forecast's collision (14.5).
+//! observed work (docs/protocol.md 14.4) and the symbols of a forecast's collision (14.5).
 
 use super::{analyze, FileAnalysis, Language};
 

@@ -1,4 +1,4 @@
-//! Signatures (PROTOCOL-NOTES 2.5): the normalised text of a declaration's interface, and the
+//! Signatures (docs/protocol.md 2.5): the normalised text of a declaration's interface, and the
 //! token comparison that decides whether a contract is still honoured.
 
 use tree_sitter::Node;
@@ -106,7 +106,7 @@ fn collect_tokens(
 
 /// Whether two signatures are the same once comments, whitespace and trailing commas are
 /// ignored: they are compared token by token, so reformatting is never a difference and any
-/// changed token is (PROTOCOL-NOTES 2.5).
+/// changed token is (docs/protocol.md 2.5).
 pub fn signatures_equal(a: &str, b: &str) -> bool {
     tokens(a) == tokens(b)
 }

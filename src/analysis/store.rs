@@ -37,7 +37,7 @@
 //! content the donor has keeps only the file's facts (empty outline and analysis, read from
 //! the donor by hash), and a first build starts from the donor's call graph, resolving again
 //! only what its differences touch; so each further worktree costs its facts, its graph and
-//! its differences, not a second copy of every analysis (PROTOCOL-NOTES 14.2). Content the
+//! its differences, not a second copy of every analysis (docs/protocol.md 14.2). Content the
 //! donor no longer has (the main worktree changed since) is parsed again from the worktree's
 //! own file when it is asked for.
 //!
@@ -699,7 +699,7 @@ impl IndexDb {
     }
 }
 
-/// Another worktree's index database, read for analyses by content (PROTOCOL-NOTES 14.2):
+/// Another worktree's index database, read for analyses by content (docs/protocol.md 14.2):
 /// content that index parsed is not parsed again, its row is copied as it is.
 pub(crate) struct Donor {
     conn: Mutex<Connection>,

@@ -1,4 +1,4 @@
-//! The Agent Trace record of a `wit commit` (PROTOCOL-NOTES 15.6; the cursor/agent-trace
+//! The Agent Trace record of a `wit commit` (docs/protocol.md 15.6; the cursor/agent-trace
 //! specification, v0.1.0): which session — agent name and harness — wrote which lines of the
 //! commit, as a git note of the commit under `refs/notes/agent-trace` (`git log
 //! --notes=agent-trace` shows it).

@@ -1,4 +1,4 @@
-//! `wit blame FILE`: who owns each uncommitted line of a file (`work.owners`, PROTOCOL-NOTES
+//! `wit blame FILE`: who owns each uncommitted line of a file (`work.owners`, docs/protocol.md
 //! 15.7), with the lines' text.
 
 use serde_json::json;

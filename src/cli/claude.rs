@@ -2,7 +2,7 @@
 //!
 //! SessionStart makes later `wit` calls of the Claude session use its id, registers the
 //! session with the pid of the Claude process (so a crashed Claude loses its locks within
-//! seconds, PROTOCOL-NOTES 7) and prints `wit status` as context. SessionEnd ends the session.
+//! seconds, docs/protocol.md 7) and prints `wit status` as context. SessionEnd ends the session.
 //! Both never fail and never get in the harness's way: every problem leaves them silent.
 
 use std::fs;

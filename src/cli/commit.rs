@@ -1,7 +1,7 @@
 //! `wit commit -m MSG [PATHS…]`: commits exactly the calling session's own uncommitted
 //! changes, hunk by hunk, and nothing of other live sessions' lines in the same files.
 //!
-//! For every file of the session's observed work (PROTOCOL-NOTES 13), the working text is
+//! For every file of the session's observed work (docs/protocol.md 13), the working text is
 //! compared with `HEAD`; each hunk is the session's when its regions meet it, another
 //! session's when theirs do, nobody's otherwise (a person's edit: included only with
 //! `--include-unowned`). A hunk two sessions share cannot be split: the command refuses,

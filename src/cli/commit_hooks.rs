@@ -1,4 +1,4 @@
-//! The repository's commit hooks, run by `wit commit` as `git commit` runs them (PROTOCOL-NOTES
+//! The repository's commit hooks, run by `wit commit` as `git commit` runs them (docs/protocol.md
 //! 15.6): `pre-commit` on the content it commits (a temporary index holding the new tree),
 //! `prepare-commit-msg` and `commit-msg` on the message file, `post-commit` once `HEAD` moved.
 //! `--no-verify` skips `pre-commit` and `commit-msg`, as in git. The hooks directory is git's

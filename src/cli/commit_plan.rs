@@ -1,4 +1,4 @@
-//! Which of a file's changes a session commits, and the bytes that makes (PROTOCOL-NOTES
+//! Which of a file's changes a session commits, and the bytes that makes (docs/protocol.md
 //! 15.6): the daemon's owner map gives the file's hunks against `HEAD` with their owners seen
 //! from the committing session (`work.changes`); the commit is `HEAD`'s bytes with exactly the
 //! session's hunks applied, never a re-diff of whole files. Pure: no git, no daemon.

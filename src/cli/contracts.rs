@@ -32,7 +32,7 @@ pub fn hook_budget() -> Duration {
         .map_or(HOOK_BUDGET, Duration::from_millis)
 }
 
-/// Whether wit understands the symbols of the file at `path` (PROTOCOL-NOTES 2.3, 11.1): the
+/// Whether wit understands the symbols of the file at `path` (docs/protocol.md 2.3, 11.1): the
 /// language registry's answer, by suffix.
 pub fn is_supported_path(path: &str) -> bool {
     crate::analysis::Language::for_path(path).is_some()
@@ -162,7 +162,7 @@ pub async fn check(ctx: &Context, args: &CheckArgs) -> Result<Report, CliError> 
 }
 
 /// The pre-commit hook's contracts check of the staged content, with no budget of its own
-/// (the hook's one budget is the caller's, PROTOCOL-NOTES 6); never starts a daemon.
+/// (the hook's one budget is the caller's, docs/protocol.md 6); never starts a daemon.
 pub async fn check_staged_for_hook(ctx: &Context) -> Result<Report, CliError> {
     let args = CheckArgs {
         paths: Vec::new(),
@@ -174,7 +174,7 @@ pub async fn check_staged_for_hook(ctx: &Context) -> Result<Report, CliError> {
 async fn check_files(ctx: &Context, args: &CheckArgs, autostart: bool) -> Result<Report, CliError> {
     let hook = args.hook;
     // The pre-commit hook looks at the staged files first: with no supported file staged there
-    // is nothing to check, so it asks no daemon and prints nothing (PROTOCOL-NOTES 6).
+    // is nothing to check, so it asks no daemon and prints nothing (docs/protocol.md 6).
     let staged = if hook && args.paths.is_empty() {
         let staged: Vec<String> = staged_paths(ctx)
             .await?
@@ -240,7 +240,7 @@ async fn check_files(ctx: &Context, args: &CheckArgs, autostart: bool) -> Result
                 .await
                 .map_err(|error| CliError::Failed(format!("cannot read {path}: {error}")))?
         };
-        // A file that is not UTF-8 is binary (PROTOCOL-NOTES 15.4): no symbols, no contract
+        // A file that is not UTF-8 is binary (docs/protocol.md 15.4): no symbols, no contract
         // to break, and never decoded lossily.
         if let Ok(content) = String::from_utf8(bytes) {
             files.push(CheckContractsParamsFilesItem { path, content });

@@ -45,7 +45,7 @@ pub enum DaemonCommand {
     Status,
 }
 
-/// Where the daemon keeps its state (PROTOCOL-NOTES 12.1).
+/// Where the daemon keeps its state (docs/protocol.md 12.1).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct StoreArgs {
     /// `sqlite` (default: .wit/state.db) or a `postgres://` URL shared by the daemons of

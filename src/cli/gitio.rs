@@ -45,7 +45,7 @@ pub fn head(root: &Path) -> Option<String> {
 pub struct Blob {
     /// `100644`, `100755`, `120000`.
     pub mode: String,
-    /// Its bytes (PROTOCOL-NOTES 15.4: never decoded).
+    /// Its bytes (docs/protocol.md 15.4: never decoded).
     pub bytes: Vec<u8>,
 }
 

@@ -32,13 +32,13 @@ impl Hunk {
     }
 }
 
-/// The file's lines, each with its `\n` (bytes, never decoded: PROTOCOL-NOTES 15.4).
+/// The file's lines, each with its `\n` (bytes, never decoded: docs/protocol.md 15.4).
 pub fn lines<T: AsRef<[u8]> + ?Sized>(bytes: &T) -> Vec<&[u8]> {
     split_lines(bytes.as_ref())
 }
 
 /// The hunks that turn `old` into `new`, in order: git's, from the one line diff of wit
-/// (PROTOCOL-NOTES 13.7), so `wit commit` cuts a file where `git merge` would.
+/// (docs/protocol.md 13.7), so `wit commit` cuts a file where `git merge` would.
 pub fn hunks(old: &[&[u8]], new: &[&[u8]]) -> Vec<Hunk> {
     git_hunks(old, new)
         .into_iter()

@@ -1,5 +1,5 @@
 //! Whose uncommitted lines are whose, seen from the asking session: the daemon's owner map
-//! (PROTOCOL-NOTES 15.3, 15.7) as `work.changes {sessionId, files}` answers it, for the shell
+//! (docs/protocol.md 15.3, 15.7) as `work.changes {sessionId, files}` answers it, for the shell
 //! gate, the pre-commit foreign-lines check, `wit commit` and the news hook.
 //!
 //! The CLI decides nothing about ownership itself: which owners are the caller's agent
@@ -220,7 +220,7 @@ pub fn short_id(id: &str) -> String {
 }
 
 /// Whether an intent is observed work as the wire tells it: the daemon records observed
-/// work with regions (PROTOCOL-NOTES 13.1), and finds it by them. A file-level observed
+/// work with regions (docs/protocol.md 13.1), and finds it by them. A file-level observed
 /// intent carries none and is not told apart from a declared one here.
 pub fn has_regions(intent: &IntentRecord) -> bool {
     !intent.regions.is_empty()

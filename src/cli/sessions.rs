@@ -10,7 +10,7 @@ use super::render;
 use crate::coord::ownership::is_unowned_session;
 use crate::protocol::{SessionEndParams, SessionHeartbeatParams, SessionRecord};
 
-/// The name `wit sessions` gives a worktree's unowned work (PROTOCOL-NOTES 15.3).
+/// The name `wit sessions` gives a worktree's unowned work (docs/protocol.md 15.3).
 const UNOWNED_NAME: &str = "(unowned work)";
 
 /// What unowned work is, under the table that lists it.

@@ -1,4 +1,4 @@
-//! Restoring a session's work snapshot (PROTOCOL-NOTES 15.5): exactly that session's lines,
+//! Restoring a session's work snapshot (docs/protocol.md 15.5): exactly that session's lines,
 //! byte for byte, written back onto each file as it is now. For each file the snapshot's
 //! parent (`HEAD` when it was taken) is the base, the snapshot the session's side and the
 //! working file the other: `git merge-file` applies the session's changes where the file

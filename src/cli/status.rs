@@ -131,7 +131,7 @@ fn render(ctx: &Context, snapshot: &Snapshot) -> Result<(Value, String), CliErro
     Ok((value, human))
 }
 
-/// The worktrees' unowned work (PROTOCOL-NOTES 15.3): changed lines no session made, one
+/// The worktrees' unowned work (docs/protocol.md 15.3): changed lines no session made, one
 /// row per file, with the worktree they are in; `None` when there is none (no section then).
 fn unowned_section(intents: &[IntentRecord]) -> Option<String> {
     if intents.is_empty() {

@@ -1,4 +1,4 @@
-//! Agent registration (PROTOCOL-NOTES 3, `register`).
+//! Agent registration (docs/protocol.md 3, `register`).
 
 use super::sessions::Registration;
 use super::{check_len, check_session, Coord, CoordError, Result, MAX_SESSION_ID_BYTES};
@@ -12,7 +12,7 @@ impl Coord {
     /// Registers an agent. Idempotent per session: registering again updates the name,
     /// replaces the pulse (`pid`, `lease_ms`) and returns the same agent id. A `pid` must be a
     /// running process (its start time is recorded with it); `lease_ms` lies in
-    /// `MIN_LEASE_MS..=MAX_LEASE_MS` (PROTOCOL-NOTES 7.1).
+    /// `MIN_LEASE_MS..=MAX_LEASE_MS` (docs/protocol.md 7.1).
     pub fn register_with_pulse(
         &self,
         name: &str,

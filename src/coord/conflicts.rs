@@ -1,4 +1,4 @@
-//! Every conflict rule, in one place (PROTOCOL-NOTES 3, 10, 13): what is a collision, what is
+//! Every conflict rule, in one place (docs/protocol.md 3, 10, 13): what is a collision, what is
 //! context, whose work counts (the liveness filter and the same-agent rule) and in which
 //! order items are reported. `intent.declare`, `edit.preflight` and `lock.acquire` (its
 //! ownership test and its caller warnings) ask here; the edit gate only weighs what the
@@ -6,7 +6,7 @@
 //!
 //! - **Whose work**: another session's, unless both sessions are registered with the same
 //!   live process (one agent, two identities: the harness and its `wit mcp` server), and only
-//!   while that session is live (PROTOCOL-NOTES 7.3, whether or not it has been reaped yet).
+//!   while that session is live (docs/protocol.md 7.3, whether or not it has been reaped yet).
 //!   [`Others`] answers it. A worktree's observed work (`worktree:<root>`, 14.4) stands
 //!   against every session except those acting from that worktree. Ownership of a lock is narrower: a lock belongs to its session
 //!   until it expires or is released ([`held_by_another`]); liveness and the same-agent rule
@@ -76,7 +76,7 @@ impl Relation {
     }
 }
 
-/// Context about another live session's work near an edit (PROTOCOL-NOTES 13.5).
+/// Context about another live session's work near an edit (docs/protocol.md 13.5).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Related {
     /// The edit touches a symbol in which the other session works, meeting none of its lines.

@@ -1,4 +1,4 @@
-//! Signature contracts and the commit-time check (PROTOCOL-NOTES 2.5, 3; `contract.*`,
+//! Signature contracts and the commit-time check (docs/protocol.md 2.5, 3; `contract.*`,
 //! `check-contracts`).
 
 use std::collections::HashSet;

@@ -1,4 +1,4 @@
-//! Events (PROTOCOL-NOTES 9): their kinds, the payloads each change appends, reading the log
+//! Events (docs/protocol.md 9): their kinds, the payloads each change appends, reading the log
 //! and its retention. Every change appends its events with [`EventsWrite::append_event`](crate::store::EventsWrite::append_event) in its
 //! own transaction; this module only names them and reads them back.
 
@@ -132,7 +132,7 @@ impl Coord {
         Ok(self.store.read(|r| r.newest_event_seq())?)
     }
 
-    /// Up to `limit` events after `since`, of `kinds` when given (PROTOCOL-NOTES 9.2).
+    /// Up to `limit` events after `since`, of `kinds` when given (docs/protocol.md 9.2).
     pub fn poll_events(
         &self,
         since: i64,

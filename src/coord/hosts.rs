@@ -1,4 +1,4 @@
-//! The daemons serving one state and the hosts they run on (PROTOCOL-NOTES 12.3).
+//! The daemons serving one state and the hosts they run on (docs/protocol.md 12.3).
 //!
 //! Every daemon records itself with its host and beats once a second (from the pulse). A
 //! session registered with a pid belongs to the host of the daemon that registered it: only a

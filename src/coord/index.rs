@@ -53,7 +53,7 @@ pub struct TextSymbols {
 /// Symbol ranges, call graph and signatures of the repository's source.
 pub trait CodeIndex: Send + Sync {
     /// The byte ranges `[start, end)` of every symbol `name` could mean in `file`
-    /// (PROTOCOL-NOTES 2.2, intents rule: all matches of a bare name); empty when none.
+    /// (docs/protocol.md 2.2, intents rule: all matches of a bare name); empty when none.
     fn symbol_ranges(&self, file: &str, name: &str) -> Vec<(usize, usize)>;
 
     /// Symbol paths (`file:qualified`) of the callers of `file:name`, in any file.
@@ -70,7 +70,7 @@ pub trait CodeIndex: Send + Sync {
     /// Symbol paths (`file:qualified`) of the symbols `file:name` calls, in any file.
     fn callees(&self, file: &str, name: &str) -> Vec<String>;
 
-    /// The normalised signature (PROTOCOL-NOTES 2.5) of `name` in `file` as it is on disk now.
+    /// The normalised signature (docs/protocol.md 2.5) of `name` in `file` as it is on disk now.
     fn signature(&self, file: &str, name: &str) -> Result<String, SignatureLookup>;
 
     /// Parses `content` once as the file `file` (its suffix picks the language) and returns,
@@ -84,7 +84,7 @@ pub trait CodeIndex: Send + Sync {
     ) -> Vec<Option<String>>;
 
     /// Whether two signatures are the same by tokens (whitespace, comments and trailing commas
-    /// ignored; PROTOCOL-NOTES 2.5).
+    /// ignored; docs/protocol.md 2.5).
     fn signatures_equal(&self, a: &str, b: &str) -> bool;
 
     /// The current text of `file` (`None` when it is missing, not a regular UTF-8 file, or
@@ -101,7 +101,7 @@ pub trait CodeIndex: Send + Sync {
     /// The symbols of `text` parsed as the language of `file` (results are cached by content).
     fn text_symbols(&self, file: &str, text: &str) -> TextSymbols;
 
-    /// The root of the worktree this index reads (PROTOCOL-NOTES 14.3: where a session acts
+    /// The root of the worktree this index reads (docs/protocol.md 14.3: where a session acts
     /// from); `None` when it reads no worktree on disk.
     fn worktree_root(&self) -> Option<String> {
         None

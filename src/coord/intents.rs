@@ -1,4 +1,4 @@
-//! Intents (PROTOCOL-NOTES 3, `intent.*`): declaring one, moving it forward, querying.
+//! Intents (docs/protocol.md 3, `intent.*`): declaring one, moving it forward, querying.
 //!
 //! A declared intent covers, per listed file, the byte ranges of the declared symbols found
 //! there, or the whole file. Declaring one reports the conflicts the rules of
@@ -164,7 +164,7 @@ impl Coord {
         Ok(DeclaredIntent { intent, conflicts })
     }
 
-    /// The conflicts of a declaration, in the order of PROTOCOL-NOTES 3, by the rules of
+    /// The conflicts of a declaration, in the order of docs/protocol.md 3, by the rules of
     /// [`super::conflicts`].
     fn declare_conflicts(
         &self,
@@ -281,7 +281,7 @@ impl Coord {
         })
     }
 
-    /// Resolves the declared symbols in the listed files (PROTOCOL-NOTES 3, `intent.declare`).
+    /// Resolves the declared symbols in the listed files (docs/protocol.md 3, `intent.declare`).
     pub(super) fn resolve(&self, files: &[String], symbols: &[String]) -> Resolution {
         let mut resolved_somewhere = vec![false; symbols.len()];
         let mut found: Vec<Vec<(i64, i64)>> = Vec::with_capacity(files.len());

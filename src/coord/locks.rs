@@ -1,4 +1,4 @@
-//! Symbol locks (PROTOCOL-NOTES 3, `lock.*`) and waiting for them (PROTOCOL-NOTES 8).
+//! Symbol locks (docs/protocol.md 3, `lock.*`) and waiting for them (docs/protocol.md 8).
 //!
 //! A lock is live while its expiry is in the future. An expired row is treated as absent by
 //! every operation, so correctness never depends on [`Coord::sweep_expired_locks`] having run;
@@ -409,7 +409,7 @@ impl Coord {
     }
 
     /// `lock.waits`: every waiting `lock.acquire` with the holder of its symbol's live lock,
-    /// oldest first per symbol, symbols in order (PROTOCOL-NOTES 8). Read-only.
+    /// oldest first per symbol, symbols in order (docs/protocol.md 8). Read-only.
     pub fn lock_waits(&self) -> Result<Vec<LockWait>> {
         self.store.read(|r| Ok(r.lock_waits(self.clock.now_ms())?))
     }

@@ -1,5 +1,5 @@
 //! Coordination logic: agents, symbol locks, intents with conflict detection, signature
-//! contracts (PROTOCOL-NOTES 2–4). No JSON-RPC, no sockets, no async: [`Coord`] is plain
+//! contracts (docs/protocol.md 2–4). No JSON-RPC, no sockets, no async: [`Coord`] is plain
 //! synchronous Rust over the [`Store`], a [`Clock`] and a [`CodeIndex`], and the `rpc` module
 //! turns its results and [`CoordError`]s into wire types.
 //!
@@ -56,7 +56,7 @@ pub use time::{iso_millis, Clock, ManualClock, SystemClock};
 pub use vantage::Vantage;
 pub use waits::{WaitOutcome, WaitReply, WaiterId};
 
-/// Longest `sessionId` and agent `name`, in bytes (PROTOCOL-NOTES 1.6).
+/// Longest `sessionId` and agent `name`, in bytes (docs/protocol.md 1.6).
 pub const MAX_SESSION_ID_BYTES: usize = 256;
 /// Longest intent `description`, in bytes.
 pub const MAX_DESCRIPTION_BYTES: usize = 64 * 1024;
@@ -175,19 +175,19 @@ pub struct Coord {
     waits: Arc<Mutex<waits::LocalWaiters>>,
     /// Signs of life not yet flushed; never held while waiting for `waits`.
     sightings: Arc<Mutex<sessions::Sightings>>,
-    /// The host this daemon runs on (PROTOCOL-NOTES 12.3).
+    /// The host this daemon runs on (docs/protocol.md 12.3).
     host_id: String,
     /// Hosts with a live daemon, as of the last beat.
     live_hosts: Arc<Mutex<hosts::LiveHosts>>,
     /// When this coordination core was made (its daemon's start).
     started_at_ms: i64,
-    /// Per file with observed regions: the text they are lines of (PROTOCOL-NOTES 13.3).
+    /// Per file with observed regions: the text they are lines of (docs/protocol.md 13.3).
     /// The one lock held across a store write besides `waits` (ARCHITECTURE.md's
     /// invariants): a file's text and its stored regions change together.
     region_texts: Arc<Mutex<workmap::RegionTexts>>,
-    /// The worktrees served and the texts of their changed files (PROTOCOL-NOTES 14.4).
+    /// The worktrees served and the texts of their changed files (docs/protocol.md 14.4).
     worktrees: Arc<Mutex<worktree_work::Worktrees>>,
-    /// Tool-call windows and the owner maps of the trees served (PROTOCOL-NOTES 15).
+    /// Tool-call windows and the owner maps of the trees served (docs/protocol.md 15).
     ownership: Arc<Mutex<ownership::Ownership>>,
 }
 
@@ -214,7 +214,7 @@ impl Coord {
         }
     }
 
-    /// The core of another worktree of the same repository (PROTOCOL-NOTES 14.2): the same
+    /// The core of another worktree of the same repository (docs/protocol.md 14.2): the same
     /// state, symbols resolved with `index`, the index of that worktree's files.
     pub fn for_worktree(&self, index: Arc<dyn CodeIndex>) -> Coord {
         Coord {

@@ -1,4 +1,4 @@
-//! The owner map (PROTOCOL-NOTES 15): for one file with uncommitted work, how its current
+//! The owner map (docs/protocol.md 15): for one file with uncommitted work, how its current
 //! bytes came from HEAD's, line by line, and who made each change.
 //!
 //! Every line of the current text is either a line of HEAD's text left as it was, or a line

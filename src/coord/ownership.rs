@@ -1,4 +1,4 @@
-//! Every change of the tree has an owner (PROTOCOL-NOTES 15.1–15.3, 15.7): tool-call windows,
+//! Every change of the tree has an owner (docs/protocol.md 15.1–15.3, 15.7): tool-call windows,
 //! the attribution of changes seen on disk, and the owner map of every file with uncommitted
 //! work, per worktree.
 //!

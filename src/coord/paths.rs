@@ -1,4 +1,4 @@
-//! File paths and symbol paths (PROTOCOL-NOTES 2.1, 2.2).
+//! File paths and symbol paths (docs/protocol.md 2.1, 2.2).
 //!
 //! Normalisation is purely lexical: it never touches the file system (the analysis layer
 //! separately refuses to read through symlinks that leave the root).

@@ -1,4 +1,4 @@
-//! Observed work as line regions (PROTOCOL-NOTES 13.1, 13.3, 13.4), as pure functions: the
+//! Observed work as line regions (docs/protocol.md 13.1, 13.3, 13.4), as pure functions: the
 //! lines of a text, the regions an edit's changes make, git's meeting rule, merging regions,
 //! and carrying them across a change of the text (git's line diff maps them). A region is
 //! lines, or a *point* between two lines (`{startLine: n + 1, endLine: n}`): a pure

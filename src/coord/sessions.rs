@@ -1,4 +1,4 @@
-//! Sessions with a pulse (PROTOCOL-NOTES 7): signs of life, liveness by pid or lease, the
+//! Sessions with a pulse (docs/protocol.md 7): signs of life, liveness by pid or lease, the
 //! reap (or clean `session.end`) that releases a dead session's locks and abandons its
 //! intents, and `session.list`.
 //!
@@ -52,7 +52,7 @@ pub enum EndReason {
     ProcessExited,
     /// It made no call for longer than its lease.
     LeaseLapsed,
-    /// Its pid lives on a host whose daemons all went silent (PROTOCOL-NOTES 12.3).
+    /// Its pid lives on a host whose daemons all went silent (docs/protocol.md 12.3).
     HostSilent,
 }
 
@@ -443,7 +443,7 @@ impl Coord {
             && self.local_liveness(&row_of(summary)) == Some(Liveness::Unknown)
     }
 
-    /// Whether the session of `row` is live now (PROTOCOL-NOTES 7.3), reaped or not yet.
+    /// Whether the session of `row` is live now (docs/protocol.md 7.3), reaped or not yet.
     pub(crate) fn row_is_live(&self, row: &SessionRow) -> bool {
         if row.ended_at_ms.is_some() {
             return false;
@@ -452,7 +452,7 @@ impl Coord {
         self.death(row, self.clock.now_ms(), waiting).is_none()
     }
 
-    /// Reaps every session whose process exited or whose lease lapsed (PROTOCOL-NOTES 7.3).
+    /// Reaps every session whose process exited or whose lease lapsed (docs/protocol.md 7.3).
     /// The daemon runs it about once a second.
     pub fn reap_dead_sessions(&self) -> Result<Vec<ReapedSession>> {
         let shared = self.store.is_shared();
@@ -496,7 +496,7 @@ impl Coord {
         Ok(reaped)
     }
 
-    /// Whether the session is live in the sense of PROTOCOL-NOTES 7.3 (not ended, process
+    /// Whether the session is live in the sense of docs/protocol.md 7.3 (not ended, process
     /// running, lease not lapsed), whether or not the reaper has run yet.
     pub fn session_is_live(&self, summary: &SessionSummary) -> bool {
         self.row_is_live(&row_of(summary))

@@ -1,4 +1,4 @@
-//! Several daemons on one shared store (PROTOCOL-NOTES 12.2–12.3), played by two
+//! Several daemons on one shared store (docs/protocol.md 12.2–12.3), played by two
 //! coordination cores over one SQLite file: waits and hand-overs across daemons, one FIFO
 //! order, cycles across daemons, a dead daemon's requests, and liveness by host.
 

@@ -56,7 +56,7 @@ struct FakeState {
 
 /// An in-memory [`CodeIndex`] filled by the test.
 ///
-/// Name resolution follows PROTOCOL-NOTES 2.2: a qualified name (with `.`) matches exactly;
+/// Name resolution follows docs/protocol.md 2.2: a qualified name (with `.`) matches exactly;
 /// a bare name means the one top-level symbol of that name, else the one symbol of that name
 /// anywhere; for intents every symbol of that name counts. Staged content for
 /// [`CodeIndex::signatures_in_content`] is read as lines `qualified.name: signature`

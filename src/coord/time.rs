@@ -1,4 +1,4 @@
-//! Clocks and timestamp formatting (PROTOCOL-NOTES 4).
+//! Clocks and timestamp formatting (docs/protocol.md 4).
 //!
 //! Domain code reads time only through [`Clock`], so tests drive expiry with [`ManualClock`].
 //! Times are unix milliseconds; [`iso_millis`] renders the ISO 8601 form the protocol uses for

@@ -1,4 +1,4 @@
-//! Where a request stands: the acting session and the worktree it acts in (PROTOCOL-NOTES
+//! Where a request stands: the acting session and the worktree it acts in (docs/protocol.md
 //! 7, 14.2, 15). The rpc layer builds one [`Vantage`] per request ([`super::Coord::vantage`])
 //! and passes it down; the conflict rules ([`super::conflicts::Others`]) and the owner maps
 //! ([`super::ownership`]) answer "whose work is this, seen from here" from it alone, so no

@@ -1,4 +1,4 @@
-//! Lock waits as plain data (PROTOCOL-NOTES 8): the FIFO queues of waiting requests and the
+//! Lock waits as plain data (docs/protocol.md 8): the FIFO queues of waiting requests and the
 //! check that refuses a wait which would close a cycle of waiting sessions.
 //!
 //! The queue order lives in the store (`lock_waiters`), shared by every daemon on it: a

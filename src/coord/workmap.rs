@@ -1,4 +1,4 @@
-//! The work map's upkeep (PROTOCOL-NOTES 13.1, 13.3): a session's clean edit recorded as the
+//! The work map's upkeep (docs/protocol.md 13.1, 13.3): a session's clean edit recorded as the
 //! lines it changed, and every session's regions carried along when a file's text changes.
 //!
 //! Regions are lines of a text; the daemon remembers, per file with live regions, which text
@@ -9,7 +9,7 @@
 //! change. After a restart the daemon takes the stored regions to be lines of the text it
 //! finds.
 //!
-//! With several worktrees (PROTOCOL-NOTES 14), regions are lines of the text of the worktree
+//! With several worktrees (docs/protocol.md 14), regions are lines of the text of the worktree
 //! they were observed in (their origin): each origin's texts are kept apart, a worktree's
 //! regions follow only its own text, and another worktree's are carried to the asking one's
 //! text through the merge-base ([`Coord::carried_across`]).
@@ -52,7 +52,7 @@ fn fingerprint(text: &str) -> u64 {
     hasher.finish()
 }
 
-/// What answering a question about regions may do to the work map (PROTOCOL-NOTES 10.3).
+/// What answering a question about regions may do to the work map (docs/protocol.md 10.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Upkeep {
     /// Bring the stored regions up to date with the file's text (the request writes anyway:

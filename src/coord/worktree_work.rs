@@ -1,4 +1,4 @@
-//! Work in worktrees, observed without hooks (PROTOCOL-NOTES 14.4), and observed regions
+//! Work in worktrees, observed without hooks (docs/protocol.md 14.4), and observed regions
 //! across worktrees (14.5).
 //!
 //! Each worktree's changes against its merge-base with the main worktree are one `active`

@@ -1,4 +1,4 @@
-//! The HTTP service of the daemon: wit's envelope (PROTOCOL-NOTES section 1) around jsonrpsee's
+//! The HTTP service of the daemon: wit's envelope (docs/protocol.md section 1) around jsonrpsee's
 //! method table.
 //!
 //! jsonrpsee knows JSON-RPC 2.0 but not wit's envelope: `witVersion` on every request and

@@ -1,6 +1,6 @@
 //! The daemon's life on disk: the `.wit/` directory, the exclusive lock that guarantees one
 //! daemon per root, stale-socket recovery, the pid file, signals and clean shutdown
-//! (PROTOCOL-NOTES section 5).
+//! (docs/protocol.md section 5).
 
 use std::fs::{self, DirBuilder, File, OpenOptions, TryLockError};
 use std::io::Write;
@@ -50,7 +50,7 @@ fn io_error(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Daemon
 }
 
 /// What the live daemon publishes in `.wit/daemon.json` (the pid file itself holds the bare
-/// pid, PROTOCOL-NOTES 5).
+/// pid, docs/protocol.md 5).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct PidRecord {

@@ -10,7 +10,7 @@
 //! - [`worktree_server`]: the daemon serving each worktree of the repository
 //!   ([`crate::worktrees`]) on its own socket, picking new ones up and letting removed ones go.
 //! - [`worktree_observer`]: every tree the daemon serves watched by file-system notification:
-//!   changes attributed (PROTOCOL-NOTES 15.3) and worktrees' work observed (14.4).
+//!   changes attributed (docs/protocol.md 15.3) and worktrees' work observed (14.4).
 //! - [`tree_attribution`]: one worktree's changed files read as bytes for attribution.
 
 pub mod envelope;

@@ -1,6 +1,6 @@
 //! Where a repository's daemon lives: root discovery and the files under `.wit/`.
 //!
-//! One daemon serves every worktree of a repository (PROTOCOL-NOTES 14.1): its state (lock,
+//! One daemon serves every worktree of a repository (docs/protocol.md 14.1): its state (lock,
 //! pid, database, log, index) lives once, in the main worktree's `.wit/`; each worktree's
 //! own `.wit/` holds the socket the daemon serves it on (and its `session.id`). For a
 //! repository with one worktree both are the same directory.
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::worktrees::repository_of;
 
-/// Environment variable naming the repository root (PROTOCOL-NOTES 1.1).
+/// Environment variable naming the repository root (docs/protocol.md 1.1).
 pub const ROOT_ENV: &str = "WIT_REPO_ROOT";
 
 /// The files of one repository's wit state directory.

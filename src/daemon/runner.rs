@@ -33,7 +33,7 @@ pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
     // What changed in the tree before this moment predates the observer (15.3).
     let serving_since = std::time::SystemTime::now();
     // One daemon per repository: it resides in the main worktree, whichever worktree it was
-    // started for, and serves every worktree (PROTOCOL-NOTES 14.1).
+    // started for, and serves every worktree (docs/protocol.md 14.1).
     let paths = WitPaths::for_root(&options.root).main();
     let store_shown = options.store.describe();
     let signals = TerminationSignals::install()?;

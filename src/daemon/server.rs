@@ -27,7 +27,7 @@ use http::HeaderValue;
 /// Limits and timeouts of the socket server.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
-    /// Largest accepted request body (PROTOCOL-NOTES 1.4: 32 MiB by default).
+    /// Largest accepted request body (docs/protocol.md 1.4: 32 MiB by default).
     pub max_body_bytes: usize,
     /// Most connections served at once; more are refused with HTTP 503.
     pub max_connections: usize,
@@ -146,7 +146,7 @@ pub async fn serve(
 }
 
 /// A served connection's place under the cap: its permit, given back while its request
-/// waits (a waiting `lock.acquire` or `events.poll` costs memory only, PROTOCOL-NOTES 8.2)
+/// waits (a waiting `lock.acquire` or `events.poll` costs memory only, docs/protocol.md 8.2)
 /// and taken again when the wait ends, if one is free; if none is, the connection closes
 /// after its answer.
 struct ConnectionSlot {

@@ -1,4 +1,4 @@
-//! Which store a daemon opens, and for which project (PROTOCOL-NOTES 12.1).
+//! Which store a daemon opens, and for which project (docs/protocol.md 12.1).
 //!
 //! Each setting comes from the first of: the `wit daemon run|start` flag (`--store`,
 //! `--project`), the environment (`WIT_STORE`, `WIT_PROJECT`), the `[store]` table of this

@@ -1,5 +1,5 @@
 //! What changed on disk in one worktree, handed to the coordination core for attribution
-//! (PROTOCOL-NOTES 15.3): the bytes of each changed file now and in HEAD (one `git cat-file
+//! (docs/protocol.md 15.3): the bytes of each changed file now and in HEAD (one `git cat-file
 //! --batch` for all of them), never decoded.
 
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! Every owner's uncommitted work kept as git objects (PROTOCOL-NOTES 15.5): after each pass
+//! Every owner's uncommitted work kept as git objects (docs/protocol.md 15.5): after each pass
 //! of the tree observer, each session's work in the worktree (HEAD's bytes with exactly its
 //! changes, from the owner map) is saved as a commit on `HEAD` under `refs/wit/work/…`
 //! ([`crate::cli::snapshots::save_work`]) when it changed since the last save.

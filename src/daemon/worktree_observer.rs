@@ -1,4 +1,4 @@
-//! The trees the daemon serves, watched (PROTOCOL-NOTES 15.3): every change on disk in any
+//! The trees the daemon serves, watched (docs/protocol.md 15.3): every change on disk in any
 //! worktree (the one tree of a repository too) is handed, as bytes, to the coordination core
 //! for attribution ([`crate::daemon::tree_attribution`]) within moments; and while the
 //! repository has more than one worktree, every worktree's changes against its merge-base with

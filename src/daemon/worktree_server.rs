@@ -1,4 +1,4 @@
-//! The repository's daemon serving its linked worktrees (PROTOCOL-NOTES 14.1): each on its
+//! The repository's daemon serving its linked worktrees (docs/protocol.md 14.1): each on its
 //! own socket (`<worktree>/.wit/daemon.sock`) with its own method table, so a request's
 //! worktree is the socket it came in on, all of them over the one state.
 //!

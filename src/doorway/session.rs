@@ -1,4 +1,4 @@
-//! Which session (agent identity) each face acts for (PROTOCOL-NOTES 6), in one place.
+//! Which session (agent identity) each face acts for (docs/protocol.md 6), in one place.
 //!
 //! The CLI: `--session`, else `WIT_SESSION` when non-empty, else `CLAUDE_SESSION_ID` when
 //! non-empty, else the contents of `.wit/session.id` ([`resolve_session`]). The file is

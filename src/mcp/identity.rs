@@ -9,7 +9,7 @@ use crate::cli::{session_from_flag_or_env, SessionSource};
 
 use super::ServeError;
 
-/// The protocol's bound on `name` (PROTOCOL-NOTES 1.6), in bytes.
+/// The protocol's bound on `name` (docs/protocol.md 1.6), in bytes.
 const MAX_NAME_BYTES: usize = 256;
 /// The name registered when the MCP client gives none.
 const FALLBACK_NAME: &str = "mcp-client";

@@ -1,4 +1,4 @@
-//! The identity of the host a pid means something on (PROTOCOL-NOTES 12.3).
+//! The identity of the host a pid means something on (docs/protocol.md 12.3).
 
 /// This host's identity: its name with a digest of what makes its pids its own. On Linux the
 /// kernel's boot id and this process's pid namespace (two containers of one machine, or one

@@ -1,5 +1,5 @@
 //! The process table: whether a pid runs, since when, its parent and its command name
-//! (PROTOCOL-NOTES 7.1).
+//! (docs/protocol.md 7.1).
 //!
 //! A pid alone is not an identity: the kernel reuses them. A process is its pid together with
 //! its start stamp ([`ProcessInfo::start`]), so a session whose process exited is dead even

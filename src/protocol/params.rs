@@ -2,7 +2,7 @@
 //!
 //! The generator turns each param's JSON Schema into a [`ParamRule`] (data, not code); the
 //! [`ParamDecoder`] checks every param against its rule and against the size limits of
-//! PROTOCOL-NOTES 1.6 ([`size_limit`]), records every problem in [`ParamErrors`], and
+//! docs/protocol.md 1.6 ([`size_limit`]), records every problem in [`ParamErrors`], and
 //! deserialises a field only once it passed its checks, so one request reports all of its
 //! problems, not only the first. Messages follow zod's wording ("Required",
 //! "Expected string, received number") because clients of the earlier implementation show
@@ -128,12 +128,12 @@ pub const MAX_DESCRIPTION_BYTES: usize = 64 * 1024;
 pub const MAX_PATH_BYTES: usize = 4096;
 /// Most elements of `files` and `symbols`.
 pub const MAX_LIST_ITEMS: usize = 1000;
-/// The request body limit by default (PROTOCOL-NOTES 1.4: 32 MiB), and the most bytes any
+/// The request body limit by default (docs/protocol.md 1.4: 32 MiB), and the most bytes any
 /// text a request makes the daemon build may have (the new text of `edit.preflight`'s
 /// edits): a request never makes the daemon hold more than a small multiple of it.
 pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
 
-/// The size limits of PROTOCOL-NOTES 1.6 for a param or property name.
+/// The size limits of docs/protocol.md 1.6 for a param or property name.
 ///
 /// File `content` is bounded only by the body limit.
 pub fn size_limit(name: &str) -> SizeLimit {

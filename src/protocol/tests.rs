@@ -311,7 +311,7 @@ fn methods_table_lists_every_method() {
     assert_eq!(spec["methods"].as_array().unwrap().len(), METHODS.len());
 }
 
-/// The spec's `minimum`/`maximum` bound the new integer params (PROTOCOL-NOTES 7.1, 8.1, 9.2),
+/// The spec's `minimum`/`maximum` bound the new integer params (docs/protocol.md 7.1, 8.1, 9.2),
 /// each problem keyed by its param, every problem at once.
 #[test]
 fn integer_bounds_of_the_extensions_are_checked() {

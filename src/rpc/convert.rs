@@ -127,7 +127,7 @@ pub fn conflict_item(conflict: &coord::Conflict) -> wire::ConflictItem {
     }
 }
 
-/// One item of context of `edit.preflight` (PROTOCOL-NOTES 13.5).
+/// One item of context of `edit.preflight` (docs/protocol.md 13.5).
 pub fn related_item(related: &coord::Related) -> wire::RelatedItem {
     match related {
         coord::Related::SameSymbol {

@@ -1,4 +1,4 @@
-//! `worktree.forecast` (PROTOCOL-NOTES 14.5): which worktrees of the repository will collide
+//! `worktree.forecast` (docs/protocol.md 14.5): which worktrees of the repository will collide
 //! where, by symbol. Git says where merging two worktrees' states would conflict
 //! ([`crate::worktrees::forecast`]); `coord` names the symbols the changed lines touch, in
 //! each side's text, and says what is related across two worktrees' observed work (14.4,

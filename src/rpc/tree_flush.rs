@@ -1,5 +1,5 @@
 //! Asking the tree observer to take in what is already on disk before an answer
-//! (PROTOCOL-NOTES 15.2: `work.end` answers with a change the tool made just before the hook
+//! (docs/protocol.md 15.2: `work.end` answers with a change the tool made just before the hook
 //! ran). The observer lives in `daemon`; `rpc` only holds this handle, so the layers still
 //! point one way.
 

@@ -1,4 +1,4 @@
-//! The async side of waiting (PROTOCOL-NOTES 8 and 9.2): no rules here, only plumbing.
+//! The async side of waiting (docs/protocol.md 8 and 9.2): no rules here, only plumbing.
 //!
 //! - [`OneshotReply`] is the [`WaitReply`] of a queued `lock.acquire`: a oneshot sender whose
 //!   receiver lives in the request's future. When the connection closes, hyper drops that
@@ -11,7 +11,7 @@
 //! - [`parked`] runs a wait with the request's connection *parked*: the server's
 //!   [`Parking`] of that connection (a task-local, set by [`with_parking`]) gives the
 //!   connection's slot back while it waits, so waiters never use up the connection cap that
-//!   serves everybody else (PROTOCOL-NOTES 8.2, issue 20 item 5).
+//!   serves everybody else (docs/protocol.md 8.2, issue 20 item 5).
 //!
 //! A waiting request holds a task, never a thread, a database transaction or a connection
 //! slot.

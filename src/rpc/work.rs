@@ -1,4 +1,4 @@
-//! `work.begin`, `work.end`, `work.owners`, `work.changes` (PROTOCOL-NOTES 15.2, 15.7).
+//! `work.begin`, `work.end`, `work.owners`, `work.changes` (docs/protocol.md 15.2, 15.7).
 
 use super::services::App;
 use crate::coord::iso_millis;

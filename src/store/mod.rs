@@ -1,6 +1,6 @@
 //! Persistent state of the daemon, behind one interface with two backends:
 //! [`sqlite`] (the embedded default, `.wit/state.db`) and [`postgres`] (one database shared by
-//! the daemons of many machines, PROTOCOL-NOTES 12).
+//! the daemons of many machines, docs/protocol.md 12).
 //!
 //! [`Store`] is synchronous: callers on an async runtime run it on a blocking thread (the
 //! PostgreSQL backend also steps out of a runtime worker by itself) and never hold it across

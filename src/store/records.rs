@@ -209,7 +209,7 @@ pub struct Intent {
     pub declared_at_ms: i64,
     /// Last status change (equals `declared_at_ms` until the first update).
     pub updated_at_ms: i64,
-    /// The changed lines of an observed intent's file (PROTOCOL-NOTES 13.1), sorted and
+    /// The changed lines of an observed intent's file (docs/protocol.md 13.1), sorted and
     /// merged; `None` for declared intents and file-level observed ones.
     pub regions: Option<Vec<LineRegion>>,
     /// Declared, or observed (and how).
@@ -217,7 +217,7 @@ pub struct Intent {
 }
 
 /// Lines `start_line..=end_line` (1-based) of a file's current text: one region of observed
-/// work (PROTOCOL-NOTES 13.1). With `end_line == start_line - 1` it holds no line: it is the
+/// work (docs/protocol.md 13.1). With `end_line == start_line - 1` it holds no line: it is the
 /// *point* after line `end_line` (13.4: a pure insertion, a pure deletion's region).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LineRegion {
@@ -324,7 +324,7 @@ pub struct SessionRow {
     /// The host the pid lives on (`None` for rows written before hosts were recorded: the
     /// daemon's own host).
     pub host_id: Option<String>,
-    /// The root of the worktree it last acted from (PROTOCOL-NOTES 14.3).
+    /// The root of the worktree it last acted from (docs/protocol.md 14.3).
     pub worktree: Option<String>,
 }
 
@@ -355,11 +355,11 @@ pub struct SessionSummary {
     pub first_seen_ms: i64,
     /// The host its pid lives on.
     pub host_id: Option<String>,
-    /// The root of the worktree it last acted from (PROTOCOL-NOTES 14.3).
+    /// The root of the worktree it last acted from (docs/protocol.md 14.3).
     pub worktree: Option<String>,
 }
 
-/// A stored event (PROTOCOL-NOTES 9).
+/// A stored event (docs/protocol.md 9).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
     /// Sequence number: increasing, never reused.
@@ -415,7 +415,7 @@ pub struct RangeHit {
     pub declared_at_ms: i64,
     /// The byte range, `None` when the intent is file-level in this file or has regions.
     pub range: Option<(i64, i64)>,
-    /// The intent's regions (observed work, PROTOCOL-NOTES 13.1): with them, the intent
+    /// The intent's regions (observed work, docs/protocol.md 13.1): with them, the intent
     /// covers these lines of the file rather than the whole file.
     pub regions: Option<Vec<LineRegion>>,
 }
@@ -431,7 +431,7 @@ pub struct EventPage {
     pub oldest_seq: Option<i64>,
 }
 
-/// A queued `lock.acquire` that waits (PROTOCOL-NOTES 8), as the store keeps it: the queue
+/// A queued `lock.acquire` that waits (docs/protocol.md 8), as the store keeps it: the queue
 /// order is shared by every daemon on the store; the reply channel stays with the daemon that
 /// took the request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -485,7 +485,7 @@ pub struct NewWaiter<'a> {
     pub queued_at_ms: i64,
 }
 
-/// A daemon's heartbeat (PROTOCOL-NOTES 12.3).
+/// A daemon's heartbeat (docs/protocol.md 12.3).
 #[derive(Debug, Clone, Copy)]
 pub struct DaemonBeat<'a> {
     /// The daemon's id (random per run).

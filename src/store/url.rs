@@ -1,4 +1,4 @@
-//! Which store a daemon uses (PROTOCOL-NOTES 12.1): `sqlite` (the default) or a
+//! Which store a daemon uses (docs/protocol.md 12.1): `sqlite` (the default) or a
 //! `postgres://` URL. The URL's password never leaves this type: [`StoreUrl`]'s `Display` and
 //! `Debug` show it redacted, and only the backend reads the full URL.
 

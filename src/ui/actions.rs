@@ -2,7 +2,7 @@
 //! session the daemon cannot see die (ended or reaped already, or registered without a pid:
 //! a session with a live pid is ended by the daemon when its process exits), release a lock
 //! whose holder is no longer live, accept or reject a proposed contract (as the person's own
-//! session, so the event names the person). A worktree's unowned work (PROTOCOL-NOTES 15.3)
+//! session, so the event names the person). A worktree's unowned work (docs/protocol.md 15.3)
 //! is no session a person ends.
 
 use serde::Deserialize;

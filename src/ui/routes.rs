@@ -133,7 +133,7 @@ impl Ui {
         }
     }
 
-    /// The owners of one file's uncommitted lines (`work.owners`, PROTOCOL-NOTES 15.7), what
+    /// The owners of one file's uncommitted lines (`work.owners`, docs/protocol.md 15.7), what
     /// the work map shows of a file the person opens: `{"result": {file, binary, lines}}`,
     /// `{"result": null}` from a daemon that does not offer the method.
     async fn owners(&self, query: Option<&str>) -> Response<UiBody> {

@@ -23,7 +23,7 @@ pub type Sections = Vec<(&'static str, String)>;
 /// working-tree text of the files that hold accepted contracts (what an edit preview of
 /// those files reports).
 ///
-/// Sessions and intents of unowned work (`unowned:<worktree root>`, PROTOCOL-NOTES 15.3) carry
+/// Sessions and intents of unowned work (`unowned:<worktree root>`, docs/protocol.md 15.3) carry
 /// `"unowned": true`, so that the page shows them as such and never as an agent.
 pub async fn take(daemon: &Doorway, root: &Path) -> Result<Sections, Failure> {
     let mut sessions = daemon.call_raw("session.list", json!({})).await?;
@@ -76,7 +76,7 @@ fn mark_unowned(items: &mut Value) {
     }
 }
 
-/// The answer of `method` (without params: `worktree.forecast`, PROTOCOL-NOTES 14.5, or
+/// The answer of `method` (without params: `worktree.forecast`, docs/protocol.md 14.5, or
 /// `lock.waits`) where the daemon offers it; `null` where it does not (an older daemon
 /// answers METHOD_NOT_FOUND).
 async fn offered(daemon: &Doorway, method: &str) -> Result<Value, Failure> {

@@ -1,4 +1,4 @@
-//! A worktree's changes as git sees them (PROTOCOL-NOTES 14.4): against the merge-base of
+//! A worktree's changes as git sees them (docs/protocol.md 14.4): against the merge-base of
 //! its HEAD with the main worktree's HEAD, committed on its branch and uncommitted, with the
 //! untracked files of supported languages; per file the lines of its current text that
 //! changed (the one line diff of its two texts, git's merge alignment: what a merge will

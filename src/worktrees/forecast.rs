@@ -1,4 +1,4 @@
-//! Where two worktrees will collide when merged (PROTOCOL-NOTES 14.5), as git says: each
+//! Where two worktrees will collide when merged (docs/protocol.md 14.5), as git says: each
 //! worktree's state (its HEAD plus uncommitted and untracked changes, written as a commit
 //! object through a temporary index: the worktree and its index are not touched), `git
 //! merge-tree` of two states for the files that would conflict, and the lines each side
@@ -200,7 +200,7 @@ pub fn conflicts_of_all(
     }
     let bases = merge_bases(repo, states, &conflicted)?;
     // Per conflicted file, each side's bytes and their base's: the lines each side changed
-    // are the one line diff's (PROTOCOL-NOTES 13.7), never a patch's.
+    // are the one line diff's (docs/protocol.md 13.7), never a patch's.
     let names: Vec<String> = conflicted
         .iter()
         .zip(&bases)

@@ -1,6 +1,6 @@
 //! The worktrees of a repository, read from git's own files (no `git` process): which
 //! repository a worktree belongs to (its git common directory and main worktree), and which
-//! linked worktrees the repository has now (PROTOCOL-NOTES 14.1).
+//! linked worktrees the repository has now (docs/protocol.md 14.1).
 //!
 //! Layout read: a main worktree has a `.git` directory (the common directory); a linked
 //! worktree has a `.git` file `gitdir: <common>/worktrees/<name>`, whose directory holds a

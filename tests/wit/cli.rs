@@ -875,7 +875,7 @@ fn lock_wait_sessions_session_end_and_log() {
     let out = wit_as(&repo, "a", &["lock", "a.ts:f", "--wait", "11m"]);
     assert_eq!(code(&out), 2, "longer than the protocol allows");
 
-    // a holds nothing now: it is listed once registered (PROTOCOL-NOTES 7.6).
+    // a holds nothing now: it is listed once registered (docs/protocol.md 7.6).
     assert_eq!(
         code(&wit_as(&repo, "a", &["register", "alice", "--lease", "1h"])),
         0

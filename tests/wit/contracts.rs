@@ -489,7 +489,7 @@ fn py_edits() -> Vec<(&'static str, String, bool)> {
             s.replace("h: int = 1)", "h: int = 1, *rest)"),
             true,
         ),
-        // PROTOCOL-NOTES 2.5: the signature is the parameter list and return type; `async` is
+        // docs/protocol.md 2.5: the signature is the parameter list and return type; `async` is
         // not part of it.
         (
             "async added",

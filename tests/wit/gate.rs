@@ -1340,7 +1340,7 @@ fn a_harness_that_exits_takes_its_observed_work_with_it() {
     assert_eq!(session["pid"], i64::from(claude.pid()), "{session}");
     assert_eq!(session["live"], true);
 
-    // Claude exits: within seconds its observed work is abandoned (PROTOCOL-NOTES 7.3).
+    // Claude exits: within seconds its observed work is abandoned (docs/protocol.md 7.3).
     claude.exit();
     let deadline = Instant::now() + Duration::from_secs(20);
     while observed_intents(&repo, "claude-1", "abandoned").is_empty() {

@@ -180,7 +180,7 @@ fn every_line_of_the_gates_table_does_to_the_work_what_its_verdict_says() {
 
 /// The pre-commit hook with a daemon that accepts connections and never answers: it lets the
 /// commit through within the one 2 s budget (plus process start), with one warning line for
-/// everything it checks (PROTOCOL-NOTES 6); before, contracts and foreign lines waited 2 s
+/// everything it checks (docs/protocol.md 6); before, contracts and foreign lines waited 2 s
 /// each and printed a line each.
 #[test]
 fn a_hanging_daemon_costs_a_commit_one_budget_and_one_line() {

@@ -1,4 +1,4 @@
-//! Go, Rust and Java end to end (PROTOCOL-NOTES 11) against a real daemon: caller warnings
+//! Go, Rust and Java end to end (docs/protocol.md 11) against a real daemon: caller warnings
 //! and DEP_CHAIN through each language's import mechanism, never bound to a same-named symbol
 //! elsewhere, and contracts on their signatures.
 

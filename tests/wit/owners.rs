@@ -1,4 +1,4 @@
-//! Owners (PROTOCOL-NOTES 15.1–15.3, 15.7, issue "Owners") end to end: every agent a stand-in
+//! Owners (docs/protocol.md 15.1–15.3, 15.7, issue "Owners") end to end: every agent a stand-in
 //! harness process of its own running the real hooks (`wit hook pre-edit`, then the tool's
 //! write, then `wit hook post-tool`), a real daemon watching the tree, real git.
 
@@ -488,7 +488,7 @@ fn wit_blame_names_the_owners_of_three_sessions_lines() {
     }
 }
 
-/// PROTOCOL-NOTES 15.3: unowned work is shown as such by `wit status` and `wit sessions` —
+/// docs/protocol.md 15.3: unowned work is shown as such by `wit status` and `wit sessions` —
 /// a section of its own naming the file and lines, a row named as unowned work — never as an
 /// agent's intent or a live or ended session.
 #[test]

@@ -121,7 +121,7 @@ fn the_replay_scores_real_pairs_against_git() {
     // On this sample wit's collisions are git's conflicts, pair by pair: it holds pairs whose
     // patches share identical hunks (git takes one), a clean pair that the edits' context
     // lines made a false alarm (gin-9abb909731), and a conflict that only git's histogram
-    // diff sees (gin-07fe0d9944); none of the false alarms that the rule of PROTOCOL-NOTES
+    // diff sees (gin-07fe0d9944); none of the false alarms that the rule of docs/protocol.md
     // 13.4 itself makes (BENCHMARKS.md, replay).
     for o in outcomes {
         assert_eq!(

@@ -1,4 +1,4 @@
-//! Sessions with a pulse, lock waits and events end to end (PROTOCOL-NOTES 5, 7, 8, 9), against
+//! Sessions with a pulse, lock waits and events end to end (docs/protocol.md 5, 7, 8, 9), against
 //! a real daemon through the generated client.
 
 use std::os::unix::net::UnixStream;

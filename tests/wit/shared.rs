@@ -1,4 +1,4 @@
-//! Several daemons on one PostgreSQL database (PROTOCOL-NOTES 12), black-box: two clones of
+//! Several daemons on one PostgreSQL database (docs/protocol.md 12), black-box: two clones of
 //! one repository, a daemon on each (playing two hosts), one store.
 //!
 //! These tests need a server: `WIT_TEST_STORE` must be a `postgres://` URL (CI sets it; see

@@ -801,7 +801,7 @@ fn shown_runs(file: &str, count: usize) -> String {
     )
 }
 
-/// Issue 34 item 6 and PROTOCOL-NOTES 15.3, 15.7: a file opened in the work map shows who
+/// Issue 34 item 6 and docs/protocol.md 15.3, 15.7: a file opened in the work map shows who
 /// owns its uncommitted lines — a session's lines under its name, lines changed on disk with
 /// no window as nobody's — and follows new work; unowned work is shown as such everywhere on
 /// the page, never as an agent's session.

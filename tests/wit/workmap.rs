@@ -1,4 +1,4 @@
-//! The work map end to end (PROTOCOL-NOTES 13, issue 21): observed work recorded as regions
+//! The work map end to end (docs/protocol.md 13, issue 21): observed work recorded as regions
 //! and kept true as the file changes, symbols added inside containers named with them, and
 //! collisions told apart from context (`related`); declared intents keep their rules.
 

@@ -1,4 +1,4 @@
-//! Work in worktrees observed without hooks (PROTOCOL-NOTES 14.4) and previews meeting
+//! Work in worktrees observed without hooks (docs/protocol.md 14.4) and previews meeting
 //! another worktree's changes (14.5): real daemons, real `git worktree add`, files written
 //! to disk as a shell or an editor would, with no wit call.
 

@@ -1,4 +1,4 @@
-//! Worktrees (PROTOCOL-NOTES 14, issue 24): one daemon serves every worktree of a
+//! Worktrees (docs/protocol.md 14, issue 24): one daemon serves every worktree of a
 //! repository, each on its own socket, over one state; each worktree is analysed as its own
 //! text; worktrees added while the daemon runs are served, removed ones let go. Real daemons,
 //! real `git worktree add`.

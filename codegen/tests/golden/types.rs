@@ -285,7 +285,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ContractRespondResultSta
         value.parse()
     }
 }
-///Context, not a collision (PROTOCOL-NOTES 13.5): a touched symbol calls, or is called by, a symbol inside another live session's regions or declared symbols.
+///Context, not a collision (docs/protocol.md 13.5): a touched symbol calls, or is called by, a symbol inside another live session's regions or declared symbols.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CoupledItem {
     ///Its intent
@@ -518,7 +518,7 @@ pub struct EditPreflightResult {
     ///Why the edit does not apply, or null
     #[serde(deserialize_with = "::std::option::Option::deserialize")]
     pub reason: ::std::option::Option<::std::string::String>,
-    ///Context, never a collision: SAME_SYMBOL items, then COUPLED items, each once (PROTOCOL-NOTES 13.5)
+    ///Context, never a collision: SAME_SYMBOL items, then COUPLED items, each once (docs/protocol.md 13.5)
     pub related: ::std::vec::Vec<RelatedItem>,
     ///Touched symbols as file:QualifiedName, innermost first, each once
     pub symbols: ::std::vec::Vec<::std::string::String>,
@@ -878,7 +878,7 @@ pub struct IntentRecord {
     ///UUID
     #[serde(rename = "intentId")]
     pub intent_id: ::std::string::String,
-    ///Observed work only (PROTOCOL-NOTES 13.1): the changed lines of its file's current text, sorted and merged. Absent for declared intents and for file-level observed ones
+    ///Observed work only (docs/protocol.md 13.1): the changed lines of its file's current text, sorted and merged. Absent for declared intents and for file-level observed ones
     #[serde(default, skip_serializing_if = "::std::vec::Vec::is_empty")]
     pub regions: ::std::vec::Vec<LineRegion>,
     #[serde(rename = "sessionId")]
@@ -1040,7 +1040,7 @@ pub struct IntentUpdateResult {
     #[serde(rename = "updatedAt")]
     pub updated_at: i64,
 }
-///Lines of a file's current text that observed work changed (PROTOCOL-NOTES 13.1): 1-based, inclusive; with endLine = startLine - 1 the point after line endLine (13.4: a pure insertion, a pure deletion's region).
+///Lines of a file's current text that observed work changed (docs/protocol.md 13.1): 1-based, inclusive; with endLine = startLine - 1 the point after line endLine (13.4: a pure insertion, a pure deletion's region).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct LineRegion {
     ///Last line, inclusive (startLine - 1: a point)
@@ -1232,7 +1232,7 @@ pub struct OwnedHunk {
     #[serde(rename = "sessionIds")]
     pub session_ids: ::std::vec::Vec<::std::string::String>,
 }
-///A run of uncommitted lines with the same owners (PROTOCOL-NOTES 15.7)
+///A run of uncommitted lines with the same owners (docs/protocol.md 15.7)
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct OwnedLines {
     ///Last line, inclusive
@@ -1329,7 +1329,7 @@ pub struct RegisterResult {
 pub enum RelatedItem {
     /**SameSymbolItem
 
-Context, not a collision (PROTOCOL-NOTES 13.5): the change touches a symbol in which another live session's intent has regions, or which it declared, but meets none of its regions.*/
+Context, not a collision (docs/protocol.md 13.5): the change touches a symbol in which another live session's intent has regions, or which it declared, but meets none of its regions.*/
     #[serde(rename = "SAME_SYMBOL")]
     SameSymbol {
         ///Its intent
@@ -1344,7 +1344,7 @@ Context, not a collision (PROTOCOL-NOTES 13.5): the change touches a symbol in w
     },
     /**CoupledItem
 
-Context, not a collision (PROTOCOL-NOTES 13.5): a touched symbol calls, or is called by, a symbol inside another live session's regions or declared symbols.*/
+Context, not a collision (docs/protocol.md 13.5): a touched symbol calls, or is called by, a symbol inside another live session's regions or declared symbols.*/
     #[serde(rename = "COUPLED")]
     Coupled {
         ///Its intent
@@ -1418,7 +1418,7 @@ impl ::std::convert::TryFrom<::std::string::String> for RelatedItemRelation {
         value.parse()
     }
 }
-///Context, not a collision (PROTOCOL-NOTES 13.5): the change touches a symbol in which another live session's intent has regions, or which it declared, but meets none of its regions.
+///Context, not a collision (docs/protocol.md 13.5): the change touches a symbol in which another live session's intent has regions, or which it declared, but meets none of its regions.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct SameSymbolItem {
     ///Its intent
@@ -1574,7 +1574,7 @@ pub struct Violation {
     #[serde(rename = "symbolPath")]
     pub symbol_path: ::std::string::String,
 }
-///Lines a tool-call window attributed to its session in one file (PROTOCOL-NOTES 15.2)
+///Lines a tool-call window attributed to its session in one file (docs/protocol.md 15.2)
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct WindowChange {
     pub file: ::std::string::String,
@@ -1689,7 +1689,7 @@ pub struct WorktreeForecastParams {}
 pub struct WorktreeForecastResult {
     pub pairs: ::std::vec::Vec<WorktreePair>,
 }
-///Two worktrees whose changes meet (PROTOCOL-NOTES 14.5).
+///Two worktrees whose changes meet (docs/protocol.md 14.5).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct WorktreePair {
     ///Root path of the first worktree

@@ -45,7 +45,7 @@ use super::{AnalysisError, Result};
 
 pub use super::resolution::SymbolRef;
 
-/// Files larger than this are not parsed: they have no symbols (PROTOCOL-NOTES 2.6).
+/// Files larger than this are not parsed: they have no symbols (docs/protocol.md 2.6).
 pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 
 /// The diagnostic of a source over [`MAX_FILE_BYTES`].
@@ -209,7 +209,7 @@ impl RepoIndex {
     /// worktree's index of the same repository): content it parsed is neither parsed nor
     /// stored again (the row borrows the donor's by hash), and a first build starts from its
     /// graph, resolving again only what the differences touch; so N worktrees cost about one
-    /// index plus their differences (PROTOCOL-NOTES 14.2). Without a readable database of
+    /// index plus their differences (docs/protocol.md 14.2). Without a readable database of
     /// this version, nothing is reused.
     pub fn with_donor(mut self, path: &Path) -> RepoIndex {
         self.db.set_donor(Donor::open(path));

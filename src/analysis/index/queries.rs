@@ -33,7 +33,7 @@ impl RepoIndex {
     }
 
     /// The symbols calling `name` in `rel_path` (a qualified name, or a bare name resolved by
-    /// PROTOCOL-NOTES 2.2; every candidate of an ambiguous name counts), across the repository,
+    /// docs/protocol.md 2.2; every candidate of an ambiguous name counts), across the repository,
     /// sorted. The file and the callers' files are checked for changes first.
     pub fn callers(&self, rel_path: &str, name: &str) -> Vec<SymbolRef> {
         self.ensure_built();

@@ -109,7 +109,7 @@ fn is_absent(err: &std::io::Error) -> bool {
 }
 
 /// Rejects paths that are not plain relative paths inside the root. Callers normalise paths
-/// (PROTOCOL-NOTES 2.1); this is the index's own guard.
+/// (docs/protocol.md 2.1); this is the index's own guard.
 pub(super) fn check_relative(path: &str) -> Result<()> {
     let invalid = |reason| {
         Err(AnalysisError::InvalidPath {

@@ -16,7 +16,7 @@ const TSX_CALLS: &str = concat!(
     include_str!("tsx/calls.scm")
 );
 
-/// A function's signature: type parameters, parameters, return type (PROTOCOL-NOTES 2.5).
+/// A function's signature: type parameters, parameters, return type (docs/protocol.md 2.5).
 const CALLABLE: SignatureSpec = SignatureSpec {
     from: &[
         Bound::FieldStart("type_parameters"),

@@ -1,5 +1,5 @@
 //! `wit-bench attribution`: how soon a shell command's change is its session's observed work
-//! (issue 34 target 1, PROTOCOL-NOTES 15.2–15.3: within 2 s of the write), and whether
+//! (issue 34 target 1, docs/protocol.md 15.2–15.3: within 2 s of the write), and whether
 //! `work.end` answers with a change that landed just before the post-tool hook ran.
 //!
 //! ```text

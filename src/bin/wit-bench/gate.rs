@@ -291,7 +291,7 @@ pub(crate) async fn gate(b: &mut Bench, wit: &std::path::Path) -> Result<()> {
 
 /// `edit.preflight` of one function in the middle of files of one-line functions, from
 /// 16 KiB to just under the 8 MiB index limit: the cost must grow with the file, not with its
-/// square (issue 20.3, PROTOCOL-NOTES 13.6), and must not jump once the analysis outgrows the
+/// square (issue 20.3, docs/protocol.md 13.6), and must not jump once the analysis outgrows the
 /// parse cache (issue 32.5: at 128k functions it was decoded again on every call). Each row
 /// gives the p50 after the first call and its cost per KiB, whose ratio to the smallest
 /// file's is the cliff (1.0: linear); and the daemon's RSS after the row.

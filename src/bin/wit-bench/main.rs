@@ -133,7 +133,7 @@ enum Subcommand {
     /// daemon and scores wit's predictions against git's merge.
     Replay(replay::ReplayArgs),
     /// How soon a change saved in one worktree is seen as observed work from another
-    /// (PROTOCOL-NOTES 14.4), with no hook in between.
+    /// (docs/protocol.md 14.4), with no hook in between.
     WorktreeWatch(worktree_watch::WatchArgs),
     /// Worktrees added while the daemon runs keep no directory without a watch (issue 35).
     WorktreeAdd(worktree_add::AddArgs),

@@ -1,4 +1,4 @@
-//! The sections of sessions, waits and events (PROTOCOL-NOTES 7–9):
+//! The sections of sessions, waits and events (docs/protocol.md 7–9):
 //! - `waits`: hand-over latency (release answered → the waiter's acquire answered), and the
 //!   daemon's memory and threads with 1,000 requests waiting on one symbol;
 //! - `events`: how soon a waiting `events.poll` answers after a change;

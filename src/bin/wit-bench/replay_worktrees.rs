@@ -1,5 +1,5 @@
 //! `wit-bench replay --worktrees`: the replay of [`crate::replay`] with each agent in a git
-//! worktree of its own and no hook or wit call for A (issue 24, PROTOCOL-NOTES 14.4/14.5).
+//! worktree of its own and no hook or wit call for A (issue 24, docs/protocol.md 14.4/14.5).
 //!
 //! One scratch repository and one daemon per job: its main worktree `m/` and two linked
 //! worktrees `a/` (branch `wa`) and `b/` (branch `wb`). Pair `i` is:

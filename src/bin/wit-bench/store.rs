@@ -1,4 +1,4 @@
-//! The shared store (`--store URL`): daemons on one PostgreSQL database (PROTOCOL-NOTES 12).
+//! The shared store (`--store URL`): daemons on one PostgreSQL database (docs/protocol.md 12).
 //!
 //! Two clones of one generated repository, a daemon on each, one fresh project. Rows: lock
 //! cycles at 16 connections through one daemon and summed through two (8 + 8), the same

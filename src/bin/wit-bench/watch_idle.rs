@@ -1,5 +1,5 @@
 //! `wit-bench watch-idle`: what watching a real tree costs while nothing changes (issue 34
-//! target 3, PROTOCOL-NOTES 15.3): the daemon's CPU when idle (< 1 %), its inotify instances
+//! target 3, docs/protocol.md 15.3): the daemon's CPU when idle (< 1 %), its inotify instances
 //! (≤ 1) and watches against the directories git knows.
 //!
 //! ```text

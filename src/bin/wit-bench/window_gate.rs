@@ -1,5 +1,5 @@
 //! `wit-bench window-gate`: the gate of one shell tool call with its window (issue 34 target
-//! 2, PROTOCOL-NOTES 15.2): `wit hook pre-edit --agent claude` (the shell gate, which opens
+//! 2, docs/protocol.md 15.2): `wit hook pre-edit --agent claude` (the shell gate, which opens
 //! the call's window with `work.begin`) and `wit hook post-tool --agent claude` (which closes
 //! it with `work.end`, then tells the news), each end to end as a harness runs it (process
 //! start, payload on stdin, the RPCs, the answer), beside a trivial process in the same run.

@@ -5,7 +5,7 @@
 //! block, warn lets it through with the warning, off says nothing), naming the sessions,
 //! files and lines. `WIT_ALLOW_FOREIGN=1` lets a person commit them on purpose.
 //!
-//! Silent and fast when nothing is at stake (PROTOCOL-NOTES 6): no file of a supported
+//! Silent and fast when nothing is at stake (docs/protocol.md 6): no file of a supported
 //! language staged, no daemon socket, or no other live session with work in a staged file costs no diff. It fails open:
 //! no daemon answer within 2 s, or any error, lets the commit through.
 
@@ -29,7 +29,7 @@ const BUDGET: Duration = Duration::from_secs(2);
 
 /// What the `pre-commit` hook runs (`wit hook pre-commit`): the contracts check, then the
 /// foreign-lines check, sharing one budget ([`contracts::hook_budget`], 2 s) and at most one
-/// warning line (PROTOCOL-NOTES 6). Exit 1 (a broken contract, or `Err`: foreign lines)
+/// warning line (docs/protocol.md 6). Exit 1 (a broken contract, or `Err`: foreign lines)
 /// blocks the commit; running out of time or any failure to check lets it through.
 pub async fn pre_commit(ctx: &Context) -> Result<Report, CliError> {
     let budget = contracts::hook_budget();
@@ -76,7 +76,7 @@ async fn check_within(ctx: &Context, budget: Duration) -> Result<Report, CliErro
         return Ok(Report::nothing());
     }
     // Observed work is only ever on files of a supported language (the edit gate records
-    // nothing else): a commit of other files asks no daemon (PROTOCOL-NOTES 6).
+    // nothing else): a commit of other files asks no daemon (docs/protocol.md 6).
     let staged_all = staged_files(root);
     if !staged_all.iter().any(|path| is_supported_path(path)) || !ctx.paths.socket.exists() {
         return Ok(Report::nothing());

@@ -1,6 +1,6 @@
-//! Git hooks (`wit hook install|uninstall`, PROTOCOL-NOTES 6), the `prepare-commit-msg`
+//! Git hooks (`wit hook install|uninstall`, docs/protocol.md 6), the `prepare-commit-msg`
 //! trailer step and the `post-commit` step that resolves the observed intents on the
-//! committed files, whichever session recorded them (PROTOCOL-NOTES 10.3, issue 22.4); the Claude Code session steps live in
+//! committed files, whichever session recorded them (docs/protocol.md 10.3, issue 22.4); the Claude Code session steps live in
 //! [`crate::cli::claude`].
 //!
 //! The installed scripts call the `wit` binary by the absolute path it was installed from,

@@ -2,7 +2,7 @@
 //! (a small file per session, `.wit/harness/<session>.json`), and its pulse.
 //!
 //! The pulse (issue 22.4): on first contact the hook registers the harness's session with the
-//! harness's pid ([`crate::harness::harness_pid`], PROTOCOL-NOTES 7.1), so the daemon reaps it
+//! harness's pid ([`crate::harness::harness_pid`], docs/protocol.md 7.1), so the daemon reaps it
 //! (locks released, observed work abandoned) within seconds of the harness exiting. A session
 //! that already has a pulse (the Claude plugin's SessionStart, a `wit register --pid`) is left
 //! as it is; its registered name is kept.

@@ -96,7 +96,7 @@ pub enum HookCommand {
     #[command(hide = true)]
     CheckForeign,
     /// What the pre-commit hook runs: the contracts check and the foreign-lines check, one
-    /// 2 s budget and at most one warning line for both (PROTOCOL-NOTES 6).
+    /// 2 s budget and at most one warning line for both (docs/protocol.md 6).
     #[command(hide = true)]
     PreCommit,
     /// What the post-commit hook runs: resolves the observed-edit intents on the committed

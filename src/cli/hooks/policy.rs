@@ -35,7 +35,7 @@ pub struct Policy {
     pub contracts: Action,
     /// Whether clean edits are recorded as observed intents (default true).
     pub record: bool,
-    /// Other sessions' work near the edit, `related` (PROTOCOL-NOTES 13.5): warn or off,
+    /// Other sessions' work near the edit, `related` (docs/protocol.md 13.5): warn or off,
     /// never more (default warn).
     pub related: Action,
     /// Git commands that would take or drop other live sessions' uncommitted lines (shell

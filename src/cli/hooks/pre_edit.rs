@@ -599,7 +599,7 @@ fn intent_line(
     )
 }
 
-/// One line of context for a `related` item (PROTOCOL-NOTES 13.5).
+/// One line of context for a `related` item (docs/protocol.md 13.5).
 fn related_line(related: &RelatedItem, by_id: &HashMap<&str, &SessionRecord>) -> String {
     match related {
         RelatedItem::SameSymbol {

@@ -1,4 +1,4 @@
-//! Tool-call windows from the harness hooks (PROTOCOL-NOTES 15.2): the pre-tool hook that lets
+//! Tool-call windows from the harness hooks (docs/protocol.md 15.2): the pre-tool hook that lets
 //! a call through opens its window (`work.begin`) in the same process, the post-tool hook
 //! closes it (`work.end`). Between the two hook processes the window's id waits in
 //! `.wit/windows/<session>` (oldest first: a harness's post-tool hooks come in the order of

@@ -1,4 +1,4 @@
-//! git's line diff, as `git merge-tree` (merge-ort) runs it (PROTOCOL-NOTES 13.7): xdiff's
+//! git's line diff, as `git merge-tree` (merge-ort) runs it (docs/protocol.md 13.7): xdiff's
 //! histogram algorithm over the whole texts, then xdiff's `xdl_change_compact` without the
 //! indent heuristic (merges never turn it on), which slides every changed block as far down
 //! as it goes unless it can line up with a changed block of the other side. The one place
@@ -51,7 +51,7 @@ pub fn split_lines(bytes: &[u8]) -> Vec<&[u8]> {
 
 /// The lines of `new` that changed since `old` (git's hunks between the two), 1-based and
 /// inclusive, in order; a pure deletion is the point where the two sides now join,
-/// `(n + 1, n)` after line `n` (PROTOCOL-NOTES 13.4).
+/// `(n + 1, n)` after line `n` (docs/protocol.md 13.4).
 pub fn changed_lines(old: &[u8], new: &[u8]) -> Vec<(i64, i64)> {
     let line = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
     git_hunks(&split_lines(old), &split_lines(new))

@@ -1,4 +1,4 @@
-//! `edit.preflight` (PROTOCOL-NOTES 10, 13): an edit → the spans it changes → the symbols it
+//! `edit.preflight` (docs/protocol.md 10, 13): an edit → the spans it changes → the symbols it
 //! touches → other live agents' intents and locks it meets (collisions) and their work near
 //! it (context), and the contracts the new text breaks; with `record`, observed work.
 //!
@@ -75,7 +75,7 @@ struct NewSymbols {
 }
 
 impl Coord {
-    /// Checks an edit of `file` by `session_id` before it is written (PROTOCOL-NOTES 10, 13).
+    /// Checks an edit of `file` by `session_id` before it is written (docs/protocol.md 10, 13).
     pub fn preflight(
         &self,
         session_id: &str,
@@ -596,7 +596,7 @@ fn touched_symbols(old: &[SymbolSpan], new: &[SymbolSpan], changes: &[Change]) -
     touched
 }
 
-/// PROTOCOL-NOTES 2.2: a qualified name matches exactly; a bare one means the one top-level
+/// docs/protocol.md 2.2: a qualified name matches exactly; a bare one means the one top-level
 /// symbol of that name, else the one symbol of that name anywhere.
 fn resolve<'a>(
     symbols: impl Iterator<Item = &'a SymbolSpan> + Clone,

@@ -1,4 +1,4 @@
-//! The context of an edit (PROTOCOL-NOTES 13.5): other live agents' work it does not collide
+//! The context of an edit (docs/protocol.md 13.5): other live agents' work it does not collide
 //! with but that shares a symbol with it (SAME_SYMBOL) or is coupled to it through the call
 //! graph (COUPLED). The rule of what counts is [`super::super::conflicts::works_in`]; this
 //! gathers the candidates.

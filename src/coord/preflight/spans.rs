@@ -1,4 +1,4 @@
-//! From an edit to changed spans (PROTOCOL-NOTES 10.1–10.2), as pure functions: applying
+//! From an edit to changed spans (docs/protocol.md 10.1–10.2), as pure functions: applying
 //! find-and-replace edits, diffing whole new content, and mapping positions of the current
 //! text into the new one.
 
@@ -184,7 +184,7 @@ fn apply_one(text: &str, edit: &Edit, limit: usize) -> Result<(String, Vec<Chang
     if size > limit as u128 {
         return Err(too_large(size, limit));
     }
-    // What the edit changes inside its own text (PROTOCOL-NOTES 13: the lines that actually
+    // What the edit changes inside its own text (docs/protocol.md 13: the lines that actually
     // changed): the lines of `oldText` that `newText` keeps — the context an editor's
     // find-and-replace carries to be unique — are not replaced, so they are no change.
     let inner = diff_lines(&edit.old_text, &edit.new_text);

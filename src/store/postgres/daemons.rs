@@ -1,5 +1,5 @@
 //! Queries on `wit_daemons`: who serves this project, from which host, and their heartbeats
-//! (PROTOCOL-NOTES 12.3).
+//! (docs/protocol.md 12.3).
 
 use super::tx::Tx;
 use crate::store::{DaemonBeat, DaemonsRead, DaemonsWrite, Result};

@@ -1,4 +1,4 @@
-//! Queries on `wit_events`: the log of changes (PROTOCOL-NOTES 9), `seq` per project.
+//! Queries on `wit_events`: the log of changes (docs/protocol.md 9), `seq` per project.
 //!
 //! The next `seq` is the project's counter `wit_projects.next_seq`, read under the project
 //! row lock when the write transaction begins and written back with its commit (see

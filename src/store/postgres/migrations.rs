@@ -154,7 +154,7 @@ CREATE TABLE wit_daemons (
 );
 "#;
 
-/// The SQLite schema's version 5: observed work as regions (PROTOCOL-NOTES 13).
+/// The SQLite schema's version 5: observed work as regions (docs/protocol.md 13).
 /// `wit_intents.regions` holds the changed lines of an observed intent's file as a JSON array
 /// of `[startLine, endLine]` pairs (sorted, merged); NULL for declared intents and file-level
 /// observed ones. An intent with regions keeps one `wit_intent_ranges` row for its file (bytes
@@ -172,7 +172,7 @@ UPDATE wit_intents SET kind = 'observed'
 UPDATE wit_intents SET kind = 'worktree' WHERE session_id LIKE 'worktree:%';
 "#;
 
-/// v6 (worktrees, PROTOCOL-NOTES 14.3): the root of the worktree a session last acted from.
+/// v6 (worktrees, docs/protocol.md 14.3): the root of the worktree a session last acted from.
 const V6: &str = r#"
 ALTER TABLE wit_sessions ADD COLUMN worktree TEXT COLLATE "C";
 "#;

@@ -1,5 +1,5 @@
 //! The shared backend: one PostgreSQL database for the daemons of many machines
-//! (PROTOCOL-NOTES 12), each project (repository) in its own rows.
+//! (docs/protocol.md 12), each project (repository) in its own rows.
 //!
 //! - **Client**: the synchronous `postgres` crate. The store is synchronous and runs on
 //!   blocking threads, so the blocking client fits it directly; it also gives `LISTEN`

@@ -1,4 +1,4 @@
-//! Queries on `wit_sessions` (PROTOCOL-NOTES 7): every session seen, its pulse (pid with the
+//! Queries on `wit_sessions` (docs/protocol.md 7): every session seen, its pulse (pid with the
 //! process start time, or a lease), when it was last seen and when it ended.
 
 use postgres::Row;
@@ -67,7 +67,7 @@ impl SessionsRead for Tx<'_> {
     }
 
     /// Every session that is registered, or holds a lock live at `now_ms` or a
-    /// declared/active intent (PROTOCOL-NOTES 7.6), with its counts, in order of first
+    /// declared/active intent (docs/protocol.md 7.6), with its counts, in order of first
     /// appearance (then session id). One statement, so one snapshot.
     fn session_summaries(&self, now_ms: i64) -> Result<Vec<SessionSummary>> {
         self.rows(

@@ -1,5 +1,5 @@
 //! Queries on `wit_lock_waiters`: the shared queue of waiting lock requests
-//! (PROTOCOL-NOTES 8).
+//! (docs/protocol.md 8).
 
 use postgres::Row;
 

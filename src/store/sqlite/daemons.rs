@@ -1,5 +1,5 @@
 //! The `daemons` table: who serves this state, from which host, and their heartbeats
-//! (PROTOCOL-NOTES 12.3).
+//! (docs/protocol.md 12.3).
 
 use rusqlite::params;
 

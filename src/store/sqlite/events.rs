@@ -1,4 +1,4 @@
-//! The `events` table: the log of changes (PROTOCOL-NOTES 9). Every write that changes state
+//! The `events` table: the log of changes (docs/protocol.md 9). Every write that changes state
 //! appends its events through [`EventsWrite::append_event`](crate::store::EventsWrite::append_event) inside its own transaction, so an
 //! acknowledged change always has its event. After a commit that appended events the store
 //! tells its [`CommitListener`] the newest `seq` (what wakes `events.poll`; the table stays

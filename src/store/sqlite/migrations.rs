@@ -82,7 +82,7 @@ const V2: &str = r#"
 DROP INDEX locks_expires;
 "#;
 
-/// Version 3: sessions with a pulse, fencing tokens, the event log (PROTOCOL-NOTES 7–9).
+/// Version 3: sessions with a pulse, fencing tokens, the event log (docs/protocol.md 7–9).
 ///
 /// - `locks.token`: the fencing token of the acquisition (the `seq` of its `lock.acquired`
 ///   event); locks from before are 0.
@@ -122,7 +122,7 @@ CREATE TABLE events (
 );
 "#;
 
-/// Version 4: the queue of waiting lock requests and the daemons (PROTOCOL-NOTES 8, 12).
+/// Version 4: the queue of waiting lock requests and the daemons (docs/protocol.md 8, 12).
 ///
 /// - `lock_waiters`: one row per waiting `lock.acquire`; the id is the arrival order. The
 ///   daemon holding the request's connection answers it; `granted` is set when the lock was
@@ -154,7 +154,7 @@ CREATE TABLE daemons (
 ) WITHOUT ROWID;
 "#;
 
-/// Version 5: observed work as regions (PROTOCOL-NOTES 13).
+/// Version 5: observed work as regions (docs/protocol.md 13).
 ///
 /// - `intents.regions`: the changed lines of an observed intent's file, as a JSON array of
 ///   `[startLine, endLine]` pairs (sorted, merged); NULL for declared intents and file-level
@@ -164,7 +164,7 @@ const V5: &str = r#"
 ALTER TABLE intents ADD COLUMN regions TEXT;
 "#;
 
-/// v6 (worktrees, PROTOCOL-NOTES 14.3): the root of the worktree a session last acted from.
+/// v6 (worktrees, docs/protocol.md 14.3): the root of the worktree a session last acted from.
 const V6: &str = r#"
 ALTER TABLE sessions ADD COLUMN worktree TEXT;
 "#;

@@ -1,4 +1,4 @@
-//! The `sessions` table (PROTOCOL-NOTES 7): every session seen, its pulse (pid with the
+//! The `sessions` table (docs/protocol.md 7): every session seen, its pulse (pid with the
 //! process start time, or a lease), when it was last seen and when it ended.
 
 use rusqlite::{params, OptionalExtension, Row};
@@ -44,7 +44,7 @@ impl SessionsRead for Tx<'_> {
     }
 
     /// Every session that is registered, or holds a lock live at `now_ms` or a declared/active
-    /// intent (PROTOCOL-NOTES 7.6), with its counts, in order of first appearance (then
+    /// intent (docs/protocol.md 7.6), with its counts, in order of first appearance (then
     /// session id).
     fn session_summaries(&self, now_ms: i64) -> Result<Vec<SessionSummary>> {
         let mut stmt = self.conn.prepare_cached(

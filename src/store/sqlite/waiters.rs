@@ -1,4 +1,4 @@
-//! The `lock_waiters` table: the shared queue of waiting lock requests (PROTOCOL-NOTES 8).
+//! The `lock_waiters` table: the shared queue of waiting lock requests (docs/protocol.md 8).
 
 use rusqlite::{params, OptionalExtension, Row};
 

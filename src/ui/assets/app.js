@@ -25,7 +25,7 @@
   const lockRows = new Map();        // symbolPath -> its <tr>
   const names = new Map();   // sessionId -> display name
   const liveness = new Map(); // sessionId -> "live" | "dead" | "quiet"
-  // Unowned work (PROTOCOL-NOTES 15.3): changes on disk no session made. The server marks
+  // Unowned work (docs/protocol.md 15.3): changes on disk no session made. The server marks
   // its sessions and intents `unowned: true`; they are shown as such, never as an agent.
   const UNOWNED = "nobody (unowned)";
   const UNOWNED_WHY = "changes on disk no session made: a person's editor, a formatter, an unhooked agent";
