@@ -293,22 +293,27 @@ fn register_validates_pid_and_lease_and_lists_sessions() {
     });
 }
 
+/// Registers each of `sessions` with a 1 s lease and a lock of its own (`a.ts:f`, `a.ts:g`).
+async fn leased_lock_holders(client: &WitClient, sessions: [&str; 2]) {
+    for (session, symbol) in sessions.into_iter().zip(["a.ts:f", "a.ts:g"]) {
+        client
+            .register(register(session, session, None, Some(1000)))
+            .await
+            .unwrap();
+        client
+            .lock_acquire(acquire_waiting(symbol, session, None))
+            .await
+            .unwrap();
+    }
+}
+
 #[test]
 fn a_lapsed_lease_is_reaped_and_heartbeats_keep_it() {
     let repo = Repo::new();
     let _daemon = Daemon::start(&repo);
     let client = repo.client();
     block_on(async {
-        for (session, symbol) in [("beating", "a.ts:f"), ("silent", "a.ts:g")] {
-            client
-                .register(register(session, session, None, Some(1000)))
-                .await
-                .unwrap();
-            client
-                .lock_acquire(acquire_waiting(symbol, session, None))
-                .await
-                .unwrap();
-        }
+        leased_lock_holders(&client, ["beating", "silent"]).await;
         let started = Instant::now();
         while started.elapsed() < Duration::from_millis(3500) {
             client
@@ -334,16 +339,7 @@ fn tool_call_windows_are_signs_of_life() {
     let _daemon = Daemon::start(&repo);
     let client = repo.client();
     block_on(async {
-        for (session, symbol) in [("windows", "a.ts:f"), ("silent", "a.ts:g")] {
-            client
-                .register(register(session, session, None, Some(1000)))
-                .await
-                .unwrap();
-            client
-                .lock_acquire(acquire_waiting(symbol, session, None))
-                .await
-                .unwrap();
-        }
+        leased_lock_holders(&client, ["windows", "silent"]).await;
         let started = Instant::now();
         let mut round = 0;
         while started.elapsed() < Duration::from_millis(3500) {
