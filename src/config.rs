@@ -7,7 +7,7 @@
 //! project = "…"
 //!
 //! [gate]              # both files, the local one key by key over the shared one
-//! locks = "deny"      # see `cli::hooks::policy`
+//! locks = "deny"      # see `hooks::policy`
 //! ```
 //!
 //! Tables and keys outside these are left alone (for later versions and other tools), except

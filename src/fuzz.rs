@@ -5,7 +5,7 @@
 //!
 //! The targets live next to what they check: the params decoders (`protocol::tests`),
 //! `edit.preflight`'s edits (`coord::preflight::spans`), the harness payload parsers
-//! (`cli::hooks::fuzz_tests`); the envelope and every method against a real daemon, with its
+//! (`hooks::fuzz_tests`); the envelope and every method against a real daemon, with its
 //! memory bounded, in `tests/wit/hostile.rs`.
 
 use proptest::prelude::*;

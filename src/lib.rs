@@ -24,11 +24,15 @@ pub mod git;
 #[cfg(feature = "daemon")]
 pub mod harness;
 #[cfg(feature = "daemon")]
+pub mod hooks;
+#[cfg(feature = "daemon")]
 pub mod mcp;
 #[cfg(feature = "daemon")]
 pub mod platform;
 #[cfg(feature = "daemon")]
 pub mod rpc;
+#[cfg(feature = "daemon")]
+pub mod safegit;
 #[cfg(feature = "daemon")]
 pub mod store;
 #[cfg(feature = "daemon")]

@@ -12,7 +12,7 @@
 //! - Gemini CLI: `.gemini/settings.json`, `mcpServers.wit` (`trust: true`, else Gemini asks
 //!   before each wit tool and offers none without a person there) and a `hooks.BeforeTool` group
 //!   for `replace|write_file|run_shell_command`, plus the same command on `hooks.AfterTool` (Gemini shows the
-//!   model hook context only after the tool ran, see [`super::hooks::gemini`]);
+//!   model hook context only after the tool ran, see [`crate::hooks::gemini`]);
 //! - Cursor: `.cursor/mcp.json` (`mcpServers.wit`) and `.cursor/hooks.json` (`version: 1`),
 //!   a `hooks.preToolUse` entry (no matcher: the gate itself lets every tool that is not a
 //!   file edit through at once) and the news hook on `hooks.postToolUse`;
@@ -20,7 +20,7 @@
 //!   (`version: 1`), a `hooks.preToolUse` entry `{type: "command", bash, timeoutSec}` and the
 //!   news hook on `hooks.postToolUse`;
 //! - OpenCode: `opencode.json`, `mcp.wit = {type: "local", command: [wit, "mcp"]}`, and the
-//!   plugin `.opencode/plugins/wit.js` (a file of wit's own, see [`super::hooks::opencode`]);
+//!   plugin `.opencode/plugins/wit.js` (a file of wit's own, see [`crate::hooks::opencode`]);
 //! - Cline: the executable hook files `.clinerules/hooks/PreToolUse` and `PostToolUse`, scripts
 //!   of wit's own (Cline's MCP servers live in the editor's user settings, not the project);
 //! - Windsurf: `.windsurf/hooks.json`, the gate on `hooks.pre_write_code` and
@@ -367,7 +367,7 @@ impl Target {
                 mark: NEWS_MARK,
             },
             Self::ClaudeSkillShell => Gate {
-                event: super::hooks::claude::SKILL_SHELL_EVENT,
+                event: crate::hooks::claude::SKILL_SHELL_EVENT,
                 matcher: Some(CLAUDE_SHELL_MATCHER),
                 hook: json!({"type": "command", "command": line, "timeout": 5}),
                 version: false,
@@ -478,7 +478,7 @@ pub const CLAUDE_MATCHER: &str = "Edit|Write|NotebookEdit|Bash|PowerShell";
 pub const CLAUDE_SHELL_MATCHER: &str = "Bash|PowerShell";
 
 /// The `timeoutSec` of wit's hooks in Copilot CLI. Copilot CLI lets a tool call go ahead
-/// when its hook times out (1.0.67 on): the gate's own budget (1 s, [`super::hooks::hook_input`])
+/// when its hook times out (1.0.67 on): the gate's own budget (1 s, [`crate::hooks::hook_input`])
 /// stays well below it, so a verdict always arrives first.
 pub const COPILOT_HOOK_TIMEOUT_SEC: u64 = 5;
 
@@ -507,7 +507,7 @@ pub fn gate_command(command: &str, agent: Agent) -> String {
     {
         command.to_string()
     } else {
-        super::hooks::shell_quote(command)
+        crate::safegit::git::shell_quote(command)
     };
     format!("{program} {GATE_MARK} --agent {}", agent.name())
 }
@@ -658,7 +658,7 @@ fn remove_json(existing: &str, key: &str) -> Result<Edit, EditError> {
 
 /// wit's OpenCode plugin running `command`.
 pub fn plugin_text(command: &str) -> String {
-    super::hooks::opencode::PLUGIN.replace("{{WIT}}", &json!(command).to_string())
+    crate::hooks::opencode::PLUGIN.replace("{{WIT}}", &json!(command).to_string())
 }
 
 /// The whole text of a file of wit's own (OpenCode's plugin, Cline's hook scripts, the Kiro
@@ -673,7 +673,7 @@ fn own_file_text(target: Target, command: &str) -> String {
         json!(line).to_string()
     };
     match target {
-        Target::ClineHook | Target::ClineNews => super::hooks::cline::HOOK_SCRIPT.replace(
+        Target::ClineHook | Target::ClineNews => crate::hooks::cline::HOOK_SCRIPT.replace(
             "{{WIT}}",
             &if target == Target::ClineNews {
                 news_command(command, Agent::Cline)
@@ -681,7 +681,7 @@ fn own_file_text(target: Target, command: &str) -> String {
                 gate_command(command, Agent::Cline)
             },
         ),
-        Target::KiroAgent => super::hooks::kiro::AGENT
+        Target::KiroAgent => crate::hooks::kiro::AGENT
             .replace("{{WIT}}", &json!(command).to_string())
             .replace("{{GATE}}", &quoted(Agent::Kiro, false))
             .replace("{{NEWS}}", &quoted(Agent::Kiro, true)),
@@ -700,9 +700,9 @@ fn add_own_file(existing: Option<&str>, wanted: String) -> Edit {
 fn remove_own_file(target: Target, existing: &str) -> Edit {
     let ours = match target {
         Target::ClineHook | Target::ClineNews => {
-            existing.starts_with(super::hooks::cline::SCRIPT_MARK)
+            existing.starts_with(crate::hooks::cline::SCRIPT_MARK)
         }
-        Target::KiroAgent => existing.contains(super::hooks::kiro::AGENT_MARK),
+        Target::KiroAgent => existing.contains(crate::hooks::kiro::AGENT_MARK),
         _ => existing.starts_with(PLUGIN_MARK),
     };
     if ours {

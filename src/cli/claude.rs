@@ -12,9 +12,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::context::{block_on, Context};
-use super::hooks::shell_quote;
 use super::output::{self, Report};
 use crate::protocol::{RegisterParams, SessionEndParams};
+use crate::safegit::git::shell_quote;
 
 /// The name Claude sessions register under.
 const AGENT_NAME: &str = "claude-code";

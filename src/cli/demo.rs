@@ -222,7 +222,7 @@ fn play(
         carol_root.display()
     ));
     set_up_repository(root, &carol_root)?;
-    super::hooks::install(root, &exe)?;
+    crate::hooks::install(root, &exe)?;
     block_on(async {
         launcher::ensure_running(paths, &launcher::LaunchOptions::default())
             .await

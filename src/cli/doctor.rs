@@ -259,7 +259,7 @@ fn entry_of(root: &Path, target: Target) -> Option<String> {
                 Target::ClaudeNews | Target::CodexNews => ("PostToolUse", NEWS_MARK),
                 Target::CursorHooks | Target::CopilotHooks => ("preToolUse", GATE_MARK),
                 Target::CursorNews | Target::CopilotNews => ("postToolUse", NEWS_MARK),
-                Target::ClaudeSkillShell => (super::hooks::claude::SKILL_SHELL_EVENT, GATE_MARK),
+                Target::ClaudeSkillShell => (crate::hooks::claude::SKILL_SHELL_EVENT, GATE_MARK),
                 Target::WindsurfWrite => ("pre_write_code", GATE_MARK),
                 Target::WindsurfRun => ("pre_run_command", GATE_MARK),
                 Target::WindsurfWriteNews => ("post_write_code", NEWS_MARK),
@@ -465,7 +465,7 @@ fn copilot_timeout(root: &Path) -> Finding {
             .get("timeoutSec")?
             .as_f64()
     });
-    let budget = super::hooks::hook_input::Deadline::from_env(std::time::Instant::now())
+    let budget = crate::hooks::hook_input::Deadline::from_env(std::time::Instant::now())
         .budget
         .as_secs_f64();
     match timeout {

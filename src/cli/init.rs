@@ -16,11 +16,11 @@ use serde_json::json;
 use super::agent_config::{self, Agent};
 use super::context::{block_on, Context};
 use super::doctor;
-use super::hooks;
 use super::output::{CliError, Report};
 use super::session::ensure_session_file;
 use crate::daemon::launcher;
 use crate::daemon::lifecycle::ensure_state_dir;
+use crate::hooks;
 
 /// Start of wit's block in AGENTS.md / CLAUDE.md.
 pub const BEGIN_MARKER: &str = "<!-- wit:begin -->";

@@ -8,38 +8,37 @@
 //! the request is sent first and the daemon is only started (race-free, through
 //! [`crate::daemon::launcher::ensure_running`]) when nothing answers.
 
-mod agent_config;
+pub(crate) mod agent_config;
 pub mod agent_trace;
-mod agents;
-mod blame;
-mod call;
-mod claude;
+pub(crate) mod agents;
+pub(crate) mod blame;
+pub(crate) mod call;
+pub(crate) mod claude;
 pub mod commit;
 pub mod commit_hooks;
 pub mod commit_plan;
-mod context;
-mod contracts;
-mod daemon_cmd;
-mod demo;
-mod doctor;
-mod duration;
-mod gitio;
-mod hooks;
-mod hunks;
-mod index_progress;
-mod init;
-mod intents;
-mod locks;
-mod log;
-mod output;
-mod owners;
-mod render;
-mod sessions;
-mod snapshot_merge;
+pub(crate) mod context;
+pub(crate) mod contracts;
+pub(crate) mod daemon_cmd;
+pub(crate) mod demo;
+pub(crate) mod doctor;
+pub(crate) mod duration;
+pub(crate) mod gitio;
+pub(crate) mod hunks;
+pub(crate) mod index_progress;
+pub(crate) mod init;
+pub(crate) mod intents;
+pub(crate) mod locks;
+pub(crate) mod log;
+pub(crate) mod output;
+pub(crate) mod owners;
+pub(crate) mod render;
+pub(crate) mod sessions;
+pub(crate) mod snapshot_merge;
 pub mod snapshots;
-mod status;
-mod ui;
-mod worktrees;
+pub(crate) mod status;
+pub(crate) mod ui;
+pub(crate) mod worktrees;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -57,6 +56,7 @@ pub use output::CliError;
 
 use crate::doorway::session;
 
+use crate::hooks;
 use context::Context;
 use output::Report;
 

@@ -1,5 +1,5 @@
 //! The git guards (issue 29) against real git: every line of the shell gate's table
-//! (`src/cli/hooks/shell/gate_table.txt`, whose verdicts the unit test checks against the
+//! (`src/safegit/shell/gate_table.txt`, whose verdicts the unit test checks against the
 //! gate's reading) is run by bash in a fresh copy of the table's scene, and a `deny` line must
 //! really take, throw away or move the other session's uncommitted work, a `pass` line must
 //! leave it alone. So the table is true to git, not only to the parser.
@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use crate::harness::Repo;
 
-const TABLE: &str = include_str!("../../src/cli/hooks/shell/gate_table.txt");
+const TABLE: &str = include_str!("../../src/safegit/shell/gate_table.txt");
 
 const LIB_OLD: &str = "line 1\nline 2\nline 3\n";
 const LIB_NEW: &str = "line 1\nline 2 changed by the other session\nline 3\n";

@@ -79,7 +79,7 @@ impl Agent {
             .env_remove("GIT_INDEX_FILE")
             .env_remove("GIT_WORK_TREE")
             // Give the gate room on a loaded machine instead of failing open.
-            .env(crate::cli::hooks::hook_input::BUDGET_ENV, "20000")
+            .env(crate::hooks::hook_input::BUDGET_ENV, "20000")
             .env(crate::cli::contracts::HOOK_BUDGET_ENV, "20000")
             .env("GIT_AUTHOR_NAME", name)
             .env("GIT_AUTHOR_EMAIL", format!("{name}@example.com"))

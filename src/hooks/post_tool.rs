@@ -32,11 +32,11 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use super::super::agent_config::Agent;
-use super::super::output::Report;
-use super::super::owners::OwnerView;
 use super::harness_session::HarnessSession;
 use super::hook_input::{self, find_root, hook_session, working_dir, Deadline};
+use crate::cli::agent_config::Agent;
+use crate::cli::output::Report;
+use crate::cli::owners::OwnerView;
 use crate::daemon::paths::WitPaths;
 use crate::doorway::{self, clock, Doorway, Failure};
 use crate::protocol::{

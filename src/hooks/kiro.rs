@@ -19,9 +19,9 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::super::output::Report;
 use super::claude::string_field;
 use super::pre_edit::{Change, Decision, EditRequest, FileChange, PayloadError, TextEdit, Verdict};
+use crate::cli::output::Report;
 
 /// wit's Kiro agent, as `wit init --agent kiro` writes it (`{{GATE}}`, `{{NEWS}}`: the hooks'
 /// command lines, `{{WIT}}`: the wit command, JSON strings).

@@ -17,10 +17,10 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::super::context::Context;
-use super::super::output::{CliError, Report};
-use super::super::owners::has_regions;
-use super::super::render;
+use crate::cli::context::Context;
+use crate::cli::output::{CliError, Report};
+use crate::cli::owners::has_regions;
+use crate::cli::render;
 use crate::coord::ownership::is_unowned_session;
 use crate::git::Git;
 use crate::protocol::{

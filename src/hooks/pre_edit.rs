@@ -19,15 +19,15 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::super::agent_config::Agent;
-use super::super::contracts::is_supported_path;
-use super::super::duration::format_left;
-use super::super::output::Report;
 use super::harness_session::HarnessSession;
 pub use super::hook_input::find_root;
 use super::hook_input::{self, hook_session, relative_path, working_dir, Deadline};
 use super::policy::{self, Action, Policy};
 use super::{claude, cline, codex, copilot, cursor, gemini, kiro, opencode, windsurf};
+use crate::cli::agent_config::Agent;
+use crate::cli::contracts::is_supported_path;
+use crate::cli::duration::format_left;
+use crate::cli::output::Report;
 use crate::daemon::paths::WitPaths;
 use crate::doorway::{self, clock, Doorway, Failure, Unavailable};
 use crate::protocol::{

@@ -304,7 +304,7 @@ fn call(walk: &mut Walk, args: &[Word], mut place: Place, mut env: GitEnv, depth
         // A shell alias runs from the top of the work tree, its arguments appended.
         let tail: Vec<String> = rest
             .iter()
-            .map(|w| super::super::shell_quote(&w.text))
+            .map(|w| crate::safegit::git::shell_quote(&w.text))
             .collect();
         let mut inner = Place {
             dir: top_level(&place.dir).unwrap_or_else(|| place.dir.clone()),

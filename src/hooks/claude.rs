@@ -1,6 +1,6 @@
 //! Claude Code's PreToolUse and PreSkillShellCommand hooks (`wit hook pre-edit --agent claude`,
 //! wired in `.claude/settings.json` and in the plugin's `hooks/hooks.json`: PreToolUse for
-//! [`super::super::agent_config::CLAUDE_MATCHER`], PreSkillShellCommand for the shell commands
+//! [`crate::cli::agent_config::CLAUDE_MATCHER`], PreSkillShellCommand for the shell commands
 //! a skill's or command's inline `!` runs, which PreToolUse never sees).
 //!
 //! Payload: `{session_id, cwd, hook_event_name: "PreToolUse", tool_name, tool_input}` with

@@ -29,16 +29,16 @@ use serde_json::{json, Value};
 
 use self::config::GitConfig;
 use self::git::{Effect, Risk};
-use super::super::agent_config::Agent;
-use super::super::output::{self, Report};
-use super::super::owners::{AtStake, Names, OwnerView};
-use super::super::snapshots;
-use super::claude::string_field;
-use super::hook_input::{find_root, hook_session, working_dir, Deadline};
-use super::policy::{self, Action};
-use super::pre_edit::{self, Decision, Verdict};
+use crate::cli::agent_config::Agent;
+use crate::cli::output::{self, Report};
+use crate::cli::owners::{AtStake, Names, OwnerView};
+use crate::cli::snapshots;
 use crate::daemon::paths::WitPaths;
 use crate::doorway;
+use crate::hooks::claude::string_field;
+use crate::hooks::hook_input::{find_root, hook_session, working_dir, Deadline};
+use crate::hooks::policy::{self, Action};
+use crate::hooks::pre_edit::{self, Decision, Verdict};
 
 /// A shell command a harness is about to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,7 +78,7 @@ pub fn shell_request(payload: &Value) -> Option<ShellRequest> {
     let session = ["session_id", "conversation_id", "sessionId"]
         .iter()
         .find_map(|key| string_field(payload, key));
-    let cwd = super::hook_input::payload_cwd(payload).map(PathBuf::from);
+    let cwd = crate::hooks::hook_input::payload_cwd(payload).map(PathBuf::from);
     if payload.get("hook_event_name").and_then(Value::as_str) == Some("beforeShellExecution") {
         return Some(ShellRequest {
             session,
@@ -118,7 +118,7 @@ pub fn shell_request(payload: &Value) -> Option<ShellRequest> {
                 }
                 _ => argv
                     .iter()
-                    .map(|a| super::shell_quote(a))
+                    .map(|a| crate::safegit::git::shell_quote(a))
                     .collect::<Vec<_>>()
                     .join(" "),
             }
@@ -129,11 +129,11 @@ pub fn shell_request(payload: &Value) -> Option<ShellRequest> {
     let event = payload
         .get("hook_event_name")
         .and_then(Value::as_str)
-        .filter(|event| *event == super::claude::SKILL_SHELL_EVENT)
+        .filter(|event| *event == crate::hooks::claude::SKILL_SHELL_EVENT)
         .map(str::to_string);
     // PowerShell: read as the POSIX line that runs the same programs, when it is one.
     let (command, unreadable) = if tool == "PowerShell" {
-        match super::powershell::as_posix(&command) {
+        match crate::hooks::powershell::as_posix(&command) {
             Ok(posix) => (posix, None),
             Err(why) => (command, Some(why.to_string())),
         }
@@ -166,7 +166,7 @@ pub fn run(
     }
     let answer = match (&request.event, agent) {
         _ if request.cursor_shell_event => cursor_shell_answer(&verdict),
-        (Some(event), Agent::Claude) => super::claude::answer_to(event, &verdict),
+        (Some(event), Agent::Claude) => crate::hooks::claude::answer_to(event, &verdict),
         // Harnesses that answer by exit code.
         (_, Agent::Windsurf | Agent::Kiro) => {
             let mut report = pre_edit::report(agent, &verdict);
@@ -213,7 +213,7 @@ fn open_window(
         return;
     };
     let doorway = deadline.doorway(paths.clone(), false);
-    let _ = doorway::block_on(super::windows::open(
+    let _ = doorway::block_on(crate::hooks::windows::open(
         &doorway,
         &paths,
         &session,

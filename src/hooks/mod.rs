@@ -17,9 +17,7 @@ pub mod cline;
 pub mod codex;
 pub mod copilot;
 pub mod cursor;
-pub mod foreign;
 pub mod gemini;
-pub mod git;
 pub mod harness_session;
 pub mod hook_input;
 pub mod kiro;
@@ -28,9 +26,10 @@ pub mod policy;
 pub mod post_tool;
 pub mod powershell;
 pub mod pre_edit;
-pub mod shell;
 pub mod windows;
 pub mod windsurf;
+
+pub use crate::safegit::{foreign, git, shell};
 
 #[cfg(test)]
 mod fuzz_tests;
@@ -40,9 +39,9 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use serde_json::json;
 
-use super::agent_config::Agent;
-use super::context::{block_on, Context};
-use super::output::{CliError, Report};
+use crate::cli::agent_config::Agent;
+use crate::cli::context::{block_on, Context};
+use crate::cli::output::{CliError, Report};
 
 pub use git::{install, shell_quote, uninstall};
 
@@ -139,8 +138,8 @@ pub fn run(ctx: &Context, command: HookCommand) -> Result<Report, CliError> {
             let resolved = block_on(git::resolve_observed(ctx)).unwrap_or_default();
             Ok(Report::quiet(json!({"resolved": resolved})))
         }
-        HookCommand::ClaudeSessionStart => Ok(super::claude::session_start(ctx)),
-        HookCommand::ClaudeSessionEnd => Ok(super::claude::session_end(ctx)),
+        HookCommand::ClaudeSessionStart => Ok(crate::cli::claude::session_start(ctx)),
+        HookCommand::ClaudeSessionEnd => Ok(crate::cli::claude::session_end(ctx)),
     }
 }
 

@@ -15,9 +15,9 @@
 
 use serde_json::{json, Value};
 
-use super::super::output::Report;
 use super::claude::{self, string_field};
 use super::pre_edit::{Decision, EditRequest, PayloadError, Verdict};
+use crate::cli::output::Report;
 
 /// The payload as the shared gate reads a harness's: `{session_id, cwd, tool_name,
 /// tool_input}` (`Edit`-shaped for a write, `bash` for a command).
@@ -63,7 +63,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
     use super::*;
-    use crate::cli::hooks::pre_edit::{Change, TextEdit};
+    use crate::hooks::pre_edit::{Change, TextEdit};
 
     #[test]
     fn reads_writes_and_commands() {

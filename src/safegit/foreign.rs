@@ -13,13 +13,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::super::context::Context;
-use super::super::contracts::{self, is_supported_path};
-use super::super::gitio;
-use super::super::hunks;
-use super::super::output::{self, CliError, Report};
-use super::super::owners::{covered_lines, AtStake, Names, OwnerView, Theirs};
-use super::policy::{self, Action};
+use crate::cli::context::Context;
+use crate::cli::contracts::{self, is_supported_path};
+use crate::cli::gitio;
+use crate::cli::hunks;
+use crate::cli::output::{self, CliError, Report};
+use crate::cli::owners::{covered_lines, AtStake, Names, OwnerView, Theirs};
+use crate::hooks::policy::{self, Action};
 
 /// The variable that lets a commit of foreign lines through.
 pub const ALLOW_ENV: &str = "WIT_ALLOW_FOREIGN";
