@@ -28,9 +28,9 @@ mod walk;
 use std::collections::HashMap;
 use std::fs::Metadata;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use super::cache::{ContentCache, ContentKey};
 use super::extract::{analyze_with_budget, PARSE_BUDGET};
@@ -62,16 +62,6 @@ const CACHE_BYTES: usize = 16 * 1024 * 1024;
 /// Files at least this large have their stored analysis read back into the cache once the
 /// index is built ([`RepoIndex::warm_large_analyses`]).
 const WARM_MIN_BYTES: u64 = 64 * 1024;
-
-/// A background build reads large analyses back only after the index has seen no query for
-/// this long (issue 32.3): the first answers after a start do not wait behind the decoding
-/// (the store's connection, the two cores), and a daemon asked nothing decodes nothing yet.
-const WARM_IDLE: Duration = Duration::from_millis(750);
-
-/// What a background build's warm-up reads back at most, as a share of the cache: the
-/// largest files only (each decode saved is what a first call would cost), not enough to
-/// double a fresh daemon's memory.
-const WARM_SHARE_OF_CACHE: usize = 4;
 
 /// Long-lived parse workers: one per core of this 2-core target, each fed by one build thread.
 const POOL_WORKERS: usize = 2;
@@ -140,11 +130,6 @@ pub struct RepoIndex {
     progress: Progress,
     /// Parses run by this index (in-process or in a worker).
     parses: AtomicUsize,
-    /// When a query last came, in milliseconds since `epoch` (the deferred warm-up waits for
-    /// a quiet moment: [`RepoIndex::warm_when_idle`]).
-    last_query_ms: AtomicU64,
-    /// The origin of `last_query_ms`.
-    epoch: Instant,
 }
 
 impl std::fmt::Debug for RepoIndex {
@@ -186,8 +171,6 @@ impl RepoIndex {
             db,
             progress: Progress::default(),
             parses: AtomicUsize::new(0),
-            last_query_ms: AtomicU64::new(0),
-            epoch: Instant::now(),
         }
     }
 
@@ -290,10 +273,7 @@ impl RepoIndex {
         let index = Arc::clone(self);
         let spawned = std::thread::Builder::new()
             .name("wit-index".to_owned())
-            .spawn(move || {
-                index.ensure_built_cold();
-                index.warm_when_idle();
-            });
+            .spawn(move || index.ensure_built());
         if let Err(err) = spawned {
             tracing::warn!("cannot start the index thread ({err}); building on first query");
         }
@@ -311,9 +291,7 @@ impl RepoIndex {
             .spawn(move || {
                 first.ensure_built();
                 let _turn = FOLLOWERS.lock().unwrap_or_else(|e| e.into_inner());
-                index.ensure_built_cold();
-                drop(_turn);
-                index.warm_when_idle();
+                index.ensure_built();
             });
         if let Err(err) = spawned {
             tracing::warn!("cannot start the index thread ({err}); building on first query");
@@ -330,16 +308,7 @@ impl RepoIndex {
         self.warm_large_analyses();
     }
 
-    /// Builds the index if no build has completed yet (the first query that needs the
-    /// graph runs it). Notes the query for the deferred warm-up.
     fn ensure_built(&self) {
-        self.note_query();
-        self.ensure_built_cold();
-    }
-
-    /// As [`RepoIndex::ensure_built`], without reading large analyses back: the background
-    /// build does that later, when the index is idle ([`RepoIndex::warm_when_idle`]).
-    fn ensure_built_cold(&self) {
         if self.is_built() {
             return;
         }
@@ -347,45 +316,16 @@ impl RepoIndex {
         if !self.is_built() {
             self.rebuild();
             self.built.store(true, Ordering::Release);
+            self.warm_large_analyses();
         }
     }
 
-    /// Notes that a query came now (see [`WARM_IDLE`]).
-    fn note_query(&self) {
-        let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.last_query_ms.store(now.max(1), Ordering::Relaxed);
-    }
-
-    /// How long since the last query (since the index was made when there was none).
-    fn quiet_for(&self) -> Duration {
-        let last = Duration::from_millis(self.last_query_ms.load(Ordering::Relaxed));
-        self.epoch.elapsed().saturating_sub(last)
-    }
-
-    /// The background build's warm-up (issue 32.3): once no query has come for
-    /// [`WARM_IDLE`], reads the stored analyses of the largest files back, largest first, up
-    /// to a [`WARM_SHARE_OF_CACHE`]th of the cache, pausing again whenever a query comes. The
-    /// first answers after a restart meet neither the decoding nor its memory; the first call
-    /// on a large file seconds later finds its analysis in memory.
-    fn warm_when_idle(&self) {
-        let budget = self.cache.capacity() / WARM_SHARE_OF_CACHE;
-        for (path, key) in self.warm_candidates() {
-            loop {
-                let quiet = self.quiet_for();
-                if quiet >= WARM_IDLE {
-                    break;
-                }
-                std::thread::sleep(WARM_IDLE - quiet);
-            }
-            if self.cache.bytes() >= budget {
-                break;
-            }
-            let _ = self.stored_analysis(&path, key);
-        }
-    }
-
-    /// The unpinned indexed files of at least [`WARM_MIN_BYTES`], largest first.
-    fn warm_candidates(&self) -> Vec<(String, ContentKey)> {
+    /// Reads the stored analyses of the largest files back into the cache, largest first,
+    /// up to half the cache: reading one back (decoding its JSON) is what made the first call
+    /// on a large file after a restart cost 50–90 ms instead of the steady state's 1 ms
+    /// (issue 20 item 11, measured with perf: serde_json decoding the stored analysis).
+    /// Files under [`WARM_MIN_BYTES`] read back in well under a millisecond and are left.
+    fn warm_large_analyses(&self) {
         let mut large: Vec<(u64, String, ContentKey)> = self
             .read()
             .files
@@ -394,21 +334,7 @@ impl RepoIndex {
             .filter_map(|(path, entry)| entry.key.map(|key| (entry.size, path.clone(), key)))
             .collect();
         large.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-        large
-            .into_iter()
-            .map(|(_, path, key)| (path, key))
-            .collect()
-    }
-
-    /// Reads the stored analyses of the largest files back into the cache, largest first,
-    /// up to half the cache: reading one back (decoding its JSON) is what made the first call
-    /// on a large file after a restart cost 50–90 ms instead of the steady state's 1 ms
-    /// (issue 20 item 11, measured with perf: serde_json decoding the stored analysis).
-    /// Files under [`WARM_MIN_BYTES`] read back in well under a millisecond and are left.
-    /// This is [`RepoIndex::build_now`]'s, at once; a background build defers a narrower one
-    /// to a quiet moment ([`RepoIndex::warm_when_idle`]).
-    fn warm_large_analyses(&self) {
-        for (path, key) in self.warm_candidates() {
+        for (_, path, key) in large {
             if self.cache.bytes() >= self.cache.capacity() / 2 {
                 break;
             }
@@ -420,7 +346,6 @@ impl RepoIndex {
     /// unsupported suffixes, missing files, anything that is not a regular file, and files
     /// whose real path is outside the root. A file over [`MAX_FILE_BYTES`] has no symbols.
     pub fn file(&self, rel_path: &str) -> Result<Option<Arc<FileAnalysis>>> {
-        self.note_query();
         walk::check_relative(rel_path)?;
         let Some(language) = Language::for_path(rel_path) else {
             return Ok(None);

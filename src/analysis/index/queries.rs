@@ -81,7 +81,6 @@ impl RepoIndex {
     /// answer from the index as it is, without building it or parsing any file: the index is
     /// built, and the file and the files it imports are unchanged on disk (a few `stat`s).
     pub fn file_and_imports_are_fresh(&self, rel_path: &str) -> bool {
-        self.note_query();
         Language::for_path(rel_path).is_none()
             || (self.indexed_as_on_disk(rel_path)
                 && self
@@ -107,7 +106,6 @@ impl RepoIndex {
         reason = "three outcomes read once by callers_are_fresh"
     )]
     fn matching(&self, rel_path: &str, name: &str) -> Option<Option<Vec<SymbolRef>>> {
-        self.note_query();
         let (key, pinned) = {
             let state = self.read();
             let entry = state.files.get(rel_path)?;
