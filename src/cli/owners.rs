@@ -69,47 +69,37 @@ impl OwnerView {
     /// nobody, every owned hunk.
     pub fn theirs(&self) -> Vec<Theirs<'_>> {
         let anonymous = self.anonymous;
-        let mut found = Vec::new();
-        for file in &self.files {
-            for hunk in &file.hunks {
-                let theirs = if anonymous {
-                    !hunk.session_ids.is_empty()
-                } else {
-                    hunk.others.iter().any(|o| !is_unowned_session(o))
-                };
-                if theirs {
-                    found.push(Theirs {
-                        file: &file.file,
-                        binary: file.binary,
-                        hunk,
-                    });
-                }
+        self.hunks_where(|hunk| {
+            if anonymous {
+                !hunk.session_ids.is_empty()
+            } else {
+                hunk.others.iter().any(|o| !is_unowned_session(o))
             }
-        }
-        found
+        })
     }
-}
 
-impl OwnerView {
     /// Every hunk that holds unowned work (lines of nobody's session, `unowned:<root>`:
     /// docs/protocol.md 15.3), in file order; seen from nobody, none (it cannot tell).
     pub fn unowned(&self) -> Vec<Theirs<'_>> {
-        let mut found = Vec::new();
         if self.anonymous {
-            return found;
+            return Vec::new();
         }
-        for file in &self.files {
-            for hunk in &file.hunks {
-                if hunk.others.iter().any(|o| is_unowned_session(o)) {
-                    found.push(Theirs {
-                        file: &file.file,
-                        binary: file.binary,
-                        hunk,
-                    });
-                }
-            }
-        }
-        found
+        self.hunks_where(|hunk| hunk.others.iter().any(|o| is_unowned_session(o)))
+    }
+
+    /// The hunks for which `keep` holds, in file order.
+    fn hunks_where(&self, keep: impl Fn(&OwnedHunk) -> bool) -> Vec<Theirs<'_>> {
+        self.files
+            .iter()
+            .flat_map(|file| {
+                file.hunks.iter().map(move |hunk| Theirs {
+                    file: &file.file,
+                    binary: file.binary,
+                    hunk,
+                })
+            })
+            .filter(|theirs| keep(theirs.hunk))
+            .collect()
     }
 
     /// The sessions the daemon counts as the asker's agent among the owners it knows: the

@@ -215,14 +215,9 @@ pub fn record_socket(paths: &super::paths::WitPaths) -> Result<(), DaemonError> 
     let record = paths.worktree_dir.join(super::paths::SOCKET_PATH_FILE);
     if paths.socket_is_short() {
         let text = format!("{}\n", paths.socket.display());
-        // Written aside, then renamed into place: a reader never sees a half-written path
-        // (an empty one made a client's connect fail with EINVAL).
-        let partial = record.with_extension("path.partial");
-        fs::write(&partial, text).map_err(io_error(format!("writing {}", partial.display())))?;
-        fs::rename(&partial, &record).map_err(io_error(format!(
-            "renaming {} into place",
-            partial.display()
-        )))?;
+        // Atomically: a reader never sees a half-written path (an empty one made a client's
+        // connect fail with EINVAL).
+        write_atomically(&record, text.as_bytes())?;
         tracing::info!(socket = %paths.socket.display(),
             "the worktree's socket path is too long for a Unix socket; served on a short path");
     } else {

@@ -330,10 +330,6 @@ fn gate(
         parts.push(unowned_reason(&map, &found.unowned, &found.risks));
     }
     let reason = parts.join("\n");
-    let mut whose = found.stake.clone();
-    for (session, files) in &found.unowned.by_session {
-        whose.by_session.insert(session.clone(), files.clone());
-    }
     match action {
         Action::Deny => Verdict {
             decision: Decision::Deny,
@@ -347,6 +343,9 @@ fn gate(
         },
         Action::Warn | Action::Off => {
             let mut context = (action == Action::Warn && !reason.is_empty()).then_some(reason);
+            // Whose work the snapshot keeps: the sessions' and the unowned lines alike.
+            let mut whose = found.stake.clone();
+            whose.by_session.extend(found.unowned.by_session.clone());
             let what = found
                 .risks
                 .iter()
