@@ -6,7 +6,7 @@ use std::fs::{self, DirBuilder, File, OpenOptions, TryLockError};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use tokio::net::UnixListener;
@@ -148,25 +148,7 @@ pub fn take_residence(
         .mode(0o600)
         .open(&paths.lock)
         .map_err(io_error(format!("opening {}", paths.lock.display())))?;
-    match lock.try_lock() {
-        Ok(()) => {}
-        Err(TryLockError::WouldBlock) => {
-            let pid = read_pid_file(&paths.pid)
-                .map(|pid| pid.to_string())
-                .unwrap_or_else(|| "unknown".into());
-            return Err(DaemonError::AlreadyRunning {
-                root: paths.root.clone(),
-                pid,
-                socket: paths.socket.clone(),
-            });
-        }
-        Err(TryLockError::Error(source)) => {
-            return Err(DaemonError::Io {
-                context: format!("locking {}", paths.lock.display()),
-                source,
-            })
-        }
-    }
+    lock_residence(&lock, paths)?;
     // We hold the lock, so any socket file left here belongs to a dead daemon.
     let listener = bind_socket(&paths.socket)?;
     record_socket(paths)?;
@@ -178,6 +160,57 @@ pub fn take_residence(
         },
         listener,
     ))
+}
+
+/// How long a daemon waits for the lock of a daemon known dead to come free.
+const DEAD_HOLDER_GRACE: Duration = Duration::from_secs(3);
+
+/// Takes `.wit/daemon.lock`. A daemon killed while it was starting a child process leaves
+/// the lock with that child until it reaches `exec` (the child shares the lock's open file
+/// until then; under load, tens of milliseconds): while the pid file names a process that has
+/// exited, or none, the lock is retried for [`DEAD_HOLDER_GRACE`] instead of taking that for
+/// a live daemon (a CI failure of `spine::restart_after_sigkill_cleans_the_stale_socket_and_keeps_data`).
+fn lock_residence(lock: &File, paths: &WitPaths) -> Result<(), DaemonError> {
+    let started = Instant::now();
+    let deadline = started + DEAD_HOLDER_GRACE;
+    loop {
+        match lock.try_lock() {
+            Ok(()) => {
+                if started.elapsed() >= Duration::from_millis(10) {
+                    tracing::info!(
+                        waited_ms = started.elapsed().as_millis() as u64,
+                        "the lock of a daemon that had exited came free"
+                    );
+                }
+                return Ok(());
+            }
+            Err(TryLockError::WouldBlock) => {
+                let recorded = read_pid_file(&paths.pid);
+                let holder_is_dead = recorded.is_none_or(|pid| {
+                    matches!(
+                        crate::platform::process::exit_state(pid),
+                        crate::platform::process::Liveness::Dead
+                    )
+                });
+                if !holder_is_dead || Instant::now() >= deadline {
+                    return Err(DaemonError::AlreadyRunning {
+                        root: paths.root.clone(),
+                        pid: recorded
+                            .map(|pid| pid.to_string())
+                            .unwrap_or_else(|| "unknown".into()),
+                        socket: paths.socket.clone(),
+                    });
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(TryLockError::Error(source)) => {
+                return Err(DaemonError::Io {
+                    context: format!("locking {}", paths.lock.display()),
+                    source,
+                })
+            }
+        }
+    }
 }
 
 /// Binds a fresh socket (0600) at `socket`, removing a file left there: called only by the
@@ -364,6 +397,32 @@ mod tests {
         ensure_state_dir(&paths).unwrap();
         fs::write(&paths.socket, "stale").unwrap();
         let (residence, _listener) = take_residence(&paths, "sqlite").unwrap();
+        residence.release();
+    }
+
+    #[tokio::test]
+    async fn the_lock_of_a_dead_daemon_held_a_moment_longer_is_waited_for() {
+        let temp = tempfile::tempdir().unwrap();
+        let paths = WitPaths::for_root(temp.path());
+        ensure_state_dir(&paths).unwrap();
+        // A daemon that has exited (its pid names no process) while another open file of
+        // the lock, as a child on its way to exec holds it, keeps the lock 150 ms longer.
+        let mut exited = std::process::Command::new("true").spawn().unwrap();
+        exited.wait().unwrap();
+        fs::write(&paths.pid, format!("{}\n", exited.id())).unwrap();
+        let holder = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&paths.lock)
+            .unwrap();
+        holder.try_lock().unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(150));
+            drop(holder);
+        });
+        let (residence, _listener) = take_residence(&paths, "sqlite").unwrap();
+        release.join().unwrap();
         residence.release();
     }
 }

@@ -100,7 +100,7 @@ pub struct Daemon {
 impl Daemon {
     /// Spawns `wit daemon run --repo <repo>` and waits until it answers `ping`.
     pub fn start(repo: &Repo) -> Self {
-        let daemon = Self::spawn(repo);
+        let mut daemon = Self::spawn(repo);
         daemon.wait_ready();
         daemon
     }
@@ -160,16 +160,28 @@ impl Daemon {
         self.stderr.lock().unwrap().clone()
     }
 
-    pub fn wait_ready(&self) {
+    /// Waits until the daemon answers `ping`; on a timeout, or when the daemon exits first,
+    /// panics with what it wrote to stderr and the last error seen, so a failure says why.
+    pub fn wait_ready(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(20);
+        let mut last = String::from("no attempt");
         while Instant::now() < deadline {
-            if let Ok((200, body)) = try_post(&self.socket, PING) {
-                assert!(body.contains("pong"), "{body}");
-                return;
+            match try_post(&self.socket, PING) {
+                Ok((200, body)) => {
+                    assert!(body.contains("pong"), "{body}");
+                    return;
+                }
+                Ok((status, body)) => last = format!("HTTP {status}: {body}"),
+                Err(error) => last = error.to_string(),
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                let stderr = self.stderr_text();
+                panic!("daemon exited ({status}) before answering ping; last: {last}; stderr:\n{stderr}");
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        panic!("daemon did not answer ping in time");
+        let stderr = self.stderr_text();
+        panic!("daemon did not answer ping in 20 s; last: {last}; stderr:\n{stderr}");
     }
 
     pub fn kill9(&mut self) {

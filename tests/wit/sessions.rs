@@ -150,7 +150,7 @@ fn an_exited_process_is_not_reaped_while_the_table_cannot_tell() {
         if unknown {
             env.push(("WIT_TEST_PROCESS_TABLE", "unknown".into()));
         }
-        let daemon = Daemon::spawn_with_env(&repo, &env);
+        let mut daemon = Daemon::spawn_with_env(&repo, &env);
         daemon.wait_ready();
         let client = repo.client();
         let mut agent = sleeper();

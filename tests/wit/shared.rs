@@ -33,7 +33,7 @@ fn fresh_project(tag: &str) -> String {
 
 /// A daemon on `repo` sharing `url`'s `project`, as host `host`.
 fn daemon(repo: &Repo, url: &str, project: &str, host: &str) -> Daemon {
-    let daemon = Daemon::spawn_with_env(
+    let mut daemon = Daemon::spawn_with_env(
         repo,
         &[
             ("WIT_STORE", url.to_owned()),

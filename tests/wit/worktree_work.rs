@@ -555,7 +555,7 @@ fn wit_status_reports_the_polling_fallback() {
     let one = family.add("w1");
     let mut env = store_env(&family.main());
     env.push(("WIT_WATCH", "poll".to_owned()));
-    let daemon = Daemon::spawn_at(&family.main(), &env);
+    let mut daemon = Daemon::spawn_at(&family.main(), &env);
     daemon.wait_ready();
     wait_answering(&one, true);
     write_file(

@@ -78,7 +78,7 @@ impl Family {
     }
 
     pub(crate) fn daemon(&self) -> Daemon {
-        let daemon = Daemon::spawn_at(&self.main(), &store_env(&self.main()));
+        let mut daemon = Daemon::spawn_at(&self.main(), &store_env(&self.main()));
         daemon.wait_ready();
         daemon
     }
