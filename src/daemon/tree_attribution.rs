@@ -2,8 +2,9 @@
 //! (docs/protocol.md 15.3): the bytes of each changed file now and in HEAD (one `git cat-file
 //! --batch` for all of them), never decoded.
 
+use std::collections::HashSet;
 use std::path::Path;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use crate::coord::ownership::DiskChange;
 use crate::coord::Coord;
@@ -12,6 +13,24 @@ use crate::git::{blobs_at, Git};
 /// The largest file whose changes are attributed line by line or kept (larger ones are left
 /// out, and said so in the log).
 pub const MAX_FILE_BYTES: usize = 16 * 1024 * 1024;
+
+/// A file modified this recently is taken to be still being written by the observer's own
+/// passes (a truncate, then a pause, then the write: the empty file would be taken for the
+/// deletion of every line, and the text written after it for new work over the whole file).
+pub const STILL_WRITING: Duration = Duration::from_millis(100);
+
+/// How a pass treats a file that is still being written.
+#[derive(Debug, Clone)]
+pub enum Reading {
+    /// Every file as it is now: a flush, asked for once the tool that wrote has finished.
+    AsItIs,
+    /// The observer's own pass: a file modified within [`STILL_WRITING`], or changing while
+    /// it is read, is held back for a later pass, except these (held back long enough).
+    HoldWrites {
+        /// Files read however recently they were written.
+        overdue: HashSet<String>,
+    },
+}
 
 /// Which files of a worktree to read.
 #[derive(Debug, Clone)]
@@ -28,13 +47,15 @@ pub enum Changed {
 }
 
 /// Reads the `changed` files of the worktree at `root` and hands them to `coord`; with
-/// `head_moved`, every file the owner map holds is rebased on HEAD's new bytes too.
+/// `head_moved`, every file the owner map holds is rebased on HEAD's new bytes too. Answers
+/// the files held back as still being written (`reading`), for a later pass.
 pub fn attribute(
     coord: &Coord,
     root: &Path,
     changed: Changed,
     head_moved: bool,
-) -> Result<(), String> {
+    reading: &Reading,
+) -> Result<Vec<String>, String> {
     let key = root.to_string_lossy().into_owned();
     let owned = coord.owned_files(&key);
     let found = match changed {
@@ -63,7 +84,7 @@ pub fn attribute(
         .map(|f| format!("HEAD:{f}"))
         .collect();
     if names.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let heads = blobs_at(root, &names, MAX_FILE_BYTES).map_err(|e| e.to_string())?;
     for (file, head) in rebase
@@ -72,6 +93,7 @@ pub fn attribute(
     {
         coord.rebase_owner_map(&key, file, head.as_deref());
     }
+    let mut held = Vec::new();
     for (file, head) in files.iter().zip(&heads) {
         // A submodule is its gitlink (15.4): its own tree is not this one's work.
         if std::fs::symlink_metadata(root.join(file)).is_ok_and(|m| m.is_dir()) {
@@ -81,6 +103,15 @@ pub fn attribute(
             tracing::info!(file = %file, "too large to attribute");
             continue;
         };
+        let may_hold = match reading {
+            Reading::AsItIs => false,
+            Reading::HoldWrites { overdue } => !overdue.contains(file),
+        };
+        if may_hold && now.still_writing {
+            held.push(file.clone());
+            continue;
+        }
+        let now = now.bytes;
         let change = DiskChange {
             root: &key,
             file,
@@ -93,7 +124,7 @@ pub fn attribute(
             coord.attribute_change(change).map_err(|e| e.to_string())?;
         }
     }
-    Ok(())
+    Ok(held)
 }
 
 /// Whether the file at `path` was modified, or renamed or made (its status changed), at or
@@ -122,26 +153,50 @@ fn is_private(file: &str) -> bool {
     first == ".git" || first == ".wit"
 }
 
-/// A file's bytes now: `Some(None)` when it is gone (or a directory), a symlink's target as
-/// its bytes (15.4), `None` when it is too large to keep.
-fn read_now(path: &Path) -> Option<Option<Vec<u8>>> {
+/// A file as read now.
+struct ReadNow {
+    /// Its bytes (`None`: gone, or a directory), a symlink's target as its bytes (15.4).
+    bytes: Option<Vec<u8>>,
+    /// Modified within [`STILL_WRITING`], or changed while it was read.
+    still_writing: bool,
+}
+
+/// A file's bytes now; `None` when it is too large to keep.
+fn read_now(path: &Path) -> Option<ReadNow> {
+    let gone = ReadNow {
+        bytes: None,
+        still_writing: false,
+    };
     let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return Some(None);
+        return Some(gone);
     };
     if meta.file_type().is_symlink() {
-        return Some(
-            std::fs::read_link(path)
+        return Some(ReadNow {
+            bytes: std::fs::read_link(path)
                 .ok()
                 .map(|target| target.as_os_str().as_encoded_bytes().to_vec()),
-        );
+            still_writing: false,
+        });
     }
     if !meta.is_file() {
-        return Some(None);
+        return Some(gone);
     }
     if usize::try_from(meta.len()).unwrap_or(usize::MAX) > MAX_FILE_BYTES {
         return None;
     }
-    Some(std::fs::read(path).ok())
+    let bytes = std::fs::read(path).ok();
+    let after = std::fs::symlink_metadata(path).ok();
+    let stamp = |m: &std::fs::Metadata| (m.len(), m.modified().ok());
+    let recent = meta
+        .modified()
+        .ok()
+        .and_then(|at| SystemTime::now().duration_since(at).ok())
+        .is_none_or(|age| age < STILL_WRITING);
+    let changed_meanwhile = after.is_none_or(|after| stamp(&after) != stamp(&meta));
+    Some(ReadNow {
+        bytes,
+        still_writing: recent || changed_meanwhile,
+    })
 }
 
 /// The files git sees changed or untracked (not ignored) in the worktree.
@@ -179,4 +234,32 @@ fn not_ignored(root: &Path, files: Vec<String>) -> Vec<String> {
         .map(str::to_owned)
         .collect();
     files.into_iter().filter(|f| !ignored.contains(f)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_file_written_a_moment_ago_is_still_being_written_and_an_older_one_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.py");
+        // A truncate before the write: empty, modified just now.
+        std::fs::write(&path, "").unwrap();
+        let read = read_now(&path).unwrap();
+        assert_eq!(read.bytes.as_deref(), Some(&b""[..]));
+        assert!(read.still_writing);
+        std::fs::write(&path, "def f(): pass\n").unwrap();
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_modified(SystemTime::now() - 2 * STILL_WRITING)
+            .unwrap();
+        let read = read_now(&path).unwrap();
+        assert_eq!(read.bytes.as_deref(), Some(&b"def f(): pass\n"[..]));
+        assert!(!read.still_writing);
+        // Gone: nothing to wait for.
+        std::fs::remove_file(&path).unwrap();
+        let read = read_now(&path).unwrap();
+        assert!(read.bytes.is_none() && !read.still_writing);
+    }
 }

@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::coord::worktree_work::ChangedFile;
 use crate::coord::Coord;
-use crate::daemon::tree_attribution::{attribute, Changed};
+use crate::daemon::tree_attribution::{attribute, Changed, Reading};
 use crate::daemon::work_snapshots::WorkSnapshots;
 use crate::git::Git;
 use crate::rpc::tree_flush::TreeFlush;
@@ -82,6 +82,7 @@ pub async fn observe_worktrees(
         work_snapshots: Arc::default(),
         cookies: None,
         cookies_dropped: 0,
+        held_back: HashMap::new(),
     };
     observer.forget_vanished().await;
     loop {
@@ -265,6 +266,8 @@ struct Observer {
     cookies: Option<PathBuf>,
     /// Cookies dropped so far (each one's name).
     cookies_dropped: u64,
+    /// Files a pass held back as still being written (per worktree), and since when.
+    held_back: HashMap<(PathBuf, String), Instant>,
 }
 
 impl Observer {
@@ -655,6 +658,36 @@ impl Observer {
             .cloned()
     }
 
+    /// How a pass over `root` reads files still being written: a flush takes them as they
+    /// are; the observer's own pass holds them back, for at most [`MAX_DELAY`] each.
+    fn reading(&self, root: &Path, flush: bool) -> Reading {
+        if flush {
+            return Reading::AsItIs;
+        }
+        let overdue = self
+            .held_back
+            .iter()
+            .filter(|((at, _), since)| at == root && since.elapsed() >= MAX_DELAY)
+            .map(|((_, file), _)| file.clone())
+            .collect();
+        Reading::HoldWrites { overdue }
+    }
+
+    /// Notes the files of `root` a pass held back and marks them to be read again; those
+    /// read are no longer held.
+    fn hold_back(&mut self, root: &Path, held: Vec<String>) {
+        let now = Instant::now();
+        let held: HashSet<String> = held.into_iter().collect();
+        self.held_back
+            .retain(|(at, file), _| at != root || held.contains(file));
+        for file in held {
+            self.held_back
+                .entry((root.to_path_buf(), file.clone()))
+                .or_insert(now);
+            self.mark(root, Seen::File(&file));
+        }
+    }
+
     /// Reads the changes of every worktree that is settled, and of polled ones when due.
     /// `now`: read every dirty worktree at once, settled or not (a flush).
     async fn read_settled(&mut self, now_all: bool) {
@@ -694,17 +727,23 @@ impl Observer {
             let at = root.clone();
             let snapshots = Arc::clone(&self.work_snapshots);
             let head_moved = dirty.head_moved;
+            let reading = self.reading(&root, now_all);
             let attributed = tokio::task::spawn_blocking(move || {
-                attribute(&coord, &at, changed, head_moved)?;
+                let held = attribute(&coord, &at, changed, head_moved, &reading)?;
                 // Then every owner's work there is kept as git objects (15.5).
                 snapshots
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .refresh(&coord, &at, head_moved)
+                    .refresh(&coord, &at, head_moved)?;
+                Ok::<_, String>(held)
             })
             .await;
-            if let Ok(Err(error)) = attributed {
-                tracing::warn!(worktree = %root.display(), %error, "could not attribute its changes");
+            match attributed {
+                Ok(Ok(held)) => self.hold_back(&root, held),
+                Ok(Err(error)) => {
+                    tracing::warn!(worktree = %root.display(), %error, "could not attribute its changes")
+                }
+                Err(_) => {}
             }
             if !self.several {
                 continue;
