@@ -261,7 +261,12 @@ pub fn collides(work: Work<'_>, theirs: &RangeHit, written: &[Written]) -> bool 
         };
     }
     let Some(range) = theirs.range else {
-        return true;
+        // File-level work: an edit leaving the file exactly as the other side wrote it whole
+        // is the same change (13.4).
+        return match work {
+            Work::Edit { new_text, .. } => !written.iter().any(|w| w.text == new_text),
+            Work::Declared { .. } => true,
+        };
     };
     match work {
         Work::Declared { ranges: None, .. } => true,
@@ -557,6 +562,28 @@ mod tests {
         assert!(!collides(work, &theirs, &[wrote("B\n")]), "the same text");
         assert!(collides(work, &theirs, &[wrote("b2\n")]), "other text");
         assert!(collides(work, &theirs, &[]));
+    }
+
+    #[test]
+    fn a_file_written_alike_by_both_sides_meets_nothing_at_file_level() {
+        let current = "";
+        let new = "pub mod a;\n";
+        let lines = Lines::of(current);
+        let changes = super::super::preflight::spans::diff_lines(current, new);
+        let work = Work::Edit {
+            changes: &changes,
+            line_changes: &changes,
+            new_text: new,
+            lines: &lines,
+        };
+        let file_level = hit(None, None);
+        let wrote = |text: &str| Written {
+            at: LineRegion::new(1, 0),
+            text: text.into(),
+        };
+        assert!(!collides(work, &file_level, &[wrote("pub mod a;\n")]));
+        assert!(collides(work, &file_level, &[wrote("pub mod b;\n")]));
+        assert!(collides(work, &file_level, &[]));
     }
 
     /// Across worktrees (14.5): SAME_SYMBOL where both change a symbol of a file that does not

@@ -120,25 +120,26 @@ impl Coord {
         upkeep: Upkeep,
     ) -> Result<Vec<(RangeHit, Vec<Written>)>> {
         let unwritten = |rows: Vec<RangeHit>| rows.into_iter().map(|row| (row, Vec::new()));
-        if rows.iter().all(|row| row.regions.is_none()) {
-            return Ok(unwritten(rows).collect());
-        }
         if !self.several_worktrees() {
             let rows = self.regions_of_origin(&None, file, text, rows, upkeep)?;
             return Ok(unwritten(rows).collect());
         }
         let here = self.here(at);
         let origins = self.origins(&rows)?;
-        let (mut mine, mut across) = (Vec::new(), Vec::new());
+        let (mut mine, mut across, mut whole) = (Vec::new(), Vec::new(), Vec::new());
         for (row, origin) in rows.into_iter().zip(origins) {
-            if origin == here || row.regions.is_none() {
+            if origin == here {
                 mine.push(row);
+            } else if row.regions.is_none() {
+                let written = self.written_whole(&origin, file, text);
+                whole.push((row, written));
             } else {
                 across.push((origin, row));
             }
         }
         let mut rows: Vec<(RangeHit, Vec<Written>)> =
             unwritten(self.regions_of_origin(&here, file, text, mine, upkeep)?).collect();
+        rows.extend(whole);
         rows.extend(
             across
                 .into_iter()

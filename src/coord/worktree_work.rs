@@ -223,6 +223,22 @@ impl Coord {
         Ok(origins)
     }
 
+    /// What another worktree's file-level work on `file` (13.1: a file it added, deleted or
+    /// rewrote whole) wrote over `text`, the asking worktree's: its whole current text over
+    /// every line of `text`. An edit that leaves exactly that text is the same change and
+    /// meets nothing (13.4: git's merge applies one copy; a file both sides add alike).
+    pub(super) fn written_whole(&self, origin: &Origin, file: &str, text: &str) -> Vec<Written> {
+        let worktrees = self.worktrees();
+        let Some(theirs) = worktrees.texts.get(&(origin.clone(), file.to_owned())) else {
+            return Vec::new();
+        };
+        let lines = i64::try_from(text.split_inclusive('\n').count()).unwrap_or(i64::MAX);
+        vec![Written {
+            at: LineRegion::new(1, lines),
+            text: theirs.current.to_string(),
+        }]
+    }
+
     /// `row`'s regions, lines of `origin`'s text of `file`, carried to `text` (the asking
     /// worktree's text) through the merge-base (14.5): origin text → base (the base lines
     /// they came from, a deletion's included: [`LineMap::preimage`]) → `text`; with what the

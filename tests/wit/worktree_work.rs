@@ -482,6 +482,38 @@ fn an_identical_change_in_another_worktree_meets_nothing() {
     });
 }
 
+/// Issue 35 (13.4, 14.5): a file both worktrees add with the same text is one change (git's
+/// merge adds it once): its preview meets nothing, while adding it with other text meets
+/// the other worktree's file-level work.
+#[test]
+fn a_file_added_alike_in_two_worktrees_meets_nothing() {
+    let (family, roots, _daemon) = served(&["w1", "w2"]);
+    let [one, two] = [roots[0].clone(), roots[1].clone()];
+    let text = "def helper(x):\n    return x * 2\n";
+    write_file(&one, "helpers.py", text);
+    block_on(async {
+        let main = client(&family.main());
+        let session = worktree_session(&one);
+        wait_for_intents(&main, &session, None, |i| {
+            i.iter().any(|i| i.files.contains(",helpers.py,"))
+        })
+        .await;
+        let w2 = client(&two);
+        let same = preview_in(&w2, "b", "helpers.py", "", text, false).await;
+        assert!(overlaps(&same).is_empty(), "{:?}", same.conflicts);
+        let other = preview_in(
+            &w2,
+            "b",
+            "helpers.py",
+            "",
+            "def helper(x):\n    return x\n",
+            false,
+        )
+        .await;
+        assert_eq!(overlaps(&other).len(), 1, "{:?}", other.conflicts);
+    });
+}
+
 /// Issue 35: worktrees of a deep tree added while the daemon runs (the checkout still
 /// writing directories when the daemon first lists the new worktree) keep no directory
 /// without a watch: a save in the deepest directory of each is seen, with no hook.
