@@ -80,6 +80,8 @@ pub async fn observe_worktrees(
         serving_since,
         head_stamps: HashMap::new(),
         work_snapshots: Arc::default(),
+        snapshots_due: HashMap::new(),
+        snapshots_running: Arc::default(),
         cookies: None,
         cookies_dropped: 0,
         held_back: HashMap::new(),
@@ -95,6 +97,7 @@ pub async fn observe_worktrees(
         observer.check_watch_sets().await;
         observer.publish_watch_status();
         observer.read_settled(false).await;
+        observer.refresh_snapshots();
         let wake = if observer.dirty.is_empty() {
             RESCAN
         } else {
@@ -110,7 +113,11 @@ pub async fn observe_worktrees(
                 // since the last flush is taken in now.
                 observer.mark_moved_heads();
                 observer.read_settled(true).await;
+                // Answered before the work snapshots are refreshed: they are kept within
+                // moments (15.5), and a flush waiting for them (about 10 git processes a
+                // changed owner) made `wit commit` and every hook wait too (issue 33).
                 flush.answered(ticket);
+                observer.refresh_snapshots();
             }
             Some(event) = events.recv() => {
                 observer.on_event(event);
@@ -121,6 +128,15 @@ pub async fn observe_worktrees(
         }
     }
     flush.set_active(false);
+}
+
+/// Lowers its flag when dropped: a refresh that ends, even by a panic, lets the next run.
+struct RunningFlag(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for RunningFlag {
+    fn drop(&mut self) {
+        self.0.store(false, std::sync::atomic::Ordering::Release);
+    }
 }
 
 /// What says a worktree's HEAD moved, cheaply (two `stat`s, no git): the size and time of
@@ -262,6 +278,10 @@ struct Observer {
     head_stamps: HashMap<PathBuf, HeadStamp>,
     /// Every owner's work kept as git objects, refreshed after each pass.
     work_snapshots: Arc<std::sync::Mutex<WorkSnapshots>>,
+    /// The worktrees whose snapshots are due (with whether their HEAD moved), and whether a
+    /// refresh runs now (one at a time, beside the observer, never holding up a flush).
+    snapshots_due: HashMap<PathBuf, bool>,
+    snapshots_running: Arc<std::sync::atomic::AtomicBool>,
     /// The watched directory flushes drop their cookies in ([`COOKIE_DIR`]), once made.
     cookies: Option<PathBuf>,
     /// Cookies dropped so far (each one's name).
@@ -658,6 +678,30 @@ impl Observer {
             .cloned()
     }
 
+    /// Refreshes the work snapshots of the worktrees due, in a blocking task of their own,
+    /// unless one runs: then they stay due for the next turn of the loop.
+    fn refresh_snapshots(&mut self) {
+        use std::sync::atomic::Ordering;
+        if self.snapshots_due.is_empty() || self.snapshots_running.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let due = std::mem::take(&mut self.snapshots_due);
+        let coord = Arc::clone(&self.coord);
+        let snapshots = Arc::clone(&self.work_snapshots);
+        let running = RunningFlag(Arc::clone(&self.snapshots_running));
+        tokio::task::spawn_blocking(move || {
+            let _running = running;
+            let mut snapshots = snapshots
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for (root, head_moved) in due {
+                if let Err(error) = snapshots.refresh(&coord, &root, head_moved) {
+                    tracing::warn!(worktree = %root.display(), %error, "could not keep its work snapshots");
+                }
+            }
+        });
+    }
+
     /// How a pass over `root` reads files still being written: a flush takes them as they
     /// are; the observer's own pass holds them back, for at most [`MAX_DELAY`] each.
     fn reading(&self, root: &Path, flush: bool) -> Reading {
@@ -725,19 +769,14 @@ impl Observer {
             };
             let coord = Arc::clone(&self.coord);
             let at = root.clone();
-            let snapshots = Arc::clone(&self.work_snapshots);
             let head_moved = dirty.head_moved;
             let reading = self.reading(&root, now_all);
             let attributed = tokio::task::spawn_blocking(move || {
-                let held = attribute(&coord, &at, changed, head_moved, &reading)?;
-                // Then every owner's work there is kept as git objects (15.5).
-                snapshots
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .refresh(&coord, &at, head_moved)?;
-                Ok::<_, String>(held)
+                attribute(&coord, &at, changed, head_moved, &reading)
             })
             .await;
+            // Then every owner's work there is kept as git objects (15.5).
+            *self.snapshots_due.entry(root.clone()).or_default() |= head_moved;
             match attributed {
                 Ok(Ok(held)) => self.hold_back(&root, held),
                 Ok(Err(error)) => {

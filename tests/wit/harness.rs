@@ -184,9 +184,22 @@ impl Daemon {
         panic!("daemon did not answer ping in 20 s; last: {last}; stderr:\n{stderr}");
     }
 
+    /// SIGKILLs the daemon and waits until its socket refuses connections: a child the
+    /// daemon was starting when killed holds a copy of the listening socket (and of the
+    /// daemon's lock) until that child's exec, so for a moment connections are still taken,
+    /// then reset (a CI failure of `mcp::bad_input_is_a_clear_error_and_the_server_keeps_serving`).
     pub fn kill9(&mut self) {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while UnixStream::connect(&self.socket).is_ok() {
+            assert!(
+                Instant::now() < deadline,
+                "{} still accepts connections 10 s after SIGKILL",
+                self.socket.display()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     pub fn terminate(&mut self) -> std::process::ExitStatus {
