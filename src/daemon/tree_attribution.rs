@@ -20,16 +20,27 @@ pub const MAX_FILE_BYTES: usize = 16 * 1024 * 1024;
 pub const STILL_WRITING: Duration = Duration::from_millis(100);
 
 /// How a pass treats a file that is still being written.
-#[derive(Debug, Clone)]
-pub enum Reading {
-    /// Every file as it is now: a flush, asked for once the tool that wrote has finished.
-    AsItIs,
-    /// The observer's own pass: a file modified within [`STILL_WRITING`], or changing while
-    /// it is read, is held back for a later pass, except these (held back long enough).
-    HoldWrites {
-        /// Files read however recently they were written.
-        overdue: HashSet<String>,
-    },
+#[derive(Debug, Clone, Default)]
+pub struct Reading {
+    /// Files a writer has open and has written to since it opened them (a modification
+    /// seen, its close not yet): a truncate-then-write read between the two would be taken
+    /// for a deletion of every line, and the text written after it for new work over the
+    /// whole file.
+    pub writing: HashSet<String>,
+    /// The observer's own pass (not a flush): a file modified within [`STILL_WRITING`], or
+    /// changing while it is read, counts as being written too (what a polled worktree, with
+    /// no events, can tell).
+    pub own_pass: bool,
+    /// Files read however they are being written (held back long enough).
+    pub overdue: HashSet<String>,
+}
+
+impl Reading {
+    /// Whether `file`, read as `now`, is held back for a later pass.
+    fn holds(&self, file: &str, now: &ReadNow) -> bool {
+        !self.overdue.contains(file)
+            && (self.writing.contains(file) || (self.own_pass && now.still_writing))
+    }
 }
 
 /// Which files of a worktree to read.
@@ -103,11 +114,7 @@ pub fn attribute(
             tracing::info!(file = %file, "too large to attribute");
             continue;
         };
-        let may_hold = match reading {
-            Reading::AsItIs => false,
-            Reading::HoldWrites { overdue } => !overdue.contains(file),
-        };
-        if may_hold && now.still_writing {
+        if reading.holds(file, &now) {
             held.push(file.clone());
             continue;
         }
@@ -261,5 +268,37 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         let read = read_now(&path).unwrap();
         assert!(read.bytes.is_none() && !read.still_writing);
+    }
+
+    #[test]
+    fn a_file_open_for_writing_is_held_back_and_a_recent_one_only_by_the_observers_own_pass() {
+        let set = |files: &[&str]| files.iter().map(|f| (*f).to_owned()).collect();
+        let settled = ReadNow {
+            bytes: Some(Vec::new()),
+            still_writing: false,
+        };
+        let recent = ReadNow {
+            bytes: Some(Vec::new()),
+            still_writing: true,
+        };
+        let flush = Reading {
+            writing: set(&["open.py"]),
+            own_pass: false,
+            overdue: HashSet::new(),
+        };
+        assert!(flush.holds("open.py", &settled));
+        assert!(!flush.holds("closed.py", &recent));
+        let own = Reading {
+            own_pass: true,
+            ..flush.clone()
+        };
+        assert!(own.holds("closed.py", &recent));
+        assert!(!own.holds("closed.py", &settled));
+        let overdue = Reading {
+            overdue: set(&["open.py", "closed.py"]),
+            ..own
+        };
+        assert!(!overdue.holds("open.py", &settled));
+        assert!(!overdue.holds("closed.py", &recent));
     }
 }

@@ -42,6 +42,11 @@ pub const MAX_DELAY: Duration = Duration::from_millis(1_000);
 pub const RESCAN: Duration = Duration::from_millis(250);
 /// How often a worktree that cannot be watched is read.
 pub const FALLBACK_POLL: Duration = Duration::from_millis(1_500);
+/// The longest a file being written is held back (a writer that keeps it open longer, a
+/// log, is read at least this often).
+pub const HOLD_AT_MOST: Duration = Duration::from_secs(5);
+/// The most files followed as open for writing at once (beyond, the set starts again).
+const MAX_WRITING: usize = 10_000;
 /// File-system events queued before the observer stops telling them apart (then every
 /// worktree is read again).
 const QUEUE: usize = 4_096;
@@ -85,6 +90,7 @@ pub async fn observe_worktrees(
         cookies: None,
         cookies_dropped: 0,
         held_back: HashMap::new(),
+        writing: HashSet::new(),
     };
     observer.forget_vanished().await;
     loop {
@@ -128,6 +134,15 @@ pub async fn observe_worktrees(
         }
     }
     flush.set_active(false);
+}
+
+/// Whether `event` is a file closed after writing (inotify's `IN_CLOSE_WRITE`).
+fn is_close_after_writing(event: &notify::Event) -> bool {
+    use notify::event::{AccessKind, AccessMode};
+    matches!(
+        event.kind,
+        EventKind::Access(AccessKind::Close(AccessMode::Write))
+    )
 }
 
 /// Lowers its flag when dropped: a refresh that ends, even by a panic, lets the next run.
@@ -224,11 +239,11 @@ impl Watching {
             }
             let made = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
                 // Reads (every file the index parses, every `git` that opens one) change
-                // nothing, and would crowd out the changes that do.
-                if event
-                    .as_ref()
-                    .is_ok_and(|e| matches!(e.kind, EventKind::Access(_)))
-                {
+                // nothing, and would crowd out the changes that do; a close after writing
+                // says a write is done.
+                if event.as_ref().is_ok_and(|e| {
+                    matches!(e.kind, EventKind::Access(_)) && !is_close_after_writing(e)
+                }) {
                     return;
                 }
                 if events.try_send(event).is_err() {
@@ -288,6 +303,8 @@ struct Observer {
     cookies_dropped: u64,
     /// Files a pass held back as still being written (per worktree), and since when.
     held_back: HashMap<(PathBuf, String), Instant>,
+    /// Files written to since a writer opened them, not yet closed (absolute paths).
+    writing: HashSet<PathBuf>,
 }
 
 impl Observer {
@@ -628,6 +645,7 @@ impl Observer {
             self.all_dirty(Seen::Everything);
             return;
         };
+        self.note_writers(&event);
         if matches!(event.kind, EventKind::Access(_)) {
             return;
         }
@@ -669,6 +687,40 @@ impl Observer {
         }
     }
 
+    /// Follows which files a writer has open: written to (a modification of its data, a
+    /// truncate among them) until closed after writing, or removed.
+    fn note_writers(&mut self, event: &notify::Event) {
+        use notify::event::{ModifyKind, RemoveKind};
+        match event.kind {
+            EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Any) => {
+                if self.writing.len() >= MAX_WRITING {
+                    self.writing.clear();
+                }
+                self.writing.extend(event.paths.iter().cloned());
+            }
+            EventKind::Remove(RemoveKind::File | RemoveKind::Any) => self.written(event),
+            _ if is_close_after_writing(event) => self.written(event),
+            _ => {}
+        }
+    }
+
+    /// Files closed after writing, or removed: no longer being written; one held back is
+    /// read now.
+    fn written(&mut self, event: &notify::Event) {
+        for path in &event.paths {
+            if !self.writing.remove(path) {
+                continue;
+            }
+            let Some(root) = self.root_of(path) else {
+                continue;
+            };
+            if let Some(file) = path.strip_prefix(&root).ok().and_then(Path::to_str) {
+                let file = file.to_owned();
+                self.mark(&root, Seen::File(&file));
+            }
+        }
+    }
+
     /// The worktree holding `path` (the innermost, for worktrees inside others).
     fn root_of(&self, path: &Path) -> Option<PathBuf> {
         self.roots
@@ -702,19 +754,28 @@ impl Observer {
         });
     }
 
-    /// How a pass over `root` reads files still being written: a flush takes them as they
-    /// are; the observer's own pass holds them back, for at most [`MAX_DELAY`] each.
+    /// How a pass over `root` reads files still being written: held back while a writer
+    /// has them open (a flush too: the tool that asked has closed its files), and on the
+    /// observer's own passes while they were modified a moment ago; each for at most
+    /// [`HOLD_AT_MOST`].
     fn reading(&self, root: &Path, flush: bool) -> Reading {
-        if flush {
-            return Reading::AsItIs;
-        }
         let overdue = self
             .held_back
             .iter()
-            .filter(|((at, _), since)| at == root && since.elapsed() >= MAX_DELAY)
+            .filter(|((at, _), since)| at == root && since.elapsed() >= HOLD_AT_MOST)
             .map(|((_, file), _)| file.clone())
             .collect();
-        Reading::HoldWrites { overdue }
+        let writing = self
+            .writing
+            .iter()
+            .filter_map(|path| path.strip_prefix(root).ok())
+            .filter_map(|relative| relative.to_str().map(str::to_owned))
+            .collect();
+        Reading {
+            writing,
+            own_pass: !flush,
+            overdue,
+        }
     }
 
     /// Notes the files of `root` a pass held back and marks them to be read again; those

@@ -310,6 +310,38 @@ fn regions_follow_another_sessions_edit_above_them_and_the_disk() {
     });
 }
 
+/// Issue 35: a writer that truncates a file and writes it a while later (an agent's tool
+/// preempted on a loaded machine) is not read in between: the empty file is not taken for the
+/// deletion of every line, nor the text after it for new lines over the whole file (which
+/// made another session's region the whole file: the replay's false alarms under load).
+#[test]
+fn a_file_truncated_and_written_later_is_read_only_once_written() {
+    let (repo, _daemon) = setup(&[("app.py", APP)]);
+    let client = repo.client();
+    block_on(async {
+        edit_and_write(&repo, &client, "a", "app.py", &[("return 2", "return 7")]).await;
+        assert_eq!(regions_of(&client, "a").await, [[25, 25]]);
+        let path = repo.path().join("app.py");
+        let text = std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("LIMIT = 10\n", "");
+        let next = repo.path().join("next.txt");
+        std::fs::write(&next, &text).unwrap();
+        // Open with truncation, wait 1.5 s (past the observer's settle time and its longest
+        // delay), then write and close.
+        let writer = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import sys, time\nf = open(sys.argv[1], 'w')\nf.flush()\ntime.sleep(1.5)\nf.write(open(sys.argv[2]).read())\nf.close()",
+            ])
+            .arg(&path)
+            .arg(&next)
+            .status();
+        assert!(writer.unwrap().success());
+        assert_eq!(regions_of(&client, "a").await, [[24, 24]]);
+    });
+}
+
 #[test]
 fn a_region_whose_lines_are_replaced_maps_to_the_replacement() {
     let (repo, _daemon) = setup(&[("app.py", APP)]);
