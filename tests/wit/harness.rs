@@ -14,7 +14,11 @@ use wit::client::WitClient;
 
 /// The `wit` binary under test.
 pub fn wit_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_wit"))
+    // `WIT_TEST_BIN`: the black-box tests against another build of wit (an older one, to show
+    // a test fails there).
+    std::env::var_os("WIT_TEST_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_wit")))
 }
 
 /// The environment that points a daemon serving `repo` at the store under test: nothing

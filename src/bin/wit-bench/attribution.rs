@@ -312,6 +312,7 @@ async fn upkeep(
 ) -> Result<()> {
     const CHANGES: u32 = 20;
     let pid = daemon.pid();
+    let objects_before = loose_objects(&root.join(".git/objects"));
     let (own, with_git) = (
         crate::measure::cpu_time(pid)?,
         crate::measure::cpu_time_with_children(pid)?,
@@ -329,5 +330,43 @@ async fn upkeep(
         fmt_duration(own),
         fmt_duration(with_git)
     );
+    let (count, bytes) = loose_objects(&root.join(".git/objects"));
+    let file_bytes = std::fs::metadata(root.join(file)).map_or(0, |m| m.len());
+    println!(
+        "growth of .git per recorded change: {:.1} loose objects, {:.1} KiB (the file: {:.1} KiB uncompressed; its blob and the snapshot's trees and commit)",
+        f64::from(u32::try_from(count.saturating_sub(objects_before.0)).unwrap_or(u32::MAX))
+            / f64::from(CHANGES),
+        bytes.saturating_sub(objects_before.1) as f64 / 1024.0 / f64::from(CHANGES),
+        file_bytes as f64 / 1024.0
+    );
     Ok(())
+}
+
+/// The number and total size of the loose objects under `objects` (`.git/objects/xx/…`).
+fn loose_objects(objects: &Path) -> (usize, u64) {
+    let mut count = 0;
+    let mut bytes = 0;
+    let Ok(dirs) = std::fs::read_dir(objects) else {
+        return (0, 0);
+    };
+    for dir in dirs.flatten() {
+        let name = dir.file_name();
+        if name.len() != 2
+            || !name
+                .to_string_lossy()
+                .chars()
+                .all(|c| c.is_ascii_hexdigit())
+        {
+            continue;
+        }
+        for object in std::fs::read_dir(dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            count += 1;
+            bytes += object.metadata().map_or(0, |m| m.len());
+        }
+    }
+    (count, bytes)
 }
