@@ -189,6 +189,12 @@ pub struct Coord {
     worktrees: Arc<Mutex<worktree_work::Worktrees>>,
     /// Tool-call windows and the owner maps of the trees served (docs/protocol.md 15).
     ownership: Arc<Mutex<ownership::Ownership>>,
+    /// Held while a change is taken in, by a recorded edit (`edit.preflight` with `record`)
+    /// or by the tree observer (`attribute_change`): each reads the text it starts from and
+    /// writes the regions that follow from it as one step. Taken before any other lock.
+    /// Without it the observer's change, read from the text before a recorded edit, moved
+    /// that edit's fresh region onto the older text and back out over the whole file.
+    recording: Arc<Mutex<()>>,
 }
 
 impl Coord {
@@ -211,6 +217,7 @@ impl Coord {
             region_texts: Arc::default(),
             worktrees: Arc::default(),
             ownership: Arc::default(),
+            recording: Arc::default(),
         }
     }
 
@@ -232,7 +239,15 @@ impl Coord {
             region_texts: Arc::clone(&self.region_texts),
             worktrees: Arc::clone(&self.worktrees),
             ownership: Arc::clone(&self.ownership),
+            recording: Arc::clone(&self.recording),
         }
+    }
+
+    /// Takes the lock of taking in changes ([`Coord::recording`]'s field doc).
+    pub(crate) fn recording(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.recording
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The vantage of a request of `session` (if it names one) to this core: the worktree

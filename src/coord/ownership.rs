@@ -255,6 +255,7 @@ impl Coord {
     /// join the owners' observed intents; a change back to HEAD's bytes resolves what the
     /// file's observed intents covered.
     pub fn attribute_change(&self, change: DiskChange<'_>) -> Result<()> {
+        let _recording = self.recording();
         let key = (change.root.to_owned(), change.file.to_owned());
         let now_bytes = change.now.unwrap_or_default();
         let exists = change.now.is_some();

@@ -36,9 +36,11 @@ pub struct Reading {
 }
 
 impl Reading {
-    /// Whether `file`, read as `now`, is held back for a later pass.
+    /// Whether `file`, read as `now`, is held back for a later pass (only a regular file: a
+    /// symlink or a hard link is made whole, and a file gone has nothing to wait for).
     fn holds(&self, file: &str, now: &ReadNow) -> bool {
-        !self.overdue.contains(file)
+        now.regular
+            && !self.overdue.contains(file)
             && (self.writing.contains(file) || (self.own_pass && now.still_writing))
     }
 }
@@ -166,6 +168,8 @@ struct ReadNow {
     bytes: Option<Vec<u8>>,
     /// Modified within [`STILL_WRITING`], or changed while it was read.
     still_writing: bool,
+    /// A regular file (not gone, a symlink or a directory).
+    regular: bool,
 }
 
 /// A file's bytes now; `None` when it is too large to keep.
@@ -173,6 +177,7 @@ fn read_now(path: &Path) -> Option<ReadNow> {
     let gone = ReadNow {
         bytes: None,
         still_writing: false,
+        regular: false,
     };
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return Some(gone);
@@ -183,6 +188,7 @@ fn read_now(path: &Path) -> Option<ReadNow> {
                 .ok()
                 .map(|target| target.as_os_str().as_encoded_bytes().to_vec()),
             still_writing: false,
+            regular: false,
         });
     }
     if !meta.is_file() {
@@ -203,6 +209,7 @@ fn read_now(path: &Path) -> Option<ReadNow> {
     Some(ReadNow {
         bytes,
         still_writing: recent || changed_meanwhile,
+        regular: true,
     })
 }
 
@@ -276,10 +283,12 @@ mod tests {
         let settled = ReadNow {
             bytes: Some(Vec::new()),
             still_writing: false,
+            regular: true,
         };
         let recent = ReadNow {
             bytes: Some(Vec::new()),
             still_writing: true,
+            regular: true,
         };
         let flush = Reading {
             writing: set(&["open.py"]),
@@ -300,5 +309,11 @@ mod tests {
         };
         assert!(!overdue.holds("open.py", &settled));
         assert!(!overdue.holds("closed.py", &recent));
+        let link = ReadNow {
+            bytes: Some(b"target".to_vec()),
+            still_writing: false,
+            regular: false,
+        };
+        assert!(!flush.holds("open.py", &link), "a symlink is made whole");
     }
 }

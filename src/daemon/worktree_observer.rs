@@ -102,6 +102,11 @@ pub async fn observe_worktrees(
         }
         observer.check_watch_sets().await;
         observer.publish_watch_status();
+        // What the watcher has queued is taken in first: a file a writer has open is known
+        // as such before the pass reads it.
+        while let Ok(event) = events.try_recv() {
+            observer.on_event(event);
+        }
         observer.read_settled(false).await;
         observer.refresh_snapshots();
         let wake = if observer.dirty.is_empty() {
@@ -687,12 +692,14 @@ impl Observer {
         }
     }
 
-    /// Follows which files a writer has open: written to (a modification of its data, a
-    /// truncate among them) until closed after writing, or removed.
+    /// Follows which files a writer has open: made (an empty file until its first write) or
+    /// written to (a modification of its data, a truncate among them) until closed after
+    /// writing, or removed.
     fn note_writers(&mut self, event: &notify::Event) {
-        use notify::event::{ModifyKind, RemoveKind};
+        use notify::event::{CreateKind, ModifyKind, RemoveKind};
         match event.kind {
-            EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Any) => {
+            EventKind::Create(CreateKind::File)
+            | EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Any) => {
                 if self.writing.len() >= MAX_WRITING {
                     self.writing.clear();
                 }

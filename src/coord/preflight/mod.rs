@@ -164,6 +164,7 @@ impl Coord {
         };
         if record && preflight.conflicts.is_empty() && preflight.violations.is_empty() {
             interest.check()?;
+            let _recording = self.recording();
             let names: Vec<String> = touched.iter().map(|t| t.name.clone()).collect();
             let observed = Observed {
                 file: &file,
