@@ -62,6 +62,9 @@ struct Window {
     expires_at_ms: i64,
     /// What was attributed to it, per file.
     changed: BTreeMap<String, Vec<LineRegion>>,
+    /// Closed (`work.end`) before the observer answered this flush: still open to what the
+    /// observer reads up to it, then gone ([`Coord::retire_closed_windows`]).
+    closed_at_flush: Option<u64>,
 }
 
 /// One file's uncommitted work, as the tree observer last saw it.
@@ -213,17 +216,21 @@ impl Coord {
                 texts,
                 expires_at_ms: now.saturating_add(ttl),
                 changed: BTreeMap::new(),
+                closed_at_flush: None,
             },
         );
         Ok(id)
     }
 
     /// Closes a window (`work.end`): what was attributed to its session while it was open.
-    /// An unknown, expired or foreign window closes nothing and answers nothing.
+    /// An unknown, expired or foreign window closes nothing and answers nothing. With
+    /// `unread` (a flush the observer did not answer in time), the window stays open to the
+    /// changes the observer reads up to that flush, so they are still its session's.
     pub fn close_window(
         &self,
         session_id: &str,
         window_id: &str,
+        unread: Option<u64>,
     ) -> Vec<(String, Vec<LineRegion>)> {
         // A sign of life (7.2), noted before the owner map is taken (no lock across the
         // store write); one that cannot be noted does not keep the window's change back.
@@ -231,15 +238,33 @@ impl Coord {
             tracing::debug!(%error, "work.end's sign of life not noted");
         }
         let mut ownership = self.ownership();
-        match ownership.windows.get(window_id) {
-            Some(window) if window.session_id == session_id => {}
+        let window = match ownership.windows.get_mut(window_id) {
+            Some(window) if window.session_id == session_id && window.closed_at_flush.is_none() => {
+                window
+            }
             _ => return Vec::new(),
+        };
+        if let Some(ticket) = unread {
+            window.closed_at_flush = Some(ticket);
+            return window
+                .changed
+                .iter()
+                .map(|(file, regions)| (file.clone(), regions.clone()))
+                .collect();
         }
         ownership
             .windows
             .remove(window_id)
             .map(|w| w.changed.into_iter().collect())
             .unwrap_or_default()
+    }
+
+    /// The observer has read every change up to flush `answered`: windows closed before it
+    /// answered an earlier one are gone now.
+    pub fn retire_closed_windows(&self, answered: u64) {
+        self.ownership()
+            .windows
+            .retain(|_, w| w.closed_at_flush.is_none_or(|ticket| ticket > answered));
     }
 
     /// Closes every window of a session that ended.
@@ -809,7 +834,87 @@ mod tests {
             })
             .unwrap();
         assert!(from != to);
-        h.coord.close_window(session, &window);
+        h.coord.close_window(session, &window, None);
+    }
+
+    /// A `work.end` whose flush the observer did not answer in time: the change it reads
+    /// afterwards is still the window's session's, until that flush is answered.
+    #[test]
+    fn a_window_closed_before_the_observer_caught_up_keeps_its_change() {
+        let h = Harness::new();
+        h.processes.start(50, 7);
+        h.coord
+            .register_with_pulse("slow", "slow", Some(50), None)
+            .unwrap();
+        let window = h
+            .coord
+            .open_window(
+                &h.coord.vantage(Some("slow")),
+                "Bash",
+                None,
+                Vec::new(),
+                None,
+            )
+            .unwrap();
+        assert!(h.coord.close_window("slow", &window, Some(7)).is_empty());
+        // Closed once: a second work.end answers nothing.
+        assert!(h.coord.close_window("slow", &window, None).is_empty());
+        fn change(to: &str) -> DiskChange<'_> {
+            DiskChange {
+                root: "",
+                file: "f.txt",
+                head: Some(BEFORE.as_bytes()),
+                now: Some(to.as_bytes()),
+            }
+        }
+        h.coord
+            .attribute_change(change(
+                "a
+B
+c
+d
+e
+f
+g
+",
+            ))
+            .unwrap();
+        let owners = h
+            .coord
+            .file_owners(&h.coord.vantage(None), "f.txt")
+            .unwrap();
+        assert!(
+            owners.lines.iter().any(|l| l.mark.owners == ["slow"]),
+            "{:?}",
+            owners.lines
+        );
+        // The observer answers flush 7: the window is gone, later changes are nobody's.
+        h.coord.retire_closed_windows(7);
+        h.coord
+            .attribute_change(change(
+                "a
+B
+c
+D
+e
+f
+g
+",
+            ))
+            .unwrap();
+        let owners = h
+            .coord
+            .file_owners(&h.coord.vantage(None), "f.txt")
+            .unwrap();
+        let of_line = |n: usize| {
+            owners
+                .lines
+                .iter()
+                .find(|l| l.start_line <= n && n <= l.end_line)
+                .map(|l| l.mark.owners.clone())
+        };
+        assert_eq!(of_line(2), Some(vec!["slow".to_owned()]));
+        assert_ne!(of_line(4), Some(vec!["slow".to_owned()]));
     }
 
     /// "Mine" in `work.changes` is the asking session's and its agent's live sessions' work;

@@ -128,6 +128,7 @@ pub async fn observe_worktrees(
                 // moments (15.5), and a flush waiting for them (about 10 git processes a
                 // changed owner) made `wit commit` and every hook wait too (issue 33).
                 flush.answered(ticket);
+                observer.coord.retire_closed_windows(ticket);
                 observer.refresh_snapshots();
             }
             Some(event) = events.recv() => {

@@ -34,15 +34,19 @@ impl Default for TreeFlush {
 
 impl TreeFlush {
     /// Waits (at most [`FLUSH_WAIT`]) until the observer has read every change on disk that
-    /// happened before this call.
-    pub async fn flush(&self) {
+    /// happened before this call. `Some(ticket)` when it did not in time: the observer reads
+    /// them once it answers that ticket ([`TreeFlush::answered`]).
+    pub async fn flush(&self) -> Option<u64> {
         if !self.active.load(Ordering::Acquire) {
-            return;
+            return None;
         }
         let ticket = self.asked.fetch_add(1, Ordering::AcqRel) + 1;
         let mut done = self.done.subscribe();
         self.wake.notify_one();
-        let _ = tokio::time::timeout(FLUSH_WAIT, done.wait_for(|d| *d >= ticket)).await;
+        let reached = tokio::time::timeout(FLUSH_WAIT, done.wait_for(|d| *d >= ticket))
+            .await
+            .is_ok_and(|answered| answered.is_ok());
+        (!reached).then_some(ticket)
     }
 
     /// The observer side: it is running (`true`) or has stopped.

@@ -41,9 +41,11 @@ impl WorkMethods for App {
     }
 
     async fn work_end(&self, params: WorkEndParams) -> Result<WorkEndResult, ProtocolError> {
-        self.tree_flush().flush().await;
-        let changed =
-            self.now(|coord| Ok(coord.close_window(&params.session_id, &params.window_id)))?;
+        // A flush not answered in time leaves the window open to what the observer reads
+        // up to that flush (the change is the session's, though this answer misses it).
+        let unread = self.tree_flush().flush().await;
+        let changed = self
+            .now(|coord| Ok(coord.close_window(&params.session_id, &params.window_id, unread)))?;
         Ok(WorkEndResult {
             changed: changed
                 .into_iter()
@@ -65,7 +67,7 @@ impl WorkMethods for App {
         &self,
         params: WorkOwnersParams,
     ) -> Result<WorkOwnersResult, ProtocolError> {
-        self.tree_flush().flush().await;
+        let _ = self.tree_flush().flush().await;
         let view = self.now(|coord| coord.file_owners(&coord.vantage(None), &params.file))?;
         Ok(WorkOwnersResult {
             file: view.file,
@@ -87,7 +89,7 @@ impl WorkMethods for App {
         &self,
         params: WorkChangesParams,
     ) -> Result<WorkChangesResult, ProtocolError> {
-        self.tree_flush().flush().await;
+        let _ = self.tree_flush().flush().await;
         let at = self.vantage(params.session_id.as_deref());
         let files = self.blocking(move |coord| coord.owned_changes(&at, &params.files));
         let files = files.await?;
