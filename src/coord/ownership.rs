@@ -813,10 +813,9 @@ mod tests {
 
     const BEFORE: &str = "a\nb\nc\nd\ne\nf\ng\n";
 
-    /// `session` runs a shell command (a window naming no file) that turns `from` into `to`.
-    fn shell_change(h: &Harness, session: &str, from: &str, to: &str) {
-        let window = h
-            .coord
+    /// `session` opens a shell command's window (naming no file); its id.
+    fn open_shell_window(h: &Harness, session: &str) -> String {
+        h.coord
             .open_window(
                 &h.coord.vantage(Some(session)),
                 "Bash",
@@ -824,7 +823,12 @@ mod tests {
                 Vec::new(),
                 None,
             )
-            .unwrap();
+            .unwrap()
+    }
+
+    /// `session` runs a shell command (a window naming no file) that turns `from` into `to`.
+    fn shell_change(h: &Harness, session: &str, from: &str, to: &str) {
+        let window = open_shell_window(h, session);
         h.coord
             .attribute_change(DiskChange {
                 root: "",
@@ -846,16 +850,7 @@ mod tests {
         h.coord
             .register_with_pulse("slow", "slow", Some(50), None)
             .unwrap();
-        let window = h
-            .coord
-            .open_window(
-                &h.coord.vantage(Some("slow")),
-                "Bash",
-                None,
-                Vec::new(),
-                None,
-            )
-            .unwrap();
+        let window = open_shell_window(&h, "slow");
         assert!(h.coord.close_window("slow", &window, Some(7)).is_empty());
         // Closed once: a second work.end answers nothing.
         assert!(h.coord.close_window("slow", &window, None).is_empty());

@@ -86,7 +86,7 @@ pub async fn observe_worktrees(
         head_stamps: HashMap::new(),
         work_snapshots: Arc::default(),
         snapshots_due: HashMap::new(),
-        snapshots_running: Arc::default(),
+        snapshots_refresh: None,
         cookies: None,
         cookies_dropped: 0,
         held_back: HashMap::new(),
@@ -149,15 +149,6 @@ fn is_close_after_writing(event: &notify::Event) -> bool {
         event.kind,
         EventKind::Access(AccessKind::Close(AccessMode::Write))
     )
-}
-
-/// Lowers its flag when dropped: a refresh that ends, even by a panic, lets the next run.
-struct RunningFlag(Arc<std::sync::atomic::AtomicBool>);
-
-impl Drop for RunningFlag {
-    fn drop(&mut self) {
-        self.0.store(false, std::sync::atomic::Ordering::Release);
-    }
 }
 
 /// What says a worktree's HEAD moved, cheaply (two `stat`s, no git): the size and time of
@@ -299,10 +290,10 @@ struct Observer {
     head_stamps: HashMap<PathBuf, HeadStamp>,
     /// Every owner's work kept as git objects, refreshed after each pass.
     work_snapshots: Arc<std::sync::Mutex<WorkSnapshots>>,
-    /// The worktrees whose snapshots are due (with whether their HEAD moved), and whether a
-    /// refresh runs now (one at a time, beside the observer, never holding up a flush).
+    /// The worktrees whose snapshots are due (with whether their HEAD moved), and the
+    /// refresh running (one at a time, beside the observer, never holding up a flush).
     snapshots_due: HashMap<PathBuf, bool>,
-    snapshots_running: Arc<std::sync::atomic::AtomicBool>,
+    snapshots_refresh: Option<tokio::task::JoinHandle<()>>,
     /// The watched directory flushes drop their cookies in ([`COOKIE_DIR`]), once made.
     cookies: Option<PathBuf>,
     /// Cookies dropped so far (each one's name).
@@ -741,16 +732,17 @@ impl Observer {
     /// Refreshes the work snapshots of the worktrees due, in a blocking task of their own,
     /// unless one runs: then they stay due for the next turn of the loop.
     fn refresh_snapshots(&mut self) {
-        use std::sync::atomic::Ordering;
-        if self.snapshots_due.is_empty() || self.snapshots_running.swap(true, Ordering::AcqRel) {
+        let running = self
+            .snapshots_refresh
+            .as_ref()
+            .is_some_and(|refresh| !refresh.is_finished());
+        if self.snapshots_due.is_empty() || running {
             return;
         }
         let due = std::mem::take(&mut self.snapshots_due);
         let coord = Arc::clone(&self.coord);
         let snapshots = Arc::clone(&self.work_snapshots);
-        let running = RunningFlag(Arc::clone(&self.snapshots_running));
-        tokio::task::spawn_blocking(move || {
-            let _running = running;
+        self.snapshots_refresh = Some(tokio::task::spawn_blocking(move || {
             let mut snapshots = snapshots
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -759,7 +751,7 @@ impl Observer {
                     tracing::warn!(worktree = %root.display(), %error, "could not keep its work snapshots");
                 }
             }
-        });
+        }));
     }
 
     /// How a pass over `root` reads files still being written: held back while a writer

@@ -24,6 +24,19 @@ use serde_json::{json, Map, Value};
 
 use super::pre_edit::{Change, Decision, EditRequest, FileChange, PayloadError, TextEdit, Verdict};
 
+/// The tool a Claude-shaped hook payload calls (`tool_name`) and its `tool_input` (null
+/// when absent); a payload without a tool name is refused, naming `shown` as the field.
+pub fn tool_call<'a>(
+    payload: &'a Value,
+    shown: &str,
+) -> Result<(&'a str, &'a Value), PayloadError> {
+    let tool = payload
+        .get("tool_name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| PayloadError::Shape(format!("no {shown}")))?;
+    Ok((tool, payload.get("tool_input").unwrap_or(&Value::Null)))
+}
+
 /// A non-empty string field of `value`.
 pub fn string_field(value: &Value, key: &str) -> Option<String> {
     value
@@ -90,11 +103,7 @@ pub fn tool_changes(tool: &str, input: &Value) -> Result<Option<Vec<FileChange>>
 
 /// Reads a Claude Code PreToolUse payload; `Ok(None)` when the tool is not a file edit.
 pub fn parse(payload: &Value) -> Result<Option<EditRequest>, PayloadError> {
-    let tool = payload
-        .get("tool_name")
-        .and_then(Value::as_str)
-        .ok_or_else(|| PayloadError::Shape("no tool_name".into()))?;
-    let input = payload.get("tool_input").unwrap_or(&Value::Null);
+    let (tool, input) = tool_call(payload, "tool_name")?;
     let Some(files) = tool_changes(tool, input)? else {
         return Ok(None);
     };

@@ -106,11 +106,7 @@ pub fn search_replace(diff: &str) -> Result<Vec<TextEdit>, PayloadError> {
 /// Reads a Cline PreToolUse payload, [`normalise`]d; `Ok(None)` when the tool is not a file
 /// edit.
 pub fn parse(normal: &Value) -> Result<Option<EditRequest>, PayloadError> {
-    let tool = normal
-        .get("tool_name")
-        .and_then(Value::as_str)
-        .ok_or_else(|| PayloadError::Shape("no preToolUse.toolName".into()))?;
-    let input = normal.get("tool_input").unwrap_or(&Value::Null);
+    let (tool, input) = super::claude::tool_call(normal, "preToolUse.toolName")?;
     let change = match tool {
         "write_to_file" => Change::Content(required(input, "content", tool)?.to_string()),
         "replace_in_file" => Change::Edits(search_replace(required(input, "diff", tool)?)?),

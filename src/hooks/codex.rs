@@ -258,11 +258,7 @@ fn patch_text(input: &Value) -> Option<&str> {
 
 /// Reads a Codex PreToolUse payload; `Ok(None)` when the tool is not a file edit.
 pub fn parse(payload: &Value) -> Result<Option<EditRequest>, PayloadError> {
-    let tool = payload
-        .get("tool_name")
-        .and_then(Value::as_str)
-        .ok_or_else(|| PayloadError::Shape("no tool_name".into()))?;
-    let input = payload.get("tool_input").unwrap_or(&Value::Null);
+    let (tool, input) = super::claude::tool_call(payload, "tool_name")?;
     let files = match patch_text(input) {
         Some(text) => patch_changes(parse_patch(text).map_err(|error| {
             PayloadError::Shape(format!("the {tool} patch cannot be read: {error}"))

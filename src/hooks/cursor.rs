@@ -20,11 +20,7 @@ use super::pre_edit::{Change, Decision, EditRequest, FileChange, PayloadError, V
 
 /// Reads a Cursor preToolUse payload; `Ok(None)` when the tool is not a file edit.
 pub fn parse(payload: &Value) -> Result<Option<EditRequest>, PayloadError> {
-    let tool = payload
-        .get("tool_name")
-        .and_then(Value::as_str)
-        .ok_or_else(|| PayloadError::Shape("no tool_name".into()))?;
-    let input = payload.get("tool_input").unwrap_or(&Value::Null);
+    let (tool, input) = claude::tool_call(payload, "tool_name")?;
     let path = || {
         ["file_path", "path", "target_file"]
             .iter()

@@ -28,7 +28,6 @@ use super::claude::string_field;
 use super::pre_edit::{
     find_root, Change, Decision, EditRequest, FileChange, PayloadError, TextEdit, Verdict,
 };
-use crate::daemon::paths::WitPaths;
 
 /// The folder under `.wit/` where warnings wait for the AfterTool call.
 const NOTES_DIR: &str = "gate-notes";
@@ -59,11 +58,7 @@ pub fn parse(payload: &Value) -> Result<Option<EditRequest>, PayloadError> {
     if is_after_tool(payload) {
         return Ok(None);
     }
-    let tool = payload
-        .get("tool_name")
-        .and_then(Value::as_str)
-        .ok_or_else(|| PayloadError::Shape("no tool_name".into()))?;
-    let input = payload.get("tool_input").unwrap_or(&Value::Null);
+    let (tool, input) = super::claude::tool_call(payload, "tool_name")?;
     let change = match tool {
         "replace" => Change::Edits(vec![TextEdit {
             old_text: text(input, "old_string", tool)?.to_string(),
@@ -111,11 +106,7 @@ fn note_path(payload: &Value, repo: Option<&Path>) -> Option<PathBuf> {
         .map(PathBuf::from)
         .filter(|dir| dir.is_absolute())
         .or_else(|| std::env::current_dir().ok())?;
-    let root = find_root(repo, &cwd)?;
-    let paths = WitPaths::for_root(&root);
-    if !paths.dir.is_dir() {
-        return None;
-    }
+    let paths = super::hook_input::gated_paths(&find_root(repo, &cwd)?)?;
     let absolute = cwd.join(&file);
     let mut hasher = DefaultHasher::new();
     (session.as_str(), absolute.as_path()).hash(&mut hasher);

@@ -114,6 +114,13 @@ pub fn find_root(repo: Option<&Path>, cwd: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// The paths of the repository at `root` when the hooks gate it: only one set up with `wit
+/// init` (its `.wit/` exists) is gated, and gets a daemon.
+pub fn gated_paths(root: &Path) -> Option<WitPaths> {
+    let paths = WitPaths::for_root(root);
+    paths.dir.is_dir().then_some(paths)
+}
+
 /// The working directory a payload names: a non-empty `cwd`, else Cursor's first
 /// `workspace_roots`.
 pub fn payload_cwd(payload: &Value) -> Option<String> {

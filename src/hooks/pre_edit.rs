@@ -28,7 +28,6 @@ use crate::cli::agent_config::Agent;
 use crate::cli::contracts::is_supported_path;
 use crate::cli::duration::format_left;
 use crate::cli::output::Report;
-use crate::daemon::paths::WitPaths;
 use crate::doorway::{self, clock, Doorway, Failure, Unavailable};
 use crate::protocol::{
     ConflictItem, EditPreflightParams, EditPreflightParamsEditsItem, EditPreflightResult,
@@ -251,11 +250,9 @@ fn gate(
     let Some(root) = find_root(repo, &cwd) else {
         return Verdict::allow();
     };
-    let paths = WitPaths::for_root(&root);
-    // Only repositories set up with `wit init` are gated (and get a daemon).
-    if !paths.dir.is_dir() {
+    let Some(paths) = hook_input::gated_paths(&root) else {
         return Verdict::allow();
-    }
+    };
     let policy = match policy::load(&root) {
         Ok((policy, _)) => policy,
         Err(error) => {

@@ -36,7 +36,7 @@ use crate::cli::snapshots;
 use crate::daemon::paths::WitPaths;
 use crate::doorway;
 use crate::hooks::claude::string_field;
-use crate::hooks::hook_input::{find_root, hook_session, working_dir, Deadline};
+use crate::hooks::hook_input::{find_root, gated_paths, hook_session, working_dir, Deadline};
 use crate::hooks::policy::{self, Action};
 use crate::hooks::pre_edit::{self, Decision, Verdict};
 
@@ -282,10 +282,9 @@ fn gate(
     else {
         return Verdict::allow();
     };
-    let paths = WitPaths::for_root(&root);
-    if !paths.dir.is_dir() {
+    let Some(paths) = gated_paths(&root) else {
         return Verdict::allow();
-    }
+    };
     let policy = match policy::load(&root) {
         Ok((policy, _)) => policy,
         Err(error) => {
