@@ -48,50 +48,6 @@ pub fn work_ref_name(session: &str) -> String {
     )
 }
 
-/// Saves `session`'s uncommitted work in the repository at `root` (15.5): `files` are HEAD's
-/// bytes with exactly that session's changes (`None`: deleted), as a commit on `HEAD` under
-/// [`WORK_REF_PREFIX`].
-pub fn save_work(
-    root: &Path,
-    session: &str,
-    files: &std::collections::BTreeMap<String, Option<Vec<u8>>>,
-) -> Result<(), CliError> {
-    let head = gitio::head(root);
-    let modes = match &head {
-        Some(head) => {
-            let paths: Vec<&str> = files.keys().map(String::as_str).collect();
-            gitio::blobs(root, head, &paths)?
-        }
-        None => Default::default(),
-    };
-    let entries: Vec<(String, TreeEntry)> = files
-        .iter()
-        .map(|(file, bytes)| {
-            let entry = match bytes {
-                Some(bytes) => TreeEntry::Text {
-                    mode: modes
-                        .get(file)
-                        .map(|b| b.mode.clone())
-                        .unwrap_or_else(|| gitio::file_mode(&root.join(file))),
-                    bytes: bytes.clone(),
-                },
-                None => TreeEntry::Removed,
-            };
-            (file.clone(), entry)
-        })
-        .collect();
-    let tree = gitio::write_tree(root, head.as_deref(), &entries)?;
-    let names: Vec<&str> = files.keys().map(String::as_str).collect();
-    let message = format!(
-        "wit work of {session}\n\nsession: {session}\nfiles: {}\n",
-        names.join(", ")
-    );
-    let commit = gitio::commit_tree(root, &tree, &message, head.as_deref())?;
-    let reference = format!("{WORK_REF_PREFIX}{}", work_ref_name(session));
-    gitio::run(root, &["update-ref", &reference, &commit])?;
-    Ok(())
-}
-
 /// How long a snapshot is kept.
 const KEEP_SECS: u64 = 7 * 24 * 3600;
 

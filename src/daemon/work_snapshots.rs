@@ -1,7 +1,12 @@
 //! Every owner's uncommitted work kept as git objects (docs/protocol.md 15.5): after each pass
 //! of the tree observer, each session's work in the worktree (HEAD's bytes with exactly its
-//! changes, from the owner map) is saved as a commit on `HEAD` under `refs/wit/work/…`
-//! ([`crate::cli::snapshots::save_work`]) when it changed since the last save.
+//! changes, from the owner map) is saved as a commit on `HEAD` under `refs/wit/work/…` when it
+//! changed since the last save.
+//!
+//! The upkeep starts no process per save: the objects (blobs, trees, the commit) are written
+//! by [`ObjectStore`], `HEAD` and its files are read through one `git cat-file --batch` kept
+//! running per worktree ([`BatchReader`]), and the refs are written as loose refs
+//! ([`RefWriter`]; through one `git update-ref --stdin` per refresh where they cannot be).
 //!
 //! A snapshot never forgets a file because its lines vanished from the tree: whatever took
 //! them (`git stash` run by a script, a person's `git reset --hard`, `rm`), the file stays in
@@ -12,8 +17,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
+use crate::cli::snapshots::{work_ref_name, WORK_REF_PREFIX};
 use crate::coord::Coord;
-use crate::git::blobs_at;
+use crate::git::{BatchReader, Change, GitError, ObjectStore, RefWriter};
 
 /// One file's content in a snapshot (`None`: deleted).
 type Content = Option<Vec<u8>>;
@@ -23,6 +29,38 @@ type Content = Option<Vec<u8>>;
 pub struct WorkSnapshots {
     /// Per (worktree root, session): the files of its last snapshot, and their digest.
     kept: HashMap<(String, String), (BTreeMap<String, Content>, u64)>,
+    /// Per worktree root: its objects' store and reader (started at the first save).
+    gits: HashMap<String, WorktreeGit>,
+}
+
+/// What the snapshots of one worktree write and read through.
+#[derive(Debug)]
+struct WorktreeGit {
+    /// Where its repository keeps its objects.
+    store: ObjectStore,
+    /// Its `git cat-file --batch`, kept running.
+    reader: BatchReader,
+    /// How its refs are moved.
+    refs: RefWriter,
+}
+
+impl WorktreeGit {
+    fn start(root: &Path) -> Result<WorktreeGit, GitError> {
+        Ok(WorktreeGit {
+            store: ObjectStore::of(root)?,
+            reader: BatchReader::start(root)?,
+            refs: RefWriter::of(root)?,
+        })
+    }
+
+    /// `HEAD`'s commit id now (`None`: an unborn branch).
+    fn head(&mut self) -> Result<Option<String>, GitError> {
+        Ok(self
+            .reader
+            .object("HEAD")?
+            .filter(|object| object.kind == "commit")
+            .map(|object| object.id))
+    }
 }
 
 /// The digest of a snapshot's files.
@@ -45,14 +83,35 @@ fn digest(files: &BTreeMap<String, Content>) -> u64 {
 impl WorkSnapshots {
     /// Saves the work of every owner in the worktree at `root` that changed since its last
     /// snapshot. Git is asked about HEAD only for work that changed, or when `head_moved`.
+    /// A reader that failed is started again on the next refresh.
     pub fn refresh(&mut self, coord: &Coord, root: &Path, head_moved: bool) -> Result<(), String> {
         let key_root = root.to_string_lossy().into_owned();
-        let touched = coord.take_touched(&key_root);
-        let mut now = coord.work_of_owners(&key_root);
+        let measured = Upkeep::start(self.gits.get(&key_root));
+        let result = self.refresh_in(coord, root, &key_root, head_moved);
+        if result.is_err() {
+            self.gits.remove(&key_root);
+        }
+        if let (Some(measured), Ok((saved, refs))) = (measured, &result) {
+            measured.log(self.gits.get(&key_root), *saved, *refs);
+        }
+        result.map(|_| ())
+    }
+
+    /// [`WorkSnapshots::refresh`]'s work; how many snapshots it saved, and how long moving
+    /// their refs took.
+    fn refresh_in(
+        &mut self,
+        coord: &Coord,
+        root: &Path,
+        key_root: &str,
+        head_moved: bool,
+    ) -> Result<(usize, std::time::Duration), String> {
+        let touched = coord.take_touched(key_root);
+        let mut now = coord.work_of_owners(key_root);
         // A session's file changes in its snapshot only by its own changes: lines that
         // vanished by anybody else's (a reset, a stash, `rm`) stay, until HEAD holds them.
         for ((r, session), (files, _)) in &self.kept {
-            if *r != key_root {
+            if r != key_root {
                 continue;
             }
             let entry = now.entry(session.clone()).or_default();
@@ -62,8 +121,10 @@ impl WorkSnapshots {
                 }
             }
         }
+        let mut head: Option<Option<String>> = None;
+        let mut saved: Vec<(String, String)> = Vec::new();
         for (session, mut files) in now {
-            let key = (key_root.clone(), session.clone());
+            let key = (key_root.to_owned(), session.clone());
             let unchanged = self
                 .kept
                 .get(&key)
@@ -71,7 +132,21 @@ impl WorkSnapshots {
             if unchanged && !head_moved {
                 continue;
             }
-            self.drop_committed(root, &mut files)?;
+            let git = match self.gits.entry(key_root.to_owned()) {
+                std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+                std::collections::hash_map::Entry::Vacant(entry) => {
+                    entry.insert(WorktreeGit::start(root).map_err(|e| e.to_string())?)
+                }
+            };
+            let head = match &head {
+                Some(head) => head.clone(),
+                None => {
+                    let now = git.head().map_err(|e| e.to_string())?;
+                    head = Some(now.clone());
+                    now
+                }
+            };
+            drop_committed(git, head.as_deref(), &mut files)?;
             if files.is_empty() {
                 self.kept.remove(&key);
                 continue;
@@ -80,29 +155,144 @@ impl WorkSnapshots {
             if self.kept.get(&key).is_some_and(|(_, d)| *d == sum) {
                 continue;
             }
-            crate::cli::snapshots::save_work(root, &session, &files).map_err(|e| e.to_string())?;
+            let commit = save_work(git, root, head.as_deref(), &session, &files)?;
+            saved.push((
+                format!("{WORK_REF_PREFIX}{}", work_ref_name(&session)),
+                commit,
+            ));
             self.kept.insert(key, (files, sum));
         }
-        Ok(())
+        let started = std::time::Instant::now();
+        if let (false, Some(git)) = (saved.is_empty(), self.gits.get(key_root)) {
+            git.refs.update(root, &saved).map_err(|e| e.to_string())?;
+        }
+        Ok((saved.len(), started.elapsed()))
+    }
+}
+
+/// Leaves out the files whose snapshot content is what `head` holds (committed).
+fn drop_committed(
+    git: &mut WorktreeGit,
+    head: Option<&str>,
+    files: &mut BTreeMap<String, Content>,
+) -> Result<(), String> {
+    let Some(head) = head else {
+        return Ok(());
+    };
+    let names: Vec<String> = files.keys().map(|f| format!("{head}:{f}")).collect();
+    let heads = git.reader.blobs(&names).map_err(|e| e.to_string())?;
+    let committed: Vec<String> = files
+        .iter()
+        .zip(heads)
+        .filter(|((_, content), head)| *content == head)
+        .map(|((file, _), _)| file.clone())
+        .collect();
+    for file in committed {
+        files.remove(&file);
+    }
+    Ok(())
+}
+
+/// Writes `session`'s uncommitted work in the worktree at `root` (15.5): `files` are HEAD's
+/// bytes with exactly that session's changes (`None`: deleted), as a commit on `head`; the
+/// commit's id (its ref is moved by the caller). A file HEAD holds keeps HEAD's mode; a new
+/// one takes the working file's.
+fn save_work(
+    git: &mut WorktreeGit,
+    root: &Path,
+    head: Option<&str>,
+    session: &str,
+    files: &BTreeMap<String, Content>,
+) -> Result<String, String> {
+    let modes: Vec<String> = files
+        .keys()
+        .map(|file| crate::cli::gitio::file_mode(&root.join(file)))
+        .collect();
+    let changes = files
+        .iter()
+        .zip(&modes)
+        .map(|((file, bytes), mode)| {
+            let change = match bytes {
+                Some(bytes) => Change::File {
+                    mode,
+                    bytes,
+                    keep_base_mode: true,
+                },
+                None => Change::Removed,
+            };
+            (file.clone(), change)
+        })
+        .collect();
+    let tree = git
+        .store
+        .tree_over(&mut git.reader, head, &changes)
+        .map_err(|e| e.to_string())?;
+    let names: Vec<&str> = files.keys().map(String::as_str).collect();
+    let message = format!(
+        "wit work of {session}\n\nsession: {session}\nfiles: {}\n",
+        names.join(", ")
+    );
+    git.store
+        .write_commit(&tree, head, &message)
+        .map_err(|e| e.to_string())
+}
+
+/// The CPU a refresh costs, measured only when the daemon logs at debug level (`wit-bench
+/// attribution` reads it): this thread's and the kept `cat-file`'s (Linux: its threads' run
+/// time), and beside them the wall time of moving the refs (an upper bound of the CPU of a
+/// `git update-ref`, where one runs: std gives no child's own usage).
+struct Upkeep {
+    thread: std::time::Duration,
+    reader: Option<std::time::Duration>,
+}
+
+impl Upkeep {
+    fn start(git: Option<&WorktreeGit>) -> Option<Upkeep> {
+        if !tracing::enabled!(tracing::Level::DEBUG) {
+            return None;
+        }
+        Some(Upkeep {
+            thread: thread_cpu(),
+            reader: git.and_then(|git| reader_cpu(&git.reader)),
+        })
     }
 
-    /// Leaves out the files whose snapshot content is what HEAD holds now (committed).
-    fn drop_committed(
-        &self,
-        root: &Path,
-        files: &mut BTreeMap<String, Content>,
-    ) -> Result<(), String> {
-        let names: Vec<String> = files.keys().map(|f| format!("HEAD:{f}")).collect();
-        let heads = blobs_at(root, &names, usize::MAX).map_err(|e| e.to_string())?;
-        let committed: Vec<String> = files
-            .iter()
-            .zip(heads)
-            .filter(|((_, content), head)| *content == head)
-            .map(|((file, _), _)| file.clone())
-            .collect();
-        for file in committed {
-            files.remove(&file);
+    fn log(self, git: Option<&WorktreeGit>, saved: usize, refs: std::time::Duration) {
+        if saved == 0 {
+            return;
         }
-        Ok(())
+        let reader = match (git.and_then(|git| reader_cpu(&git.reader)), self.reader) {
+            (Some(now), Some(before)) => now.saturating_sub(before),
+            (Some(now), None) => now,
+            _ => std::time::Duration::ZERO,
+        };
+        let cpu = thread_cpu().saturating_sub(self.thread) + reader;
+        tracing::debug!(
+            saved,
+            cpu_us = cpu.as_micros() as u64,
+            refs_us = refs.as_micros() as u64,
+            "work snapshots refreshed"
+        );
     }
+}
+
+/// This thread's CPU time.
+fn thread_cpu() -> std::time::Duration {
+    let time = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    std::time::Duration::new(
+        u64::try_from(time.tv_sec).unwrap_or(0),
+        u32::try_from(time.tv_nsec).unwrap_or(0),
+    )
+}
+
+/// The CPU time of the kept `cat-file` so far.
+#[cfg(target_os = "linux")]
+fn reader_cpu(reader: &BatchReader) -> Option<std::time::Duration> {
+    crate::platform::measure::cpu_time_of_threads(reader.pid()).ok()
+}
+
+/// The CPU time of the kept `cat-file` so far (not measured here).
+#[cfg(not(target_os = "linux"))]
+fn reader_cpu(_reader: &BatchReader) -> Option<std::time::Duration> {
+    None
 }

@@ -1,6 +1,9 @@
-//! The one reader of git objects: many blobs through one `git cat-file --batch`, as bytes.
+//! The one reader of git objects: many blobs through one `git cat-file --batch`, as bytes,
+//! either a process per call ([`blobs_at`]) or one kept running ([`BatchReader`]).
 
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use super::{Git, GitError};
 
@@ -47,6 +50,122 @@ fn batch_blobs(mut output: &[u8], count: usize, limit: usize) -> Vec<Option<Vec<
     blobs
 }
 
+/// One object as `git cat-file --batch` gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Object {
+    /// Its id, in hex.
+    pub id: String,
+    /// `blob`, `tree`, `commit`, `tag`.
+    pub kind: String,
+    /// Its bytes, never decoded.
+    pub bytes: Vec<u8>,
+}
+
+/// A `git cat-file --batch` kept running in one repository (or worktree: names such as
+/// `HEAD:path` are resolved in it), so that a reader of many small batches (the daemon's work
+/// snapshots, after every observer pass) starts no process per batch. Names are asked one at a
+/// time (each answer read before the next name is written), so neither pipe ever fills up.
+/// The process is killed when the reader is dropped.
+#[derive(Debug)]
+pub struct BatchReader {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl BatchReader {
+    /// Starts `git cat-file --batch` in `repo`.
+    pub fn start(repo: &Path) -> Result<BatchReader, GitError> {
+        let failed =
+            |e: std::io::Error| GitError::new("cat-file --batch", format!("cannot run git: {e}"));
+        let mut child = Command::new("git")
+            .args(["cat-file", "--batch"])
+            .current_dir(repo)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(failed)?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(GitError::new("cat-file --batch", "no pipes".into()));
+        };
+        Ok(BatchReader {
+            child,
+            stdin,
+            stdout: BufReader::with_capacity(64 * 1024, stdout),
+        })
+    }
+
+    /// The process id of the running `git cat-file` (what its CPU is measured by).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The object `name` (`<commit>:<path>`, `HEAD`, an id); `None` when missing (a name
+    /// holding a line break cannot be asked and is missing too). An error means the process
+    /// failed: the reader is then of no further use.
+    pub fn object(&mut self, name: &str) -> Result<Option<Object>, GitError> {
+        if name.contains('\n') {
+            return Ok(None);
+        }
+        let failed = |e: std::io::Error| GitError::new("cat-file --batch", e.to_string());
+        self.stdin
+            .write_all(format!("{name}\n").as_bytes())
+            .and_then(|()| self.stdin.flush())
+            .map_err(failed)?;
+        let mut header = Vec::new();
+        self.stdout.read_until(b'\n', &mut header).map_err(failed)?;
+        if header.pop() != Some(b'\n') {
+            return Err(GitError::new(
+                "cat-file --batch",
+                "the process ended".into(),
+            ));
+        }
+        let fields: Vec<&[u8]> = header.split(|b| *b == b' ').collect();
+        let [id, kind, size] = fields[..] else {
+            // `<name> missing`, `<name> ambiguous`.
+            return Ok(None);
+        };
+        let (Ok(id), Ok(kind), Some(size)) = (
+            std::str::from_utf8(id),
+            std::str::from_utf8(kind),
+            std::str::from_utf8(size)
+                .ok()
+                .and_then(|s| s.parse::<usize>().ok()),
+        ) else {
+            return Err(GitError::new(
+                "cat-file --batch",
+                "an unreadable answer".into(),
+            ));
+        };
+        let mut bytes = vec![0; size + 1];
+        self.stdout.read_exact(&mut bytes).map_err(failed)?;
+        bytes.pop();
+        Ok(Some(Object {
+            id: id.to_owned(),
+            kind: kind.to_owned(),
+            bytes,
+        }))
+    }
+
+    /// The bytes of each of `names`, in order ([`BatchReader::object`]'s, `None` when missing).
+    pub fn blobs(&mut self, names: &[String]) -> Result<Vec<Option<Vec<u8>>>, GitError> {
+        names
+            .iter()
+            .map(|name| Ok(self.object(name)?.map(|object| object.bytes)))
+            .collect()
+    }
+}
+
+impl Drop for BatchReader {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
@@ -80,5 +199,36 @@ mod tests {
             [Some(b"a\r\n\xff\n".to_vec()), None]
         );
         assert_eq!(blobs_at(dir.path(), &names[..1], 3).unwrap(), [None]);
+    }
+
+    #[test]
+    fn a_running_reader_answers_batch_after_batch_and_sees_new_objects() {
+        let (dir, id) = super::super::repository_with(b"a\r\n\xff\n");
+        let mut reader = BatchReader::start(dir.path()).unwrap();
+        let object = reader.object(&id).unwrap().unwrap();
+        assert_eq!(
+            (object.kind.as_str(), object.bytes.as_slice()),
+            ("blob", &b"a\r\n\xff\n"[..])
+        );
+        assert_eq!(object.id, id);
+        assert_eq!(
+            reader
+                .object("0000000000000000000000000000000000000001")
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            reader.object("HEAD\nHEAD").unwrap(),
+            None,
+            "a name with a line break"
+        );
+        let later = Git::new(dir.path())
+            .run_with_input(&["hash-object", "-w", "--stdin"], b"")
+            .unwrap();
+        let later = String::from_utf8(later).unwrap().trim().to_owned();
+        assert_eq!(
+            reader.blobs(&[later, id]).unwrap(),
+            [Some(Vec::new()), Some(b"a\r\n\xff\n".to_vec())]
+        );
     }
 }

@@ -62,14 +62,37 @@ impl Daemon {
         root: &Path,
         env: &[(&str, &str)],
     ) -> Result<(Self, Duration)> {
+        Self::start_with(wit, root, env, "warn", Stdio::inherit()).await
+    }
+
+    /// Starts like [`Daemon::start`] logging at `level` (a filter such as
+    /// `warn,wit::daemon::work_snapshots=debug`) into `log`.
+    pub(crate) async fn start_logging(
+        wit: &Path,
+        root: &Path,
+        level: &str,
+        log: &Path,
+    ) -> Result<(Self, Duration)> {
+        let file =
+            std::fs::File::create(log).with_context(|| format!("create {}", log.display()))?;
+        Self::start_with(wit, root, &[], level, Stdio::from(file)).await
+    }
+
+    async fn start_with(
+        wit: &Path,
+        root: &Path,
+        env: &[(&str, &str)],
+        level: &str,
+        stderr: Stdio,
+    ) -> Result<(Self, Duration)> {
         let started = Instant::now();
         let child = Command::new(wit)
-            .args(["daemon", "run", "--log-level", "warn", "--repo"])
+            .args(["daemon", "run", "--log-level", level, "--repo"])
             .arg(root)
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .with_context(|| format!("spawn {}", wit.display()))?;
         let daemon = Daemon {
