@@ -48,8 +48,8 @@ pub fn work_ref_name(session: &str) -> String {
     )
 }
 
-/// How long a snapshot is kept.
-const KEEP_SECS: u64 = 7 * 24 * 3600;
+/// How long a snapshot is kept (a work snapshot: after its last save, 15.5).
+pub const KEEP_SECS: u64 = 7 * 24 * 3600;
 
 /// `wit snapshots …`.
 #[derive(Debug, Subcommand)]

@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use crate::cli::snapshots::{work_ref_name, WORK_REF_PREFIX};
+use crate::cli::snapshots::{work_ref_name, KEEP_SECS, WORK_REF_PREFIX};
 use crate::coord::Coord;
 use crate::git::{BatchReader, Change, GitError, ObjectStore, RefWriter};
 
@@ -31,7 +31,12 @@ pub struct WorkSnapshots {
     kept: HashMap<(String, String), (BTreeMap<String, Content>, u64)>,
     /// Per worktree root: its objects' store and reader (started at the first save).
     gits: HashMap<String, WorktreeGit>,
+    /// When the stale snapshots of the repository were last dropped.
+    pruned_at: Option<std::time::Instant>,
 }
+
+/// How often the daemon drops stale snapshots.
+const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// What the snapshots of one worktree write and read through.
 #[derive(Debug)]
@@ -94,7 +99,50 @@ impl WorkSnapshots {
         if let (Some(measured), Ok((saved, refs))) = (measured, &result) {
             measured.log(self.gits.get(&key_root), *saved, *refs);
         }
+        if self.pruned_at.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
+            self.pruned_at = Some(std::time::Instant::now());
+            if let Err(error) = self.prune(root) {
+                tracing::warn!(%error, "could not drop stale work snapshots");
+            }
+        }
         result.map(|_| ())
+    }
+
+    /// Drops the work snapshots last saved more than [`KEEP_SECS`] ago (15.5: 7 days after the
+    /// work was committed, resolved or restored), but never one of a session
+    /// whose work this daemon still keeps (work nobody touched for a week is still work).
+    fn prune(&self, root: &Path) -> Result<(), String> {
+        let live: std::collections::HashSet<String> = self
+            .kept
+            .keys()
+            .map(|(_, session)| format!("{WORK_REF_PREFIX}{}", work_ref_name(session)))
+            .collect();
+        let cutoff = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |now| now.as_secs())
+            .saturating_sub(KEEP_SECS);
+        let listed = crate::git::Git::new(root)
+            .text(&[
+                "for-each-ref",
+                "--format=%(committerdate:unix) %(refname)",
+                WORK_REF_PREFIX,
+            ])
+            .map_err(|e| e.to_string())?;
+        let stale: String = listed
+            .lines()
+            .filter_map(|line| line.split_once(' '))
+            .filter(|(at, name)| {
+                at.parse::<u64>().is_ok_and(|at| at < cutoff) && !live.contains(*name)
+            })
+            .map(|(_, name)| format!("delete {name}\n"))
+            .collect();
+        if stale.is_empty() {
+            return Ok(());
+        }
+        crate::git::Git::new(root)
+            .run_with_input(&["update-ref", "--stdin"], stale.as_bytes())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 
     /// [`WorkSnapshots::refresh`]'s work; how many snapshots it saved, and how long moving
@@ -295,4 +343,56 @@ fn reader_cpu(reader: &BatchReader) -> Option<std::time::Duration> {
 #[cfg(not(target_os = "linux"))]
 fn reader_cpu(_reader: &BatchReader) -> Option<std::time::Duration> {
     None
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    /// A commit dated `days` ago under the work ref of `session`.
+    fn work_ref(root: &Path, session: &str, days: u64) {
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            - days * 24 * 3600;
+        let date = format!("@{at} +0000");
+        let git = crate::git::Git::new(root)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_DATE", &date);
+        let tree = git.text(&["mktree"]).unwrap();
+        let commit = git
+            .text(&["commit-tree", tree.trim(), "-m", session])
+            .unwrap();
+        let name = format!("{WORK_REF_PREFIX}{}", work_ref_name(session));
+        git.run(&["update-ref", &name, commit.trim()]).unwrap();
+    }
+
+    #[test]
+    fn stale_snapshots_are_dropped_but_never_a_kept_sessions() {
+        let dir = tempfile::tempdir().unwrap();
+        crate::git::Git::new(dir.path())
+            .run(&["init", "-q"])
+            .unwrap();
+        work_ref(dir.path(), "old", 8);
+        work_ref(dir.path(), "recent", 6);
+        work_ref(dir.path(), "old but live", 30);
+        let mut snapshots = WorkSnapshots::default();
+        snapshots.kept.insert(
+            ("/elsewhere".into(), "old but live".into()),
+            (BTreeMap::new(), 0),
+        );
+        snapshots.prune(dir.path()).unwrap();
+        let left = crate::git::Git::new(dir.path())
+            .text(&["for-each-ref", "--format=%(subject)", WORK_REF_PREFIX])
+            .unwrap();
+        let mut left: Vec<&str> = left.lines().collect();
+        left.sort_unstable();
+        assert_eq!(left, ["old but live", "recent"]);
+    }
 }
