@@ -23,10 +23,9 @@ impl Lines {
     pub fn of(text: &str) -> Lines {
         let mut starts = vec![0];
         starts.extend(
-            text.bytes()
-                .enumerate()
-                .filter(|&(at, b)| b == b'\n' && at + 1 < text.len())
-                .map(|(at, _)| at + 1),
+            memchr::memchr_iter(b'\n', text.as_bytes())
+                .filter(|&at| at + 1 < text.len())
+                .map(|at| at + 1),
         );
         Lines {
             starts,
@@ -153,8 +152,8 @@ pub struct LineMap {
 impl LineMap {
     /// The line diff of `old` and `new`.
     pub fn between(old: &str, new: &str) -> LineMap {
-        let old_lines: Vec<&str> = old.split_inclusive('\n').collect();
-        let new_lines: Vec<&str> = new.split_inclusive('\n').collect();
+        let old_lines: Vec<&str> = crate::coord::preflight::line_ops::text_lines(old);
+        let new_lines: Vec<&str> = crate::coord::preflight::line_ops::text_lines(new);
         let ops = line_ops(&old_lines, &new_lines);
         LineMap {
             ops,
@@ -285,7 +284,7 @@ impl LineMap {
     /// of another text that `from_base` (merge-base → that text) maps the base to: each
     /// change whose base lines that text keeps as they are, with the lines it wrote.
     pub fn written_into(&self, origin: &str, from_base: &LineMap) -> Vec<Written> {
-        let origin_lines: Vec<&str> = origin.split_inclusive('\n').collect();
+        let origin_lines: Vec<&str> = crate::coord::preflight::line_ops::text_lines(origin);
         self.ops
             .iter()
             .filter(|op| !matches!(op, DiffOp::Equal { .. }))

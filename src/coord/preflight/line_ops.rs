@@ -46,7 +46,39 @@ pub fn git_hunks<T: Eq + std::hash::Hash + ?Sized>(
 /// The lines of `bytes`, each with its `\n` (the last may lack one): what every line diff
 /// of a file's bytes compares.
 pub fn split_lines(bytes: &[u8]) -> Vec<&[u8]> {
-    bytes.split_inclusive(|&b| b == b'\n').collect()
+    let mut lines = Vec::with_capacity(bytes.len() / 32 + 1);
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', bytes) {
+        lines.push(&bytes[start..=end]);
+        start = end + 1;
+    }
+    if start < bytes.len() {
+        lines.push(&bytes[start..]);
+    }
+    lines
+}
+
+/// The lines of `text`, each with its `\n` (the last may lack one): [`split_lines`] of a
+/// text (a line ends at an ASCII byte, so each is a `str`).
+pub fn text_lines(text: &str) -> Vec<&str> {
+    let mut lines = Vec::with_capacity(text.len() / 32 + 1);
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', text.as_bytes()) {
+        lines.push(&text[start..=end]);
+        start = end + 1;
+    }
+    if start < text.len() {
+        lines.push(&text[start..]);
+    }
+    lines
+}
+
+/// Whether `text` has more than `count` lines (its `count + 1`-th line exists).
+pub fn more_lines_than(text: &str, count: usize) -> bool {
+    let ends = memchr::memchr_iter(b'\n', text.as_bytes())
+        .take(count + 1)
+        .count();
+    ends > count || (ends == count && !text.ends_with('\n') && !text.is_empty())
 }
 
 /// The lines of `new` that changed since `old` (git's hunks between the two), 1-based and
@@ -111,7 +143,11 @@ fn intern<'t, T: Eq + std::hash::Hash + ?Sized>(
     old_lines: &[&'t T],
     new_lines: &[&'t T],
 ) -> (Vec<u32>, Vec<u32>) {
-    let mut ids: HashMap<&'t T, u32> = HashMap::with_capacity(old_lines.len() + new_lines.len());
+    let mut ids: rustc_hash::FxHashMap<&'t T, u32> =
+        rustc_hash::FxHashMap::with_capacity_and_hasher(
+            old_lines.len() + new_lines.len(),
+            rustc_hash::FxBuildHasher,
+        );
     let mut id_of = |line: &'t T| -> u32 {
         let next = u32::try_from(ids.len()).unwrap_or(u32::MAX);
         *ids.entry(line).or_insert(next)
@@ -568,6 +604,23 @@ mod tests {
 
     /// The ambiguous insertion of issue 35: a method inserted between two methods whose
     /// tails are alike. Histogram, then the slide, put it where git's merge does.
+    #[test]
+    fn lines_split_as_split_inclusive_splits_them_and_are_counted() {
+        for text in ["", "a", "a\n", "a\nb", "a\nb\n", "\n\n", "\n", "x\n\ny"] {
+            let expected: Vec<&str> = text.split_inclusive('\n').collect();
+            assert_eq!(text_lines(text), expected, "{text:?}");
+            let bytes: Vec<&[u8]> = expected.iter().map(|l| l.as_bytes()).collect();
+            assert_eq!(split_lines(text.as_bytes()), bytes, "{text:?}");
+            for count in 0..4 {
+                assert_eq!(
+                    more_lines_than(text, count),
+                    expected.len() > count,
+                    "{text:?} more than {count}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn an_ambiguous_insertion_is_placed_where_git_places_it() {
         let dir = tempfile::tempdir().unwrap();

@@ -122,12 +122,7 @@ pub fn apply_edits(current: &str, edits: &[Edit], limit: usize) -> Result<Applie
     let text = text.unwrap_or_else(|| current.to_owned());
     // The lines git's merge would see changed (13.7): its diff of the whole texts, which may
     // align an ambiguous change differently from the diff of each edit's own texts.
-    let too_long = |text: &str| text.split_inclusive('\n').nth(MAX_DIFF_LINES).is_some();
-    let line_changes = if too_long(current) || too_long(&text) {
-        changes.clone()
-    } else {
-        diff_lines(current, &text)
-    };
+    let line_changes = diff_lines_if_short(current, &text).unwrap_or_else(|| changes.clone());
     Ok(Applied {
         text,
         changes,
@@ -306,28 +301,44 @@ fn compose(prev: &[Change], step: &[Change]) -> Vec<Change> {
 /// middle still longer than that on either side is one change, so the diff's memory is
 /// bounded whatever the texts.
 pub fn diff_lines(current: &str, new: &str) -> Vec<Change> {
-    let too_long = |text: &str| text.split_inclusive('\n').nth(MAX_DIFF_LINES).is_some();
-    let (head, tail) = if too_long(current) || too_long(new) {
-        let head = common_head_lines(current, new);
-        (head, common_tail_lines(&current[head..], &new[head..]))
-    } else if current == new {
-        return Vec::new();
-    } else {
-        (0, 0)
-    };
+    if let Some(changes) = diff_lines_if_short(current, new) {
+        return changes;
+    }
+    let head = common_head_lines(current, new);
+    let tail = common_tail_lines(&current[head..], &new[head..]);
     let old_middle = &current[head..current.len() - tail];
     let new_middle = &new[head..new.len() - tail];
     if old_middle.is_empty() && new_middle.is_empty() {
         return Vec::new();
     }
-    if too_long(old_middle) || too_long(new_middle) {
-        return vec![Change {
+    match (bounded_lines(old_middle), bounded_lines(new_middle)) {
+        (Some(old_lines), Some(new_lines)) => diff_of(&old_lines, &new_lines, head),
+        _ => vec![Change {
             old: (head, head + old_middle.len()),
             new: (head, head + new_middle.len()),
-        }];
+        }],
     }
-    let old_lines: Vec<&str> = old_middle.split_inclusive('\n').collect();
-    let new_lines: Vec<&str> = new_middle.split_inclusive('\n').collect();
+}
+
+/// [`diff_lines`] of two texts of at most [`MAX_DIFF_LINES`] lines each (each split once);
+/// `None` when either is longer.
+fn diff_lines_if_short(current: &str, new: &str) -> Option<Vec<Change>> {
+    if current == new {
+        return Some(Vec::new());
+    }
+    let old_lines = bounded_lines(current)?;
+    let new_lines = bounded_lines(new)?;
+    Some(diff_of(&old_lines, &new_lines, 0))
+}
+
+/// The lines of `text` when there are at most [`MAX_DIFF_LINES`].
+fn bounded_lines(text: &str) -> Option<Vec<&str>> {
+    (!super::line_ops::more_lines_than(text, MAX_DIFF_LINES))
+        .then(|| super::line_ops::text_lines(text))
+}
+
+/// The changes between two runs of lines that start at byte `head` of their texts.
+fn diff_of(old_lines: &[&str], new_lines: &[&str], head: usize) -> Vec<Change> {
     let offsets = |lines: &[&str]| {
         let mut at = Vec::with_capacity(lines.len() + 1);
         let mut sum = head;
@@ -338,9 +349,9 @@ pub fn diff_lines(current: &str, new: &str) -> Vec<Change> {
         }
         at
     };
-    let old_at = offsets(&old_lines);
-    let new_at = offsets(&new_lines);
-    changes_of(&line_ops(&old_lines, &new_lines), &old_at, &new_at)
+    let old_at = offsets(old_lines);
+    let new_at = offsets(new_lines);
+    changes_of(&line_ops(old_lines, new_lines), &old_at, &new_at)
 }
 
 /// The length of the whole lines `a` and `b` begin with in common.
