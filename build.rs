@@ -6,6 +6,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     println!("cargo:rerun-if-changed=openrpc.json");
     println!("cargo:rerun-if-changed=build.rs");
+    link_without_pie();
     match generate() {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
@@ -13,6 +14,18 @@ fn main() -> ExitCode {
             eprintln!("error: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `wit` starts once per hook call, twice per tool call of every agent (docs/protocol.md 15.2),
+/// so its start-up is on every agent's path: as a position-independent executable it spent
+/// about half of its own start resolving ~31k relocations. On Linux it is linked as a
+/// fixed-address executable instead (the code is still compiled position-independent; the
+/// linker resolves those relocations once). Measured in BENCHMARKS.md ("The edit gate and the
+/// harness hooks"). macOS requires position-independent executables.
+fn link_without_pie() {
+    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
+        println!("cargo:rustc-link-arg-bin=wit=-no-pie");
     }
 }
 

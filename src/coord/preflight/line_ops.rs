@@ -25,10 +25,89 @@ pub struct Hunk {
 }
 
 /// git's hunks between two texts split into lines (each line with its `\n`), in order.
-pub fn git_hunks<T: Eq + std::hash::Hash + ?Sized>(
+///
+/// The diffs of large texts are remembered ([`RecentDiffs`]): one recorded edit asks for the
+/// same two texts' diff three times (the edit's changed lines, the regions carried onto the
+/// new text, the owner map), and each costs about a millisecond on a 170 KB file.
+pub fn git_hunks<T: Eq + std::hash::Hash + AsRef<[u8]> + ?Sized>(
     old_lines: &[&T],
     new_lines: &[&T],
 ) -> Vec<Hunk> {
+    if old_lines.len() + new_lines.len() < RecentDiffs::WORTH_REMEMBERING {
+        return diff_hunks(old_lines, new_lines);
+    }
+    let key = RecentDiffs::key(old_lines, new_lines);
+    if let Some(hunks) = RECENT.get(key) {
+        return hunks;
+    }
+    let hunks = diff_hunks(old_lines, new_lines);
+    RECENT.put(key, &hunks);
+    hunks
+}
+
+/// The last few diffs of large texts, by a 128-bit digest of both sides' lines.
+struct RecentDiffs {
+    kept: std::sync::Mutex<std::collections::VecDeque<(DiffKey, Vec<Hunk>)>>,
+}
+
+/// Both sides' digests and line counts.
+type DiffKey = (u128, u128, usize, usize);
+
+/// The diffs remembered by [`git_hunks`].
+static RECENT: RecentDiffs = RecentDiffs {
+    kept: std::sync::Mutex::new(std::collections::VecDeque::new()),
+};
+
+impl RecentDiffs {
+    /// Texts of fewer lines (both sides together) are diffed again: cheaper than hashing.
+    const WORTH_REMEMBERING: usize = 2_048;
+    /// How many diffs are kept (each holds only its hunks).
+    const CAPACITY: usize = 8;
+
+    fn key<T: AsRef<[u8]> + ?Sized>(old_lines: &[&T], new_lines: &[&T]) -> DiffKey {
+        // Each line hashed whole (one-shot hashes of short inputs are a few nanoseconds; a
+        // streaming hasher fed line by line cost more than the diff it saved), then the
+        // sequence of line digests.
+        let digest = |lines: &[&T]| {
+            let mut digests = Vec::with_capacity(lines.len() * 16);
+            for line in lines {
+                digests
+                    .extend_from_slice(&xxhash_rust::xxh3::xxh3_128(line.as_ref()).to_le_bytes());
+            }
+            xxhash_rust::xxh3::xxh3_128(&digests)
+        };
+        (
+            digest(old_lines),
+            digest(new_lines),
+            old_lines.len(),
+            new_lines.len(),
+        )
+    }
+
+    fn get(&self, key: DiffKey) -> Option<Vec<Hunk>> {
+        let kept = self
+            .kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        kept.iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, hunks)| hunks.clone())
+    }
+
+    fn put(&self, key: DiffKey, hunks: &[Hunk]) {
+        let mut kept = self
+            .kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if kept.len() >= Self::CAPACITY {
+            kept.pop_front();
+        }
+        kept.push_back((key, hunks.to_vec()));
+    }
+}
+
+/// [`git_hunks`], computed.
+fn diff_hunks<T: Eq + std::hash::Hash + ?Sized>(old_lines: &[&T], new_lines: &[&T]) -> Vec<Hunk> {
     let (a, b) = intern(old_lines, new_lines);
     let mut sides = Sides {
         a: &a,
@@ -94,7 +173,7 @@ pub fn changed_lines(old: &[u8], new: &[u8]) -> Vec<(i64, i64)> {
 
 /// [`git_hunks`] as diff operations over the whole texts (equal runs between the hunks):
 /// what every line mapping of `coord` is built on.
-pub(crate) fn line_ops<T: Eq + std::hash::Hash + ?Sized>(
+pub(crate) fn line_ops<T: Eq + std::hash::Hash + AsRef<[u8]> + ?Sized>(
     old_lines: &[&T],
     new_lines: &[&T],
 ) -> Vec<DiffOp> {
@@ -604,6 +683,23 @@ mod tests {
 
     /// The ambiguous insertion of issue 35: a method inserted between two methods whose
     /// tails are alike. Histogram, then the slide, put it where git's merge does.
+    #[test]
+    fn a_remembered_diff_is_the_diff_of_those_texts() {
+        let old: String = (0..3_000).map(|n| format!("line {}\n", n % 700)).collect();
+        let mut new = old.replacen("line 5\n", "line five\n", 3);
+        let (old_lines, new_lines) = (text_lines(&old), text_lines(&new));
+        let computed = diff_hunks(&old_lines, &new_lines);
+        assert_eq!(git_hunks(&old_lines, &new_lines), computed);
+        assert_eq!(git_hunks(&old_lines, &new_lines), computed, "remembered");
+        new.push_str("one more\n");
+        let new_lines = text_lines(&new);
+        assert_eq!(
+            git_hunks(&old_lines, &new_lines),
+            diff_hunks(&old_lines, &new_lines),
+            "another text is another diff"
+        );
+    }
+
     #[test]
     fn lines_split_as_split_inclusive_splits_them_and_are_counted() {
         for text in ["", "a", "a\n", "a\nb", "a\nb\n", "\n\n", "\n", "x\n\ny"] {
