@@ -173,9 +173,10 @@ fn large_sources_go_through_the_parse_workers() {
             [format!("src/use{i}.ts:use{i}")]
         );
     }
-    // At most two workers, alive between files, not one process per file.
+    // At most two workers, alive between files, not one process per file (the daemon's
+    // other children, the work snapshots' `git cat-file`, are not workers).
     let children = Command::new("pgrep")
-        .args(["-P", &daemon.child.id().to_string()])
+        .args(["-f", "-P", &daemon.child.id().to_string(), " __analyze"])
         .output()
         .unwrap();
     let count = String::from_utf8_lossy(&children.stdout).lines().count();
