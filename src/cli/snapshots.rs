@@ -4,7 +4,8 @@
 //! create` makes, for chosen files only) under `refs/wit/snapshots/<id>`.
 //!
 //! `wit snapshots` lists them, `wit snapshots restore ID` writes their files back into the
-//! working tree; snapshots older than 7 days are dropped whenever one is made or listed.
+//! working tree; the gate's snapshots older than 7 days are dropped whenever one is made or
+//! listed (the sessions' work snapshots by the daemon, which knows whose work is live).
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -269,11 +270,13 @@ pub fn list(root: &Path) -> Result<Vec<Snapshot>, CliError> {
     Ok(items)
 }
 
-/// Drops snapshots older than 7 days.
+/// Drops the gate's snapshots older than 7 days. The sessions' work snapshots are the
+/// daemon's to drop (`daemon::work_snapshots`): only it knows whose work is still live, and
+/// work nobody touched for a week is still work.
 fn prune(root: &Path) -> Result<(), CliError> {
     let cutoff = now_secs().saturating_sub(KEEP_SECS);
     for item in list(root)? {
-        if item.at_secs < cutoff {
+        if item.at_secs < cutoff && item.reference.starts_with(REF_PREFIX) {
             gitio::run(root, &["update-ref", "-d", &item.reference])?;
         }
     }

@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout};
 
 use super::{Git, GitError};
 
@@ -76,16 +76,7 @@ pub struct BatchReader {
 impl BatchReader {
     /// Starts `git cat-file --batch` in `repo`.
     pub fn start(repo: &Path) -> Result<BatchReader, GitError> {
-        let failed =
-            |e: std::io::Error| GitError::new("cat-file --batch", format!("cannot run git: {e}"));
-        let mut child = Command::new("git")
-            .args(["cat-file", "--batch"])
-            .current_dir(repo)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(failed)?;
+        let mut child = Git::new(repo).spawn_piped(&["cat-file", "--batch"])?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.kill();
             let _ = child.wait();

@@ -109,6 +109,18 @@ impl<'a> Git<'a> {
         self.answer(args, output)
     }
 
+    /// Starts `git ARGS` and leaves it running with its stdin and stdout piped (stderr
+    /// dropped): a process kept for many requests ([`super::BatchReader`]).
+    pub fn spawn_piped<S: AsRef<OsStr>>(
+        &self,
+        args: &[S],
+    ) -> Result<std::process::Child, GitError> {
+        self.command(args, true)
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| self.failed(args, format!("cannot run git: {e}")))
+    }
+
     /// The command line, its environment and pipes (stdin piped only for an input).
     fn command<S: AsRef<OsStr>>(&self, args: &[S], input: bool) -> Command {
         let mut command = Command::new("git");
