@@ -60,16 +60,22 @@ pub struct Repo {
 
 impl Repo {
     pub fn new() -> Self {
+        Self::init_with(&[])
+    }
+
+    /// A repository made by `git init` with `options` too (`--object-format=sha256`, say).
+    pub fn init_with(options: &[&str]) -> Self {
         let dir = tempfile::Builder::new()
             .prefix("wit")
             .tempdir_in("/tmp")
             .unwrap();
         let status = Command::new("git")
             .args(["init", "-q", "-b", "main"])
+            .args(options)
             .current_dir(dir.path())
             .status()
             .unwrap();
-        assert!(status.success());
+        assert!(status.success(), "git init {options:?}");
         Self { dir }
     }
 

@@ -174,7 +174,11 @@ pub(crate) fn edit(repo: &Repo, session: &str, file: &str, old: &str, new: &str)
 /// A repository with `src/lib.ts` committed, hooks installed, a daemon, and alice and bob
 /// registered, each having changed one function of `src/lib.ts` through the edit gate.
 fn two_agents() -> (Repo, Daemon) {
-    let repo = Repo::new();
+    two_agents_in(Repo::new())
+}
+
+/// [`two_agents`] in `repo`, a fresh repository.
+fn two_agents_in(repo: Repo) -> (Repo, Daemon) {
     repo.write("src/lib.ts", LIB_TS);
     repo.write("README.md", "# app\n");
     git_text(repo.path(), &["add", "."]);
@@ -720,6 +724,52 @@ fn work_destroyed_behind_the_gates_back_is_restored_from_the_sessions_snapshot()
         "{said}"
     );
     assert_eq!(working(&repo), moved);
+}
+
+/// The work snapshots write their objects and refs themselves (15.5): in a SHA-256
+/// repository whose refs are a reftable (git 2.45 and later; SHA-256 alone before), each
+/// session's snapshot is still kept, read by git as its own (`fsck`), and restored after a
+/// person's `git reset --hard`.
+#[test]
+fn work_snapshots_are_kept_in_a_sha256_repository_with_reftable_refs() {
+    let version = git_text(Path::new("."), &["version"]);
+    let numbers: Vec<u32> = version
+        .trim()
+        .trim_start_matches("git version ")
+        .split(['.', ' '])
+        .take(2)
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let reftable = numbers.as_slice() >= [2, 45].as_slice();
+    let mut options = vec!["--object-format=sha256"];
+    if reftable {
+        options.push("--ref-format=reftable");
+    } else {
+        println!("{}: no reftable (git 2.45+); SHA-256 only", version.trim());
+    }
+    let (repo, _daemon) = two_agents_in(Repo::init_with(&options));
+    let with_both = working(&repo);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let (alice, bob) = loop {
+        let out = wit_ok(&repo, "alice", &["--json", "snapshots"]);
+        let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let id_of = |session: &str| {
+            list.as_array()
+                .and_then(|all| all.iter().find(|s| s["session"] == session))
+                .and_then(|s| s["id"].as_str().map(str::to_string))
+        };
+        if let (Some(a), Some(b)) = (id_of("alice"), id_of("bob")) {
+            break (a, b);
+        }
+        assert!(Instant::now() < deadline, "no work snapshots: {list}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    git_text(repo.path(), &["fsck", "--strict", "--no-dangling"]);
+    git_text(repo.path(), &["reset", "-q", "--hard"]);
+    std::thread::sleep(Duration::from_millis(600));
+    wit_ok(&repo, "alice", &["snapshots", "restore", &alice]);
+    wit_ok(&repo, "bob", &["snapshots", "restore", &bob]);
+    assert_eq!(working(&repo), with_both);
 }
 
 /// agent-trace-cli (PyPI, pinned), installed once into `~/.cache/wit-agent-trace-cli`: a
