@@ -100,7 +100,7 @@ fn hook_runs(
 
 /// Wall times of `runs` processes of the floor program `wit-bench-ping SOCKET` (connect, one
 /// ping, exit), the least a hook process can cost.
-fn floor_runs(
+pub(crate) fn floor_runs(
     wit: &std::path::Path,
     socket: &std::path::Path,
     runs: usize,

@@ -36,6 +36,7 @@ mod cli_timings;
 mod fixtures;
 mod floors;
 mod gate;
+mod harness_hooks;
 mod index;
 mod mcp_timings;
 mod measure;
@@ -146,6 +147,9 @@ enum Subcommand {
     /// `wit hook pre-edit` and `wit hook post-tool` of a shell call with its window, end to
     /// end, beside a trivial process (issue 34).
     WindowGate(window_gate::WindowGateArgs),
+    /// `wit hook pre-edit` end to end with every harness's edit payload, beside the
+    /// `wit-bench-ping` floor (issue 30).
+    HarnessHooks(harness_hooks::HarnessHooksArgs),
     /// The tree watcher idle on a real checkout: CPU, inotify instances and watches
     /// (issue 34).
     WatchIdle(watch_idle::WatchIdleArgs),
@@ -225,6 +229,9 @@ async fn main() -> Result<()> {
         }
         Some(Subcommand::Attribution(args)) => return attribution::attribution(&wit, args).await,
         Some(Subcommand::WindowGate(args)) => return window_gate::window_gate(&wit, args).await,
+        Some(Subcommand::HarnessHooks(args)) => {
+            return harness_hooks::harness_hooks(&wit, args).await
+        }
         Some(Subcommand::WatchIdle(args)) => return watch_idle::watch_idle(&wit, args).await,
         Some(Subcommand::FloorServer { socket }) => {
             return floors::serve_floor(socket).await;
