@@ -109,8 +109,8 @@ impl WorkSnapshots {
     }
 
     /// Drops the work snapshots last saved more than [`KEEP_SECS`] ago (15.5: 7 days after the
-    /// work was committed, resolved or restored), but never one of a session
-    /// whose work this daemon still keeps (work nobody touched for a week is still work).
+    /// work was committed, resolved or restored), but never one of a session whose work this
+    /// daemon still keeps (work nobody touched for a week is still work).
     fn prune(&self, root: &Path) -> Result<(), String> {
         let live: std::collections::HashSet<String> = self
             .kept

@@ -63,6 +63,9 @@ impl RecentDiffs {
     const WORTH_REMEMBERING: usize = 2_048;
     /// How many diffs are kept (each holds only its hunks).
     const CAPACITY: usize = 8;
+    /// Diffs of more hunks are not kept (an edit's diff has a few; this bounds the memory
+    /// held to a few megabytes whatever the texts).
+    const MOST_HUNKS: usize = 8_192;
 
     fn key<T: AsRef<[u8]> + ?Sized>(old_lines: &[&T], new_lines: &[&T]) -> DiffKey {
         // Each line hashed whole (one-shot hashes of short inputs are a few nanoseconds; a
@@ -95,6 +98,9 @@ impl RecentDiffs {
     }
 
     fn put(&self, key: DiffKey, hunks: &[Hunk]) {
+        if hunks.len() > Self::MOST_HUNKS {
+            return;
+        }
         let mut kept = self
             .kept
             .lock()
