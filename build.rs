@@ -18,11 +18,13 @@ fn main() -> ExitCode {
 }
 
 /// `wit` starts once per hook call, twice per tool call of every agent (docs/protocol.md 15.2),
-/// so its start-up is on every agent's path: as a position-independent executable it spent
-/// about half of its own start resolving ~31k relocations. On Linux it is linked as a
-/// fixed-address executable instead (the code is still compiled position-independent; the
-/// linker resolves those relocations once). Measured in BENCHMARKS.md ("The edit gate and the
-/// harness hooks"). macOS requires position-independent executables.
+/// so its start-up is on every agent's path: as a position-independent executable most of its
+/// own start-up CPU went to the dynamic loader resolving ~31k relocations (perf). On Linux it
+/// is linked as a fixed-address executable instead (the code is still compiled
+/// position-independent; the linker resolves those relocations once): `wit --version` 1.80 ->
+/// 1.58 ms (docs/benchmarks-history.md, 2026-12-05). The price is ASLR for the executable's
+/// own code (libraries, stack and heap stay randomised): the daemon is reached only through a
+/// socket in the user's own `.wit/`. macOS requires position-independent executables.
 fn link_without_pie() {
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
         println!("cargo:rustc-link-arg-bin=wit=-no-pie");
