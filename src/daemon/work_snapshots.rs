@@ -31,7 +31,7 @@ pub struct WorkSnapshots {
     kept: HashMap<(String, String), (BTreeMap<String, Content>, u64)>,
     /// Per worktree root: its objects' store and reader (started at the first save).
     gits: HashMap<String, WorktreeGit>,
-    /// When the stale snapshots of the repository were last dropped.
+    /// When the stale snapshots of the repository were last dropped (after the first save).
     pruned_at: Option<std::time::Instant>,
 }
 
@@ -99,7 +99,10 @@ impl WorkSnapshots {
         if let (Some(measured), Ok((saved, refs))) = (measured, &result) {
             measured.log(self.gits.get(&key_root), *saved, *refs);
         }
-        if self.pruned_at.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
+        // Where this daemon has saved a snapshot (a git repository it writes to), at most
+        // hourly.
+        let saves_here = self.gits.contains_key(&key_root);
+        if saves_here && self.pruned_at.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
             self.pruned_at = Some(std::time::Instant::now());
             if let Err(error) = self.prune(root) {
                 tracing::warn!(%error, "could not drop stale work snapshots");
