@@ -91,6 +91,8 @@ impl WorkSnapshots {
     /// A reader that failed is started again on the next refresh.
     pub fn refresh(&mut self, coord: &Coord, root: &Path, head_moved: bool) -> Result<(), String> {
         let key_root = root.to_string_lossy().into_owned();
+        // The `cat-file` of a worktree that was removed ends with it.
+        self.gits.retain(|at, _| Path::new(at).exists());
         let measured = Upkeep::start(self.gits.get(&key_root));
         let result = self.refresh_in(coord, root, &key_root, head_moved);
         if result.is_err() {
