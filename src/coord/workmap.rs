@@ -467,8 +467,11 @@ fn add_symbols(w: &Writer<'_>, intent_id: &str, touched: &[String]) -> Result<bo
     };
     let mut symbols: Vec<String> = serde_json::from_str(&intent.symbols).unwrap_or_default();
     let before = symbols.len();
+    // A set, not a search of the list per name: a new file of 260,000 functions names them
+    // all at once, and the pairwise search held the tree observer for minutes.
+    let mut listed: std::collections::HashSet<String> = symbols.iter().cloned().collect();
     for name in touched {
-        if !symbols.contains(name) {
+        if listed.insert(name.clone()) {
             symbols.push(name.clone());
         }
     }
