@@ -32,12 +32,10 @@ fn batch_blobs(mut output: &[u8], count: usize, limit: usize) -> Vec<Option<Vec<
         };
         let header = &output[..end];
         output = &output[end + 1..];
-        let size = header
-            .rsplit(|b| *b == b' ')
-            .next()
-            .and_then(|s| std::str::from_utf8(s).ok())
-            .and_then(|s| s.parse::<usize>().ok())
-            .filter(|_| !header.ends_with(b" missing") && !header.ends_with(b" ambiguous"));
+        let size = match Header::of(header) {
+            Header::Object { size, .. } => Some(size),
+            Header::Missing | Header::Unreadable => None,
+        };
         match size {
             Some(size) if output.len() > size => {
                 blobs.push((size <= limit).then(|| output[..size].to_vec()));
@@ -48,6 +46,39 @@ fn batch_blobs(mut output: &[u8], count: usize, limit: usize) -> Vec<Option<Vec<
     }
     blobs.resize(count, None);
     blobs
+}
+
+/// The header line of one answer of `git cat-file --batch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Header<'a> {
+    /// `<oid> <type> <size>`: the object's bytes and a line break follow.
+    Object {
+        id: &'a str,
+        kind: &'a str,
+        size: usize,
+    },
+    /// `<name> missing` or `<name> ambiguous` (a name may hold spaces): nothing follows.
+    Missing,
+    /// Anything else.
+    Unreadable,
+}
+
+impl<'a> Header<'a> {
+    fn of(line: &'a [u8]) -> Header<'a> {
+        if line.ends_with(b" missing") || line.ends_with(b" ambiguous") {
+            return Header::Missing;
+        }
+        let Ok(text) = std::str::from_utf8(line) else {
+            return Header::Unreadable;
+        };
+        let fields: Vec<&str> = text.split(' ').collect();
+        match fields[..] {
+            [id, kind, size] => size
+                .parse()
+                .map_or(Header::Unreadable, |size| Header::Object { id, kind, size }),
+            _ => Header::Unreadable,
+        }
+    }
 }
 
 /// One object as `git cat-file --batch` gives it.
@@ -114,22 +145,15 @@ impl BatchReader {
                 "the process ended".into(),
             ));
         }
-        let fields: Vec<&[u8]> = header.split(|b| *b == b' ').collect();
-        let [id, kind, size] = fields[..] else {
-            // `<name> missing`, `<name> ambiguous`.
-            return Ok(None);
-        };
-        let (Ok(id), Ok(kind), Some(size)) = (
-            std::str::from_utf8(id),
-            std::str::from_utf8(kind),
-            std::str::from_utf8(size)
-                .ok()
-                .and_then(|s| s.parse::<usize>().ok()),
-        ) else {
-            return Err(GitError::new(
-                "cat-file --batch",
-                "an unreadable answer".into(),
-            ));
+        let (id, kind, size) = match Header::of(&header) {
+            Header::Object { id, kind, size } => (id, kind, size),
+            Header::Missing => return Ok(None),
+            Header::Unreadable => {
+                return Err(GitError::new(
+                    "cat-file --batch",
+                    "an unreadable answer".into(),
+                ))
+            }
         };
         let mut bytes = vec![0; size + 1];
         self.stdout.read_exact(&mut bytes).map_err(failed)?;
@@ -212,6 +236,11 @@ mod tests {
             reader.object("HEAD\nHEAD").unwrap(),
             None,
             "a name with a line break"
+        );
+        assert_eq!(
+            reader.object("HEAD:a b").unwrap(),
+            None,
+            "a missing name with spaces"
         );
         let later = Git::new(dir.path())
             .run_with_input(&["hash-object", "-w", "--stdin"], b"")
