@@ -49,6 +49,11 @@ pub fn work_ref_name(session: &str) -> String {
     )
 }
 
+/// The full name of `session`'s work snapshot ref.
+pub fn work_ref(session: &str) -> String {
+    format!("{WORK_REF_PREFIX}{}", work_ref_name(session))
+}
+
 /// How long a snapshot is kept (a work snapshot: after its last save, 15.5).
 pub const KEEP_SECS: u64 = 7 * 24 * 3600;
 
@@ -183,7 +188,8 @@ pub struct Snapshot {
     pub reference: String,
 }
 
-fn now_secs() -> u64 {
+/// Now, in unix seconds.
+pub(crate) fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())

@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use crate::cli::snapshots::{work_ref_name, KEEP_SECS, WORK_REF_PREFIX};
+use crate::cli::snapshots::{self, work_ref, KEEP_SECS, WORK_REF_PREFIX};
 use crate::coord::Coord;
 use crate::git::{BatchReader, Change, GitError, ObjectStore, RefWriter};
 
@@ -101,7 +101,7 @@ impl WorkSnapshots {
         if let (Some(measured), Ok((saved, refs))) = (measured, &result) {
             measured.log(self.gits.get(&key_root), *saved, *refs);
         }
-        // Where this daemon has saved a snapshot (a git repository it writes to), at most
+        // Only where this daemon's git for the worktree runs (a git repository), at most
         // hourly.
         let saves_here = self.gits.contains_key(&key_root);
         if saves_here && self.pruned_at.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
@@ -120,26 +120,18 @@ impl WorkSnapshots {
         let live: std::collections::HashSet<String> = self
             .kept
             .keys()
-            .map(|(_, session)| format!("{WORK_REF_PREFIX}{}", work_ref_name(session)))
+            .map(|(_, session)| work_ref(session))
             .collect();
-        let cutoff = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |now| now.as_secs())
-            .saturating_sub(KEEP_SECS);
-        let listed = crate::git::Git::new(root)
-            .text(&[
-                "for-each-ref",
-                "--format=%(committerdate:unix) %(refname)",
-                WORK_REF_PREFIX,
-            ])
-            .map_err(|e| e.to_string())?;
-        let stale: String = listed
-            .lines()
-            .filter_map(|line| line.split_once(' '))
-            .filter(|(at, name)| {
-                at.parse::<u64>().is_ok_and(|at| at < cutoff) && !live.contains(*name)
+        let cutoff = snapshots::now_secs().saturating_sub(KEEP_SECS);
+        let stale: String = snapshots::list(root)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .filter(|item| {
+                item.reference.starts_with(WORK_REF_PREFIX)
+                    && item.at_secs < cutoff
+                    && !live.contains(&item.reference)
             })
-            .map(|(_, name)| format!("delete {name}\n"))
+            .map(|item| format!("delete {}\n", item.reference))
             .collect();
         if stale.is_empty() {
             return Ok(());
@@ -209,10 +201,7 @@ impl WorkSnapshots {
                 continue;
             }
             let commit = save_work(git, root, head.as_deref(), &session, &files)?;
-            saved.push((
-                format!("{WORK_REF_PREFIX}{}", work_ref_name(&session)),
-                commit,
-            ));
+            saved.push((work_ref(&session), commit));
             self.kept.insert(key, (files, sum));
         }
         let started = std::time::Instant::now();
@@ -357,7 +346,7 @@ mod tests {
     use super::*;
 
     /// A commit dated `days` ago under the work ref of `session`.
-    fn work_ref(root: &Path, session: &str, days: u64) {
+    fn dated_work_ref(root: &Path, session: &str, days: u64) {
         let at = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
@@ -374,7 +363,7 @@ mod tests {
         let commit = git
             .text(&["commit-tree", tree.trim(), "-m", session])
             .unwrap();
-        let name = format!("{WORK_REF_PREFIX}{}", work_ref_name(session));
+        let name = work_ref(session);
         git.run(&["update-ref", &name, commit.trim()]).unwrap();
     }
 
@@ -384,9 +373,9 @@ mod tests {
         crate::git::Git::new(dir.path())
             .run(&["init", "-q"])
             .unwrap();
-        work_ref(dir.path(), "old", 8);
-        work_ref(dir.path(), "recent", 6);
-        work_ref(dir.path(), "old but live", 30);
+        dated_work_ref(dir.path(), "old", 8);
+        dated_work_ref(dir.path(), "recent", 6);
+        dated_work_ref(dir.path(), "old but live", 30);
         let mut snapshots = WorkSnapshots::default();
         snapshots.kept.insert(
             ("/elsewhere".into(), "old but live".into()),

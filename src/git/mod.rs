@@ -1,9 +1,10 @@
 //! git as wit runs it: the one way every part of wit (the daemon's observer and forecast,
-//! `wit commit`, the shell gate, the hooks) starts a git process ([`Git`]) and the one
-//! reader of object contents ([`blobs_at`], one `git cat-file --batch`, bytes never
-//! decoded: docs/protocol.md 15.4), and the one writer of objects without a process
-//! ([`ObjectStore`]: the work snapshots' blobs, trees and commits; [`RefWriter`]: their refs). Which lines changed is never git's patch output but the
-//! one line diff, `coord::preflight::line_ops` (13.7).
+//! `wit commit`, the shell gate, the hooks) starts a git process ([`Git`]), the one reader
+//! of object contents ([`blobs_at`], one `git cat-file --batch`, or [`BatchReader`] kept
+//! running; bytes never decoded: docs/protocol.md 15.4), and the one writer of objects and
+//! refs without a process ([`ObjectStore`]: the work snapshots' blobs, trees and commits;
+//! [`RefWriter`]: their refs). Which lines changed is never git's patch output but the one
+//! line diff, `coord::preflight::line_ops` (13.7).
 
 mod batch;
 mod objects;

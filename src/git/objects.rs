@@ -1,7 +1,8 @@
 //! Git objects written by wit itself, without a git process (docs/protocol.md 15.5: the work
-//! snapshots' upkeep): blobs and trees as loose objects, exactly as `git hash-object -w` and
-//! `git write-tree` write them (zlib at git's loose-object level, the id the repository's
-//! object format's hash of `<kind> <size>\0<bytes>`), so git reads them as its own.
+//! snapshots' upkeep): blobs, trees and commits as loose objects, exactly as
+//! `git hash-object -w`, `git write-tree` and `git commit-tree` write them (zlib at git's
+//! loose-object level, the id the repository's object format's hash of
+//! `<kind> <size>\0<bytes>`), so git reads them as its own.
 //!
 //! A tree is built over a base tree read through the one object reader ([`BatchReader`]):
 //! only the directories on the changed paths are read and written again. A commit is written
@@ -177,7 +178,8 @@ impl ObjectStore {
     }
 
     /// Writes `bytes` as a blob; its id in hex.
-    pub fn write_blob(&self, bytes: &[u8]) -> Result<String, GitError> {
+    #[cfg(test)]
+    fn write_blob(&self, bytes: &[u8]) -> Result<String, GitError> {
         self.write("blob", bytes).map(|id| to_hex(&id))
     }
 
