@@ -634,6 +634,31 @@ fn wit_commit_runs_the_repositorys_hooks_on_what_it_commits() {
     assert!(message.contains("Checked: yes"), "{message}");
 }
 
+/// `wit snapshots` as JSON.
+fn snapshots(repo: &Repo) -> Value {
+    let out = wit_ok(repo, "alice", &["--json", "snapshots"]);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The ids of alice's and bob's work snapshots, once both are listed (within 5 s).
+fn work_snapshot_ids(repo: &Repo) -> (String, String) {
+    let id_of = |list: &Value, session: &str| -> Option<String> {
+        list.as_array()?
+            .iter()
+            .find(|s| s["session"] == session)
+            .and_then(|s| s["id"].as_str().map(str::to_string))
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let list = snapshots(repo);
+        if let (Some(a), Some(b)) = (id_of(&list, "alice"), id_of(&list, "bob")) {
+            return (a, b);
+        }
+        assert!(Instant::now() < deadline, "no work snapshots: {list}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// Every session's uncommitted work is kept as git objects (15.5), so what no gate saw
 /// destroy it comes back: `make clean` running `git checkout .`, a person's `git reset
 /// --hard`, a script running `git stash`, `rm`.
@@ -643,26 +668,8 @@ fn wit_commit_runs_the_repositorys_hooks_on_what_it_commits() {
 fn work_destroyed_behind_the_gates_back_is_restored_from_the_sessions_snapshot() {
     let (repo, _daemon) = two_agents();
     let with_both = working(&repo);
-    let snapshots = |repo: &Repo| -> Value {
-        let out = wit_ok(repo, "alice", &["--json", "snapshots"]);
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
-    let id_of = |list: &Value, session: &str| -> Option<String> {
-        list.as_array()?
-            .iter()
-            .find(|s| s["session"] == session)
-            .and_then(|s| s["id"].as_str().map(str::to_string))
-    };
     // Within 2 s each session's work has its snapshot.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let (alice, bob) = loop {
-        let list = snapshots(&repo);
-        if let (Some(a), Some(b)) = (id_of(&list, "alice"), id_of(&list, "bob")) {
-            break (a, b);
-        }
-        assert!(Instant::now() < deadline, "no work snapshots: {list}");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let (alice, bob) = work_snapshot_ids(&repo);
     std::fs::write(repo.path().join("Makefile"), "clean:\n\tgit checkout .\n").unwrap();
     for destroy in [
         "make -s clean",
@@ -749,21 +756,7 @@ fn work_snapshots_are_kept_in_a_sha256_repository_with_reftable_refs() {
     }
     let (repo, _daemon) = two_agents_in(Repo::init_with(&options));
     let with_both = working(&repo);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let (alice, bob) = loop {
-        let out = wit_ok(&repo, "alice", &["--json", "snapshots"]);
-        let list: Value = serde_json::from_slice(&out.stdout).unwrap();
-        let id_of = |session: &str| {
-            list.as_array()
-                .and_then(|all| all.iter().find(|s| s["session"] == session))
-                .and_then(|s| s["id"].as_str().map(str::to_string))
-        };
-        if let (Some(a), Some(b)) = (id_of("alice"), id_of("bob")) {
-            break (a, b);
-        }
-        assert!(Instant::now() < deadline, "no work snapshots: {list}");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let (alice, bob) = work_snapshot_ids(&repo);
     git_text(repo.path(), &["fsck", "--strict", "--no-dangling"]);
     git_text(repo.path(), &["reset", "-q", "--hard"]);
     std::thread::sleep(Duration::from_millis(600));

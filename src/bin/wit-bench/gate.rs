@@ -70,17 +70,7 @@ fn hook_runs(
     let mut samples = Vec::with_capacity(runs);
     for _ in 0..runs {
         let started = Instant::now();
-        let mut child = Command::new(wit)
-            .args(["hook", hook, "--agent", "claude"])
-            .current_dir(root)
-            .env_remove("WIT_SESSION")
-            .env_remove("CLAUDE_SESSION_ID")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()?;
-        child.stdin.take().context("no stdin")?.write_all(body)?;
-        let output = child.wait_with_output()?;
+        let output = hook_process(wit, hook, "claude", root, body, None)?;
         samples.push(started.elapsed());
         let stdout = String::from_utf8_lossy(&output.stdout);
         // wit's own notes ("wit: …", what the parse could not follow) may accompany a verdict.
@@ -96,6 +86,34 @@ fn hook_runs(
         }
     }
     Ok(samples)
+}
+
+/// One `wit hook HOOK --agent AGENT` process in `root` as a harness runs it, `body` on its
+/// stdin, its environment without a session unless `session` names one (`WIT_SESSION`:
+/// Kiro's payload names none).
+pub(crate) fn hook_process(
+    wit: &std::path::Path,
+    hook: &str,
+    agent: &str,
+    root: &std::path::Path,
+    body: &[u8],
+    session: Option<&str>,
+) -> Result<std::process::Output> {
+    let mut command = Command::new(wit);
+    command
+        .args(["hook", hook, "--agent", agent])
+        .current_dir(root)
+        .env_remove("WIT_SESSION")
+        .env_remove("CLAUDE_SESSION_ID")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(session) = session {
+        command.env("WIT_SESSION", session);
+    }
+    let mut child = command.spawn()?;
+    child.stdin.take().context("no stdin")?.write_all(body)?;
+    Ok(child.wait_with_output()?)
 }
 
 /// Wall times of `runs` processes of the floor program `wit-bench-ping SOCKET` (connect, one

@@ -8,7 +8,6 @@
 //! would time nothing). Then `--runs` processes with the lock's own session, each a clean
 //! edit: the verdict, the recorded edit and the call's window, as a harness runs it.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Instant;
@@ -137,21 +136,14 @@ fn fixture(name: &str, root: &Path, session: &str) -> Result<String> {
 /// One hook process, as the harness runs it (Kiro's payload names no session: the agent's
 /// `WIT_SESSION` does; the others' name it, and the same value is harmless).
 fn run_hook(wit: &Path, root: &Path, agent: &str, payload: &str, session: &str) -> Result<Output> {
-    let mut child = Command::new(wit)
-        .args(["hook", "pre-edit", "--agent", agent])
-        .current_dir(root)
-        .env("WIT_SESSION", session)
-        .env_remove("CLAUDE_SESSION_ID")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    child
-        .stdin
-        .take()
-        .context("no stdin")?
-        .write_all(payload.as_bytes())?;
-    Ok(child.wait_with_output()?)
+    crate::gate::hook_process(
+        wit,
+        "pre-edit",
+        agent,
+        root,
+        payload.as_bytes(),
+        Some(session),
+    )
 }
 
 /// Whether the hook refused the call, in its harness's way.
