@@ -22,6 +22,7 @@ use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, TransactionBehavior};
 
 pub use migrations::LATEST_VERSION;
@@ -65,6 +66,10 @@ impl SqliteStore {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        // One plan per statement, whatever is bound to it: without the query planner
+        // stability guarantee, binding a new value marks a statement for a new plan and
+        // SQLite parses it again at its next step (the cached statements would save nothing).
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
         migrations::migrate(&mut conn)?;
         Ok(SqliteStore {
