@@ -12,7 +12,7 @@ mod refs;
 mod run;
 
 pub use batch::{blobs_at, BatchReader, Object};
-pub use objects::{Change, ObjectStore};
+pub use objects::{to_hex, Change, ObjectStore};
 pub use refs::RefWriter;
 pub use run::{Git, GitError};
 

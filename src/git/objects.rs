@@ -356,7 +356,7 @@ fn serialize_tree(entries: &BTreeMap<Vec<u8>, Entry>) -> Vec<u8> {
 }
 
 /// Bytes as lower-case hex.
-fn to_hex(bytes: &[u8]) -> String {
+pub fn to_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

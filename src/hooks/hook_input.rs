@@ -3,9 +3,8 @@
 //! is the payload, and nothing waits past the deadline), the repository found from the
 //! payload's working directory, and the session.
 
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 use std::path::{Component, Path, PathBuf};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -73,33 +72,94 @@ pub enum PayloadError {
     TimedOut(Duration),
 }
 
+/// How long the payload may pause before what has arrived is tried as a whole payload.
+const PAUSE: Duration = Duration::from_millis(10);
+
 /// Reads the first JSON value on stdin, waiting no later than `deadline`. The read runs on
-/// its own thread: a harness that keeps stdin open without sending a whole payload leaves that
-/// thread blocked, and the process exits without it.
+/// this thread and never blocks: stdin is polled with the time left, so a harness that keeps
+/// stdin open without sending a whole payload costs the budget, not a hang. What has arrived is
+/// tried as a payload when stdin ends, when it pauses after a closing bracket, and whenever it
+/// has doubled since the last try (so the tries of a large payload cost twice its parse).
 pub fn read_payload(deadline: Deadline) -> Result<Value, PayloadError> {
     if std::io::stdin().is_terminal() {
         return Err(PayloadError::Shape(
             "no payload (stdin is a terminal)".into(),
         ));
     }
-    let (sender, receiver) = mpsc::channel();
-    let spawned = std::thread::Builder::new()
-        .name("hook-stdin".into())
-        .spawn(move || {
-            let stdin = std::io::stdin().lock().take(MAX_PAYLOAD);
-            let first = serde_json::Deserializer::from_reader(stdin)
-                .into_iter::<Value>()
-                .next();
-            let _ = sender.send(first);
-        });
-    if let Err(error) = spawned {
-        return Err(PayloadError::Shape(format!("cannot read stdin: {error}")));
+    let cannot = |error: std::io::Error| PayloadError::Shape(format!("cannot read stdin: {error}"));
+    let mut payload = Vec::new();
+    let mut chunk = vec![0u8; 64 << 10];
+    let mut tried = 0;
+    loop {
+        let left = deadline.left();
+        if left.is_zero() {
+            return Err(PayloadError::TimedOut(deadline.budget));
+        }
+        let ready = stdin_readable(left.min(PAUSE)).map_err(cannot)?;
+        if ready {
+            match rustix::io::read(rustix::stdio::stdin(), &mut chunk) {
+                Ok(0) => return first_value(&payload, true).unwrap_or(Err(empty())),
+                Ok(n) => payload.extend_from_slice(&chunk[..n]),
+                Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => continue,
+                Err(error) => return Err(cannot(error.into())),
+            }
+            if payload.len() as u64 >= MAX_PAYLOAD {
+                return first_value(&payload, true).unwrap_or(Err(empty()));
+            }
+        }
+        let doubled = payload.len() >= tried * 2;
+        let paused = !ready && ends_in_a_bracket(&payload);
+        if payload.len() > tried && (doubled || paused) {
+            if let Some(read) = first_value(&payload, false) {
+                return read;
+            }
+            tried = payload.len();
+        }
     }
-    match receiver.recv_timeout(deadline.left()) {
-        Ok(Some(Ok(value))) => Ok(value),
-        Ok(Some(Err(error))) => Err(PayloadError::NotJson(error)),
-        Ok(None) => Err(PayloadError::Shape("empty payload".into())),
-        Err(_) => Err(PayloadError::TimedOut(deadline.budget)),
+}
+
+fn empty() -> PayloadError {
+    PayloadError::Shape("empty payload".into())
+}
+
+/// Whether stdin has something to read (or has ended) within `wait`.
+fn stdin_readable(wait: Duration) -> std::io::Result<bool> {
+    let timeout = rustix::time::Timespec {
+        tv_sec: i64::try_from(wait.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(wait.subsec_nanos()),
+    };
+    let stdin = rustix::stdio::stdin();
+    let mut fds = [rustix::event::PollFd::new(
+        &stdin,
+        rustix::event::PollFlags::IN,
+    )];
+    match rustix::event::poll(&mut fds, Some(&timeout)) {
+        Ok(ready) => Ok(ready > 0),
+        Err(rustix::io::Errno::INTR) => Ok(false),
+        Err(error) => Err(error.into()),
+    }
+}
+
+fn ends_in_a_bracket(payload: &[u8]) -> bool {
+    payload
+        .iter()
+        .rev()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|b| matches!(b, b'}' | b']'))
+}
+
+/// The first JSON value of `payload`; `None` when it may still be coming (`ended` false and
+/// the text stops inside it, or nothing but white space yet).
+fn first_value(payload: &[u8], ended: bool) -> Option<Result<Value, PayloadError>> {
+    match serde_json::Deserializer::from_slice(payload)
+        .into_iter::<Value>()
+        .next()
+    {
+        Some(Ok(value)) => Some(Ok(value)),
+        Some(Err(error)) if error.is_eof() && !ended => None,
+        Some(Err(error)) => Some(Err(PayloadError::NotJson(error))),
+        None if ended => Some(Err(empty())),
+        None => None,
     }
 }
 

@@ -1,12 +1,11 @@
 //! Tool-call windows from the harness hooks (docs/protocol.md 15.2): the pre-tool hook that lets
 //! a call through opens its window (`work.begin`) in the same process, the post-tool hook
 //! closes it (`work.end`). Between the two hook processes the window's id waits in
-//! `.wit/windows/<session>` (oldest first: a harness's post-tool hooks come in the order of
-//! its calls, and a window left behind closes by itself after its TTL).
+//! `.wit/windows/<session>/`, one empty file a window (oldest first: a harness's post-tool
+//! hooks come in the order of its calls, and a window left behind closes by itself after its
+//! TTL).
 
 use std::path::{Path, PathBuf};
-
-use serde::{Deserialize, Serialize};
 
 use crate::daemon::paths::WitPaths;
 use crate::doorway::Doorway;
@@ -19,31 +18,68 @@ pub const HOOK_WINDOW_TTL_MS: i64 = 300_000;
 /// The most window ids kept per session (older ones have expired in the daemon anyway).
 const MAX_KEPT: usize = 64;
 
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct Open {
-    windows: Vec<String>,
-}
-
-fn file_of(paths: &WitPaths, session: &str) -> PathBuf {
+/// The folder of `session`'s open windows: one empty file a window, named
+/// `<nanoseconds>-<hex of its id>` so that names sort oldest first. A file of its own per window
+/// means no file is ever rewritten: replacing a file by renaming over it makes ext4 write the
+/// old one out first, the largest part of a hook's own time (and racy between two hooks).
+fn dir_of(paths: &WitPaths, session: &str) -> PathBuf {
     let name = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(session.as_bytes()));
     paths.dir.join("windows").join(name)
 }
 
-fn load(path: &Path) -> Open {
-    std::fs::read(path)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .unwrap_or_default()
+fn unhex(text: &str) -> Option<String> {
+    let bytes = (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect::<Option<Vec<u8>>>()?;
+    String::from_utf8(bytes).ok()
 }
 
-fn save(path: &Path, open: &Open) {
-    if let Some(dir) = path.parent() {
-        let _ = std::fs::create_dir_all(dir);
+/// The window id a marker's name holds.
+fn window_of(name: &str) -> Option<String> {
+    let (_, id) = name.split_once('-')?;
+    unhex(id)
+}
+
+/// The marker names in `dir`, oldest first (none when it is missing or not a folder).
+fn markers(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| window_of(name).is_some())
+        .collect();
+    names.sort_unstable();
+    names
+}
+
+/// Makes `dir` a folder: the windows of an earlier wit were one file at that path.
+fn ensure_dir(dir: &Path) {
+    if dir.is_file() {
+        let _ = std::fs::remove_file(dir);
     }
-    if let Ok(bytes) = serde_json::to_vec(open) {
-        let tmp = path.with_extension("tmp");
-        if std::fs::write(&tmp, bytes).is_ok() {
-            let _ = std::fs::rename(&tmp, path);
+    let _ = std::fs::create_dir_all(dir);
+}
+
+/// Writes one marker for `window_id`, after every marker already there.
+fn add_marker(dir: &Path, window_id: &str) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    for bump in 0..8u128 {
+        let name = format!(
+            "{:020}-{}",
+            now + bump,
+            crate::git::to_hex(window_id.as_bytes())
+        );
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(dir.join(name))
+        {
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            _ => return,
         }
     }
 }
@@ -95,24 +131,29 @@ pub async fn open(
     if opened.is_empty() {
         return;
     }
-    let path = file_of(paths, session);
-    let mut open = load(&path);
-    open.windows.extend(opened);
-    let excess = open.windows.len().saturating_sub(MAX_KEPT);
-    open.windows.drain(..excess);
-    save(&path, &open);
+    let dir = dir_of(paths, session);
+    ensure_dir(&dir);
+    for window_id in &opened {
+        add_marker(&dir, window_id);
+    }
+    let kept = markers(&dir);
+    let excess = kept.len().saturating_sub(MAX_KEPT);
+    for name in &kept[..excess] {
+        let _ = std::fs::remove_file(dir.join(name));
+    }
 }
 
 /// Closes the session's oldest open window (the tool call that just ended); the files it was
 /// given, if any.
 pub async fn close(doorway: &Doorway, paths: &WitPaths, session: &str) -> Vec<String> {
-    let path = file_of(paths, session);
-    let mut open = load(&path);
-    if open.windows.is_empty() {
+    let dir = dir_of(paths, session);
+    // The oldest marker this hook removes itself: two hooks ending at once close two windows.
+    let Some(window_id) = markers(&dir).into_iter().find_map(|name| {
+        std::fs::remove_file(dir.join(&name)).ok()?;
+        window_of(&name)
+    }) else {
         return Vec::new();
-    }
-    let window_id = open.windows.remove(0);
-    save(&path, &open);
+    };
     let params = WorkEndParams {
         session_id: session.to_owned(),
         window_id,
@@ -125,4 +166,38 @@ pub async fn close(doorway: &Doorway, paths: &WitPaths, session: &str) -> Vec<St
         .await
         .map(|ended| ended.changed.into_iter().map(|c| c.file).collect())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    #[test]
+    fn markers_keep_the_order_of_their_windows_and_their_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let windows = dir.path().join("s");
+        // What an earlier wit left at that path: one file of every id.
+        std::fs::write(&windows, br#"{"windows":["w0"]}"#).unwrap();
+        ensure_dir(&windows);
+        let ids = ["w-1", "w 2/é", "w-1"];
+        for id in ids {
+            add_marker(&windows, id);
+        }
+        std::fs::write(windows.join("unrelated.tmp"), b"").unwrap();
+        let found: Vec<String> = markers(&windows)
+            .iter()
+            .filter_map(|name| window_of(name))
+            .collect();
+        assert_eq!(found, ids);
+    }
+
+    #[test]
+    fn a_missing_folder_has_no_markers() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(markers(&dir.path().join("none")).is_empty());
+        assert_eq!(window_of("123-zz"), None);
+        assert_eq!(window_of("123-"), Some(String::new()));
+    }
 }
