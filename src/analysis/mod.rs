@@ -27,6 +27,7 @@
 mod answers;
 pub(crate) mod cache;
 mod calls;
+mod encoding;
 mod extract;
 mod index;
 pub mod language;

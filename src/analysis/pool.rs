@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! request:  "LANGUAGE BUDGET_MS LENGTH\n" then LENGTH bytes of source
-//! response: "LENGTH OUTLINE_LENGTH\n" then the FileAnalysis as JSON (LENGTH bytes) and its
+//! response: "LENGTH OUTLINE_LENGTH\n" then the FileAnalysis (LENGTH bytes, `encoding`) and its
 //!           outline (`resolution::outline`) as JSON (OUTLINE_LENGTH bytes)
 //! ```
 //!
@@ -97,10 +97,7 @@ impl ParsePool {
         budget: Duration,
     ) -> Result<FileAnalysis, WorkerError> {
         let encoded = self.analyze_encoded(language, source, budget)?;
-        let mut analysis: FileAnalysis = serde_json::from_slice(&encoded.analysis)
-            .map_err(|e| WorkerError::Failed(format!("unreadable analysis: {e}")))?;
-        analysis.reindex();
-        Ok(analysis)
+        super::encoding::decode(&encoded.analysis).map_err(|e| WorkerError::Failed(e.to_string()))
     }
 
     /// As [`ParsePool::analyze`], the answer left encoded: the analysis and its outline as
@@ -259,13 +256,13 @@ pub fn serve_frames(input: &mut impl BufRead, output: &mut impl Write) -> Result
         let source = String::from_utf8(bytes).map_err(|_| "source is not UTF-8".to_owned())?;
         let analysis = analyze_with_budget(language, &source, budget);
         drop(source);
-        let json = serde_json::to_vec(&analysis).map_err(|e| format!("encoding: {e}"))?;
+        let encoded = super::encoding::encode(&analysis);
         let outline = serde_json::to_vec(&super::resolution::outline(&analysis))
             .map_err(|e| format!("encoding: {e}"))?;
         drop(analysis);
         output
-            .write_all(format!("{} {}\n", json.len(), outline.len()).as_bytes())
-            .and_then(|()| output.write_all(&json))
+            .write_all(format!("{} {}\n", encoded.len(), outline.len()).as_bytes())
+            .and_then(|()| output.write_all(&encoded))
             .and_then(|()| output.write_all(&outline))
             .and_then(|()| output.flush())
             .map_err(|e| format!("writing: {e}"))?;
@@ -302,11 +299,14 @@ mod tests {
                 .split_whitespace()
                 .map(|n| n.parse().unwrap())
                 .collect();
-            let mut back: FileAnalysis =
-                serde_json::from_reader((&mut reader).take(lengths[0])).unwrap();
+            let mut encoded = Vec::new();
+            (&mut reader)
+                .take(lengths[0])
+                .read_to_end(&mut encoded)
+                .unwrap();
+            let back = crate::analysis::encoding::decode(&encoded).unwrap();
             let outline: FileAnalysis =
                 serde_json::from_reader((&mut reader).take(lengths[1])).unwrap();
-            back.reindex();
             let direct = crate::analysis::analyze(*language, source);
             assert_eq!(back.symbols, direct.symbols);
             assert_eq!(back.calls, direct.calls);

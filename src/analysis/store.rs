@@ -66,7 +66,7 @@ struct GraphAnswers {
     imports: Answers<String>,
 }
 /// The layout of the tables above; bump on any change.
-const SCHEMA_VERSION: u32 = 5;
+const SCHEMA_VERSION: u32 = 6;
 
 /// The meaning of the stored analyses; bump whenever extraction changes what it stores for
 /// the same source and grammar (queries and grammars are in the key already).
@@ -129,7 +129,7 @@ impl Row {
             language: analysis.language.or(outline.language)?,
             hash,
             outline: serde_json::to_vec(outline).ok()?,
-            analysis: serde_json::to_vec(analysis).ok()?,
+            analysis: super::encoding::encode(analysis),
         })
     }
 
@@ -343,9 +343,7 @@ impl IndexDb {
                 .as_ref()?
                 .column(Column::Analysis, language, hash)?;
         }
-        let mut analysis: FileAnalysis = serde_json::from_slice(&bytes).ok()?;
-        analysis.reindex();
-        Some(analysis)
+        super::encoding::decode(&bytes).ok()
     }
 
     /// The stored outline of `path` (what resolution reads), decoded.

@@ -6,7 +6,7 @@
 //! good. A child process gives every byte back when it exits, and a parser crash on hostile
 //! input takes down the child, not the daemon. The child is the daemon's own executable run as
 //! `wit __analyze LANGUAGE BUDGET_MS`: it reads the source on stdin and writes the
-//! [`FileAnalysis`] as JSON on stdout ([`serve`]). Small sources, the common case, are parsed
+//! [`FileAnalysis`] on stdout ([`serve`], `encoding`). Small sources, the common case, are parsed
 //! in-process, where a process start would cost more than the parse.
 
 use std::io::{Read, Write};
@@ -95,9 +95,9 @@ impl ParseWorker {
             .take()
             .map(|mut stdin| stdin.write_all(source.as_bytes()))
             .unwrap_or(Ok(()));
-        // Decoded as it streams in: no buffer of the whole (several MB) answer.
-        let decoded = child.stdout.take().map(|stdout| {
-            serde_json::from_reader::<_, FileAnalysis>(std::io::BufReader::new(stdout))
+        let answer = child.stdout.take().map(|mut stdout| {
+            let mut bytes = Vec::new();
+            stdout.read_to_end(&mut bytes).map(|_| bytes)
         });
         let status = child.wait();
         let timed_out = watchdog.stop();
@@ -113,11 +113,10 @@ impl ParseWorker {
             Err(error) => return Err(WorkerError::Failed(error.to_string())),
         }
         written.map_err(|e| WorkerError::Failed(format!("sending the source: {e}")))?;
-        let mut analysis = decoded
+        let answer = answer
             .ok_or_else(|| WorkerError::Failed("no output pipe".to_owned()))?
-            .map_err(|e| WorkerError::Failed(format!("unreadable analysis: {e}")))?;
-        analysis.reindex();
-        Ok(analysis)
+            .map_err(|e| WorkerError::Failed(format!("reading the answer: {e}")))?;
+        super::encoding::decode(&answer).map_err(|e| WorkerError::Failed(e.to_string()))
     }
 }
 
@@ -198,8 +197,10 @@ pub fn serve(
         .read_to_string(&mut source)
         .map_err(|e| format!("reading the source: {e}"))?;
     let analysis = analyze_with_budget(language, &source, budget);
-    serde_json::to_writer(&mut *output, &analysis).map_err(|e| format!("writing: {e}"))?;
-    output.flush().map_err(|e| format!("writing: {e}"))
+    output
+        .write_all(&super::encoding::encode(&analysis))
+        .and_then(|()| output.flush())
+        .map_err(|e| format!("writing: {e}"))
 }
 
 #[cfg(test)]
@@ -213,8 +214,7 @@ mod tests {
         let source = "import { g } from './g';\nexport class K {\n  m(a: number): string { return g(a); }\n}\nexport function f(x = 1) { return new K().m(x); }\n";
         let mut output = Vec::new();
         serve("typescript", "5000", &mut source.as_bytes(), &mut output).unwrap();
-        let mut back: FileAnalysis = serde_json::from_slice(&output).unwrap();
-        back.reindex();
+        let back = crate::analysis::encoding::decode(&output).unwrap();
         let direct = crate::analysis::analyze(Language::TypeScript, source);
         assert_eq!(back.symbols, direct.symbols);
         assert_eq!(back.calls, direct.calls);

@@ -463,7 +463,7 @@ impl RepoIndex {
                     drop(text);
                     (
                         serde_json::to_vec(&outline(&analysis)).ok()?,
-                        serde_json::to_vec(&analysis).ok()?,
+                        crate::analysis::encoding::encode(&analysis),
                     )
                 }
             };
@@ -511,7 +511,7 @@ impl RepoIndex {
                 let empty = FileAnalysis::empty(Some(language), &error.to_string());
                 Some((
                     serde_json::to_vec(&outline(&empty)).ok()?,
-                    serde_json::to_vec(&empty).ok()?,
+                    crate::analysis::encoding::encode(&empty),
                 ))
             }
         }

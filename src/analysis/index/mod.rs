@@ -468,11 +468,9 @@ impl RepoIndex {
         if content.len() as u64 > MAX_FILE_BYTES {
             return Arc::new(FileAnalysis::empty(Some(language), TOO_LARGE));
         }
-        let donated = self.donated(language, key).and_then(|(_, analysis)| {
-            let mut analysis: FileAnalysis = serde_json::from_slice(&analysis).ok()?;
-            analysis.reindex();
-            Some(analysis)
-        });
+        let donated = self
+            .donated(language, key)
+            .and_then(|(_, analysis)| crate::analysis::encoding::decode(&analysis).ok());
         let analysis =
             Arc::new(donated.unwrap_or_else(|| self.analyze_uncached(language, content)));
         self.cache.insert(key, Arc::clone(&analysis));

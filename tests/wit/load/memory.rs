@@ -69,8 +69,9 @@ async fn large_file_work(
     join_all(tasks).await;
 }
 
-/// The daemon bounds glibc's malloc arenas (it re-executes itself with `MALLOC_ARENA_MAX`),
-/// keeping its process id; an explicit setting is left alone.
+/// The daemon bounds glibc's malloc arenas and fixes its mmap and trim thresholds (it
+/// re-executes itself with `MALLOC_ARENA_MAX`, `MALLOC_MMAP_THRESHOLD_` and
+/// `MALLOC_TRIM_THRESHOLD_`), keeping its process id; an explicit setting is left alone.
 #[test]
 fn the_daemon_runs_with_bounded_malloc_arenas() {
     let repo = Repo::new();
@@ -80,11 +81,15 @@ fn the_daemon_runs_with_bounded_malloc_arenas() {
         .split(|b| *b == 0)
         .map(|v| String::from_utf8_lossy(v).into_owned())
         .collect();
-    let expected = match std::env::var("MALLOC_ARENA_MAX") {
-        Ok(value) => format!("MALLOC_ARENA_MAX={value}"),
-        Err(_) => "MALLOC_ARENA_MAX=2".to_owned(),
-    };
-    assert!(vars.contains(&expected), "{vars:?}");
+    for (name, default) in [
+        ("MALLOC_ARENA_MAX", "2"),
+        ("MALLOC_MMAP_THRESHOLD_", "1048576"),
+        ("MALLOC_TRIM_THRESHOLD_", "1048576"),
+    ] {
+        let value = std::env::var(name).unwrap_or_else(|_| default.to_owned());
+        let expected = format!("{name}={value}");
+        assert!(vars.contains(&expected), "{expected} not in {vars:?}");
+    }
 }
 
 /// With a 1.7 MB and a 169 KB TypeScript file in the repository, 1,000 lock.acquire +
