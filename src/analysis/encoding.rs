@@ -1,8 +1,8 @@
 //! The one encoding of a whole [`FileAnalysis`] outside the process that made it: what a parse
 //! worker answers and what the index database stores (postcard: no field names, integers as
-//! varints). A 4 MiB file of one-line functions encodes to about a third of its JSON, and
-//! decodes several times faster; its transient copies (the worker's answer, the stored blob,
-//! SQLite's copy of it) were the daemon's largest allocations (issue 32.3, 32.7).
+//! varints). sympy's analyses take 26.3 MB this way against 63.2 MB as JSON, and decode faster; the
+//! transient copies of a large file's analysis (the worker's answer, the stored blob, SQLite's
+//! copy of it) were the daemon's largest allocations (issue 32.3, 32.7).
 
 use super::model::FileAnalysis;
 
