@@ -273,7 +273,10 @@ impl RepoIndex {
         let index = Arc::clone(self);
         let spawned = std::thread::Builder::new()
             .name("wit-index".to_owned())
-            .spawn(move || index.ensure_built());
+            .spawn(move || {
+                index.ensure_built();
+                index.warm_large_analyses();
+            });
         if let Err(err) = spawned {
             tracing::warn!("cannot start the index thread ({err}); building on first query");
         }
@@ -292,6 +295,7 @@ impl RepoIndex {
                 first.ensure_built();
                 let _turn = FOLLOWERS.lock().unwrap_or_else(|e| e.into_inner());
                 index.ensure_built();
+                index.warm_large_analyses();
             });
         if let Err(err) = spawned {
             tracing::warn!("cannot start the index thread ({err}); building on first query");
@@ -302,9 +306,11 @@ impl RepoIndex {
     /// parallel, drops removed ones and re-resolves the call graph. Unchanged files are not
     /// parsed again, so this is also the way to refresh everything at once.
     pub fn build_now(&self) {
-        let _gate = self.build_gate.lock().unwrap_or_else(|e| e.into_inner());
-        self.rebuild();
-        self.built.store(true, Ordering::Release);
+        {
+            let _gate = self.build_gate.lock().unwrap_or_else(|e| e.into_inner());
+            self.rebuild();
+            self.built.store(true, Ordering::Release);
+        }
         self.warm_large_analyses();
     }
 
@@ -316,16 +322,18 @@ impl RepoIndex {
         if !self.is_built() {
             self.rebuild();
             self.built.store(true, Ordering::Release);
-            self.warm_large_analyses();
         }
     }
 
     /// Reads the stored analyses of the largest files back into the cache, largest first,
-    /// up to half the cache: reading one back (decoding its JSON) is what made the first call
-    /// on a large file after a restart cost 50–90 ms instead of the steady state's 1 ms
-    /// (issue 20 item 11, measured with perf: serde_json decoding the stored analysis).
-    /// Files under [`WARM_MIN_BYTES`] read back in well under a millisecond and are left.
+    /// up to half the cache: reading one back (decoding it) is what made the first call on a
+    /// large file after a restart cost 50–90 ms instead of the steady state's 1 ms (issue 20
+    /// item 11, measured with perf: serde_json decoding the stored analysis). Files under
+    /// [`WARM_MIN_BYTES`] read back in well under a millisecond and are left. It runs on the
+    /// index's own thread after the build, holding nothing a request waits for: the first
+    /// caller-aware request after a restart answers once the build is done (issue 32.3).
     fn warm_large_analyses(&self) {
+        let started = std::time::Instant::now();
         let mut large: Vec<(u64, String, ContentKey)> = self
             .read()
             .files
@@ -334,12 +342,18 @@ impl RepoIndex {
             .filter_map(|(path, entry)| entry.key.map(|key| (entry.size, path.clone(), key)))
             .collect();
         large.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        let mut read = 0;
         for (_, path, key) in large {
             if self.cache.bytes() >= self.cache.capacity() / 2 {
                 break;
             }
-            let _ = self.stored_analysis(&path, key);
+            read += usize::from(self.stored_analysis(&path, key).is_some());
         }
+        tracing::debug!(
+            read,
+            ms = started.elapsed().as_millis(),
+            "large analyses read back"
+        );
     }
 
     /// The analysis of one file, re-parsed only when its size or mtime changed. `None` for
