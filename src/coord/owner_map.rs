@@ -15,8 +15,7 @@
 
 use similar::DiffOp;
 
-use super::preflight::line_ops::split_lines;
-use super::preflight::spans::line_ops;
+use super::preflight::line_ops::{split_lines, text_line_ops};
 
 /// Who made a change and when: the sessions (sorted, each once; none for unowned work) and
 /// the time of the newest change, unix ms.
@@ -227,7 +226,7 @@ impl FileOwners {
             _ => entries.len(),
         };
         let mut next = Vec::with_capacity(entries.len() + new_lines.len());
-        for op in line_ops::<[u8]>(&old_lines, &new_lines) {
+        for op in text_line_ops::<[u8]>((&self.current, &old_lines), (new, &new_lines)) {
             let (old, fresh) = (op.old_range(), op.new_range());
             let segment = &entries[start_of(old.start)..start_of(old.end)];
             if let DiffOp::Equal { .. } = op {

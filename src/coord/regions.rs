@@ -6,7 +6,8 @@
 
 use similar::DiffOp;
 
-use super::preflight::spans::{line_ops, Change};
+use super::preflight::line_ops::text_line_ops;
+use super::preflight::spans::Change;
 use super::LineRegion;
 
 /// The start offsets of a text's lines: line `n` (1-based) starts at `starts[n - 1]`. A text
@@ -154,7 +155,7 @@ impl LineMap {
     pub fn between(old: &str, new: &str) -> LineMap {
         let old_lines: Vec<&str> = crate::coord::preflight::line_ops::text_lines(old);
         let new_lines: Vec<&str> = crate::coord::preflight::line_ops::text_lines(new);
-        let ops = line_ops(&old_lines, &new_lines);
+        let ops = text_line_ops((old.as_bytes(), &old_lines), (new.as_bytes(), &new_lines));
         LineMap {
             ops,
             new_count: new_lines.len(),

@@ -14,9 +14,7 @@
 //! regions follow only its own text, and another worktree's are carried to the asking one's
 //! text through the merge-base ([`Coord::carried_across`]).
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet};
-use std::hash::{Hash, Hasher};
 use std::sync::{Arc, MutexGuard, PoisonError};
 
 use serde_json::json;
@@ -46,10 +44,10 @@ struct RegionText {
     before_edit: Option<(u64, LineMap)>,
 }
 
+/// Identifies a text the regions were carried to (XXH3: SipHash was 3 % of a recorded edit
+/// of a 169 KB file).
 fn fingerprint(text: &str) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    text.hash(&mut hasher);
-    hasher.finish()
+    xxhash_rust::xxh3::xxh3_64(text.as_bytes())
 }
 
 /// What answering a question about regions may do to the work map (docs/protocol.md 10.3).
