@@ -126,7 +126,7 @@ impl Extractor<'_> {
             imports: self.imports(&found.imports),
             default_export,
             diagnostics: syntax_diagnostics(root),
-            by_qualified: HashMap::new(),
+            by_qualified: Default::default(),
         };
         analysis.reindex();
         analysis.calls = calls::extract(

@@ -290,7 +290,7 @@ fn skeleton(analysis: &FileAnalysis) -> FileAnalysis {
         imports: Vec::new(),
         default_export: analysis.default_export.clone(),
         diagnostics: Vec::new(),
-        by_qualified: HashMap::new(),
+        by_qualified: Default::default(),
     };
     out.reindex();
     out.symbols.shrink_to_fit();
