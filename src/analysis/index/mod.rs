@@ -61,7 +61,7 @@ const CACHE_BYTES: usize = 16 * 1024 * 1024;
 
 /// Files at least this large have their stored analysis read back into the cache once the
 /// index is built ([`RepoIndex::warm_large_analyses`]).
-const WARM_MIN_BYTES: u64 = 64 * 1024;
+const WARM_MIN_BYTES: u64 = 256 * 1024;
 
 /// Long-lived parse workers: one per core of this 2-core target, each fed by one build thread.
 const POOL_WORKERS: usize = 2;
