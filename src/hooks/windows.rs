@@ -62,26 +62,30 @@ fn ensure_dir(dir: &Path) {
     let _ = std::fs::create_dir_all(dir);
 }
 
-/// Writes one marker for `window_id`, after every marker already there.
-fn add_marker(dir: &Path, window_id: &str) {
+/// When a marker was written (its name's first part).
+fn stamp_of(name: &str) -> Option<u128> {
+    name.split_once('-')?.0.parse().ok()
+}
+
+/// Writes one marker for `window_id`, stamped after `after` (the newest marker already there)
+/// and after every earlier one even when the clock has not moved; the stamp it took.
+fn add_marker(dir: &Path, window_id: &str, after: u128) -> u128 {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    for bump in 0..8u128 {
-        let name = format!(
-            "{:020}-{}",
-            now + bump,
-            crate::git::to_hex(window_id.as_bytes())
-        );
+    let mut stamp = now.max(after + 1);
+    for _ in 0..8 {
+        let name = format!("{stamp:020}-{}", crate::git::to_hex(window_id.as_bytes()));
         match std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(dir.join(name))
         {
-            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            _ => return,
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => stamp += 1,
+            _ => break,
         }
     }
+    stamp
 }
 
 /// Opens a window for a tool call the gate let through: one per named file with the texts
@@ -133,8 +137,12 @@ pub async fn open(
     }
     let dir = dir_of(paths, session);
     ensure_dir(&dir);
+    let mut newest = markers(&dir)
+        .last()
+        .and_then(|name| stamp_of(name))
+        .unwrap_or(0);
     for window_id in &opened {
-        add_marker(&dir, window_id);
+        newest = add_marker(&dir, window_id, newest);
     }
     let kept = markers(&dir);
     let excess = kept.len().saturating_sub(MAX_KEPT);
@@ -182,8 +190,10 @@ mod tests {
         std::fs::write(&windows, br#"{"windows":["w0"]}"#).unwrap();
         ensure_dir(&windows);
         let ids = ["w-1", "w 2/é", "w-1"];
+        // Stamps far in the future: the clock never orders them, only `add_marker` does.
+        let mut newest = u128::from(u64::MAX);
         for id in ids {
-            add_marker(&windows, id);
+            newest = add_marker(&windows, id, newest);
         }
         std::fs::write(windows.join("unrelated.tmp"), b"").unwrap();
         let found: Vec<String> = markers(&windows)
