@@ -733,10 +733,10 @@ fn a_restart_reads_large_analyses_back_before_the_first_call() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("r");
     let db = dir.path().join("index.db");
-    let big: String = (0..2000)
+    let big: String = (0..6000)
         .map(|i| format!("export function f{i}(a: number): number {{\n  return a + {i};\n}}\n"))
         .collect();
-    assert!(big.len() >= 64 * 1024);
+    assert!(big.len() >= 256 * 1024);
     write(&root, "big.ts", &big);
     write(&root, "small.ts", "export function s() { return 1; }\n");
     let analysis = analyze(Language::TypeScript, &big).approx_heap_bytes();

@@ -105,7 +105,7 @@ impl RepoIndex {
         // Largest first: the build ends on small files, both cores busy to the end.
         walked
             .files
-            .sort_by_key(|(_, _, size)| std::cmp::Reverse(*size));
+            .sort_by_key(|(_, _, meta)| std::cmp::Reverse(meta.len()));
         let go_modules = read_go_modules(&root, &walked.manifests);
         let known = self.known_files();
         let walk_time = started.elapsed();
@@ -115,7 +115,7 @@ impl RepoIndex {
         if graph_was_complete {
             self.db.write_with_graph(&[], &[], &[], Some(false));
         }
-        let total_bytes = walked.files.iter().map(|(_, _, size)| *size).sum();
+        let total_bytes = walked.files.iter().map(|(_, _, meta)| meta.len()).sum();
         self.progress.start(walked.files.len(), total_bytes);
         let parsed = self.parse_all(&root, &walked.files, &known);
         let parse_time = started.elapsed();
@@ -222,7 +222,7 @@ impl RepoIndex {
     fn parse_all(
         &self,
         root: &Path,
-        files: &[(String, Language, u64)],
+        files: &[(String, Language, Metadata)],
         known: &HashMap<String, Known>,
     ) -> Parsed {
         let next = AtomicUsize::new(0);
@@ -241,11 +241,11 @@ impl RepoIndex {
                     let next = &next;
                     scope.spawn(move || {
                         let mut part = Parsed::default();
-                        while let Some((rel, language, size)) =
+                        while let Some((rel, language, meta)) =
                             files.get(next.fetch_add(1, Ordering::Relaxed))
                         {
-                            let found = self.load_for_build(root, rel, *language, known);
-                            self.progress.file_done(*size);
+                            let found = self.load_for_build(root, rel, *language, meta, known);
+                            self.progress.file_done(meta.len());
                             let Some((mut l, how)) = found else {
                                 continue;
                             };
@@ -396,10 +396,10 @@ impl RepoIndex {
         root: &Path,
         rel: &str,
         language: Language,
+        meta: &Metadata,
         known: &HashMap<String, Known>,
     ) -> Option<(Loaded, Load)> {
         let real = root.join(rel);
-        let meta = std::fs::symlink_metadata(&real).ok()?;
         if !meta.is_file() {
             return None;
         }
@@ -407,15 +407,15 @@ impl RepoIndex {
             let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
             if slot
                 .as_ref()
-                .is_some_and(|k| unchanged(k.size, k.mtime, &meta))
+                .is_some_and(|k| unchanged(k.size, k.mtime, meta))
             {
                 return slot.take().map(|known| (known, Load::Reused));
             }
         }
-        if let Some(encoded) = self.load_encoded(rel, language, &real, &meta) {
+        if let Some(encoded) = self.load_encoded(rel, language, &real, meta) {
             return Some(encoded);
         }
-        let (loaded, analysis) = self.load(rel, language, &real, &meta).ok()?;
+        let (loaded, analysis) = self.load(rel, language, &real, meta).ok()?;
         Some((loaded, Load::Parsed(analysis)))
     }
 

@@ -19,10 +19,11 @@ const SKIPPED_DIRS: [&str; 1] = ["node_modules"];
 const GO_MOD: &str = "go.mod";
 
 /// What a walk found: the supported files (relative, `/`-separated, with their language and
-/// size) and the `go.mod` manifests.
+/// their metadata as the walk read it: a build compares it with what was indexed, without a
+/// second `stat`) and the `go.mod` manifests.
 #[derive(Debug, Default)]
 pub(super) struct Walked {
-    pub files: Vec<(String, Language, u64)>,
+    pub files: Vec<(String, Language, Metadata)>,
     pub manifests: Vec<String>,
 }
 
@@ -50,8 +51,10 @@ pub(super) fn walk(root: &Path) -> Walked {
         };
         let Some(rel) = rel.to_str() else { continue };
         if let Some(language) = Language::for_path(rel) {
-            let size = entry.metadata().map_or(0, |m| m.len());
-            walked.files.push((rel.to_owned(), language, size));
+            // A file that cannot be read now is left out, as the build would leave it.
+            if let Ok(meta) = entry.metadata() {
+                walked.files.push((rel.to_owned(), language, meta));
+            }
         } else if entry.file_name() == GO_MOD {
             walked.manifests.push(rel.to_owned());
         }
@@ -226,7 +229,7 @@ mod tests {
         let walked = walk(root);
         let files: Vec<&str> = walked.files.iter().map(|(f, _, _)| f.as_str()).collect();
         assert_eq!(files, ["src/a.ts"]);
-        assert_eq!(walked.files[0].2, 20);
+        assert_eq!(walked.files[0].2.len(), 20);
         assert_eq!(walked.manifests, ["m/go.mod"]);
         assert_eq!(
             read_go_modules(root, &walked.manifests),
