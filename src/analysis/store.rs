@@ -383,6 +383,29 @@ impl IndexDb {
             .is_some()
     }
 
+    /// The record of the last walk of the tree (`index::walk::TreeRecord`, encoded), if any.
+    pub(crate) fn tree(&self) -> Option<Vec<u8>> {
+        self.conn()
+            .query_row("SELECT value FROM meta WHERE key = 'tree'", [], |r| {
+                r.get::<_, Vec<u8>>(0)
+            })
+            .optional()
+            .ok()
+            .flatten()
+    }
+
+    /// Keeps `record` as the record of the last walk of the tree (a failure is logged: the
+    /// next start walks the tree).
+    pub(crate) fn set_tree(&self, record: &[u8]) {
+        let written = self.conn().execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('tree', ?1)",
+            params![record],
+        );
+        if let Err(error) = written {
+            tracing::debug!(path = %self.shown(), %error, "walk of the tree not recorded");
+        }
+    }
+
     /// The callers of `name` in `file`, from `links` (unsorted, possibly repeated), or as
     /// answered since the last write (`answers`).
     pub(crate) fn callers(&self, file: &str, name: &str) -> Vec<SymbolRef> {

@@ -212,3 +212,66 @@ fn daemon_status_shows_the_index() {
     assert_eq!(value["index"]["complete"], json!(true), "{value}");
     stop(daemon);
 }
+
+/// Sets the mtime of `path` (a file or a directory) to `secs` after the epoch.
+fn set_mtime(path: &std::path::Path, secs: u64) {
+    let at = std::time::UNIX_EPOCH + Duration::from_secs(secs);
+    std::fs::File::open(path).unwrap().set_modified(at).unwrap();
+}
+
+/// A warm restart may trust its record of the last walk of the tree instead of walking it
+/// again (when nothing that decides the walk moved, and not too recently to tell): the tree
+/// is aged out of that window here, so the restarts below do. A file made while the daemon
+/// was stopped is still found, even in a directory whose mtime was then set back to another
+/// old time, as `rsync -t` or an archive's restore do.
+#[test]
+fn a_restart_that_trusts_its_record_of_the_tree_still_finds_new_files() {
+    const OLD: u64 = 1_000_000_000;
+    let repo = Repo::new();
+    write_triangle(&repo);
+    let tree = [
+        "",
+        "src",
+        "src/a.ts",
+        "src/b.ts",
+        "src/c.ts",
+        ".git/info/exclude",
+    ];
+    let age = || {
+        for path in tree {
+            let path = repo.path().join(path);
+            if path.exists() {
+                set_mtime(&path, OLD);
+            }
+        }
+    };
+    age();
+    let daemon = Daemon::start(&repo);
+    complete_status(&repo, &daemon);
+    stop(daemon);
+    // Walked again (starting made `.wit`, which moved the root): recorded with old mtimes.
+    age();
+    let daemon = Daemon::start(&repo);
+    complete_status(&repo, &daemon);
+    stop(daemon);
+    let daemon = Daemon::start(&repo);
+    let status = complete_status(&repo, &daemon);
+    assert_eq!(
+        (status["parsed"].clone(), status["files"].clone()),
+        (json!(0), json!(3))
+    );
+    stop(daemon);
+
+    repo.write(
+        "src/f.ts",
+        "import { b } from './b';\nexport function f() { return b(2); }\n",
+    );
+    set_mtime(&repo.path().join("src"), OLD + 10);
+    let daemon = Daemon::start(&repo);
+    assert_eq!(
+        warned_callers(&repo, &["src/a.ts:a", "src/f.ts:f"], "src/b.ts:b"),
+        ["src/a.ts:a", "src/f.ts:f"]
+    );
+    assert_eq!(complete_status(&repo, &daemon)["files"], json!(4));
+    stop(daemon);
+}

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::walk::{read_go_modules, unchanged, walk};
+use super::walk::{read_go_modules, unchanged, walk, TreeRecord, WalkedFile};
 use super::{Entry, Loaded, RepoIndex, State, MAX_FILE_BYTES};
 use crate::analysis::cache::ContentKey;
 use crate::analysis::extract::analyze_with_budget;
@@ -89,7 +89,7 @@ impl RepoIndex {
         let walked = walk(root);
         let state = self.read();
         walked.files.len() == state.files.len()
-            && walked.files.iter().all(|(rel, _, _)| {
+            && walked.files.iter().all(|WalkedFile { rel, .. }| {
                 state.files.get(rel).is_some_and(|entry| {
                     std::fs::metadata(root.join(rel))
                         .is_ok_and(|meta| unchanged(entry.size, entry.mtime, &meta))
@@ -101,11 +101,19 @@ impl RepoIndex {
     fn build_round(&self, root: &Path) -> bool {
         let root = root.to_path_buf();
         let started = Instant::now();
-        let mut walked = walk(&root);
+        let mut walked = self
+            .db
+            .tree()
+            .and_then(|bytes| TreeRecord::decode(&bytes))
+            .and_then(|record| record.unchanged(&root))
+            .unwrap_or_else(|| walk(&root));
+        if let Some(record) = walked.record.take() {
+            self.db.set_tree(&record.encode());
+        }
         // Largest first: the build ends on small files, both cores busy to the end.
         walked
             .files
-            .sort_by_key(|(_, _, meta)| std::cmp::Reverse(meta.len()));
+            .sort_by_key(|file| std::cmp::Reverse(file.size));
         let go_modules = read_go_modules(&root, &walked.manifests);
         let known = self.known_files();
         let walk_time = started.elapsed();
@@ -115,7 +123,7 @@ impl RepoIndex {
         if graph_was_complete {
             self.db.write_with_graph(&[], &[], &[], Some(false));
         }
-        let total_bytes = walked.files.iter().map(|(_, _, meta)| meta.len()).sum();
+        let total_bytes = walked.files.iter().map(|file| file.size).sum();
         self.progress.start(walked.files.len(), total_bytes);
         let parsed = self.parse_all(&root, &walked.files, &known);
         let parse_time = started.elapsed();
@@ -222,7 +230,7 @@ impl RepoIndex {
     fn parse_all(
         &self,
         root: &Path,
-        files: &[(String, Language, Metadata)],
+        files: &[WalkedFile],
         known: &HashMap<String, Known>,
     ) -> Parsed {
         let next = AtomicUsize::new(0);
@@ -241,11 +249,19 @@ impl RepoIndex {
                     let next = &next;
                     scope.spawn(move || {
                         let mut part = Parsed::default();
-                        while let Some((rel, language, meta)) =
-                            files.get(next.fetch_add(1, Ordering::Relaxed))
-                        {
-                            let found = self.load_for_build(root, rel, *language, meta, known);
-                            self.progress.file_done(meta.len());
+                        while let Some(file) = files.get(next.fetch_add(1, Ordering::Relaxed)) {
+                            let read_now;
+                            let meta = match &file.meta {
+                                Some(meta) => Some(meta),
+                                None => {
+                                    read_now = std::fs::symlink_metadata(root.join(&file.rel));
+                                    read_now.as_ref().ok()
+                                }
+                            };
+                            let found = meta.and_then(|meta| {
+                                self.load_for_build(root, &file.rel, file.language, meta, known)
+                            });
+                            self.progress.file_done(file.size);
                             let Some((mut l, how)) = found else {
                                 continue;
                             };
