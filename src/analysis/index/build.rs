@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::walk::{read_go_modules, unchanged, walk, TreeRecord, WalkedFile};
+use super::tree_record::TreeRecord;
+use super::walk::{read_go_modules, unchanged, walk, WalkedFile};
 use super::{Entry, Loaded, RepoIndex, State, MAX_FILE_BYTES};
 use crate::analysis::cache::ContentKey;
 use crate::analysis::extract::analyze_with_budget;

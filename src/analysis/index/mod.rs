@@ -23,6 +23,7 @@
 
 mod build;
 mod queries;
+mod tree_record;
 mod walk;
 
 use std::collections::HashMap;
