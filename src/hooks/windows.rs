@@ -67,25 +67,46 @@ fn stamp_of(name: &str) -> Option<u128> {
     name.split_once('-')?.0.parse().ok()
 }
 
-/// Writes one marker for `window_id`, stamped after `after` (the newest marker already there)
-/// and after every earlier one even when the clock has not moved; the stamp it took.
-fn add_marker(dir: &Path, window_id: &str, after: u128) -> u128 {
+/// The stamp of a new call's markers: now, or just after the newest marker already there
+/// when the clock has not moved past it.
+fn next_stamp(dir: &Path) -> u128 {
+    let newest = markers(dir)
+        .last()
+        .and_then(|name| stamp_of(name))
+        .unwrap_or(0);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    let mut stamp = now.max(after + 1);
-    for _ in 0..8 {
-        let name = format!("{stamp:020}-{}", crate::git::to_hex(window_id.as_bytes()));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(dir.join(name))
-        {
-            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => stamp += 1,
-            _ => break,
+    now.max(newest + 1)
+}
+
+/// Writes the marker of `window_id`, one of the windows of the call stamped `stamp`.
+fn add_marker(dir: &Path, window_id: &str, stamp: u128) {
+    let name = format!("{stamp:020}-{}", crate::git::to_hex(window_id.as_bytes()));
+    let _ = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(dir.join(name));
+}
+
+/// Takes the markers of the oldest call that still has any (every window one tool call
+/// opened: a patch of several files opens one a file) and their window ids. Only the
+/// markers this process removed count: two hooks ending at once take two calls.
+fn take_oldest_call(dir: &Path) -> Vec<String> {
+    let names = markers(dir);
+    let mut taken = Vec::new();
+    let mut call = None;
+    for name in &names {
+        let stamp = stamp_of(name);
+        if call.is_some() && stamp != call {
+            break;
+        }
+        if std::fs::remove_file(dir.join(name)).is_ok() {
+            call = stamp;
+            taken.extend(window_of(name));
         }
     }
-    stamp
+    taken
 }
 
 /// Opens a window for a tool call the gate let through: one per named file with the texts
@@ -137,12 +158,9 @@ pub async fn open(
     }
     let dir = dir_of(paths, session);
     ensure_dir(&dir);
-    let mut newest = markers(&dir)
-        .last()
-        .and_then(|name| stamp_of(name))
-        .unwrap_or(0);
+    let stamp = next_stamp(&dir);
     for window_id in &opened {
-        newest = add_marker(&dir, window_id, newest);
+        add_marker(&dir, window_id, stamp);
     }
     let kept = markers(&dir);
     let excess = kept.len().saturating_sub(MAX_KEPT);
@@ -151,29 +169,27 @@ pub async fn open(
     }
 }
 
-/// Closes the session's oldest open window (the tool call that just ended); the files it was
-/// given, if any.
+/// Closes the windows of the session's oldest open tool call (the call that just ended: one
+/// window, or one a file of a patch); the files they changed.
 pub async fn close(doorway: &Doorway, paths: &WitPaths, session: &str) -> Vec<String> {
     let dir = dir_of(paths, session);
-    // The oldest marker this hook removes itself: two hooks ending at once close two windows.
-    let Some(window_id) = markers(&dir).into_iter().find_map(|name| {
-        std::fs::remove_file(dir.join(&name)).ok()?;
-        window_of(&name)
-    }) else {
-        return Vec::new();
-    };
-    let params = WorkEndParams {
-        session_id: session.to_owned(),
-        window_id,
-    };
-    doorway
-        .call(|client| {
-            let params = params.clone();
-            async move { client.work_end(params).await }
-        })
-        .await
-        .map(|ended| ended.changed.into_iter().map(|c| c.file).collect())
-        .unwrap_or_default()
+    let mut changed = Vec::new();
+    for window_id in take_oldest_call(&dir) {
+        let params = WorkEndParams {
+            session_id: session.to_owned(),
+            window_id,
+        };
+        let ended = doorway
+            .call(|client| {
+                let params = params.clone();
+                async move { client.work_end(params).await }
+            })
+            .await;
+        if let Ok(ended) = ended {
+            changed.extend(ended.changed.into_iter().map(|c| c.file));
+        }
+    }
+    changed
 }
 
 #[cfg(test)]
@@ -182,25 +198,31 @@ mod tests {
 
     use super::*;
 
+    /// Each call's windows come back together, oldest call first, whatever their ids; a
+    /// later call's stamp follows the newest one even when the clock has not moved.
     #[test]
-    fn markers_keep_the_order_of_their_windows_and_their_ids() {
+    fn the_oldest_calls_windows_are_taken_together_in_the_order_of_the_calls() {
         let dir = tempfile::tempdir().unwrap();
         let windows = dir.path().join("s");
         // What an earlier wit left at that path: one file of every id.
         std::fs::write(&windows, br#"{"windows":["w0"]}"#).unwrap();
         ensure_dir(&windows);
-        let ids = ["w-1", "w 2/é", "w-1"];
-        // Stamps far in the future: the clock never orders them, only `add_marker` does.
-        let mut newest = u128::from(u64::MAX);
-        for id in ids {
-            newest = add_marker(&windows, id, newest);
+        // Stamps far ahead of the clock: only `next_stamp` orders the calls.
+        let far = u128::from(u64::MAX);
+        for id in ["z-patch a.ts", "a-patch b.ts"] {
+            add_marker(&windows, id, far);
         }
+        let second = next_stamp(&windows);
+        assert_eq!(second, far + 1);
+        add_marker(&windows, "w 2/é", second);
+        add_marker(&windows, "w-3", next_stamp(&windows));
         std::fs::write(windows.join("unrelated.tmp"), b"").unwrap();
-        let found: Vec<String> = markers(&windows)
-            .iter()
-            .filter_map(|name| window_of(name))
-            .collect();
-        assert_eq!(found, ids);
+        let mut first = take_oldest_call(&windows);
+        first.sort();
+        assert_eq!(first, ["a-patch b.ts", "z-patch a.ts"]);
+        assert_eq!(take_oldest_call(&windows), ["w 2/é"]);
+        assert_eq!(take_oldest_call(&windows), ["w-3"]);
+        assert!(take_oldest_call(&windows).is_empty());
     }
 
     #[test]
