@@ -48,7 +48,7 @@ fn markers(dir: &Path) -> Vec<String> {
     };
     let mut names: Vec<String> = entries
         .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-        .filter(|name| window_of(name).is_some())
+        .filter(|name| stamp_of(name).is_some() && window_of(name).is_some())
         .collect();
     names.sort_unstable();
     names
@@ -217,6 +217,7 @@ mod tests {
         add_marker(&windows, "w 2/é", second);
         add_marker(&windows, "w-3", next_stamp(&windows));
         std::fs::write(windows.join("unrelated.tmp"), b"").unwrap();
+        std::fs::write(windows.join("x-6161"), b"").unwrap();
         let mut first = take_oldest_call(&windows);
         first.sort();
         assert_eq!(first, ["a-patch b.ts", "z-patch a.ts"]);
