@@ -961,7 +961,8 @@ pub(crate) fn version_key() -> String {
     key
 }
 
-fn to_nanos(time: SystemTime) -> Option<i64> {
+/// `time` in nanoseconds since the epoch (what the index stores of an mtime).
+pub(crate) fn to_nanos(time: SystemTime) -> Option<i64> {
     let since = time.duration_since(UNIX_EPOCH).ok()?;
     i64::try_from(since.as_nanos()).ok()
 }

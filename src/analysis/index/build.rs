@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::tree_record::TreeRecord;
-use super::walk::{read_go_modules, unchanged, walk, WalkedFile};
+use super::walk::{read_go_modules, recorded_walk, unchanged, walk, WalkedFile};
 use super::{Entry, Loaded, RepoIndex, State, MAX_FILE_BYTES};
 use crate::analysis::cache::ContentKey;
 use crate::analysis::extract::analyze_with_budget;
@@ -107,7 +107,7 @@ impl RepoIndex {
             .tree()
             .and_then(|bytes| TreeRecord::decode(&bytes))
             .and_then(|record| record.unchanged(&root))
-            .unwrap_or_else(|| walk(&root));
+            .unwrap_or_else(|| recorded_walk(&root));
         if let Some(record) = walked.record.take() {
             self.db.set_tree(&record.encode());
         }

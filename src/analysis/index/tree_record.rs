@@ -6,6 +6,7 @@ use std::path::Path;
 
 use super::walk::{Walked, WalkedFile};
 use crate::analysis::language::Language;
+use crate::analysis::store::to_nanos;
 
 /// What decides the result of a walk, as it was: every directory walked with its mtime (an
 /// entry made, removed or renamed in a directory changes it), every file that decides what is
@@ -33,12 +34,7 @@ const RACY_NS: i64 = 2_000_000_000;
 const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
 
 fn mtime_ns(meta: &Metadata) -> Option<i64> {
-    let since = meta
-        .modified()
-        .ok()?
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?;
-    i64::try_from(since.as_nanos()).ok()
+    to_nanos(meta.modified().ok()?)
 }
 
 /// A deciding file's mtime and size, `None` when it is absent (or unreadable).
@@ -84,10 +80,7 @@ impl TreeRecord {
     /// A record of a walk of `root` starting now; `None` outside a main worktree (a linked
     /// one's exclude file is in the common directory) or when the clock cannot be read.
     pub(super) fn start(root: &Path) -> Option<TreeRecord> {
-        let walked_at_ns = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .ok()
-            .and_then(|d| i64::try_from(d.as_nanos()).ok())?;
+        let walked_at_ns = to_nanos(std::time::SystemTime::now())?;
         root.join(".git").is_dir().then(|| TreeRecord {
             walked_at_ns,
             ..TreeRecord::default()
@@ -150,7 +143,7 @@ mod tests {
     use super::*;
 
     use super::super::testing::write;
-    use super::super::walk::walk;
+    use super::super::walk::recorded_walk;
 
     /// An mtime long before any walk of the test; [`MOVED`] is another one, as long before.
     const AGED: u64 = 1_000_000_000;
@@ -190,14 +183,14 @@ mod tests {
         write(root, "m/go.mod", "module example.com/m\n");
         write(root, "m/d.go", "package m\n");
         let tree = [".", "src", "gen", "m", ".gitignore", "m/go.mod"];
-        let fresh = walk(root).record.unwrap();
+        let fresh = recorded_walk(root).record.unwrap();
         assert!(
             fresh.unchanged(root).is_none(),
             "walked right after the tree moved"
         );
 
         age_all(root, &tree);
-        let walked = walk(root);
+        let walked = recorded_walk(root);
         let record = TreeRecord::decode(&walked.record.as_ref().unwrap().encode()).unwrap();
         let again = record.unchanged(root).unwrap();
         assert_eq!(names(&again), names(&walked));
@@ -227,7 +220,7 @@ mod tests {
         ];
         for (what, change, moved) in changes {
             age_all(root, &tree);
-            let record = walk(root).record.unwrap();
+            let record = recorded_walk(root).record.unwrap();
             assert!(record.unchanged(root).is_some(), "before {what}");
             change();
             set_mtime(&root.join(moved), MOVED);

@@ -47,7 +47,16 @@ pub(super) struct WalkedFile {
 /// `.git/info/exclude`, skipping hidden entries, symlinks and [`SKIPPED_DIRS`]; and the
 /// `go.mod` manifests among them.
 pub(super) fn walk(root: &Path) -> Walked {
-    let mut record = TreeRecord::start(root);
+    walk_with(root, None)
+}
+
+/// [`walk`], with the record of the walk a later start checks instead (a `stat` of each
+/// directory's ignore files more).
+pub(super) fn recorded_walk(root: &Path) -> Walked {
+    walk_with(root, TreeRecord::start(root))
+}
+
+fn walk_with(root: &Path, mut record: Option<TreeRecord>) -> Walked {
     let mut builder = ignore::WalkBuilder::new(root);
     builder
         .hidden(true)
