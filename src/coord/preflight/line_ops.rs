@@ -156,14 +156,7 @@ fn diff_hunks<T: Eq + std::hash::Hash + ?Sized>(old_lines: &[&T], new_lines: &[&
 /// of a file's bytes compares.
 pub fn split_lines(bytes: &[u8]) -> Vec<&[u8]> {
     let mut lines = Vec::with_capacity(bytes.len() / 32 + 1);
-    let mut start = 0;
-    for end in memchr::memchr_iter(b'\n', bytes) {
-        lines.push(&bytes[start..=end]);
-        start = end + 1;
-    }
-    if start < bytes.len() {
-        lines.push(&bytes[start..]);
-    }
+    lines.extend(line_bounds(bytes).map(|line| &bytes[line]));
     lines
 }
 
@@ -171,23 +164,33 @@ pub fn split_lines(bytes: &[u8]) -> Vec<&[u8]> {
 /// text (a line ends at an ASCII byte, so each is a `str`).
 pub fn text_lines(text: &str) -> Vec<&str> {
     let mut lines = Vec::with_capacity(text.len() / 32 + 1);
-    let mut start = 0;
-    for end in memchr::memchr_iter(b'\n', text.as_bytes()) {
-        lines.push(&text[start..=end]);
-        start = end + 1;
-    }
-    if start < text.len() {
-        lines.push(&text[start..]);
-    }
+    lines.extend(line_bounds(text.as_bytes()).map(|line| &text[line]));
     lines
 }
 
-/// Whether `text` has more than `count` lines (its `count + 1`-th line exists).
-pub fn more_lines_than(text: &str, count: usize) -> bool {
-    let ends = memchr::memchr_iter(b'\n', text.as_bytes())
-        .take(count + 1)
-        .count();
-    ends > count || (ends == count && !text.ends_with('\n') && !text.is_empty())
+/// [`text_lines`] of `text` when it has at most `most` lines (one pass: it stops at the
+/// first line past them); `None` when it has more.
+pub fn lines_at_most(text: &str, most: usize) -> Option<Vec<&str>> {
+    let lines: Vec<&str> = line_bounds(text.as_bytes())
+        .take(most.saturating_add(1))
+        .map(|line| &text[line])
+        .collect();
+    (lines.len() <= most).then_some(lines)
+}
+
+/// Where each line of `bytes` lies, its `\n` included: the one rule of what a line is.
+fn line_bounds(bytes: &[u8]) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+    let mut ends = memchr::memchr_iter(b'\n', bytes);
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        if start >= bytes.len() {
+            return None;
+        }
+        let end = ends.next().map_or(bytes.len(), |at| at + 1);
+        let line = start..end;
+        start = end;
+        Some(line)
+    })
 }
 
 /// The lines of `new` that changed since `old` (git's hunks between the two), 1-based and
@@ -780,11 +783,12 @@ mod tests {
             assert_eq!(split_lines(text.as_bytes()), bytes, "{text:?}");
             for count in 0..4 {
                 assert_eq!(
-                    more_lines_than(text, count),
+                    lines_at_most(text, count).is_none(),
                     expected.len() > count,
                     "{text:?} more than {count}"
                 );
             }
+            assert_eq!(lines_at_most(text, 4), Some(expected.clone()), "{text:?}");
         }
     }
 

@@ -333,8 +333,7 @@ fn diff_lines_if_short(current: &str, new: &str) -> Option<Vec<Change>> {
 
 /// The lines of `text` when there are at most [`MAX_DIFF_LINES`].
 fn bounded_lines(text: &str) -> Option<Vec<&str>> {
-    (!super::line_ops::more_lines_than(text, MAX_DIFF_LINES))
-        .then(|| super::line_ops::text_lines(text))
+    super::line_ops::lines_at_most(text, MAX_DIFF_LINES)
 }
 
 /// The changes between two runs of lines that start at byte `head` of their texts.
