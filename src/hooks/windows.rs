@@ -67,13 +67,10 @@ fn stamp_of(name: &str) -> Option<u128> {
     name.split_once('-')?.0.parse().ok()
 }
 
-/// The stamp of a new call's markers: now, or just after the newest marker already there
-/// when the clock has not moved past it.
-fn next_stamp(dir: &Path) -> u128 {
-    let newest = markers(dir)
-        .last()
-        .and_then(|name| stamp_of(name))
-        .unwrap_or(0);
+/// The stamp of a new call's markers: now, or just after the newest of `markers` (those
+/// already there, oldest first) when the clock has not moved past it.
+fn next_stamp(markers: &[String]) -> u128 {
+    let newest = markers.last().and_then(|name| stamp_of(name)).unwrap_or(0);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
@@ -158,13 +155,14 @@ pub async fn open(
     }
     let dir = dir_of(paths, session);
     ensure_dir(&dir);
-    let stamp = next_stamp(&dir);
+    let before = markers(&dir);
+    let stamp = next_stamp(&before);
     for window_id in &opened {
         add_marker(&dir, window_id, stamp);
     }
-    let kept = markers(&dir);
-    let excess = kept.len().saturating_sub(MAX_KEPT);
-    for name in &kept[..excess] {
+    // The oldest go past MAX_KEPT (the new ones are the newest).
+    let excess = (before.len() + opened.len()).saturating_sub(MAX_KEPT);
+    for name in before.iter().take(excess) {
         let _ = std::fs::remove_file(dir.join(name));
     }
 }
@@ -212,10 +210,10 @@ mod tests {
         for id in ["z-patch a.ts", "a-patch b.ts"] {
             add_marker(&windows, id, far);
         }
-        let second = next_stamp(&windows);
+        let second = next_stamp(&markers(&windows));
         assert_eq!(second, far + 1);
         add_marker(&windows, "w 2/é", second);
-        add_marker(&windows, "w-3", next_stamp(&windows));
+        add_marker(&windows, "w-3", next_stamp(&markers(&windows)));
         std::fs::write(windows.join("unrelated.tmp"), b"").unwrap();
         std::fs::write(windows.join("x-6161"), b"").unwrap();
         let mut first = take_oldest_call(&windows);
