@@ -3,9 +3,16 @@
 //! to the working copy costs no parse. An analysis heavier than the whole bound is kept too,
 //! alone in a slot of its own (the last such one): otherwise every call on a huge file would
 //! decode its analysis again (issue 32.5: 128k one-line functions, 40× the cost of 64k).
+//! That slot holds its analysis only while it is worth its memory (tens of MB): while a file it
+//! was read for is still on disk as it was then, or, read for no file (staged content), for
+//! [`UNVOUCHED_OVERSIZE_TTL`] after its last use; [`ContentCache::release_stale_oversize`],
+//! run by the daemon's pulse, drops it otherwise (issue 32.7: a deleted 8 MiB file's analysis
+//! held 60 MB for good).
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::language::Language;
 use super::model::FileAnalysis;
@@ -49,11 +56,48 @@ impl ContentKey {
     }
 }
 
+/// How long an oversize analysis that no file vouches for stays after its last use.
+pub(crate) const UNVOUCHED_OVERSIZE_TTL: Duration = Duration::from_secs(60);
+
+/// The most files one oversize analysis remembers as read for (the same content in a few
+/// worktrees; a further one replaces the oldest).
+const MAX_VOUCHERS: usize = 8;
+
+/// A file an analysis was read for, with the size and mtime it had then: the analysis stands
+/// for the file while both are unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FileStamp {
+    /// The file's path (absolute, or as the index reaches it).
+    pub(crate) path: PathBuf,
+    /// Its size when read.
+    pub(crate) size: u64,
+    /// Its mtime when read.
+    pub(crate) mtime: Option<SystemTime>,
+}
+
+impl FileStamp {
+    /// Whether the file is still there with the size and mtime it had.
+    fn unchanged(&self) -> bool {
+        std::fs::metadata(&self.path)
+            .is_ok_and(|meta| meta.len() == self.size && meta.modified().ok() == self.mtime)
+    }
+}
+
 struct Entry {
     analysis: Arc<FileAnalysis>,
     /// What the analysis costs in memory ([`FileAnalysis::approx_heap_bytes`]).
     weight: usize,
     last_used: u64,
+}
+
+/// The analysis outside the bound, with what keeps it.
+struct Oversize {
+    key: ContentKey,
+    entry: Entry,
+    /// The files it was read for ([`ContentCache::vouch`]).
+    vouchers: Vec<FileStamp>,
+    /// When it was last inserted or found.
+    used_at: Instant,
 }
 
 struct Inner {
@@ -62,7 +106,7 @@ struct Inner {
     tick: u64,
     /// The last analysis heavier than the capacity, outside the bound (at most one: what a
     /// file under the index's size limit analyses to).
-    oversize: Option<(ContentKey, Entry)>,
+    oversize: Option<Oversize>,
 }
 
 /// The cache. Cheap to share; all methods take `&self`.
@@ -96,8 +140,11 @@ impl ContentCache {
             entry.last_used = tick;
             return Some(Arc::clone(&entry.analysis));
         }
-        match &inner.oversize {
-            Some((oversize, entry)) if oversize == key => Some(Arc::clone(&entry.analysis)),
+        match &mut inner.oversize {
+            Some(oversize) if oversize.key == *key => {
+                oversize.used_at = Instant::now();
+                Some(Arc::clone(&oversize.entry.analysis))
+            }
             _ => None,
         }
     }
@@ -114,14 +161,16 @@ impl ContentCache {
         inner.tick += 1;
         let tick = inner.tick;
         if weight > self.capacity {
-            inner.oversize = Some((
+            inner.oversize = Some(Oversize {
                 key,
-                Entry {
+                entry: Entry {
                     analysis,
                     weight,
                     last_used: tick,
                 },
-            ));
+                vouchers: Vec::new(),
+                used_at: Instant::now(),
+            });
             return;
         }
         let replaced = inner.entries.insert(
@@ -165,8 +214,58 @@ impl ContentCache {
         self.inner
             .lock()
             .ok()
-            .and_then(|i| i.oversize.as_ref().map(|(_, entry)| entry.weight))
+            .and_then(|i| i.oversize.as_ref().map(|oversize| oversize.entry.weight))
             .unwrap_or(0)
+    }
+
+    /// Whether the analysis of `key` is the one in the oversize slot.
+    pub(crate) fn is_oversize(&self, key: &ContentKey) -> bool {
+        self.inner
+            .lock()
+            .is_ok_and(|i| i.oversize.as_ref().is_some_and(|o| o.key == *key))
+    }
+
+    /// Records that the oversize analysis of `key` (if that is the one in the slot) was read
+    /// for the file `stamp`: it stays while that file is unchanged.
+    pub(crate) fn vouch(&self, key: &ContentKey, stamp: FileStamp) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(oversize) = inner.oversize.as_mut().filter(|o| o.key == *key) else {
+            return;
+        };
+        oversize.vouchers.retain(|known| known.path != stamp.path);
+        if oversize.vouchers.len() >= MAX_VOUCHERS {
+            oversize.vouchers.remove(0);
+        }
+        oversize.vouchers.push(stamp);
+    }
+
+    /// Drops the oversize analysis when no file it was read for is still as it was (or, read
+    /// for none, when it went unused for [`UNVOUCHED_OVERSIZE_TTL`]); the weight dropped. The
+    /// files are looked at without the lock held.
+    pub(crate) fn release_stale_oversize(&self) -> Option<usize> {
+        let (key, vouchers, used_at) = {
+            let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            let oversize = inner.oversize.as_ref()?;
+            (oversize.key, oversize.vouchers.clone(), oversize.used_at)
+        };
+        let keep = if vouchers.is_empty() {
+            used_at.elapsed() < UNVOUCHED_OVERSIZE_TTL
+        } else {
+            vouchers.iter().any(FileStamp::unchanged)
+        };
+        if keep {
+            return None;
+        }
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        // Vouched for or replaced meanwhile: not this pass's to drop.
+        let unchanged_since = inner
+            .oversize
+            .as_ref()
+            .is_some_and(|o| o.key == key && o.vouchers == vouchers);
+        if !unchanged_since {
+            return None;
+        }
+        inner.oversize.take().map(|oversize| oversize.entry.weight)
     }
 
     /// Number of cached analyses.
@@ -224,6 +323,67 @@ mod tests {
             "one oversize analysis at a time"
         );
         assert!(cache.bytes() <= cache.capacity());
+    }
+
+    /// The oversize analysis stays while a file it was read for is as it was, and goes once
+    /// that file changes or goes; one read for no file stays while it is used.
+    #[test]
+    fn an_oversize_analysis_goes_with_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let source: String = (0..50)
+            .map(|i| format!("def f{i}(a, b=1):\n    return g(a)\n"))
+            .collect();
+        let path = dir.path().join("big.py");
+        std::fs::write(&path, &source).unwrap();
+        let analysis = Arc::new(crate::analysis::analyze(Language::Python, &source));
+        let cache = ContentCache::new(analysis.approx_heap_bytes() / 2);
+        let key = ContentKey::new(Language::Python, &source);
+        cache.insert(key, Arc::clone(&analysis));
+        assert!(cache.is_oversize(&key));
+        assert_eq!(
+            cache.release_stale_oversize(),
+            None,
+            "read for no file, and just used: kept"
+        );
+        let meta = std::fs::metadata(&path).unwrap();
+        let stamp = FileStamp {
+            path: path.clone(),
+            size: meta.len(),
+            mtime: meta.modified().ok(),
+        };
+        cache.vouch(&key, stamp.clone());
+        // A second worktree's copy vouches too; the first one's change leaves it standing.
+        let copy = dir.path().join("copy.py");
+        std::fs::write(&copy, &source).unwrap();
+        let copy_meta = std::fs::metadata(&copy).unwrap();
+        cache.vouch(
+            &key,
+            FileStamp {
+                path: copy.clone(),
+                size: copy_meta.len(),
+                mtime: copy_meta.modified().ok(),
+            },
+        );
+        assert_eq!(
+            cache.release_stale_oversize(),
+            None,
+            "both files as they were"
+        );
+        std::fs::write(&path, format!("{source}# more\n")).unwrap();
+        assert_eq!(
+            cache.release_stale_oversize(),
+            None,
+            "the copy still holds it"
+        );
+        std::fs::remove_file(&copy).unwrap();
+        assert_eq!(
+            cache.release_stale_oversize(),
+            Some(analysis.approx_heap_bytes()),
+            "no file holds that content any more"
+        );
+        assert!(cache.get(&key).is_none());
+        assert_eq!(cache.oversize_bytes(), 0);
+        assert_eq!(cache.release_stale_oversize(), None, "nothing left to drop");
     }
 
     /// An analysis weighs more than its bare records: every string counts.

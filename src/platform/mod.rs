@@ -28,6 +28,7 @@
 //! `wit-bench`'s measurements (CPU to the nanosecond, peak memory, inotify watches) are Linux
 //! procfs reads too, and live here as well ([`measure`]).
 
+pub mod heap;
 pub mod host;
 #[cfg(target_os = "linux")]
 pub mod measure;

@@ -20,6 +20,7 @@ mod events;
 mod forecast;
 mod intents;
 mod locks;
+mod memory_upkeep;
 mod services;
 mod sessions;
 pub mod tree_flush;

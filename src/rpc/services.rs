@@ -10,6 +10,7 @@ use jsonrpsee::RpcModule;
 
 use super::code_index::AnalysisIndex;
 use super::errors::{task_failed, to_protocol};
+use super::memory_upkeep::MemoryUpkeep;
 use super::waiting::EventBell;
 use crate::analysis::worker::ParseWorker;
 use crate::analysis::RepoIndex;
@@ -258,7 +259,8 @@ impl Services {
         coord.join(previous.as_deref().map(str::trim))?;
         write_private(&id_file, coord.store_daemon_id());
         let app = App::new(coord).with_main_root(root);
-        let pulse = tokio::spawn(pulse(app.clone()));
+        let upkeep = Arc::new(MemoryUpkeep::new(Arc::clone(&main_index)));
+        let pulse = tokio::spawn(pulse(app.clone(), upkeep));
         Ok(Self {
             app,
             pulse,
@@ -344,8 +346,9 @@ pub fn build_methods(app: App) -> Result<Methods, OpenError> {
 
 /// The daemon's pulse: about once a second it reaps dead sessions, flushes sightings and
 /// sweeps expired locks; it also wakes exactly when the earliest lock that somebody waits for
-/// expires, to hand it over on time; once a minute it prunes old events.
-async fn pulse(app: App) {
+/// expires, to hand it over on time; once a minute it prunes old events. Each pulse ends
+/// with the memory step ([`MemoryUpkeep`]).
+async fn pulse(app: App, upkeep: Arc<MemoryUpkeep>) {
     // The first pulse prunes: a daemon that was down for a week starts within retention.
     let mut last_prune: Option<tokio::time::Instant> = None;
     // Whether the last pulse failed (its failures are logged once per outage).
@@ -366,8 +369,10 @@ async fn pulse(app: App) {
         if prune {
             last_prune = Some(tokio::time::Instant::now());
         }
+        let upkeep = Arc::clone(&upkeep);
         let outcome = app
             .blocking(move |coord| {
+                upkeep.run();
                 for daemon in coord.beat_daemon()? {
                     tracing::info!(%daemon, "dropped a daemon silent for 30 s, and its waiters");
                 }

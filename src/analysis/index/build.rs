@@ -683,6 +683,36 @@ mod tests {
         assert!(index.callees("a.py", "f").is_empty(), "its callee went");
     }
 
+    /// The analysis outside the cache's bound is kept while its file is as it was, and
+    /// dropped by the upkeep once the file has gone, whether or not anyone asks about it.
+    #[test]
+    fn the_analysis_of_a_deleted_large_file_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "big.py", "def f(a):\n    return a\ndef g(): pass\n");
+        write(root, "small.py", "def h(): pass\n");
+        let index = RepoIndex::new(root.to_path_buf()).with_cache_capacity(1);
+        index.build_now();
+        assert!(index.file("big.py").unwrap().is_some());
+        assert_eq!(
+            index.release_stale_analyses(),
+            None,
+            "its file is as it was"
+        );
+        std::fs::remove_file(root.join("big.py")).unwrap();
+        assert!(
+            index.release_stale_analyses().is_some(),
+            "its file has gone: dropped"
+        );
+        assert_eq!(index.release_stale_analyses(), None);
+        assert!(index.file("small.py").unwrap().is_some());
+        std::fs::write(root.join("small.py"), "def h(): return 1\n").unwrap();
+        assert!(
+            index.release_stale_analyses().is_some(),
+            "its file changed: dropped"
+        );
+    }
+
     #[test]
     fn a_store_on_disk_is_reused_by_the_next_index() {
         let dir = tempfile::tempdir().unwrap();

@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, SystemTime};
 
-use super::cache::{ContentCache, ContentKey};
+use super::cache::{ContentCache, ContentKey, FileStamp};
 use super::extract::{analyze_with_budget, PARSE_BUDGET};
 use super::language::Language;
 use super::model::FileAnalysis;
@@ -186,6 +186,14 @@ impl RepoIndex {
             }
             Err(error) => tracing::warn!(%error, "the index stays in memory"),
         }
+        self
+    }
+
+    /// The same index with a parse cache of `capacity` bytes (tests: an oversize analysis
+    /// without a file of tens of MB).
+    #[cfg(test)]
+    pub(super) fn with_cache_capacity(mut self, capacity: usize) -> RepoIndex {
+        self.cache = Arc::new(ContentCache::new(capacity));
         self
     }
 
@@ -385,19 +393,25 @@ impl RepoIndex {
         let (mut loaded, analysis) = self.load(rel_path, language, &real, &meta)?;
         let rows: Vec<Row> = self.row_of(&loaded, &analysis).into_iter().collect();
         let node = loaded.node.take();
-        let mut state = self.write();
-        let is_new = !state.files.contains_key(rel_path);
-        state.files.insert(loaded.rel.clone(), loaded.entry());
-        if self.is_built() {
-            self.update_links(
-                &state,
-                vec![(rel_path.to_owned(), node, is_new)],
-                &rows,
-                &[],
-            );
-        } else {
-            // The build resolves every file it installs.
-            self.db.write(&rows, &[]);
+        let key = loaded.key;
+        {
+            let mut state = self.write();
+            let is_new = !state.files.contains_key(rel_path);
+            state.files.insert(loaded.rel.clone(), loaded.entry());
+            if self.is_built() {
+                self.update_links(
+                    &state,
+                    vec![(rel_path.to_owned(), node, is_new)],
+                    &rows,
+                    &[],
+                );
+            } else {
+                // The build resolves every file it installs.
+                self.db.write(&rows, &[]);
+            }
+        }
+        if let Some(key) = key {
+            self.vouch(rel_path, key);
         }
         Ok(Some(analysis))
     }
@@ -405,12 +419,44 @@ impl RepoIndex {
     /// The whole analysis of an indexed, unpinned file whose content key is `key`: from the
     /// parse cache, else from the store (then cached).
     fn stored_analysis(&self, rel_path: &str, key: ContentKey) -> Option<Arc<FileAnalysis>> {
-        if let Some(hit) = self.cache.get(&key) {
-            return Some(hit);
-        }
-        let analysis = Arc::new(self.db.analysis(rel_path, key.hash())?);
-        self.cache.insert(key, Arc::clone(&analysis));
+        let analysis = match self.cache.get(&key) {
+            Some(hit) => hit,
+            None => {
+                let analysis = Arc::new(self.db.analysis(rel_path, key.hash())?);
+                self.cache.insert(key, Arc::clone(&analysis));
+                analysis
+            }
+        };
+        self.vouch(rel_path, key);
         Some(analysis)
+    }
+
+    /// Tells the cache that its oversize analysis (when `key`'s is the one there) stands for
+    /// `rel_path` as the index knows it, so the pulse keeps it while that file is unchanged.
+    fn vouch(&self, rel_path: &str, key: ContentKey) {
+        if !self.cache.is_oversize(&key) {
+            return;
+        }
+        let stamp = self
+            .read()
+            .files
+            .get(rel_path)
+            .filter(|entry| entry.key == Some(key))
+            .map(|entry| FileStamp {
+                path: self.root.join(rel_path),
+                size: entry.size,
+                mtime: entry.mtime,
+            });
+        if let Some(stamp) = stamp {
+            self.cache.vouch(&key, stamp);
+        }
+    }
+
+    /// Drops what the index keeps in memory beyond its bound for a file no longer as it was
+    /// (the oversize analysis: [`ContentCache::release_stale_oversize`]); the bytes dropped.
+    /// The daemon's pulse runs it; it reads one `stat` per file the analysis was read for.
+    pub fn release_stale_analyses(&self) -> Option<usize> {
+        self.cache.release_stale_oversize()
     }
 
     /// Reads and analyses a file (through the content cache), with its whole analysis. No
