@@ -21,6 +21,7 @@ pub mod runner;
 pub mod server;
 pub mod store_choice;
 pub mod tree_attribution;
+pub mod warm_up;
 pub mod watch_set;
 pub mod work_snapshots;
 pub mod worktree_observer;

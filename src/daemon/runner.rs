@@ -83,6 +83,11 @@ pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
     // there starts on the same thread, with no wake-up of another (from the thread that
     // blocks on this future, every connection cost two cross-thread wake-ups; issue 32.1).
     let main_server = tokio::spawn(serve(listener, methods, options.serve.clone(), main_stop));
+    tokio::spawn(super::warm_up::rehearse(
+        paths.socket.clone(),
+        std::sync::Arc::clone(services.main_index()),
+        services.coord(),
+    ));
     let main_served = async move {
         if let Err(error) = main_server.await {
             tracing::error!(%error, "the socket server failed");

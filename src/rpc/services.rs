@@ -295,6 +295,11 @@ impl Services {
         self.app.coord()
     }
 
+    /// The main worktree's code index.
+    pub fn main_index(&self) -> &Arc<RepoIndex> {
+        &self.main_index
+    }
+
     /// The shared handler state.
     pub fn app(&self) -> &App {
         &self.app

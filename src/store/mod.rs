@@ -22,6 +22,7 @@
 mod interface;
 pub mod postgres;
 pub mod records;
+mod rehearsal;
 pub mod sqlite;
 mod url;
 

@@ -128,8 +128,13 @@ impl Daemon {
     /// Spawns `wit daemon run --repo <root>` with `env` added, without waiting; `socket` is
     /// `root`'s.
     pub fn spawn_at(root: &Path, env: &[(&str, String)]) -> Self {
+        Self::spawn_logging(root, env, "warn")
+    }
+
+    /// As [`Daemon::spawn_at`], logging what `filter` lets through (`--log-level`).
+    pub fn spawn_logging(root: &Path, env: &[(&str, String)], filter: &str) -> Self {
         let mut child = Command::new(wit_bin())
-            .args(["daemon", "run", "--log-level", "warn", "--repo"])
+            .args(["daemon", "run", "--log-level", filter, "--repo"])
             .arg(root)
             .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .stdin(Stdio::null())

@@ -275,3 +275,58 @@ fn a_restart_that_trusts_its_record_of_the_tree_still_finds_new_files() {
     assert_eq!(complete_status(&repo, &daemon)["files"], json!(4));
     stop(daemon);
 }
+
+/// Issue 32.3: once its index is built, a started daemon rehearses an agent's first calls
+/// (reads over its own socket, a new session's writes rolled back) and leaves nothing behind:
+/// no session, lock or event of its own; an agent's first lock is then the first event.
+#[test]
+fn the_rehearsal_after_a_start_leaves_no_trace() {
+    let repo = Repo::new();
+    write_triangle(&repo);
+    let mut daemon = Daemon::spawn_logging(
+        repo.path(),
+        &store_env(repo.path()),
+        "warn,wit::daemon::warm_up=debug",
+    );
+    daemon.wait_ready();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let log = daemon.stderr_text();
+        assert!(
+            !log.contains("rehearsal stopped") && !log.contains("rehearsal failed"),
+            "{log}"
+        );
+        if log.contains("rehearsed the first requests") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never rehearsed: {log}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let rpc = |method: &str, params: Value| -> Value {
+        let request = json!({"jsonrpc": "2.0", "witVersion": "1", "id": 1, "method": method, "params": params});
+        let (status, body) = crate::harness::post(&repo.socket(), &request.to_string());
+        assert_eq!(status, 200, "{body}");
+        let answer: Value = serde_json::from_str(&body).unwrap();
+        answer["result"].clone()
+    };
+    assert_eq!(rpc("session.list", json!({})), json!([]));
+    assert_eq!(rpc("lock.query", json!({})), json!([]));
+    assert_eq!(rpc("events.poll", json!({"since": 0}))["events"], json!([]));
+    let client = repo.client();
+    block_on(async {
+        client
+            .lock_acquire(acquire("src/b.ts:b", "agent", None))
+            .await
+            .unwrap();
+    });
+    let events = rpc("events.poll", json!({"since": 0}))["events"].clone();
+    let kinds: Vec<&str> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(kinds, ["lock.acquired"], "{events}");
+    assert_eq!(events[0]["sessionId"], json!("agent"), "{events}");
+    stop(daemon);
+}

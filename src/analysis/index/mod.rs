@@ -352,17 +352,35 @@ impl RepoIndex {
             .collect();
         large.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         let mut read = 0;
+        let mut largest = None;
         for (_, path, key) in large {
             if self.cache.bytes() >= self.cache.capacity() / 2 {
                 break;
             }
-            read += usize::from(self.stored_analysis(&path, key).is_some());
+            if let Some(analysis) = self.stored_analysis(&path, key) {
+                read += 1;
+                largest.get_or_insert((path, analysis));
+            }
+        }
+        if let Some((path, analysis)) = largest {
+            self.rehearse_call_graph(&path, &analysis);
         }
         tracing::debug!(
             read,
             ms = started.elapsed().as_millis(),
             "large analyses read back"
         );
+    }
+
+    /// Asks the call graph once about the first symbol of `rel_path` (the largest file), as a
+    /// `lock.acquire` does: the index database's statements are prepared and its pages read
+    /// before an agent's first call waits for them (issue 32.3). Read-only.
+    fn rehearse_call_graph(&self, rel_path: &str, analysis: &FileAnalysis) {
+        if let Some(symbol) = analysis.symbols.first() {
+            let fresh = self.callers_are_fresh(rel_path, &symbol.qualified_name);
+            let callers = self.callers(rel_path, &symbol.qualified_name).len();
+            tracing::debug!(fresh, callers, "rehearsed the call graph");
+        }
     }
 
     /// The analysis of one file, re-parsed only when its size or mtime changed. `None` for
