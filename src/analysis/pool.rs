@@ -156,6 +156,7 @@ impl ParsePool {
         let mut child = Command::new(&self.program)
             .arg(SUBCOMMAND)
             .arg(SERVE_FLAG)
+            .envs(crate::platform::heap::allocator_env())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -82,6 +82,7 @@ impl ParseWorker {
             .arg(SUBCOMMAND)
             .arg(language.name())
             .arg(budget.as_millis().to_string())
+            .envs(crate::platform::heap::allocator_env())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

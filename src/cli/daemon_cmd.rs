@@ -151,6 +151,7 @@ fn run_foreground(
     store: &StoreArgs,
 ) -> Result<Report, CliError> {
     reexecute_once();
+    crate::platform::heap::tune_allocator();
     init_logging(log_level);
     let store = store_choice::resolve(
         &ctx.paths.root,
@@ -187,58 +188,25 @@ fn run_foreground(
     }
 }
 
-/// glibc's malloc settings the daemon runs with (each one the environment does not set
-/// already); see [`reexecute_once`].
-const MALLOC_SETTINGS: &[(&str, &str)] = &[
-    ("MALLOC_ARENA_MAX", "2"),
-    ("MALLOC_MMAP_THRESHOLD_", "1048576"),
-    ("MALLOC_TRIM_THRESHOLD_", "1048576"),
-];
-
-/// The daemon re-executes itself once, before anything else, for what can only be set
-/// before a process starts:
-///
-/// - glibc's malloc gives every thread that allocates concurrently an arena of its own (up
-///   to 8 per core), and each arena keeps the peak it once reached: a daemon that answers
-///   large requests on many threads grows for good. `MALLOC_ARENA_MAX=2` bounds them.
-///   Measured: no throughput change, about a third less resident memory after heavy
-///   large-file traffic (BENCHMARKS.md).
-/// - glibc also raises its mmap threshold to the largest block ever freed (up to 32 MiB), so
-///   after one large file the transient megabytes of every later request (a file's text, its
-///   analysis' encoding, SQLite's copy of a blob) come from the heap and stay resident, in
-///   pieces no trim can give back. A fixed 1 MiB threshold (and trim threshold) keeps each
-///   such block in a mapping of its own, returned when freed: RSS after a 4 MiB file's
-///   preflight 254 → 177 MB (issue 32.7).
-/// - `--store URL` would show the URL's password in `ps` for the daemon's whole life: the
-///   value moves into `WIT_STORE` (which the flag beat, so the choice is the same) and the
-///   flag leaves the command line, as `wit daemon start` does for its child.
-///
-/// The process id and open descriptors stay the same.
+/// The daemon re-executes itself once, before anything else, only when `--store URL` was
+/// given: the URL's password would show in `ps` for the daemon's whole life, so the value moves
+/// into `WIT_STORE` (which the flag beat, so the choice is the same) and the flag leaves the
+/// command line, as `wit daemon start` does for its child. The process id and open descriptors
+/// stay the same. (glibc's malloc settings, set this way until 2026-12-05, are set in the
+/// process itself: [`crate::platform::heap::tune_allocator`].)
 fn reexecute_once() {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let (kept, store) = without_store_flag(&args);
-    let malloc: Vec<(&str, &str)> = if cfg!(all(target_os = "linux", target_env = "gnu")) {
-        MALLOC_SETTINGS
-            .iter()
-            .filter(|(name, _)| std::env::var_os(name).is_none())
-            .copied()
-            .collect()
-    } else {
-        Vec::new()
-    };
-    if malloc.is_empty() && store.is_none() {
+    let Some(store) = store else {
         return;
-    }
+    };
     let Ok(exe) = std::env::current_exe() else {
         return;
     };
     use std::os::unix::process::CommandExt;
     let mut command = std::process::Command::new(exe);
     command.args(kept);
-    command.envs(malloc);
-    if let Some(store) = store {
-        command.env(store_choice::STORE_ENV, store);
-    }
+    command.env(store_choice::STORE_ENV, store);
     // `exec` returns only when it failed; the daemon then runs as it is.
     let error = command.exec();
     eprintln!("wit: could not re-execute the daemon ({error}); continuing");
