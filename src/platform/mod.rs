@@ -26,7 +26,9 @@
 //! table answer `Unknown` for every pid.
 //!
 //! `wit-bench`'s measurements (CPU to the nanosecond, peak memory, inotify watches) are Linux
-//! procfs reads too, and live here as well ([`measure`]).
+//! procfs reads too, and live here as well ([`measure`]). So does the daemon's word with glibc's
+//! allocator ([`heap`]: its options at start, freed memory handed back), the crate's only
+//! `unsafe`.
 
 pub mod heap;
 pub mod host;
