@@ -10,7 +10,9 @@
 //! Measured on sympy (issue 32.3): the first `lock.acquire` after a restart cost 2.9× the
 //! steady state's, and a request on another file first left 1.3×: the rest was the process's
 //! first request, not the file. Nothing here changes state: every call is a read, the writes
-//! are rolled back, and an error only ends the rehearsal (logged at debug).
+//! are rolled back, and an error only ends the rehearsal (logged at debug). The calls go
+//! straight through the client, not the doorway (`crate::doorway`): the daemon must never
+//! start a daemon, and a refused call has nothing to retry.
 
 use std::path::PathBuf;
 use std::sync::Arc;
