@@ -5,7 +5,7 @@
 //! `malloc_trim(0)` returns every whole free page of every arena.
 //!
 //! [`FreedMemory`] decides when: the daemon's pulse asks it about once a second, and it trims
-//! only when the resident set grew by [`GROWTH_TO_TRIM_KIB`] since the last trim (work that
+//! only when the resident set grew by [`GROWTH_TO_TRIM`] since the last trim (work that
 //! left freed memory behind) or when told that something large was dropped. Reading the
 //! resident set is one small `/proc` read; a trim walks the arenas (about a millisecond per
 //! 100 MB of heap) and runs on the pulse's blocking thread.
@@ -16,8 +16,8 @@
 //! Elsewhere (macOS, musl, Windows) it does nothing: those allocators return large freed
 //! blocks themselves and have no such call.
 
-/// glibc's malloc settings of the daemon and its parse workers, each as its environment
-/// variable and its value (the daemon sets the same with `mallopt`, see [`tune_allocator`]):
+/// glibc's malloc settings of the daemon and its parse workers: each one's environment
+/// variable, `mallopt` parameter and value.
 ///
 /// - glibc's malloc gives every thread that allocates concurrently an arena of its own (up
 ///   to 8 per core), and each arena keeps the peak it once reached: a daemon that answers
@@ -29,73 +29,73 @@
 ///   pieces no trim can give back. A fixed 1 MiB threshold (and trim threshold) keeps each
 ///   such block in a mapping of its own, returned when freed: RSS after a 4 MiB file's
 ///   preflight 254 → 177 MB (issue 32.7).
-pub const MALLOC_SETTINGS: [(&str, i32); 3] = [
-    ("MALLOC_ARENA_MAX", 2),
-    ("MALLOC_MMAP_THRESHOLD_", 1 << 20),
-    ("MALLOC_TRIM_THRESHOLD_", 1 << 20),
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const MALLOC_SETTINGS: [(&str, i32, i32); 3] = [
+    ("MALLOC_ARENA_MAX", libc::M_ARENA_MAX, 2),
+    ("MALLOC_MMAP_THRESHOLD_", libc::M_MMAP_THRESHOLD, 1 << 20),
+    ("MALLOC_TRIM_THRESHOLD_", libc::M_TRIM_THRESHOLD, 1 << 20),
 ];
 
-/// Applies [`MALLOC_SETTINGS`] to this process, each one its environment does not set already
-/// (glibc read an explicit one at the start); call it before the process starts a thread
-/// (the arena bound holds for arenas made after it). Until 2026-12-05 the daemon executed
-/// itself again with the variables set instead: 2 ms of every start (issue 32.3).
+/// Elsewhere the allocator has none of these settings.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+const MALLOC_SETTINGS: [(&str, i32, i32); 0] = [];
+
+/// The [`MALLOC_SETTINGS`] this process's environment does not set already (glibc read an
+/// explicit one at the start, and a child inherits it).
+fn unset_settings() -> impl Iterator<Item = (&'static str, i32, i32)> {
+    MALLOC_SETTINGS
+        .into_iter()
+        .filter(|(name, _, _)| std::env::var_os(name).is_none())
+}
+
+/// Applies [`MALLOC_SETTINGS`] to this process, each one its environment does not set already;
+/// call it before the process starts a thread (the arena bound holds for arenas made after
+/// it). Until 2026-12-05 the daemon executed itself again with the variables set instead: 2 ms
+/// of every start (issue 32.3).
 pub fn tune_allocator() {
-    for (name, value) in MALLOC_SETTINGS {
-        if std::env::var_os(name).is_none() {
-            set_malloc_option(name, value);
-        }
+    for (_, param, value) in unset_settings() {
+        set_malloc_option(param, value);
     }
 }
 
-/// The [`MALLOC_SETTINGS`] a child process should be given: the ones this process's
-/// environment does not set (those it sets, the child inherits).
+/// The [`MALLOC_SETTINGS`] a child process should be given as environment variables: the
+/// ones this process's environment does not set.
 pub fn allocator_env() -> impl Iterator<Item = (&'static str, String)> {
-    MALLOC_SETTINGS
-        .into_iter()
-        .filter(|(name, _)| {
-            cfg!(all(target_os = "linux", target_env = "gnu")) && std::env::var_os(name).is_none()
-        })
-        .map(|(name, value)| (name, value.to_string()))
+    unset_settings().map(|(name, _, value)| (name, value.to_string()))
 }
 
-/// `mallopt` of the setting whose environment variable is `name`.
+/// `mallopt(param, value)`.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(
     unsafe_code,
     reason = "glibc's mallopt: no pointers, nothing to uphold"
 )]
-fn set_malloc_option(name: &str, value: i32) {
-    let param = match name {
-        "MALLOC_ARENA_MAX" => libc::M_ARENA_MAX,
-        "MALLOC_MMAP_THRESHOLD_" => libc::M_MMAP_THRESHOLD,
-        "MALLOC_TRIM_THRESHOLD_" => libc::M_TRIM_THRESHOLD,
-        _ => return,
-    };
+fn set_malloc_option(param: i32, value: i32) {
     // SAFETY: mallopt takes two integers and changes only glibc's own parameters, under its
     // lock.
     unsafe { libc::mallopt(param, value) };
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn set_malloc_option(_name: &str, _value: i32) {}
+fn set_malloc_option(_param: i32, _value: i32) {}
 
-/// Growth of the resident set since the last trim (KiB) that makes the next pulse trim.
-pub const GROWTH_TO_TRIM_KIB: u64 = 8 * 1024;
+/// Growth of the resident set since the last trim (bytes) that makes the next pulse trim.
+pub const GROWTH_TO_TRIM: u64 = 8 << 20;
 
-/// What a trim did: the resident set before and after, in KiB.
+/// What a trim did: the resident set before and after, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Trimmed {
     /// Resident set before the trim.
-    pub before_kib: u64,
+    pub before: u64,
     /// Resident set after it.
-    pub after_kib: u64,
+    pub after: u64,
 }
 
 /// The daemon's record of its resident set at the last trim.
 #[derive(Debug, Default)]
 pub struct FreedMemory {
-    /// Resident set (KiB) right after the last trim, or when first asked.
-    baseline_kib: Option<u64>,
+    /// Resident set (bytes) right after the last trim, or when first asked.
+    baseline: Option<u64>,
 }
 
 impl FreedMemory {
@@ -104,47 +104,38 @@ impl FreedMemory {
         FreedMemory::default()
     }
 
-    /// Trims when the resident set grew by [`GROWTH_TO_TRIM_KIB`] since the last trim, or when
+    /// Trims when the resident set grew by [`GROWTH_TO_TRIM`] since the last trim, or when
     /// `dropped_large` (the caller just dropped something large); what the trim did.
     pub fn release(&mut self, dropped_large: bool) -> Option<Trimmed> {
-        let now = resident_kib()?;
-        let baseline = *self.baseline_kib.get_or_insert(now);
+        let now = resident()?;
+        let baseline = *self.baseline.get_or_insert(now);
         if now < baseline {
             // The allocator gave memory back by itself: a lower floor to grow from.
-            self.baseline_kib = Some(now);
+            self.baseline = Some(now);
         }
-        if !dropped_large && now < baseline.saturating_add(GROWTH_TO_TRIM_KIB) {
+        if !dropped_large && now < baseline.saturating_add(GROWTH_TO_TRIM) {
             return None;
         }
         if !trim() {
-            self.baseline_kib = Some(now);
+            self.baseline = Some(now);
             return None;
         }
-        let after = resident_kib().unwrap_or(now);
-        self.baseline_kib = Some(after);
-        Some(Trimmed {
-            before_kib: now,
-            after_kib: after,
-        })
+        let after = resident().unwrap_or(now);
+        self.baseline = Some(after);
+        Some(Trimmed { before: now, after })
     }
 }
 
-/// This process's resident set, in KiB.
-#[cfg(target_os = "linux")]
-fn resident_kib() -> Option<u64> {
-    super::measure::status_field(std::process::id(), "VmRSS:")
-}
-
-#[cfg(not(target_os = "linux"))]
-fn resident_kib() -> Option<u64> {
-    None
+/// This process's resident set, in bytes.
+fn resident() -> Option<u64> {
+    super::process::resident_bytes(std::process::id())
 }
 
 /// `malloc_trim(0)`; whether the allocator could be asked.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(
     unsafe_code,
-    reason = "glibc's malloc_trim: the crate's one unsafe call"
+    reason = "glibc's malloc_trim: no pointers, nothing to uphold"
 )]
 fn trim() -> bool {
     // SAFETY: malloc_trim takes no pointers and has no precondition; glibc locks each arena
@@ -187,7 +178,7 @@ mod tests {
         drop(blocks);
         let trimmed = freed.release(true).expect("a trim was asked for");
         assert!(
-            trimmed.after_kib + 16 * 1024 < trimmed.before_kib,
+            trimmed.after + (16 << 20) < trimmed.before,
             "{trimmed:?}: about 78 MB were freed"
         );
         assert_eq!(kept.len(), 625);

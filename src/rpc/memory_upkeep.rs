@@ -40,8 +40,8 @@ impl MemoryUpkeep {
             .release(dropped.is_some());
         if let Some(trimmed) = trimmed {
             tracing::debug!(
-                before_kib = trimmed.before_kib,
-                after_kib = trimmed.after_kib,
+                before_kib = trimmed.before / 1024,
+                after_kib = trimmed.after / 1024,
                 micros = started.elapsed().as_micros(),
                 "handed freed memory back"
             );

@@ -14,7 +14,7 @@ use super::memory_upkeep::MemoryUpkeep;
 use super::waiting::EventBell;
 use crate::analysis::worker::ParseWorker;
 use crate::analysis::RepoIndex;
-use crate::coord::{CodeIndex, Coord, CoordError, SystemClock, Vantage};
+use crate::coord::{CodeIndex, Coord, CoordError, ReapedSession, SystemClock, Vantage};
 use crate::protocol::server::{
     register_contract_methods, register_discover, register_edit_methods, register_events_methods,
     register_intent_methods, register_lock_methods, register_session_methods, register_wit_methods,
@@ -349,6 +349,24 @@ pub fn build_methods(app: App) -> Result<Methods, OpenError> {
     Ok(module.into())
 }
 
+/// The pulse's steps in the store: the daemon's heartbeat, hand-overs, reaping, sightings,
+/// expired locks and (when `prune`) old events; the sessions reaped and the locks and events
+/// dropped.
+fn store_steps(
+    coord: &Coord,
+    prune: bool,
+) -> Result<(Vec<ReapedSession>, usize, usize), CoordError> {
+    for daemon in coord.beat_daemon()? {
+        tracing::info!(%daemon, "dropped a daemon silent for 30 s, and its waiters");
+    }
+    coord.hand_over_expired()?;
+    let reaped = coord.reap_dead_sessions()?;
+    coord.flush_sightings()?;
+    let swept = coord.sweep_expired_locks()?;
+    let pruned = if prune { coord.prune_events()? } else { 0 };
+    Ok((reaped, swept, pruned))
+}
+
 /// The daemon's pulse: about once a second it reaps dead sessions, flushes sightings and
 /// sweeps expired locks; it also wakes exactly when the earliest lock that somebody waits for
 /// expires, to hand it over on time; once a minute it prunes old events. Each pulse ends
@@ -377,16 +395,10 @@ async fn pulse(app: App, upkeep: Arc<MemoryUpkeep>) {
         let upkeep = Arc::clone(&upkeep);
         let outcome = app
             .blocking(move |coord| {
+                let steps = store_steps(coord, prune);
+                // After the store's steps, and whether or not they failed.
                 upkeep.run();
-                for daemon in coord.beat_daemon()? {
-                    tracing::info!(%daemon, "dropped a daemon silent for 30 s, and its waiters");
-                }
-                coord.hand_over_expired()?;
-                let reaped = coord.reap_dead_sessions()?;
-                coord.flush_sightings()?;
-                let swept = coord.sweep_expired_locks()?;
-                let pruned = if prune { coord.prune_events()? } else { 0 };
-                Ok((reaped, swept, pruned))
+                steps
             })
             .await;
         match outcome {

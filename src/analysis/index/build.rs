@@ -251,16 +251,13 @@ impl RepoIndex {
                     scope.spawn(move || {
                         let mut part = Parsed::default();
                         while let Some(file) = files.get(next.fetch_add(1, Ordering::Relaxed)) {
-                            let read_now;
-                            let meta = match &file.meta {
-                                Some(meta) => Some(meta),
-                                None => {
-                                    read_now = std::fs::symlink_metadata(root.join(&file.rel));
-                                    read_now.as_ref().ok()
-                                }
-                            };
+                            // The walk's metadata, or (from the record of a walk) read now.
+                            let meta = file
+                                .meta
+                                .clone()
+                                .or_else(|| std::fs::symlink_metadata(root.join(&file.rel)).ok());
                             let found = meta.and_then(|meta| {
-                                self.load_for_build(root, &file.rel, file.language, meta, known)
+                                self.load_for_build(root, &file.rel, file.language, &meta, known)
                             });
                             self.progress.file_done(file.size);
                             let Some((mut l, how)) = found else {
