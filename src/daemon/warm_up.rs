@@ -16,25 +16,33 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::analysis::RepoIndex;
 use crate::client::WitClient;
 use crate::coord::Coord;
 use crate::protocol::{IntentQueryParams, LockQueryParams};
 
+/// How often the rehearsal looks whether the index is built.
+const INDEX_POLL: Duration = Duration::from_millis(50);
+
+/// How long it waits for the index before rehearsing anyway.
+const INDEX_WAIT: Duration = Duration::from_secs(600);
+
 /// Waits for `index` to be built, then rehearses over `socket` and in `coord`'s store.
 pub async fn rehearse(socket: PathBuf, index: Arc<RepoIndex>, coord: Arc<Coord>) {
     probe_cpu_features();
-    let rehearsed = tokio::task::spawn_blocking(move || {
-        index.ensure_built();
-        coord.store().rehearse_first_writes(coord.now_ms())
-    })
-    .await;
+    let waited = Instant::now();
+    while !index.is_built() && waited.elapsed() < INDEX_WAIT {
+        tokio::time::sleep(INDEX_POLL).await;
+    }
+    let started = Instant::now();
+    let rehearsed =
+        tokio::task::spawn_blocking(move || coord.store().rehearse_first_writes(coord.now_ms()))
+            .await;
     if let Ok(Err(error)) = rehearsed {
         tracing::debug!(%error, "the store's rehearsal failed");
     }
-    let started = Instant::now();
     match ask_first_questions(WitClient::new(socket)).await {
         Ok(()) => tracing::debug!(
             micros = started.elapsed().as_micros(),

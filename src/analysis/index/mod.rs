@@ -323,9 +323,7 @@ impl RepoIndex {
         self.warm_large_analyses();
     }
 
-    /// Returns once the index is built: at once when it is, after the build under way when
-    /// there is one, else after building it here. Blocking.
-    pub fn ensure_built(&self) {
+    fn ensure_built(&self) {
         if self.is_built() {
             return;
         }
