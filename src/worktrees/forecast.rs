@@ -67,7 +67,7 @@ pub fn state_of(root: &Path) -> Result<State, GitError> {
     };
     let temp = TempIndex::new();
     let indexed = Git::new(root).env("GIT_INDEX_FILE", &temp.0);
-    if std::fs::copy(root.join(own_index), &temp.0).is_err() {
+    if !copy_index(&root.join(own_index), &temp.0) {
         indexed.run(&["read-tree", "HEAD"])?;
     }
     indexed.run(&["add", "-A", "--", "."])?;
@@ -95,6 +95,22 @@ pub fn state_of(root: &Path) -> Result<State, GitError> {
         commit,
         head: head.to_owned(),
     })
+}
+
+/// Copies the index at `from` to `to` with its modification time: git takes an entry whose
+/// file changed in the second the index was written as "racily clean" (its content is
+/// compared) by the index file's own time; a copy dated now would let a same-size change
+/// made in that second pass as unchanged. Whether the copy is exact.
+fn copy_index(from: &Path, to: &Path) -> bool {
+    let Ok(written) = std::fs::metadata(from).and_then(|meta| meta.modified()) else {
+        return false;
+    };
+    std::fs::copy(from, to).is_ok()
+        && std::fs::File::options()
+            .write(true)
+            .open(to)
+            .and_then(|copy| copy.set_modified(written))
+            .is_ok()
 }
 
 /// The states of the worktrees at `roots`, in that order, each read on its own thread (git
@@ -383,6 +399,37 @@ mod tests {
             ]
         );
         assert!(merge_results("").is_empty());
+    }
+
+    #[test]
+    fn a_same_size_change_in_the_second_of_the_index_is_in_the_state() {
+        // git compares a file's content, not its size and time, when it changed in the
+        // second its index was written; the state's copy of the index must keep that second.
+        for _ in 0..5 {
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path();
+            let git = crate::git::as_tester(root);
+            git.run(&["init", "-q"]).unwrap();
+            std::fs::write(root.join("a.py"), "x = 2\n").unwrap();
+            git.run(&["add", "."]).unwrap();
+            git.run(&["commit", "-qm", "one"]).unwrap();
+            std::fs::write(root.join("a.py"), "x = 3\n").unwrap();
+            let second = |path: &Path| {
+                let modified = std::fs::metadata(path).unwrap().modified().unwrap();
+                modified
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_secs()
+            };
+            if second(&root.join(".git/index")) != second(&root.join("a.py")) {
+                continue; // a second ended in between: try again
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1_100));
+            let state = state_of(root).unwrap();
+            assert_ne!(state.commit, state.head, "the change is in the state");
+            return;
+        }
+        panic!("no try wrote the index and the change in one second");
     }
 
     #[test]
