@@ -88,8 +88,9 @@ pub trait CodeIndex: Send + Sync {
     fn signatures_equal(&self, a: &str, b: &str) -> bool;
 
     /// The current text of `file` (`None` when it is missing, not a regular UTF-8 file, or
-    /// outside the root).
-    fn file_text(&self, file: &str) -> Option<String>;
+    /// outside the root), and whether the file was at rest while it was read: what is kept
+    /// from the text (regions carried to it) is kept only from a read at rest.
+    fn file_text(&self, file: &str) -> Option<crate::platform::at_rest::DiskText>;
 
     /// Whether `file`'s suffix names a supported language.
     fn is_supported(&self, file: &str) -> bool;

@@ -8,7 +8,7 @@
 //! session). Every lookup goes through an index (ranges by file, locks by symbol path), so
 //! the cost depends on what shares the intent's files, not on the total.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::conflicts::{collides, held_by_another, overlap_items, Others, Work};
 use super::events::{self, EventKind};
@@ -179,10 +179,16 @@ impl Coord {
             let mut rows = self
                 .store
                 .read(|r| r.live_ranges_in_file(file, session_id))?;
-            // Observed regions are lines of the current text: as they are now.
+            // Observed regions are lines of the current text: as they are now (kept so only
+            // from a read at rest: a file being written is not a text to keep them in).
             let text = if rows.iter().any(|row| row.regions.is_some()) {
-                let text = self.index.file_text(file).unwrap_or_default();
-                rows = self.regions_in(at, file, &text, rows, Upkeep::Store)?;
+                let disk = self.index.file_text(file);
+                let upkeep = match &disk {
+                    Some(disk) if !disk.at_rest => Upkeep::Preview,
+                    _ => Upkeep::Store,
+                };
+                let text = disk.map(|disk| disk.text).unwrap_or_default();
+                rows = self.regions_in(at, file, &text, rows, upkeep)?;
                 Some(text)
             } else {
                 None
@@ -425,20 +431,35 @@ impl Coord {
             status,
         };
         let intents = self.store.read(|r| r.intents(&filter))?;
-        // Regions are lines of the current text: bring them up to date before showing them.
+        // Regions are lines of the current text: bring them up to date before showing them
+        // (a file read while being written: carried for this answer only).
         let mut moved = false;
         let mut followed = HashSet::new();
+        let mut previewed = HashMap::new();
+        let here = self.here(&self.vantage(None));
         for intent in intents.iter().filter(|i| i.regions.is_some()) {
             for file in intent.files.split(',').filter(|f| !f.is_empty()) {
-                if followed.insert(file.to_owned()) {
-                    if let Some(text) = self.index.file_text(file) {
-                        moved |= self.follow_text(&self.vantage(None), file, &text)?;
+                if !followed.insert(file.to_owned()) {
+                    continue;
+                }
+                match self.index.file_text(file) {
+                    Some(disk) if disk.at_rest => {
+                        moved |= self.follow_text_of(&here, file, &disk.text)?;
                     }
+                    Some(disk) => previewed.extend(self.preview_regions(&here, file, &disk.text)?),
+                    None => {}
                 }
             }
         }
-        if moved {
-            return Ok(self.store.read(|r| r.intents(&filter))?);
+        let mut intents = if moved {
+            self.store.read(|r| r.intents(&filter))?
+        } else {
+            intents
+        };
+        for intent in &mut intents {
+            if let Some(regions) = previewed.remove(&intent.id) {
+                intent.regions = Some(regions);
+            }
         }
         Ok(intents)
     }

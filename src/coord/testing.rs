@@ -2,12 +2,13 @@
 //! [`CodeIndex`], deterministic ids and a fake process table. (The test clock is
 //! [`ManualClock`](super::ManualClock).)
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use super::index::{CodeIndex, IdSource, SignatureLookup, SymbolSpan, TextSymbols};
 use super::paths::join_symbol_path;
+use crate::platform::at_rest::DiskText;
 
 /// Ids `<prefix>1`, `<prefix>2`, ... in call order.
 #[derive(Debug)]
@@ -52,6 +53,8 @@ struct FakeState {
     calls: Vec<(String, String)>,
     /// Per file, its text on "disk".
     texts: HashMap<String, String>,
+    /// Files whose text is being written (read, but not at rest).
+    writing: HashSet<String>,
 }
 
 /// An in-memory [`CodeIndex`] filled by the test.
@@ -106,6 +109,15 @@ impl FakeIndex {
     pub fn set_text(&self, file: &str, text: &str) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.texts.insert(file.to_owned(), text.to_owned());
+        state.writing.remove(file);
+    }
+
+    /// Puts `text` on "disk" as `file` in the middle of being written: [`CodeIndex::file_text`]
+    /// says it was not at rest.
+    pub fn set_text_being_written(&self, file: &str, text: &str) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.texts.insert(file.to_owned(), text.to_owned());
+        state.writing.insert(file.to_owned());
     }
 }
 
@@ -274,9 +286,12 @@ impl CodeIndex for FakeIndex {
         squeeze(a) == squeeze(b)
     }
 
-    fn file_text(&self, file: &str) -> Option<String> {
+    fn file_text(&self, file: &str) -> Option<DiskText> {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.texts.get(file).cloned()
+        state.texts.get(file).map(|text| DiskText {
+            text: text.clone(),
+            at_rest: !state.writing.contains(file),
+        })
     }
 
     fn is_supported(&self, file: &str) -> bool {
@@ -285,7 +300,7 @@ impl CodeIndex for FakeIndex {
 
     fn file_symbols(&self, file: &str) -> TextSymbols {
         self.file_text(file)
-            .map(|text| fake_symbols(&text))
+            .map(|disk| fake_symbols(&disk.text))
             .unwrap_or_default()
     }
 

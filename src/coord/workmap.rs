@@ -44,6 +44,30 @@ struct RegionText {
     before_edit: Option<(u64, LineMap)>,
 }
 
+/// How a file's text stands to the one its regions are lines of.
+enum Standing<'a> {
+    /// It is that text.
+    Same,
+    /// It is the text a recorded edit not yet written was made on: lines of the known text
+    /// map back into it through this map.
+    BeforeEdit(&'a LineMap),
+    /// Another text.
+    Other,
+}
+
+impl RegionText {
+    /// How `text` stands to the text the regions are lines of.
+    fn standing(&self, text: &str) -> Standing<'_> {
+        if *self.text == *text {
+            return Standing::Same;
+        }
+        match &self.before_edit {
+            Some((before, back)) if *before == fingerprint(text) => Standing::BeforeEdit(back),
+            _ => Standing::Other,
+        }
+    }
+}
+
 /// Identifies a text the regions were carried to (XXH3: SipHash was 3 % of a recorded edit
 /// of a 169 KB file).
 fn fingerprint(text: &str) -> u64 {
@@ -163,33 +187,63 @@ impl Coord {
         if rows.iter().all(|row| row.regions.is_none()) {
             return Ok(rows);
         }
+        if upkeep == Upkeep::Preview {
+            return Ok(match self.preview_map(origin, file, text) {
+                Some(map) => map_rows(rows, &map),
+                None => rows,
+            });
+        }
         let key = (origin.clone(), file.to_owned());
         let mut texts = self.region_texts();
         if let Some(known) = texts.files.get(&key) {
-            if *known.text == *text {
-                return Ok(rows);
+            match known.standing(text) {
+                Standing::Same => return Ok(rows),
+                Standing::BeforeEdit(back) => return Ok(map_rows(rows, back)),
+                Standing::Other => {}
             }
-            if let Some((_, back)) = known
-                .before_edit
-                .as_ref()
-                .filter(|(before, _)| *before == fingerprint(text))
-            {
-                return Ok(map_rows(rows, back));
-            }
-        }
-        if upkeep == Upkeep::Preview {
-            let known = texts.files.get(&key).map(|known| Arc::clone(&known.text));
-            drop(texts);
-            return Ok(match known {
-                Some(known) => map_rows(rows, &LineMap::between(&known, text)),
-                // Nothing known since the start: the stored regions are lines of this text.
-                None => rows,
-            });
         }
         Ok(match self.follow_locked(&mut texts, origin, file, text)? {
             Some(map) => map_rows(rows, &map),
             None => rows,
         })
+    }
+
+    /// How lines of the text the regions of `file` observed in `origin`'s worktree are lines
+    /// of map to `text`, for one answer (nothing stored): `None` when they are lines of
+    /// `text` already, or nothing is known since the start (the stored regions are lines of
+    /// this text).
+    fn preview_map(&self, origin: &Origin, file: &str, text: &str) -> Option<LineMap> {
+        let texts = self.region_texts();
+        let known = texts.files.get(&(origin.clone(), file.to_owned()))?;
+        match known.standing(text) {
+            Standing::Same => None,
+            Standing::BeforeEdit(back) => Some(back.clone()),
+            Standing::Other => {
+                let known = Arc::clone(&known.text);
+                drop(texts);
+                Some(LineMap::between(&known, text))
+            }
+        }
+    }
+
+    /// The live regions of `file` observed in `origin`'s worktree carried to `text` for one
+    /// answer, nothing stored (a text read while the file was being written is no text to
+    /// keep them in): per intent, its regions as lines of `text`. Empty when they are lines
+    /// of it already.
+    pub(super) fn preview_regions(
+        &self,
+        origin: &Origin,
+        file: &str,
+        text: &str,
+    ) -> Result<Vec<(String, Vec<LineRegion>)>> {
+        let Some(map) = self.preview_map(origin, file, text) else {
+            return Ok(Vec::new());
+        };
+        Ok(self
+            .live_regions_of(origin, file)?
+            .into_iter()
+            .filter_map(|row| Some((row.intent_id, map.carry(&row.regions?))))
+            .collect())
     }
 
     /// The text the regions of `file` observed in `origin`'s worktree are lines of, when
@@ -201,22 +255,13 @@ impl Coord {
             .map(|known| Arc::clone(&known.text))
     }
 
-    /// Carries the live regions of `file` to `text`, its current text in the request's
-    /// worktree, when the text changed since they were last true (13.3); whether any region
-    /// moved.
-    pub(super) fn follow_text(&self, at: &Vantage, file: &str, text: &str) -> Result<bool> {
-        self.follow_text_of(&self.here(at), file, text)
-    }
-
-    /// [`Coord::follow_text`] for the regions observed in `origin`'s worktree.
+    /// Carries the live regions of `file` observed in `origin`'s worktree to `text`, its
+    /// current text there (read at rest), when the text changed since they were last true
+    /// (13.3); whether any region moved.
     pub(super) fn follow_text_of(&self, origin: &Origin, file: &str, text: &str) -> Result<bool> {
         let mut texts = self.region_texts();
         if let Some(known) = texts.files.get(&(origin.clone(), file.to_owned())) {
-            let pending = known
-                .before_edit
-                .as_ref()
-                .is_some_and(|(before, _)| *before == fingerprint(text));
-            if *known.text == *text || pending {
+            if !matches!(known.standing(text), Standing::Other) {
                 return Ok(false);
             }
         }

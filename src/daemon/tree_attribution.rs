@@ -4,20 +4,16 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use crate::coord::ownership::DiskChange;
 use crate::coord::Coord;
 use crate::git::{blobs_at, Git};
+use crate::platform::at_rest;
 
 /// The largest file whose changes are attributed line by line or kept (larger ones are left
 /// out, and said so in the log).
 pub const MAX_FILE_BYTES: usize = 16 * 1024 * 1024;
-
-/// A file modified this recently is taken to be still being written by the observer's own
-/// passes (a truncate, then a pause, then the write: the empty file would be taken for the
-/// deletion of every line, and the text written after it for new work over the whole file).
-pub const STILL_WRITING: Duration = Duration::from_millis(100);
 
 /// How a pass treats a file that is still being written.
 #[derive(Debug, Clone, Default)]
@@ -27,7 +23,7 @@ pub struct Reading {
     /// for a deletion of every line, and the text written after it for new work over the
     /// whole file.
     pub writing: HashSet<String>,
-    /// The observer's own pass (not a flush): a file modified within [`STILL_WRITING`], or
+    /// The observer's own pass (not a flush): a file modified within [`at_rest::STILL_WRITING`], or
     /// changing while it is read, counts as being written too (what a polled worktree, with
     /// no events, can tell).
     pub own_pass: bool,
@@ -166,7 +162,7 @@ fn is_private(file: &str) -> bool {
 struct ReadNow {
     /// Its bytes (`None`: gone, or a directory), a symlink's target as its bytes (15.4).
     bytes: Option<Vec<u8>>,
-    /// Modified within [`STILL_WRITING`], or changed while it was read.
+    /// Modified within [`at_rest::STILL_WRITING`], or changed while it was read.
     still_writing: bool,
     /// A regular file (not gone, a symlink or a directory).
     regular: bool,
@@ -199,16 +195,9 @@ fn read_now(path: &Path) -> Option<ReadNow> {
     }
     let bytes = std::fs::read(path).ok();
     let after = std::fs::symlink_metadata(path).ok();
-    let stamp = |m: &std::fs::Metadata| (m.len(), m.modified().ok());
-    let recent = meta
-        .modified()
-        .ok()
-        .and_then(|at| SystemTime::now().duration_since(at).ok())
-        .is_none_or(|age| age < STILL_WRITING);
-    let changed_meanwhile = after.is_none_or(|after| stamp(&after) != stamp(&meta));
     Some(ReadNow {
         bytes,
-        still_writing: recent || changed_meanwhile,
+        still_writing: !at_rest::was_at_rest(&meta, after.as_ref(), SystemTime::now()),
         regular: true,
     })
 }
@@ -266,7 +255,7 @@ mod tests {
         assert!(read.still_writing);
         std::fs::write(&path, "def f(): pass\n").unwrap();
         let file = std::fs::File::options().write(true).open(&path).unwrap();
-        file.set_modified(SystemTime::now() - 2 * STILL_WRITING)
+        file.set_modified(SystemTime::now() - 2 * at_rest::STILL_WRITING)
             .unwrap();
         let read = read_now(&path).unwrap();
         assert_eq!(read.bytes.as_deref(), Some(&b"def f(): pass\n"[..]));

@@ -28,8 +28,10 @@
 //! `wit-bench`'s measurements (CPU to the nanosecond, peak memory, inotify watches) are Linux
 //! procfs reads too, and live here as well ([`measure`]). So does the daemon's word with glibc's
 //! allocator ([`heap`]: its options at start, freed memory handed back), the crate's only
-//! `unsafe`.
+//! `unsafe`, and the one rule for whether a file read from disk was at rest or may still be
+//! being written ([`at_rest`]).
 
+pub mod at_rest;
 pub mod heap;
 pub mod host;
 #[cfg(target_os = "linux")]

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::analysis::{signatures_equal, FileAnalysis, Language, Lookup, RepoIndex};
 use crate::coord::{CodeIndex, SignatureLookup, SymbolSpan, TextSymbols};
+use crate::platform::at_rest::DiskText;
 
 /// [`CodeIndex`] over a [`RepoIndex`].
 #[derive(Debug, Clone)]
@@ -103,7 +104,7 @@ impl CodeIndex for AnalysisIndex {
         signatures_equal(a, b)
     }
 
-    fn file_text(&self, file: &str) -> Option<String> {
+    fn file_text(&self, file: &str) -> Option<DiskText> {
         match self.index.read_text(file) {
             Ok(text) => text,
             Err(error) => {

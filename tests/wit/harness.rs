@@ -126,9 +126,11 @@ impl Daemon {
     }
 
     /// Spawns `wit daemon run --repo <root>` with `env` added, without waiting; `socket` is
-    /// `root`'s.
+    /// `root`'s. It logs at `warn`, or what `WIT_TEST_DAEMON_LOG` says (e.g. `wit=debug`, to
+    /// read a flaky run's daemons with `WIT_TEST_DAEMON_LOG_DIR`).
     pub fn spawn_at(root: &Path, env: &[(&str, String)]) -> Self {
-        Self::spawn_logging(root, env, "warn")
+        let filter = std::env::var("WIT_TEST_DAEMON_LOG").unwrap_or_else(|_| "warn".into());
+        Self::spawn_logging(root, env, &filter)
     }
 
     /// As [`Daemon::spawn_at`], logging what `filter` lets through (`--log-level`).
@@ -231,6 +233,21 @@ impl Drop for Daemon {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // `WIT_TEST_DAEMON_LOG_DIR`: every daemon's stderr is kept there, as
+        // `<test>-<pid>.log`.
+        if let Ok(dir) = std::env::var("WIT_TEST_DAEMON_LOG_DIR") {
+            let text = self.stderr_text();
+            let name = format!(
+                "{}/{}-{}.log",
+                dir,
+                std::thread::current()
+                    .name()
+                    .unwrap_or("x")
+                    .replace("::", "_"),
+                self.child.id()
+            );
+            let _ = std::fs::write(name, text);
+        }
     }
 }
 

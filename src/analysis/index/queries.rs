@@ -12,12 +12,14 @@ use crate::analysis::cache::ContentKey;
 use crate::analysis::language::Language;
 use crate::analysis::model::FileAnalysis;
 use crate::analysis::{AnalysisError, Result};
+use crate::platform::at_rest::{self, DiskText};
 
 impl RepoIndex {
     /// The text of a file inside the root, with the same confinement as [`RepoIndex::file`]:
     /// `None` for a missing file, anything that is not a regular file, a real path outside
-    /// the root, a file over [`MAX_FILE_BYTES`] and text that is not UTF-8.
-    pub fn read_text(&self, rel_path: &str) -> Result<Option<String>> {
+    /// the root, a file over [`MAX_FILE_BYTES`] and text that is not UTF-8. Says whether the
+    /// file was at rest while it was read ([`at_rest::was_at_rest`]).
+    pub fn read_text(&self, rel_path: &str) -> Result<Option<DiskText>> {
         check_relative(rel_path)?;
         let Some((real, meta)) = self.locate(rel_path)? else {
             return Ok(None);
@@ -29,7 +31,11 @@ impl RepoIndex {
             path: rel_path.to_owned(),
             source,
         })?;
-        Ok(String::from_utf8(bytes).ok())
+        let after = std::fs::metadata(&real).ok();
+        let at_rest = at_rest::was_at_rest(&meta, after.as_ref(), std::time::SystemTime::now());
+        Ok(String::from_utf8(bytes)
+            .ok()
+            .map(|text| DiskText { text, at_rest }))
     }
 
     /// The symbols calling `name` in `rel_path` (a qualified name, or a bare name resolved by
@@ -341,7 +347,7 @@ mod tests {
         let other = index.analyze_content(Language::Python, "def g(): pass\n");
         assert_eq!(other.symbols[0].qualified_name, "g");
         assert_eq!(index.parse_count(), parses + 1);
-        assert_eq!(index.read_text("a.py").unwrap().as_deref(), Some(text));
+        assert_eq!(index.read_text("a.py").unwrap().unwrap().text, text);
         assert!(index.read_text("../a.py").is_err());
     }
 }

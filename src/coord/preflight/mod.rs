@@ -100,7 +100,11 @@ impl Coord {
         let session_id = self.acting(at)?;
         check_len("file", file, MAX_PATH_BYTES)?;
         let file = normalize(file).map_err(|e| CoordError::invalid("file", e.to_string()))?;
-        let current = self.index.file_text(&file).unwrap_or_default();
+        let current = self
+            .index
+            .file_text(&file)
+            .map(|disk| disk.text)
+            .unwrap_or_default();
         let applied = match new {
             NewText::Edits(edits) => match apply_edits(&current, edits, MAX_BODY_BYTES) {
                 Ok(applied) => applied,

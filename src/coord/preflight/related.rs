@@ -105,7 +105,11 @@ impl Coord {
         if rows.iter().all(|row| row.regions.is_none()) {
             return Ok((rows, None));
         }
-        let text = self.index.file_text(file).unwrap_or_default();
+        let text = self
+            .index
+            .file_text(file)
+            .map(|disk| disk.text)
+            .unwrap_or_default();
         let rows = self.regions_in(others.vantage(), file, &text, rows, Upkeep::Preview)?;
         Ok((rows, Some(Lines::of(&text))))
     }

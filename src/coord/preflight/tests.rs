@@ -271,7 +271,7 @@ fn regions(h: &Harness, session: &str) -> Vec<(i64, i64)> {
 
 /// Writes what a recorded edit makes of the file, as its editor would.
 fn write(h: &Harness, edits: &[Edit]) {
-    let text = h.index.file_text(FILE).unwrap();
+    let text = h.index.file_text(FILE).unwrap().text;
     let applied =
         spans::apply_edits(&text, edits, crate::protocol::params::MAX_BODY_BYTES).unwrap();
     h.index.set_text(FILE, &applied.text);
@@ -463,7 +463,7 @@ fn a_preview_writes_nothing_even_when_regions_must_be_carried() {
     write(&h, &first);
     assert_eq!(stored_regions(&h, "s1"), [(3, 3)]);
     // Two lines appear above on disk (a change nobody recorded yet).
-    let text = h.index.file_text(FILE).unwrap();
+    let text = h.index.file_text(FILE).unwrap().text;
     h.index.set_text(FILE, &format!("# a\n# b\n{text}"));
     let events = h.coord.newest_event_seq().unwrap();
     // The preview sees s1's line where it is now (line 5)...
@@ -480,4 +480,28 @@ fn a_preview_writes_nothing_even_when_regions_must_be_carried() {
     assert_eq!(h.coord.newest_event_seq().unwrap(), events, "no event");
     // What reads the work map for keeps (a query) brings them up to date.
     assert_eq!(regions(&h, "s1"), [(5, 5)]);
+}
+
+/// 13.3: regions are carried only to a text read at rest. A file read in the middle of its
+/// write (truncated, its new text not yet written) is no text to keep them in: carried to the
+/// empty text and then to the written one, a one-line region would become the whole file.
+#[test]
+fn regions_are_not_carried_to_a_file_being_written() {
+    let h = harness();
+    let first = edit("two", "zwei");
+    record(&h, "s1", &first);
+    write(&h, &first);
+    assert_eq!(regions(&h, "s1"), [(6, 6)]);
+    let text = h.index.file_text(FILE).unwrap().text;
+    // Another editor truncates the file, and a query and a declaration read it then: they
+    // answer about the file as it is, and keep nothing.
+    h.index.set_text_being_written(FILE, "");
+    assert_ne!(regions(&h, "s1"), [(6, 6)], "carried for the answer");
+    h.coord
+        .declare_intent(&h.coord.vantage(Some("s2")), "rework", &[FILE.into()], None)
+        .unwrap();
+    assert_eq!(stored_regions(&h, "s1"), [(6, 6)], "nothing carried to it");
+    // Its text is written: one line above.
+    h.index.set_text(FILE, &format!("# a\n{text}"));
+    assert_eq!(regions(&h, "s1"), [(7, 7)]);
 }
