@@ -106,6 +106,7 @@ pub async fn run(options: DaemonOptions) -> Result<(), DaemonError> {
             repository_of(&paths.main_root),
             services.coord(),
             services.app().tree_flush(),
+            services.open_writers(),
             serving_since,
             stopping,
         ),

@@ -28,6 +28,7 @@ use crate::coord::Coord;
 use crate::daemon::tree_attribution::{attribute, Changed, Reading};
 use crate::daemon::work_snapshots::WorkSnapshots;
 use crate::git::Git;
+use crate::platform::at_rest::OpenWriters;
 use crate::rpc::tree_flush::TreeFlush;
 use crate::worktrees::changes::{changes_of, WorktreeChanges};
 use crate::worktrees::{all_worktrees, branch_of, Repository};
@@ -45,8 +46,6 @@ pub const FALLBACK_POLL: Duration = Duration::from_millis(1_500);
 /// The longest a file being written is held back (a writer that keeps it open longer, a
 /// log, is read at least this often).
 pub const HOLD_AT_MOST: Duration = Duration::from_secs(5);
-/// The most files followed as open for writing at once (beyond, the set starts again).
-const MAX_WRITING: usize = 10_000;
 /// File-system events queued before the observer stops telling them apart (then every
 /// worktree is read again).
 const QUEUE: usize = 4_096;
@@ -56,6 +55,7 @@ pub async fn observe_worktrees(
     repository: Option<Repository>,
     coord: Arc<Coord>,
     flush: Arc<TreeFlush>,
+    writers: Arc<OpenWriters>,
     serving_since: std::time::SystemTime,
     mut stopping: watch::Receiver<bool>,
 ) {
@@ -90,7 +90,7 @@ pub async fn observe_worktrees(
         cookies: None,
         cookies_dropped: 0,
         held_back: HashMap::new(),
-        writing: HashSet::new(),
+        writers,
     };
     observer.forget_vanished().await;
     loop {
@@ -300,8 +300,9 @@ struct Observer {
     cookies_dropped: u64,
     /// Files a pass held back as still being written (per worktree), and since when.
     held_back: HashMap<(PathBuf, String), Instant>,
-    /// Files written to since a writer opened them, not yet closed (absolute paths).
-    writing: HashSet<PathBuf>,
+    /// Files written to since a writer opened them, not yet closed: kept here, asked by the
+    /// requests' reads too.
+    writers: Arc<OpenWriters>,
 }
 
 impl Observer {
@@ -692,10 +693,7 @@ impl Observer {
         match event.kind {
             EventKind::Create(CreateKind::File)
             | EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Any) => {
-                if self.writing.len() >= MAX_WRITING {
-                    self.writing.clear();
-                }
-                self.writing.extend(event.paths.iter().cloned());
+                self.writers.opened(&event.paths);
             }
             EventKind::Remove(RemoveKind::File | RemoveKind::Any) => self.written(event),
             _ if is_close_after_writing(event) => self.written(event),
@@ -707,7 +705,7 @@ impl Observer {
     /// read now.
     fn written(&mut self, event: &notify::Event) {
         for path in &event.paths {
-            if !self.writing.remove(path) {
+            if !self.writers.closed(path) {
                 continue;
             }
             let Some(root) = self.root_of(path) else {
@@ -765,14 +763,8 @@ impl Observer {
             .filter(|((at, _), since)| at == root && since.elapsed() >= HOLD_AT_MOST)
             .map(|((_, file), _)| file.clone())
             .collect();
-        let writing = self
-            .writing
-            .iter()
-            .filter_map(|path| path.strip_prefix(root).ok())
-            .filter_map(|relative| relative.to_str().map(str::to_owned))
-            .collect();
         Reading {
-            writing,
+            writing: self.writers.under(root),
             own_pass: !flush,
             overdue,
         }

@@ -4,9 +4,14 @@
 //! the deletion of every line, and the text written after it for new work over the whole file.
 //! What wit keeps from a read (lines attributed to an owner, docs/protocol.md 15.3; regions
 //! carried to a new text, 13.3) it keeps only from a read at rest: a read that is not is good
-//! for one answer, and a later read keeps what it saw.
+//! for one answer, and a later read keeps what it saw. A writer that keeps a truncated file
+//! open longer than [`STILL_WRITING`] is known by the tree observer's file-system events
+//! ([`OpenWriters`]).
 
+use std::collections::HashSet;
 use std::fs::Metadata;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 /// A file modified this recently may still be being written.
@@ -34,6 +39,49 @@ pub fn was_at_rest(before: &Metadata, after: Option<&Metadata>, now: SystemTime)
         .unwrap_or(true);
     let changed = after.is_none_or(|after| stamp(after) != stamp(before));
     !recent && !changed
+}
+
+/// The files a file-system watcher saw a writer make or write to and not yet close after
+/// writing (absolute paths): kept by the tree observer, asked by the readers whose reads must
+/// be at rest.
+#[derive(Debug, Default)]
+pub struct OpenWriters(Mutex<HashSet<PathBuf>>);
+
+impl OpenWriters {
+    /// The most files followed at once (beyond, the set starts again).
+    const MAX: usize = 10_000;
+
+    fn files(&self) -> std::sync::MutexGuard<'_, HashSet<PathBuf>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `paths` were made or written to.
+    pub fn opened(&self, paths: &[PathBuf]) {
+        let mut files = self.files();
+        if files.len() >= Self::MAX {
+            files.clear();
+        }
+        files.extend(paths.iter().cloned());
+    }
+
+    /// `path` was closed after writing, or removed; whether it was followed as open.
+    pub fn closed(&self, path: &Path) -> bool {
+        self.files().remove(path)
+    }
+
+    /// Whether a writer has `path` open.
+    pub fn is_open(&self, path: &Path) -> bool {
+        self.files().contains(path)
+    }
+
+    /// The files under `root` a writer has open, relative to it.
+    pub fn under(&self, root: &Path) -> HashSet<String> {
+        self.files()
+            .iter()
+            .filter_map(|path| path.strip_prefix(root).ok())
+            .filter_map(|relative| relative.to_str().map(str::to_owned))
+            .collect()
+    }
 }
 
 /// What tells two looks at a file apart: its size and modification time.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::analysis::{signatures_equal, FileAnalysis, Language, Lookup, RepoIndex};
 use crate::coord::{CodeIndex, SignatureLookup, SymbolSpan, TextSymbols};
-use crate::platform::at_rest::DiskText;
+use crate::platform::at_rest::{DiskText, OpenWriters};
 
 /// [`CodeIndex`] over a [`RepoIndex`].
 #[derive(Debug, Clone)]
@@ -13,13 +13,19 @@ pub struct AnalysisIndex {
     index: Arc<RepoIndex>,
     /// The worktree's root, as sessions record it.
     root: String,
+    /// The files the tree observer sees being written: a text read from one is not at rest.
+    writers: Arc<OpenWriters>,
 }
 
 impl AnalysisIndex {
-    /// Wraps the repository index.
-    pub fn new(index: Arc<RepoIndex>) -> Self {
+    /// Wraps the repository index; `writers` says which files are being written.
+    pub fn new(index: Arc<RepoIndex>, writers: Arc<OpenWriters>) -> Self {
         let root = index.root().display().to_string();
-        Self { index, root }
+        Self {
+            index,
+            root,
+            writers,
+        }
     }
 
     fn analysis(&self, file: &str) -> Option<Arc<crate::analysis::FileAnalysis>> {
@@ -106,7 +112,11 @@ impl CodeIndex for AnalysisIndex {
 
     fn file_text(&self, file: &str) -> Option<DiskText> {
         match self.index.read_text(file) {
-            Ok(text) => text,
+            Ok(Some(mut disk)) => {
+                disk.at_rest &= !self.writers.is_open(&self.index.root().join(file));
+                Some(disk)
+            }
+            Ok(None) => None,
             Err(error) => {
                 tracing::debug!(file, %error, "file not read");
                 None

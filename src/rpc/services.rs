@@ -15,6 +15,7 @@ use super::waiting::EventBell;
 use crate::analysis::worker::ParseWorker;
 use crate::analysis::RepoIndex;
 use crate::coord::{CodeIndex, Coord, CoordError, ReapedSession, SystemClock, Vantage};
+use crate::platform::at_rest::OpenWriters;
 use crate::protocol::server::{
     register_contract_methods, register_discover, register_edit_methods, register_events_methods,
     register_intent_methods, register_lock_methods, register_session_methods, register_wit_methods,
@@ -229,6 +230,8 @@ pub struct Services {
     parse_worker: Option<ParseWorker>,
     /// The main worktree's index: linked worktrees share its parse cache.
     main_index: Arc<RepoIndex>,
+    /// The files the tree observer sees being written, in every worktree.
+    open_writers: Arc<OpenWriters>,
 }
 
 impl Services {
@@ -248,10 +251,14 @@ impl Services {
             &parse_worker,
         ));
         main_index.start_background_build();
+        let open_writers = Arc::new(OpenWriters::default());
         let coord = Coord::new(
             store,
             Arc::new(SystemClock),
-            Arc::new(AnalysisIndex::new(Arc::clone(&main_index))),
+            Arc::new(AnalysisIndex::new(
+                Arc::clone(&main_index),
+                Arc::clone(&open_writers),
+            )),
         );
         // The previous daemon of this root (one at a time serves it) is known dead.
         let id_file = state_dir.join(DAEMON_ID);
@@ -267,6 +274,7 @@ impl Services {
             state_dir: state_dir.to_path_buf(),
             parse_worker,
             main_index,
+            open_writers,
         })
     }
 
@@ -287,7 +295,13 @@ impl Services {
         let index = Arc::new(open_index(index, &dir, &self.parse_worker));
         // Built once the main worktree's index is: most of its content is found there.
         index.start_background_build_after(Arc::clone(&self.main_index));
-        build_methods(self.app.for_worktree(Arc::new(AnalysisIndex::new(index))))
+        let index = AnalysisIndex::new(index, Arc::clone(&self.open_writers));
+        build_methods(self.app.for_worktree(Arc::new(index)))
+    }
+
+    /// The files the tree observer sees being written (it keeps them; the indexes' reads ask).
+    pub fn open_writers(&self) -> Arc<OpenWriters> {
+        Arc::clone(&self.open_writers)
     }
 
     /// The coordination core all worktrees share.

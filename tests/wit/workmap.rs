@@ -329,15 +329,32 @@ fn a_file_truncated_and_written_later_is_read_only_once_written() {
         std::fs::write(&next, &text).unwrap();
         // Open with truncation, wait 1.5 s (past the observer's settle time and its longest
         // delay), then write and close.
-        let writer = std::process::Command::new("python3")
+        let mut writer = std::process::Command::new("python3")
             .args([
                 "-c",
                 "import sys, time\nf = open(sys.argv[1], 'w')\nf.flush()\ntime.sleep(1.5)\nf.write(open(sys.argv[2]).read())\nf.close()",
             ])
             .arg(&path)
             .arg(&next)
-            .status();
-        assert!(writer.unwrap().success());
+            .spawn()
+            .unwrap();
+        // While the file is empty (and was truncated long enough ago to look settled), a
+        // query and another session's declaration read it: they keep nothing of that text.
+        let truncated = std::time::Instant::now();
+        while std::fs::metadata(&path).unwrap().len() > 0 {
+            assert!(
+                truncated.elapsed() < std::time::Duration::from_secs(10),
+                "never truncated"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        intents_of(&client, "a").await;
+        client
+            .intent_declare(declare("b", "rework", &["app.py"], None))
+            .await
+            .unwrap();
+        assert!(writer.wait().unwrap().success());
         assert_eq!(regions_of(&client, "a").await, [[24, 24]]);
     });
 }
