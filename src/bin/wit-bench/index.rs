@@ -136,7 +136,7 @@ async fn first_call_on_the_largest_file(wit: &Path, repo: &Path) -> Result<()> {
     }
     // The stored analyses of large files are read back right after the build: an agent's
     // first call comes seconds after a restart, not within the same millisecond.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(IDLE).await;
     let mut conn = Conn::open(&daemon.socket).await?;
     let mut times = Vec::new();
     for symbol in symbols.iter().take(11) {
@@ -156,19 +156,84 @@ async fn first_call_on_the_largest_file(wit: &Path, repo: &Path) -> Result<()> {
     }
     // What the deferred warm-up holds once it has run (issue 32.3 reads RSS right after start).
     let rss = rss_kib(daemon.pid()).unwrap_or(0);
+    // The idle floor: the same call after the same pause, on the daemon now warm. The first
+    // call comes after a pause too, and a pause alone costs what the machine's caches lost.
+    let mut after_idle = Vec::new();
+    for symbol in symbols.iter().skip(1).take(IDLE_ROUNDS) {
+        tokio::time::sleep(IDLE).await;
+        let symbol_path = format!("{file}:{symbol}");
+        let started = Instant::now();
+        conn.call(
+            "lock.acquire",
+            json!({"symbolPath": symbol_path, "sessionId": "bench-first", "ttlMs": 60_000}),
+        )
+        .await?;
+        after_idle.push(started.elapsed());
+        conn.call(
+            "lock.release",
+            json!({"symbolPath": symbol_path, "sessionId": "bench-first"}),
+        )
+        .await?;
+    }
     stop(daemon).await;
     if let Some((first, rest)) = times.split_first_mut() {
         let steady = median(rest);
+        let idle = median(&mut after_idle);
+        let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
         println!(
             "first call after restart on the largest file {file} ({} KB): {}, steady state (median of {}): {} (×{:.2}, target ≤ 2); daemon RSS then {rss} KiB",
             std::fs::metadata(repo.join(&file)).map_or(0, |m| m.len() / 1000),
             fmt_duration(*first),
             rest.len(),
             fmt_duration(steady),
-            first.as_secs_f64() / steady.as_secs_f64().max(1e-9)
+            ratio(*first, steady)
+        );
+        let (hot, cold) = memory_walk_after_idle();
+        println!(
+            "idle floor: the same call after the same {} s pause on the warm daemon, median of {}: {} (first call ×{:.2} of it, steady state ×{:.2}); this machine walks {} MiB in {} hot, {} after the pause (×{:.1})",
+            IDLE.as_secs(),
+            after_idle.len(),
+            fmt_duration(idle),
+            ratio(*first, idle),
+            ratio(idle, steady),
+            WALK_BYTES >> 20,
+            fmt_duration(hot),
+            fmt_duration(cold),
+            ratio(cold, hot)
         );
     }
     Ok(())
+}
+
+/// The pause before the first call after a restart, and before each idle-floor call.
+const IDLE: Duration = Duration::from_secs(2);
+
+/// How many calls after a pause make the idle floor.
+const IDLE_ROUNDS: usize = 3;
+
+/// The memory the machine probe walks.
+const WALK_BYTES: usize = 8 << 20;
+
+/// What a pause costs on this machine, without wit: one walk over [`WALK_BYTES`] of memory
+/// right after another, then one after an [`IDLE`] pause (a host whose caches other tenants
+/// take over meanwhile reads it from memory again).
+fn memory_walk_after_idle() -> (Duration, Duration) {
+    let mut memory: Vec<u8> = (0..WALK_BYTES).map(|i| i as u8).collect();
+    let walk = |memory: &mut [u8]| {
+        let started = Instant::now();
+        let mut hash = 0u64;
+        for byte in memory.iter_mut().step_by(64) {
+            hash = hash.wrapping_mul(31).wrapping_add(u64::from(*byte));
+            *byte = hash as u8;
+        }
+        std::hint::black_box(hash);
+        started.elapsed()
+    };
+    walk(&mut memory);
+    let hot = walk(&mut memory);
+    std::thread::sleep(IDLE);
+    let cold = walk(&mut memory);
+    (hot, cold)
 }
 
 /// The largest supported source file and its top-level functions.
