@@ -167,13 +167,30 @@ fn until<T>(
     what: &str,
     mut check: impl FnMut() -> Result<Option<T>, CliError>,
 ) -> Result<T, CliError> {
+    until_seen(what, || Ok(check()?.ok_or_else(String::new)))
+}
+
+/// [`until`] for a `check` that says what it saw instead (the last of which the failure
+/// shows).
+fn until_seen<T>(
+    what: &str,
+    mut check: impl FnMut() -> Result<Result<T, String>, CliError>,
+) -> Result<T, CliError> {
     let deadline = Instant::now() + OBSERVED;
     loop {
-        if let Some(found) = check()? {
-            return Ok(found);
-        }
+        let seen = match check()? {
+            Ok(found) => return Ok(found),
+            Err(seen) => seen,
+        };
         if Instant::now() > deadline {
-            return Err(CliError::Failed(format!("demo: waited in vain for {what}")));
+            let last = if seen.is_empty() {
+                String::new()
+            } else {
+                format!(" (last seen: {seen})")
+            };
+            return Err(CliError::Failed(format!(
+                "demo: waited in vain for {what}{last}"
+            )));
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -189,9 +206,27 @@ fn call(client: &WitClient, method: &str, params: Value) -> Result<Value, CliErr
     })
 }
 
+/// A person's `wit --json ARGS` in `cwd`: its exit code and the JSON on its stdout (`Null`
+/// when there is none), or what it printed instead.
+fn person_wit_json(exe: &Path, cwd: &Path, args: &[&str]) -> Result<(i32, Value), CliError> {
+    let mut json_args = vec!["--json"];
+    json_args.extend_from_slice(args);
+    let output = person_command(exe, cwd, &json_args)?;
+    let value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+    Ok((output.status.code().unwrap_or(-1), value))
+}
+
 /// A person's `wit ARGS` in `cwd` (no session of their own): (exit code, stdout + stderr).
 fn person_wit(exe: &Path, cwd: &Path, args: &[&str]) -> Result<(i32, String), CliError> {
-    let output = Command::new(exe)
+    let output = person_command(exe, cwd, args)?;
+    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&output.stderr));
+    Ok((output.status.code().unwrap_or(-1), text))
+}
+
+/// Runs a person's `wit ARGS` in `cwd`: no session of their own, the daemon started if need be.
+fn person_command(exe: &Path, cwd: &Path, args: &[&str]) -> Result<std::process::Output, CliError> {
+    Command::new(exe)
         .args(args)
         .current_dir(cwd)
         .env_remove("WIT_SESSION")
@@ -200,10 +235,7 @@ fn person_wit(exe: &Path, cwd: &Path, args: &[&str]) -> Result<(i32, String), Cl
         .env_remove("WIT_NO_AUTOSTART")
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| failed("running wit", e))?;
-    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&output.stderr));
-    Ok((output.status.code().unwrap_or(-1), text))
+        .map_err(|e| failed("running wit", e))
 }
 
 fn play(
@@ -390,9 +422,8 @@ fn play(
     let theirs = fs::read_to_string(&carol_file).map_err(|e| failed("reading", e))?;
     fs::write(&carol_file, theirs.replacen(BOB_OLD, CAROL_NEW, 1))
         .map_err(|e| failed("writing", e))?;
-    let forecast = until("the forecast of carol's worktree", || {
-        let (code, text) = person_wit(&exe, root, &["--json", "worktrees"])?;
-        let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    let forecast = until_seen("the forecast of carol's worktree", || {
+        let (code, value) = person_wit_json(&exe, root, &["worktrees"])?;
         let collides = code == 0
             && value["pairs"].as_array().is_some_and(|pairs| {
                 pairs.iter().any(|pair| {
@@ -401,7 +432,11 @@ fn play(
                     })
                 })
             });
-        Ok(collides.then_some(value))
+        Ok(if collides {
+            Ok(value)
+        } else {
+            Err(format!("exit {code}, {value}"))
+        })
     })?;
     let (_, shown) = person_wit(&exe, root, &["worktrees"])?;
     narrator.shown("wit worktrees", &shown, json!({"forecast": forecast}));
@@ -413,8 +448,7 @@ fn play(
     // 5. A restore after `git reset --hard`.
     narrator.title("a person runs `git reset --hard` in the main worktree");
     let snapshot = until("bob's work snapshot", || {
-        let (_, text) = person_wit(&exe, root, &["--json", "snapshots"])?;
-        let list: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        let (_, list) = person_wit_json(&exe, root, &["snapshots"])?;
         Ok(list.as_array().and_then(|list| {
             list.iter()
                 .find(|s| s["session"] == "bob")
