@@ -46,6 +46,17 @@ pub fn cpu_time_with_children(pid: u32) -> io::Result<Duration> {
     ticks_of(pid, 14..=17)
 }
 
+/// What the children process `pid` has waited for used so far: CPU time (user + system, clock
+/// ticks) and minor page faults (`cutime`, `cstime`, `cminflt` of `stat`).
+pub fn waited_children_usage(pid: u32) -> io::Result<(Duration, u64)> {
+    let cpu = ticks_of(pid, 16..=17)?;
+    let faults = stat_fields(pid)?
+        .get(11 - 3)
+        .and_then(|v| v.parse::<u64>().ok())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "minor faults"))?;
+    Ok((cpu, faults))
+}
+
 /// CPU time of a process's live threads to the nanosecond (`/proc/<pid>/task/*/schedstat`;
 /// the clock ticks of `stat` are 10 ms, too coarse for a few thousand cheap requests).
 pub fn cpu_time_of_threads(pid: u32) -> io::Result<Duration> {

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use serde_json::json;
@@ -75,16 +75,19 @@ pub(crate) async fn harness_hooks(wit: &Path, args: &HarnessHooksArgs) -> Result
         json!({"symbolPath": "src/auth.ts:validateToken", "sessionId": HOLDER, "ttlMs": 3_600_000}),
     )
     .await?;
+    let meter = CostMeter::new(daemon.pid());
+    let mark = meter.mark();
     let mut floor = crate::gate::floor_runs(wit, &daemon.socket, args.runs)?;
+    let floor_cost = meter.since(&mark, args.runs);
     let (f50, f99) = p50_p99(&mut floor);
     println!(
-        "floor: `wit-bench-ping` (connect, one ping, exit), {} processes: p50 {} p99 {}",
+        "floor: `wit-bench-ping` (connect, one ping, exit), {} processes: p50 {} p99 {}; {floor_cost}",
         args.runs,
         fmt_duration(f50),
         fmt_duration(f99)
     );
-    println!("| harness | payload | p50 | p99 | p50 / floor | p99 / floor |");
-    println!("|---|---|---:|---:|---:|---:|");
+    println!("| harness | payload | p50 | p99 | p50 / floor | p99 / floor | per process |");
+    println!("|---|---|---:|---:|---:|---:|---|");
     for (agent, name) in PAYLOADS {
         let denied = run_hook(wit, &root, agent, &fixture(name, &root, OTHER)?, OTHER)?;
         if !refused(agent, &denied) {
@@ -97,6 +100,7 @@ pub(crate) async fn harness_hooks(wit: &Path, args: &HarnessHooksArgs) -> Result
         }
         let payload = fixture(name, &root, HOLDER)?;
         let mut samples = Vec::with_capacity(args.runs);
+        let mark = meter.mark();
         for _ in 0..args.runs {
             let started = Instant::now();
             let out = run_hook(wit, &root, agent, &payload, HOLDER)?;
@@ -108,9 +112,10 @@ pub(crate) async fn harness_hooks(wit: &Path, args: &HarnessHooksArgs) -> Result
                 );
             }
         }
+        let cost = meter.since(&mark, args.runs);
         let (p50, p99) = p50_p99(&mut samples);
         println!(
-            "| {agent} | {name} | {} | {} | {:.2}× | {:.2}× |",
+            "| {agent} | {name} | {} | {} | {:.2}× | {:.2}× | {cost} |",
             fmt_duration(p50),
             fmt_duration(p99),
             p50.as_secs_f64() / f50.as_secs_f64().max(1e-9),
@@ -119,6 +124,55 @@ pub(crate) async fn harness_hooks(wit: &Path, args: &HarnessHooksArgs) -> Result
     }
     drop(daemon);
     Ok(())
+}
+
+/// Where a hook process's time goes, per process of a loop: the daemon's CPU (its threads'
+/// `schedstat`), the processes' own CPU and their minor page faults (this bench's waited-for
+/// children: the loop waits for each process).
+struct CostMeter {
+    daemon: u32,
+}
+
+/// The meter's readings at the start of a loop.
+struct CostMark {
+    daemon: Duration,
+    own: Duration,
+    faults: u64,
+}
+
+impl CostMeter {
+    fn new(daemon: u32) -> Self {
+        Self { daemon }
+    }
+
+    fn mark(&self) -> CostMark {
+        let daemon = wit::platform::measure::cpu_time_of_threads(self.daemon).unwrap_or_default();
+        let (own, faults) =
+            wit::platform::measure::waited_children_usage(std::process::id()).unwrap_or_default();
+        CostMark {
+            daemon,
+            own,
+            faults,
+        }
+    }
+
+    /// Per process since `mark`, over `runs` processes.
+    fn since(&self, mark: &CostMark, runs: usize) -> String {
+        let now = self.mark();
+        let runs = u32::try_from(runs.max(1)).unwrap_or(u32::MAX);
+        // The children's CPU comes in clock ticks: over `runs` processes, one tick each way.
+        let tick = Duration::from_secs(1)
+            / u32::try_from(wit::platform::measure::clock_ticks())
+                .unwrap_or(100)
+                .max(1);
+        format!(
+            "daemon CPU {} / own CPU {} (±{}) / {} page faults",
+            fmt_duration(now.daemon.saturating_sub(mark.daemon) / runs),
+            fmt_duration(now.own.saturating_sub(mark.own) / runs),
+            fmt_duration(tick / runs),
+            now.faults.saturating_sub(mark.faults) / u64::from(runs)
+        )
+    }
 }
 
 /// A fixture with its placeholders filled in.
