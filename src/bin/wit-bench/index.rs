@@ -140,19 +140,7 @@ async fn first_call_on_the_largest_file(wit: &Path, repo: &Path) -> Result<()> {
     let mut conn = Conn::open(&daemon.socket).await?;
     let mut times = Vec::new();
     for symbol in symbols.iter().take(11) {
-        let symbol_path = format!("{file}:{symbol}");
-        let started = Instant::now();
-        conn.call(
-            "lock.acquire",
-            json!({"symbolPath": symbol_path, "sessionId": "bench-first", "ttlMs": 60_000}),
-        )
-        .await?;
-        times.push(started.elapsed());
-        conn.call(
-            "lock.release",
-            json!({"symbolPath": symbol_path, "sessionId": "bench-first"}),
-        )
-        .await?;
+        times.push(timed_lock(&mut conn, &format!("{file}:{symbol}")).await?);
     }
     // What the deferred warm-up holds once it has run (issue 32.3 reads RSS right after start).
     let rss = rss_kib(daemon.pid()).unwrap_or(0);
@@ -161,19 +149,7 @@ async fn first_call_on_the_largest_file(wit: &Path, repo: &Path) -> Result<()> {
     let mut after_idle = Vec::new();
     for symbol in symbols.iter().skip(1).take(IDLE_ROUNDS) {
         tokio::time::sleep(IDLE).await;
-        let symbol_path = format!("{file}:{symbol}");
-        let started = Instant::now();
-        conn.call(
-            "lock.acquire",
-            json!({"symbolPath": symbol_path, "sessionId": "bench-first", "ttlMs": 60_000}),
-        )
-        .await?;
-        after_idle.push(started.elapsed());
-        conn.call(
-            "lock.release",
-            json!({"symbolPath": symbol_path, "sessionId": "bench-first"}),
-        )
-        .await?;
+        after_idle.push(timed_lock(&mut conn, &format!("{file}:{symbol}")).await?);
     }
     stop(daemon).await;
     if let Some((first, rest)) = times.split_first_mut() {
@@ -203,6 +179,23 @@ async fn first_call_on_the_largest_file(wit: &Path, repo: &Path) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// How long a `lock.acquire` of `symbol_path` takes (the lock released after it, untimed).
+async fn timed_lock(conn: &mut Conn, symbol_path: &str) -> Result<Duration> {
+    let started = Instant::now();
+    conn.call(
+        "lock.acquire",
+        json!({"symbolPath": symbol_path, "sessionId": "bench-first", "ttlMs": 60_000}),
+    )
+    .await?;
+    let took = started.elapsed();
+    conn.call(
+        "lock.release",
+        json!({"symbolPath": symbol_path, "sessionId": "bench-first"}),
+    )
+    .await?;
+    Ok(took)
 }
 
 /// The pause before the first call after a restart, and before each idle-floor call.
