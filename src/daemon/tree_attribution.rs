@@ -23,9 +23,9 @@ pub struct Reading {
     /// for a deletion of every line, and the text written after it for new work over the
     /// whole file.
     pub writing: HashSet<String>,
-    /// The observer's own pass (not a flush): a file modified within [`at_rest::STILL_WRITING`], or
-    /// changing while it is read, counts as being written too (what a polled worktree, with
-    /// no events, can tell).
+    /// The observer's own pass (not a flush): a file modified within
+    /// [`at_rest::STILL_WRITING`], or changing while it is read, counts as being written too
+    /// (what a polled worktree, with no events, can tell).
     pub own_pass: bool,
     /// Files read however they are being written (held back long enough).
     pub overdue: HashSet<String>,

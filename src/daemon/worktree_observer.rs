@@ -44,8 +44,8 @@ pub const RESCAN: Duration = Duration::from_millis(250);
 /// How often a worktree that cannot be watched is read.
 pub const FALLBACK_POLL: Duration = Duration::from_millis(1_500);
 /// The longest a file being written is held back (a writer that keeps it open longer, a
-/// log, is read at least this often).
-pub const HOLD_AT_MOST: Duration = Duration::from_secs(5);
+/// log, is read at least this often): the bound the requests' reads use too.
+pub const HOLD_AT_MOST: Duration = OpenWriters::LONGEST_PAUSE;
 /// File-system events queued before the observer stops telling them apart (then every
 /// worktree is read again).
 const QUEUE: usize = 4_096;

@@ -8,11 +8,11 @@
 //! open longer than [`STILL_WRITING`] is known by the tree observer's file-system events
 //! ([`OpenWriters`]).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::Metadata;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 /// A file modified this recently may still be being written.
 pub const STILL_WRITING: Duration = Duration::from_millis(100);
@@ -42,16 +42,21 @@ pub fn was_at_rest(before: &Metadata, after: Option<&Metadata>, now: SystemTime)
 }
 
 /// The files a file-system watcher saw a writer make or write to and not yet close after
-/// writing (absolute paths): kept by the tree observer, asked by the readers whose reads must
-/// be at rest.
+/// writing (absolute paths), each with when it was last written: kept by the tree observer,
+/// asked by the readers whose reads must be at rest.
 #[derive(Debug, Default)]
-pub struct OpenWriters(Mutex<HashSet<PathBuf>>);
+pub struct OpenWriters(Mutex<HashMap<PathBuf, Instant>>);
 
 impl OpenWriters {
     /// The most files followed at once (beyond, the set starts again).
     const MAX: usize = 10_000;
 
-    fn files(&self) -> std::sync::MutexGuard<'_, HashSet<PathBuf>> {
+    /// How long a file not written since counts as being written for [`OpenWriters::is_open`]:
+    /// a writer that keeps a file open longer (a log), or a close whose event was lost, does
+    /// not keep it from being at rest for good.
+    pub const LONGEST_PAUSE: Duration = Duration::from_secs(5);
+
+    fn files(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Instant>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -61,23 +66,29 @@ impl OpenWriters {
         if files.len() >= Self::MAX {
             files.clear();
         }
-        files.extend(paths.iter().cloned());
+        let now = Instant::now();
+        for path in paths {
+            files.insert(path.clone(), now);
+        }
     }
 
     /// `path` was closed after writing, or removed; whether it was followed as open.
     pub fn closed(&self, path: &Path) -> bool {
-        self.files().remove(path)
+        self.files().remove(path).is_some()
     }
 
-    /// Whether a writer has `path` open.
+    /// Whether a writer has `path` open and wrote to it within [`OpenWriters::LONGEST_PAUSE`].
     pub fn is_open(&self, path: &Path) -> bool {
-        self.files().contains(path)
+        self.files()
+            .get(path)
+            .is_some_and(|written| written.elapsed() < Self::LONGEST_PAUSE)
     }
 
-    /// The files under `root` a writer has open, relative to it.
+    /// The files under `root` a writer has open, relative to it (however long ago they were
+    /// written: the observer holds each back for a bounded time itself).
     pub fn under(&self, root: &Path) -> HashSet<String> {
         self.files()
-            .iter()
+            .keys()
             .filter_map(|path| path.strip_prefix(root).ok())
             .filter_map(|relative| relative.to_str().map(str::to_owned))
             .collect()
@@ -94,6 +105,31 @@ mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
 
     use super::*;
+
+    #[test]
+    fn a_file_is_open_until_closed_and_only_while_it_is_being_written() {
+        let writers = OpenWriters::default();
+        let (a, b) = (PathBuf::from("/r/a.py"), PathBuf::from("/r/sub/b.py"));
+        writers.opened(&[a.clone(), b.clone()]);
+        assert!(writers.is_open(&a) && writers.is_open(&b));
+        let mut under: Vec<String> = writers.under(Path::new("/r")).into_iter().collect();
+        under.sort();
+        assert_eq!(under, ["a.py", "sub/b.py"]);
+        assert!(writers.closed(&a));
+        assert!(!writers.closed(&a), "closed once");
+        assert!(!writers.is_open(&a));
+        // A file not written for longer than the longest pause is not held open (a log, or
+        // a close whose event was lost).
+        writers
+            .files()
+            .insert(b.clone(), Instant::now() - 2 * OpenWriters::LONGEST_PAUSE);
+        assert!(!writers.is_open(&b));
+        assert_eq!(
+            writers.under(Path::new("/r")).len(),
+            1,
+            "the observer still sees it"
+        );
+    }
 
     #[test]
     fn a_file_is_at_rest_once_it_is_old_enough_and_unchanged_by_the_read() {
