@@ -14,7 +14,7 @@ use super::conflicts::{collides, held_by_another, overlap_items, Others, Work};
 use super::events::{self, EventKind};
 use super::paths::{join_symbol_path, normalize};
 use super::regions::Lines;
-use super::workmap::Upkeep;
+use super::workmap::{Followed, Upkeep};
 use super::{
     check_len, Coord, CoordError, Intent, IntentRange, IntentStatus, LineRegion, Result, Vantage,
     MAX_DESCRIPTION_BYTES, MAX_LIST_ITEMS, MAX_PATH_BYTES,
@@ -183,10 +183,7 @@ impl Coord {
             // from a read at rest: a file being written is not a text to keep them in).
             let text = if rows.iter().any(|row| row.regions.is_some()) {
                 let disk = self.index.file_text(file);
-                let upkeep = match &disk {
-                    Some(disk) if !disk.at_rest => Upkeep::Preview,
-                    _ => Upkeep::Store,
-                };
+                let upkeep = Upkeep::of_read(disk.as_ref());
                 let text = disk.map(|disk| disk.text).unwrap_or_default();
                 rows = self.regions_in(at, file, &text, rows, upkeep)?;
                 Some(text)
@@ -442,12 +439,12 @@ impl Coord {
                 if !followed.insert(file.to_owned()) {
                     continue;
                 }
-                match self.index.file_text(file) {
-                    Some(disk) if disk.at_rest => {
-                        moved |= self.follow_text_of(&here, file, &disk.text)?;
-                    }
-                    Some(disk) => previewed.extend(self.preview_regions(&here, file, &disk.text)?),
-                    None => {}
+                let Some(disk) = self.index.file_text(file) else {
+                    continue;
+                };
+                match self.follow_read(&here, file, &disk)? {
+                    Followed::Stored(carried) => moved |= carried,
+                    Followed::Shown(regions) => previewed.extend(regions),
                 }
             }
         }

@@ -26,6 +26,7 @@ use super::preflight::OBSERVED_EDIT;
 use super::regions::{merge, regions_of_changes, LineMap, Lines, Written};
 use super::worktree_work::Origin;
 use super::{Coord, IntentStatus, LineRegion, Result, Vantage};
+use crate::platform::at_rest::DiskText;
 use crate::store::{IntentFilter, IntentKind, RangeHit, Writer};
 
 /// Per worktree and file: the text its regions are lines of.
@@ -45,7 +46,7 @@ struct RegionText {
 }
 
 /// How a file's text stands to the one its regions are lines of.
-enum Standing<'a> {
+enum TextStanding<'a> {
     /// It is that text.
     Same,
     /// It is the text a recorded edit not yet written was made on: lines of the known text
@@ -57,13 +58,13 @@ enum Standing<'a> {
 
 impl RegionText {
     /// How `text` stands to the text the regions are lines of.
-    fn standing(&self, text: &str) -> Standing<'_> {
+    fn standing(&self, text: &str) -> TextStanding<'_> {
         if *self.text == *text {
-            return Standing::Same;
+            return TextStanding::Same;
         }
         match &self.before_edit {
-            Some((before, back)) if *before == fingerprint(text) => Standing::BeforeEdit(back),
-            _ => Standing::Other,
+            Some((before, back)) if *before == fingerprint(text) => TextStanding::BeforeEdit(back),
+            _ => TextStanding::Other,
         }
     }
 }
@@ -82,6 +83,26 @@ pub(super) enum Upkeep {
     Store,
     /// Carry them for this answer only: a preview (`edit.preflight`) writes nothing.
     Preview,
+}
+
+impl Upkeep {
+    /// What a request that writes anyway may do with the regions of a file it read as `disk`:
+    /// keep them carried to a text read at rest, and only show them carried to one that was
+    /// not (a file between a writer's truncate and its write is no text to keep them in).
+    pub(super) fn of_read(disk: Option<&DiskText>) -> Upkeep {
+        match disk {
+            Some(disk) if !disk.at_rest => Upkeep::Preview,
+            _ => Upkeep::Store,
+        }
+    }
+}
+
+/// What [`Coord::follow_read`] did with the regions of a file.
+pub(super) enum Followed {
+    /// Read at rest: carried and stored; whether any moved.
+    Stored(bool),
+    /// Not read at rest: per intent, its regions carried to the text for this answer only.
+    Shown(Vec<(String, Vec<LineRegion>)>),
 }
 
 /// A clean edit to record (10.3, 13.1).
@@ -197,9 +218,9 @@ impl Coord {
         let mut texts = self.region_texts();
         if let Some(known) = texts.files.get(&key) {
             match known.standing(text) {
-                Standing::Same => return Ok(rows),
-                Standing::BeforeEdit(back) => return Ok(map_rows(rows, back)),
-                Standing::Other => {}
+                TextStanding::Same => return Ok(rows),
+                TextStanding::BeforeEdit(back) => return Ok(map_rows(rows, back)),
+                TextStanding::Other => {}
             }
         }
         Ok(match self.follow_locked(&mut texts, origin, file, text)? {
@@ -216,9 +237,9 @@ impl Coord {
         let texts = self.region_texts();
         let known = texts.files.get(&(origin.clone(), file.to_owned()))?;
         match known.standing(text) {
-            Standing::Same => None,
-            Standing::BeforeEdit(back) => Some(back.clone()),
-            Standing::Other => {
+            TextStanding::Same => None,
+            TextStanding::BeforeEdit(back) => Some(back.clone()),
+            TextStanding::Other => {
                 let known = Arc::clone(&known.text);
                 drop(texts);
                 Some(LineMap::between(&known, text))
@@ -226,24 +247,29 @@ impl Coord {
         }
     }
 
-    /// The live regions of `file` observed in `origin`'s worktree carried to `text` for one
-    /// answer, nothing stored (a text read while the file was being written is no text to
-    /// keep them in): per intent, its regions as lines of `text`. Empty when they are lines
-    /// of it already.
-    pub(super) fn preview_regions(
+    /// Brings the live regions of `file` observed in `origin`'s worktree up to date with
+    /// `disk`, its text as a request read it (13.3), by [`Upkeep::of_read`]: carried and
+    /// stored from a read at rest, carried for this answer only from one that was not.
+    pub(super) fn follow_read(
         &self,
         origin: &Origin,
         file: &str,
-        text: &str,
-    ) -> Result<Vec<(String, Vec<LineRegion>)>> {
-        let Some(map) = self.preview_map(origin, file, text) else {
-            return Ok(Vec::new());
+        disk: &DiskText,
+    ) -> Result<Followed> {
+        if Upkeep::of_read(Some(disk)) == Upkeep::Store {
+            return Ok(Followed::Stored(
+                self.follow_text_of(origin, file, &disk.text)?,
+            ));
+        }
+        let Some(map) = self.preview_map(origin, file, &disk.text) else {
+            return Ok(Followed::Shown(Vec::new()));
         };
-        Ok(self
-            .live_regions_of(origin, file)?
-            .into_iter()
-            .filter_map(|row| Some((row.intent_id, map.carry(&row.regions?))))
-            .collect())
+        Ok(Followed::Shown(
+            self.live_regions_of(origin, file)?
+                .into_iter()
+                .filter_map(|row| Some((row.intent_id, map.carry(&row.regions?))))
+                .collect(),
+        ))
     }
 
     /// The text the regions of `file` observed in `origin`'s worktree are lines of, when
@@ -261,7 +287,7 @@ impl Coord {
     pub(super) fn follow_text_of(&self, origin: &Origin, file: &str, text: &str) -> Result<bool> {
         let mut texts = self.region_texts();
         if let Some(known) = texts.files.get(&(origin.clone(), file.to_owned())) {
-            if !matches!(known.standing(text), Standing::Other) {
+            if !matches!(known.standing(text), TextStanding::Other) {
                 return Ok(false);
             }
         }
