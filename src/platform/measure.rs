@@ -23,7 +23,11 @@ fn stat_fields(pid: u32) -> io::Result<Vec<String>> {
 
 /// The sum of `stat` fields `range` (numbered as in proc(5)) as a duration.
 fn ticks_of(pid: u32, range: std::ops::RangeInclusive<usize>) -> io::Result<Duration> {
-    let fields = stat_fields(pid)?;
+    ticks_in(&stat_fields(pid)?, range)
+}
+
+/// The sum of fields `range` of `fields` (a `stat` line from field 3 on) as a duration.
+fn ticks_in(fields: &[String], range: std::ops::RangeInclusive<usize>) -> io::Result<Duration> {
     let mut ticks = 0u64;
     for field in range {
         // `fields` starts at field 3.
@@ -49,8 +53,9 @@ pub fn cpu_time_with_children(pid: u32) -> io::Result<Duration> {
 /// What the children process `pid` has waited for used so far: CPU time (user + system, clock
 /// ticks) and minor page faults (`cutime`, `cstime`, `cminflt` of `stat`).
 pub fn waited_children_usage(pid: u32) -> io::Result<(Duration, u64)> {
-    let cpu = ticks_of(pid, 16..=17)?;
-    let faults = stat_fields(pid)?
+    let fields = stat_fields(pid)?;
+    let cpu = ticks_in(&fields, 16..=17)?;
+    let faults = fields
         .get(11 - 3)
         .and_then(|v| v.parse::<u64>().ok())
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "minor faults"))?;

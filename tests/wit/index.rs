@@ -302,17 +302,13 @@ fn the_rehearsal_after_a_start_leaves_no_trace() {
         assert!(Instant::now() < deadline, "never rehearsed: {log}");
         std::thread::sleep(Duration::from_millis(20));
     }
+    let client = repo.client();
     let rpc = |method: &str, params: Value| -> Value {
-        let request = json!({"jsonrpc": "2.0", "witVersion": "1", "id": 1, "method": method, "params": params});
-        let (status, body) = crate::harness::post(&repo.socket(), &request.to_string());
-        assert_eq!(status, 200, "{body}");
-        let answer: Value = serde_json::from_str(&body).unwrap();
-        answer["result"].clone()
+        block_on(client.call_raw(method, params)).unwrap()
     };
     assert_eq!(rpc("session.list", json!({})), json!([]));
     assert_eq!(rpc("lock.query", json!({})), json!([]));
     assert_eq!(rpc("events.poll", json!({"since": 0}))["events"], json!([]));
-    let client = repo.client();
     block_on(async {
         client
             .lock_acquire(acquire("src/b.ts:b", "agent", None))
