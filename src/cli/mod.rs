@@ -24,6 +24,7 @@ pub(crate) mod demo;
 pub(crate) mod doctor;
 pub(crate) mod duration;
 pub(crate) mod gitio;
+pub(crate) mod hook_line;
 pub(crate) mod hunks;
 pub(crate) mod index_progress;
 pub(crate) mod init;
@@ -277,9 +278,9 @@ pub fn main() -> ExitCode {
     ExitCode::from(output::finish(outcome, json))
 }
 
-/// A harness hook's command line (`wit … hook pre-edit|post-tool …`) read by [`HookCli`];
-/// `None` for every other command line, and for one it does not read (the full parser then
-/// says what is wrong).
+/// A harness hook's command line (`wit … hook pre-edit|post-tool …`) read by
+/// [`hook_line::read`] or, for a form it leaves alone, by [`HookCli`]; `None` for every other
+/// command line, and for one neither reads (the full parser then says what is wrong).
 fn parse_harness_hook() -> Option<(GlobalArgs, HarnessHook)> {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let named = args
@@ -287,6 +288,18 @@ fn parse_harness_hook() -> Option<(GlobalArgs, HarnessHook)> {
         .any(|pair| pair[0] == "hook" && (pair[1] == "pre-edit" || pair[1] == "post-tool"));
     if !named {
         return None;
+    }
+    if let Some(line) = args.get(1..).and_then(hook_line::read) {
+        let global = GlobalArgs {
+            repo: line.repo,
+            session: line.session,
+            json: line.json,
+        };
+        let hook = match line.hook {
+            hook_line::HookName::PreEdit => HarnessHook::PreEdit(line.agent),
+            hook_line::HookName::PostTool => HarnessHook::PostTool(line.agent),
+        };
+        return Some((global, hook));
     }
     let HookCli { global, command } = HookCli::try_parse_from(args).ok()?;
     let HookOnly::Hook(command) = command;

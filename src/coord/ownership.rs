@@ -100,6 +100,11 @@ impl TreeFile {
 #[derive(Debug, Default)]
 pub struct Ownership {
     windows: HashMap<String, Window>,
+    /// No open window expires before this (a lower bound: closing one leaves it as it was),
+    /// so that opening a window, or taking in a change, does not walk every open window to
+    /// drop the expired ones each time: with a harness that has no post-tool hook, or
+    /// `wit-bench`'s gate, thousands stay open until they expire.
+    earliest_expiry_ms: i64,
     /// Per (worktree root, file).
     files: HashMap<(String, String), TreeFile>,
     next_window: u64,
@@ -194,7 +199,7 @@ impl Coord {
         let now = self.clock.now_ms();
         let root = at.root().to_owned();
         let mut ownership = self.ownership();
-        ownership.windows.retain(|_, w| w.expires_at_ms > now);
+        ownership.drop_expired_windows(now);
         if ownership.windows.len() >= MAX_WINDOWS {
             let oldest = ownership
                 .windows
@@ -207,6 +212,8 @@ impl Coord {
         }
         ownership.next_window += 1;
         let id = format!("w{}-{}", ownership.next_window, self.ids.next_id());
+        let expires_at_ms = now.saturating_add(ttl);
+        ownership.earliest_expiry_ms = ownership.earliest_expiry_ms.min(expires_at_ms);
         ownership.windows.insert(
             id.clone(),
             Window {
@@ -214,7 +221,7 @@ impl Coord {
                 root,
                 file,
                 texts,
-                expires_at_ms: now.saturating_add(ttl),
+                expires_at_ms,
                 changed: BTreeMap::new(),
                 closed_at_flush: None,
             },
@@ -771,6 +778,21 @@ fn written_lines(before: &[u8], after: &[u8]) -> Vec<String> {
 }
 
 impl Ownership {
+    /// Drops the windows expired at `now_ms`; walks them only once the earliest expiry has
+    /// come.
+    fn drop_expired_windows(&mut self, now_ms: i64) {
+        if now_ms < self.earliest_expiry_ms {
+            return;
+        }
+        self.windows.retain(|_, w| w.expires_at_ms > now_ms);
+        self.earliest_expiry_ms = self
+            .windows
+            .values()
+            .map(|w| w.expires_at_ms)
+            .min()
+            .unwrap_or(i64::MAX);
+    }
+
     /// Whose change on disk this is (15.3): the sessions of the live windows in `root` naming
     /// `file`, else of those naming no file, else the worktree's unowned session.
     fn owners_of_change(
@@ -780,7 +802,7 @@ impl Ownership {
         written: &[String],
         now_ms: i64,
     ) -> Vec<String> {
-        self.windows.retain(|_, w| w.expires_at_ms > now_ms);
+        self.drop_expired_windows(now_ms);
         let open: Vec<&Window> = self.windows.values().filter(|w| w.root == root).collect();
         let naming: Vec<String> = open
             .iter()
@@ -839,6 +861,60 @@ mod tests {
             .unwrap();
         assert!(from != to);
         h.coord.close_window(session, &window, None);
+    }
+
+    /// A window that outlived its `ttlMs` explains no change: a change after it expired is
+    /// nobody's (whether or not another window was opened since), one before it is its
+    /// session's.
+    #[test]
+    fn an_expired_window_is_gone_for_the_next_change() {
+        let h = Harness::new();
+        h.processes.start(50, 7);
+        h.coord
+            .register_with_pulse("brief", "brief", Some(50), None)
+            .unwrap();
+        let vantage = h.coord.vantage(Some("brief"));
+        let short = |ttl: i64| {
+            h.coord
+                .open_window(&vantage, "Bash", None, Vec::new(), Some(ttl))
+                .unwrap()
+        };
+        let change = |to: &str| {
+            h.coord
+                .attribute_change(DiskChange {
+                    root: "",
+                    file: "f.txt",
+                    head: Some(BEFORE.as_bytes()),
+                    now: Some(to.as_bytes()),
+                })
+                .unwrap();
+            h.coord
+                .file_owners(&h.coord.vantage(None), "f.txt")
+                .unwrap()
+        };
+        let owner_of = |owners: &FileOwnersView, n: usize| {
+            owners
+                .lines
+                .iter()
+                .find(|l| l.start_line <= n && n <= l.end_line)
+                .map(|l| l.mark.owners.clone())
+        };
+        short(1_000);
+        short(5_000);
+        let owners = change("A\nb\nc\nd\ne\nf\ng\n");
+        assert_eq!(owner_of(&owners, 1), Some(vec!["brief".to_owned()]));
+        // The first window expires; the second still explains a change.
+        h.clock.advance(2_000);
+        let owners = change("A\nB\nc\nd\ne\nf\ng\n");
+        assert_eq!(owner_of(&owners, 2), Some(vec!["brief".to_owned()]));
+        // Both expired: the next change is nobody's, and so after a window opened meanwhile
+        // that expired too.
+        h.clock.advance(4_000);
+        short(10);
+        h.clock.advance(20);
+        let owners = change("A\nB\nC\nd\ne\nf\ng\n");
+        assert_ne!(owner_of(&owners, 3), Some(vec!["brief".to_owned()]));
+        assert_eq!(owner_of(&owners, 1), Some(vec!["brief".to_owned()]));
     }
 
     /// A `work.end` whose flush the observer did not answer in time: the change it reads

@@ -41,17 +41,31 @@ fn window_of(name: &str) -> Option<String> {
     unhex(id)
 }
 
-/// The marker names in `dir`, oldest first (none when it is missing or not a folder).
-fn markers(dir: &Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
+/// Whether `name` is a marker's: a stamp, `-`, the hex of an id (checked without decoding
+/// it: a session's folder can hold up to [`MAX_KEPT`] markers, and the gate lists them on
+/// every call it lets through).
+fn is_marker(name: &str) -> bool {
+    name.split_once('-').is_some_and(|(stamp, hex)| {
+        stamp.parse::<u128>().is_ok()
+            && hex.len() % 2 == 0
+            && hex.bytes().all(|byte| byte.is_ascii_hexdigit())
+    })
+}
+
+/// The marker names in `dir`, oldest first; `None` when it is missing or not a folder.
+fn listed(dir: &Path) -> Option<Vec<String>> {
+    let entries = std::fs::read_dir(dir).ok()?;
     let mut names: Vec<String> = entries
         .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-        .filter(|name| stamp_of(name).is_some() && window_of(name).is_some())
+        .filter(|name| is_marker(name))
         .collect();
     names.sort_unstable();
-    names
+    Some(names)
+}
+
+/// The marker names in `dir`, oldest first (none when it is missing or not a folder).
+fn markers(dir: &Path) -> Vec<String> {
+    listed(dir).unwrap_or_default()
 }
 
 /// Makes `dir` a folder: the windows of an earlier wit were one file at that path.
@@ -154,8 +168,10 @@ pub async fn open(
         return;
     }
     let dir = dir_of(paths, session);
-    ensure_dir(&dir);
-    let before = markers(&dir);
+    let before = listed(&dir).unwrap_or_else(|| {
+        ensure_dir(&dir);
+        Vec::new()
+    });
     let stamp = next_stamp(&before);
     for window_id in &opened {
         add_marker(&dir, window_id, stamp);
