@@ -86,6 +86,7 @@ pub(crate) async fn harness_hooks(wit: &Path, args: &HarnessHooksArgs) -> Result
         fmt_duration(f50),
         fmt_duration(f99)
     );
+    println!("{}", hook_order_coverage(wit));
     println!("| harness | payload | p50 | p99 | p50 / floor | p99 / floor | per process |");
     println!("|---|---|---:|---:|---:|---:|---|");
     for (agent, name) in PAYLOADS {
@@ -185,6 +186,31 @@ fn fixture(name: &str, root: &Path, session: &str) -> Result<String> {
     Ok(text
         .replace("{{ROOT}}", &root.display().to_string())
         .replace("{{SESSION}}", session))
+}
+
+/// How much of `link/hook-order.txt` (the hook's functions, laid out together by the linker:
+/// `scripts/hook-order`, build.rs) `wit` still has: a list gone stale with the code lays out
+/// less of the hook path together, and the hook maps more pages of code.
+fn hook_order_coverage(wit: &Path) -> String {
+    let list = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("link/hook-order.txt");
+    let Ok(list) = std::fs::read_to_string(&list) else {
+        return "hook order list: none (link/hook-order.txt)".to_owned();
+    };
+    let Ok(symbols) = Command::new("nm").arg(wit).output() else {
+        return "hook order list: not checked (no `nm`)".to_owned();
+    };
+    // Symbol names are ASCII (Rust's are mangled).
+    let symbols = String::from_utf8(symbols.stdout).unwrap_or_default();
+    let present: std::collections::HashSet<&str> = symbols
+        .lines()
+        .filter_map(|line| line.split_whitespace().last())
+        .collect();
+    let names: Vec<&str> = list.lines().filter(|name| !name.is_empty()).collect();
+    let found = names.iter().filter(|name| present.contains(*name)).count();
+    format!(
+        "hook order list: {found} of its {} functions are in this `wit` (the rest are laid out as usual; `scripts/hook-order` renews it)",
+        names.len()
+    )
 }
 
 /// One hook process, as the harness runs it (Kiro's payload names no session: the agent's
