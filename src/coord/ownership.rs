@@ -848,17 +848,29 @@ mod tests {
             .unwrap()
     }
 
+    /// f.txt changed on disk from [`BEFORE`] (in HEAD) to `to`.
+    fn change_to(to: &str) -> DiskChange<'_> {
+        DiskChange {
+            root: "",
+            file: "f.txt",
+            head: Some(BEFORE.as_bytes()),
+            now: Some(to.as_bytes()),
+        }
+    }
+
+    /// The owners of line `n` in `owners`.
+    fn owners_of_line(owners: &FileOwnersView, n: usize) -> Option<Vec<String>> {
+        owners
+            .lines
+            .iter()
+            .find(|l| l.start_line <= n && n <= l.end_line)
+            .map(|l| l.mark.owners.clone())
+    }
+
     /// `session` runs a shell command (a window naming no file) that turns `from` into `to`.
     fn shell_change(h: &Harness, session: &str, from: &str, to: &str) {
         let window = open_shell_window(h, session);
-        h.coord
-            .attribute_change(DiskChange {
-                root: "",
-                file: "f.txt",
-                head: Some(BEFORE.as_bytes()),
-                now: Some(to.as_bytes()),
-            })
-            .unwrap();
+        h.coord.attribute_change(change_to(to)).unwrap();
         assert!(from != to);
         h.coord.close_window(session, &window, None);
     }
@@ -880,41 +892,27 @@ mod tests {
                 .unwrap()
         };
         let change = |to: &str| {
-            h.coord
-                .attribute_change(DiskChange {
-                    root: "",
-                    file: "f.txt",
-                    head: Some(BEFORE.as_bytes()),
-                    now: Some(to.as_bytes()),
-                })
-                .unwrap();
+            h.coord.attribute_change(change_to(to)).unwrap();
             h.coord
                 .file_owners(&h.coord.vantage(None), "f.txt")
                 .unwrap()
         };
-        let owner_of = |owners: &FileOwnersView, n: usize| {
-            owners
-                .lines
-                .iter()
-                .find(|l| l.start_line <= n && n <= l.end_line)
-                .map(|l| l.mark.owners.clone())
-        };
         short(1_000);
         short(5_000);
         let owners = change("A\nb\nc\nd\ne\nf\ng\n");
-        assert_eq!(owner_of(&owners, 1), Some(vec!["brief".to_owned()]));
+        assert_eq!(owners_of_line(&owners, 1), Some(vec!["brief".to_owned()]));
         // The first window expires; the second still explains a change.
         h.clock.advance(2_000);
         let owners = change("A\nB\nc\nd\ne\nf\ng\n");
-        assert_eq!(owner_of(&owners, 2), Some(vec!["brief".to_owned()]));
+        assert_eq!(owners_of_line(&owners, 2), Some(vec!["brief".to_owned()]));
         // Both expired: the next change is nobody's, and so after a window opened meanwhile
         // that expired too.
         h.clock.advance(4_000);
         short(10);
         h.clock.advance(20);
         let owners = change("A\nB\nC\nd\ne\nf\ng\n");
-        assert_ne!(owner_of(&owners, 3), Some(vec!["brief".to_owned()]));
-        assert_eq!(owner_of(&owners, 1), Some(vec!["brief".to_owned()]));
+        assert_ne!(owners_of_line(&owners, 3), Some(vec!["brief".to_owned()]));
+        assert_eq!(owners_of_line(&owners, 1), Some(vec!["brief".to_owned()]));
     }
 
     /// A `work.end` whose flush the observer did not answer in time: the change it reads
@@ -930,16 +928,8 @@ mod tests {
         assert!(h.coord.close_window("slow", &window, Some(7)).is_empty());
         // Closed once: a second work.end answers nothing.
         assert!(h.coord.close_window("slow", &window, None).is_empty());
-        fn change(to: &str) -> DiskChange<'_> {
-            DiskChange {
-                root: "",
-                file: "f.txt",
-                head: Some(BEFORE.as_bytes()),
-                now: Some(to.as_bytes()),
-            }
-        }
         h.coord
-            .attribute_change(change(
+            .attribute_change(change_to(
                 "a
 B
 c
@@ -962,7 +952,7 @@ g
         // The observer answers flush 7: the window is gone, later changes are nobody's.
         h.coord.retire_closed_windows(7);
         h.coord
-            .attribute_change(change(
+            .attribute_change(change_to(
                 "a
 B
 c
@@ -977,13 +967,7 @@ g
             .coord
             .file_owners(&h.coord.vantage(None), "f.txt")
             .unwrap();
-        let of_line = |n: usize| {
-            owners
-                .lines
-                .iter()
-                .find(|l| l.start_line <= n && n <= l.end_line)
-                .map(|l| l.mark.owners.clone())
-        };
+        let of_line = |n: usize| owners_of_line(&owners, n);
         assert_eq!(of_line(2), Some(vec!["slow".to_owned()]));
         assert_ne!(of_line(4), Some(vec!["slow".to_owned()]));
     }
