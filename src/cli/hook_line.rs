@@ -2,48 +2,25 @@
 //! `wit hook post-tool --agent codex`), read without clap.
 //!
 //! Building even the hook-only clap parser ([`super::HookCli`]: every `wit hook` subcommand,
-//! its help texts, the agents' value list) was the largest single step of a hook process
-//! after its start (issue 32.2: 166 µs of a 3.5 ms hook, more than its two requests' wait on
-//! the daemon's side). [`read`] takes only the plain forms the harness configurations wit
-//! writes use, and their global flags; any other command line (an unknown or repeated flag,
-//! `--help`, a value that starts with `-`, text that is not UTF-8) is left to clap, so the
-//! same command line always means what clap says it means. The unit tests hold the two
-//! readers to the same answers.
+//! its help texts, the agents' value list) is work each hook process does for one fixed
+//! line. [`read`] takes only the plain forms the harness configurations wit writes use, and
+//! their global flags; any other command line (an unknown or repeated flag, `--help`, a
+//! value that starts with `-`, text that is not UTF-8) is left to clap, so the same command
+//! line always means what clap says it means. The unit tests hold the two readers to the same
+//! answers. (What it saves is small: with the rest of issue 32.2's smaller cuts, about 40 µs
+//! of a 2.7 ms hook; docs/benchmarks-history.md, 2026-12-05 late.)
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 use super::agent_config::Agent;
-
-/// Which harness hook a command line runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum HookName {
-    /// `hook pre-edit`: the edit gate.
-    PreEdit,
-    /// `hook post-tool`: the news hook.
-    PostTool,
-}
-
-/// A harness hook's command line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct HookLine {
-    /// `--repo DIR`.
-    pub repo: Option<PathBuf>,
-    /// `--session ID`.
-    pub session: Option<String>,
-    /// `--json`.
-    pub json: bool,
-    /// The hook.
-    pub hook: HookName,
-    /// `--agent NAME`.
-    pub agent: Agent,
-}
+use super::{GlobalArgs, HarnessHook};
 
 /// Reads `args` (the program's name left out) when they are a plain harness hook command
 /// line: `hook pre-edit|post-tool --agent NAME`, with the global flags `--repo DIR`,
 /// `--session ID` and `--json` anywhere (each at most once, `--flag VALUE` or
 /// `--flag=VALUE`); `None` for every other command line.
-pub(crate) fn read(args: &[OsString]) -> Option<HookLine> {
+pub(super) fn read(args: &[OsString]) -> Option<(GlobalArgs, HarnessHook)> {
     let mut words = Vec::with_capacity(args.len());
     for arg in args {
         words.push(arg.to_str()?);
@@ -90,20 +67,19 @@ pub(crate) fn read(args: &[OsString]) -> Option<HookLine> {
             return None;
         }
     }
-    let hook = match positionals.as_slice() {
-        ["hook", "pre-edit"] => HookName::PreEdit,
-        ["hook", "post-tool"] => HookName::PostTool,
-        _ => return None,
-    };
     let agent = flags.agent?;
     let agent = Agent::ALL.into_iter().find(|known| known.name() == agent)?;
-    Some(HookLine {
+    let hook = match positionals.as_slice() {
+        ["hook", "pre-edit"] => HarnessHook::PreEdit(agent),
+        ["hook", "post-tool"] => HarnessHook::PostTool(agent),
+        _ => return None,
+    };
+    let global = GlobalArgs {
         repo: flags.repo.map(PathBuf::from),
         session: flags.session.map(str::to_owned),
         json: flags.json,
-        hook,
-        agent,
-    })
+    };
+    Some((global, hook))
 }
 
 /// The flags seen so far.
@@ -119,33 +95,14 @@ struct Flags<'a> {
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
 
-    use clap::Parser as _;
-
     use super::*;
-    use crate::cli::{HookCli, HookOnly};
-    use crate::hooks::HookCommand;
 
-    /// What clap's hook parser makes of `line`, in [`HookLine`]'s terms (`None`: an error, or
-    /// another `wit hook` subcommand).
-    fn by_clap(line: &[&str]) -> Option<HookLine> {
-        let args = std::iter::once("wit").chain(line.iter().copied());
-        let HookCli { global, command } = HookCli::try_parse_from(args).ok()?;
-        let HookOnly::Hook(command) = command;
-        let (hook, agent) = match command {
-            HookCommand::PreEdit { agent } => (HookName::PreEdit, agent),
-            HookCommand::PostTool { agent } => (HookName::PostTool, agent),
-            _ => return None,
-        };
-        Some(HookLine {
-            repo: global.repo,
-            session: global.session,
-            json: global.json,
-            hook,
-            agent,
-        })
+    /// What clap's hook parser makes of `line`.
+    fn by_clap(line: &[&str]) -> Option<(GlobalArgs, HarnessHook)> {
+        crate::cli::by_hook_cli(std::iter::once("wit").chain(line.iter().copied()))
     }
 
-    fn by_hand(line: &[&str]) -> Option<HookLine> {
+    fn by_hand(line: &[&str]) -> Option<(GlobalArgs, HarnessHook)> {
         let args: Vec<OsString> = line.iter().map(OsString::from).collect();
         read(&args)
     }

@@ -103,7 +103,7 @@ pub struct Cli {
 }
 
 /// The flags every command takes.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
 pub struct GlobalArgs {
     /// Repository root (default: $WIT_REPO_ROOT, else the enclosing git work tree, else the
     /// current directory).
@@ -289,18 +289,19 @@ fn parse_harness_hook() -> Option<(GlobalArgs, HarnessHook)> {
     if !named {
         return None;
     }
-    if let Some(line) = args.get(1..).and_then(hook_line::read) {
-        let global = GlobalArgs {
-            repo: line.repo,
-            session: line.session,
-            json: line.json,
-        };
-        let hook = match line.hook {
-            hook_line::HookName::PreEdit => HarnessHook::PreEdit(line.agent),
-            hook_line::HookName::PostTool => HarnessHook::PostTool(line.agent),
-        };
-        return Some((global, hook));
+    if let Some(read) = args.get(1..).and_then(hook_line::read) {
+        return Some(read);
     }
+    by_hook_cli(args)
+}
+
+/// A harness hook's command line as [`HookCli`] reads it (`None`: an error, or another `wit
+/// hook` subcommand).
+fn by_hook_cli<I, T>(args: I) -> Option<(GlobalArgs, HarnessHook)>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
     let HookCli { global, command } = HookCli::try_parse_from(args).ok()?;
     let HookOnly::Hook(command) = command;
     let hook = match command {
@@ -312,6 +313,7 @@ fn parse_harness_hook() -> Option<(GlobalArgs, HarnessHook)> {
 }
 
 /// The hooks a harness runs around each tool call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum HarnessHook {
     /// `wit hook pre-edit --agent ..`: the edit gate.
     PreEdit(agent_config::Agent),

@@ -45,11 +45,10 @@ fn window_of(name: &str) -> Option<String> {
 /// it: a session's folder can hold up to [`MAX_KEPT`] markers, and the gate lists them on
 /// every call it lets through).
 fn is_marker(name: &str) -> bool {
-    name.split_once('-').is_some_and(|(stamp, hex)| {
-        stamp.parse::<u128>().is_ok()
-            && hex.len() % 2 == 0
-            && hex.bytes().all(|byte| byte.is_ascii_hexdigit())
-    })
+    stamp_of(name).is_some()
+        && name.split_once('-').is_some_and(|(_, hex)| {
+            hex.len() % 2 == 0 && hex.bytes().all(|byte| byte.is_ascii_hexdigit())
+        })
 }
 
 /// The marker names in `dir`, oldest first; `None` when it is missing or not a folder.

@@ -237,16 +237,12 @@ impl Drop for Daemon {
         // `<test>-<pid>.log`.
         if let Ok(dir) = std::env::var("WIT_TEST_DAEMON_LOG_DIR") {
             let text = self.stderr_text();
-            let name = format!(
-                "{}/{}-{}.log",
-                dir,
-                std::thread::current()
-                    .name()
-                    .unwrap_or("x")
-                    .replace("::", "_"),
-                self.child.id()
-            );
-            let _ = std::fs::write(name, text);
+            let test = std::thread::current()
+                .name()
+                .unwrap_or("x")
+                .replace("::", "_");
+            let file = Path::new(&dir).join(format!("{test}-{}.log", self.child.id()));
+            let _ = std::fs::write(file, text);
         }
     }
 }
