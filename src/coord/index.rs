@@ -67,6 +67,10 @@ pub trait CodeIndex: Send + Sync {
     /// at once, without parsing any file.
     fn file_is_fresh(&self, file: &str) -> bool;
 
+    /// The size of `file` when the index knows it as it is on disk, so that its analysis
+    /// needs no parse of it; `None` otherwise (a file it does not track included).
+    fn fresh_size(&self, file: &str) -> Option<u64>;
+
     /// Symbol paths (`file:qualified`) of the symbols `file:name` calls, in any file.
     fn callees(&self, file: &str, name: &str) -> Vec<String>;
 

@@ -15,7 +15,7 @@
 
 use similar::DiffOp;
 
-use super::preflight::line_ops::{split_lines, text_line_ops};
+use super::preflight::line_ops::{line_count, split_lines, text_line_ops};
 
 /// Who made a change and when: the sessions (sorted, each once; none for unowned work) and
 /// the time of the newest change, unix ms.
@@ -125,11 +125,78 @@ fn is_text(bytes: &[u8]) -> bool {
     std::str::from_utf8(bytes).is_ok()
 }
 
+/// The runs of changes in `entries` (between two kept base lines), with the line of the
+/// current text each starts at.
+fn change_runs(entries: &[Entry]) -> impl Iterator<Item = (std::ops::Range<usize>, usize)> + '_ {
+    let (mut at, mut line) = (0, 0);
+    std::iter::from_fn(move || {
+        while let Some(Entry::Base(_)) = entries.get(at) {
+            at += 1;
+            line += 1;
+        }
+        if at >= entries.len() {
+            return None;
+        }
+        let (start, first_line) = (at, line);
+        while at < entries.len() && !matches!(entries[at], Entry::Base(_)) {
+            line += usize::from(entries[at].is_line());
+            at += 1;
+        }
+        Some((start..at, first_line))
+    })
+}
+
+/// Where a run of changes in `entries` holds exactly the lines of HEAD's text (`base`) it
+/// replaced, as the current text (`current_lines`) has them, they are base lines again (a
+/// change undone, or rewritten as it was). HEAD's text is split into lines only when some
+/// run replaced as many lines as it wrote, and the entries rebuilt only when one is restored.
+fn restore_unchanged_runs(entries: &mut Vec<Entry>, base: &[u8], current_lines: &[&[u8]]) {
+    let gone_of = |run: &[Entry]| -> Vec<usize> {
+        run.iter()
+            .filter_map(|e| match e {
+                Entry::Deleted(n, _) => Some(*n),
+                _ => None,
+            })
+            .collect()
+    };
+    let balanced = |run: &[Entry]| {
+        let written = run.iter().filter(|e| e.is_line()).count();
+        written > 0 && written == run.len() - written
+    };
+    if !change_runs(entries).any(|(run, _)| balanced(&entries[run])) {
+        return;
+    }
+    let base_lines = split_lines(base);
+    let restored: Vec<(std::ops::Range<usize>, Vec<usize>)> = change_runs(entries)
+        .filter(|(run, _)| balanced(&entries[run.clone()]))
+        .filter_map(|(run, line)| {
+            let gone = gone_of(&entries[run.clone()]);
+            let same = gone
+                .iter()
+                .zip(line..line + gone.len())
+                .all(|(&b, c)| base_lines.get(b) == current_lines.get(c));
+            same.then_some((run, gone))
+        })
+        .collect();
+    if restored.is_empty() {
+        return;
+    }
+    let mut rebuilt = Vec::with_capacity(entries.len());
+    let mut kept_to = 0;
+    for (run, gone) in restored {
+        rebuilt.extend(entries[kept_to..run.start].iter().cloned());
+        rebuilt.extend(gone.into_iter().map(Entry::Base));
+        kept_to = run.end;
+    }
+    rebuilt.extend(entries[kept_to..].iter().cloned());
+    *entries = rebuilt;
+}
+
 impl FileOwners {
     /// A file whose current bytes are HEAD's (`base`; empty for a file not in HEAD).
     pub fn unchanged(base: Vec<u8>) -> FileOwners {
         let work = if is_text(&base) {
-            Work::Lines((0..split_lines(&base).len()).map(Entry::Base).collect())
+            Work::Lines((0..line_count(&base)).map(Entry::Base).collect())
         } else {
             Work::File(None)
         };
@@ -249,54 +316,9 @@ impl FileOwners {
             }
             next.extend(fresh.map(|_| Entry::Added(mark.clone())));
         }
+        restore_unchanged_runs(&mut next, &self.base, &new_lines);
         *entries = next;
         self.current = new.to_vec();
-        self.restore_unchanged_runs();
-    }
-
-    /// Where a run of changes between two kept base lines holds exactly the base lines it
-    /// replaced, they are base lines again (a change undone, or rewritten as it was).
-    fn restore_unchanged_runs(&mut self) {
-        let Work::Lines(entries) = &mut self.work else {
-            return;
-        };
-        let base_lines = split_lines(&self.base);
-        let current_lines = split_lines(&self.current);
-        let mut rebuilt = Vec::with_capacity(entries.len());
-        let (mut at, mut line) = (0, 0);
-        while at < entries.len() {
-            if let Entry::Base(_) = entries[at] {
-                rebuilt.push(entries[at].clone());
-                at += 1;
-                line += 1;
-                continue;
-            }
-            let start = at;
-            while at < entries.len() && !matches!(entries[at], Entry::Base(_)) {
-                at += 1;
-            }
-            let run = &entries[start..at];
-            let gone: Vec<usize> = run
-                .iter()
-                .filter_map(|e| match e {
-                    Entry::Deleted(n, _) => Some(*n),
-                    _ => None,
-                })
-                .collect();
-            let written = run.iter().filter(|e| e.is_line()).count();
-            let same = gone.len() == written
-                && gone
-                    .iter()
-                    .zip(line..line + written)
-                    .all(|(&b, c)| base_lines.get(b) == current_lines.get(c));
-            if same {
-                rebuilt.extend(gone.into_iter().map(Entry::Base));
-            } else {
-                rebuilt.extend(run.iter().cloned());
-            }
-            line += written;
-        }
-        *entries = rebuilt;
     }
 
     /// The map as hunks from HEAD's text to the current one, in order: each run of changes

@@ -231,6 +231,11 @@ impl CodeIndex for FakeIndex {
         true
     }
 
+    fn fresh_size(&self, file: &str) -> Option<u64> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.texts.get(file).map(|text| text.len() as u64)
+    }
+
     fn callees(&self, file: &str, name: &str) -> Vec<String> {
         let path = join_symbol_path(file, name);
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);

@@ -68,6 +68,10 @@ impl CodeIndex for AnalysisIndex {
         self.index.file_and_imports_are_fresh(file)
     }
 
+    fn fresh_size(&self, file: &str) -> Option<u64> {
+        self.index.size_as_on_disk(file)
+    }
+
     fn callees(&self, file: &str, name: &str) -> Vec<String> {
         self.index
             .callees(file, name)

@@ -13,41 +13,47 @@ impl EditMethods for App {
         &self,
         params: EditPreflightParams,
     ) -> Result<EditPreflightResult, ProtocolError> {
-        // Parsing the changed regions may take a while on a large file: off the serving threads.
-        // When the client goes away this future is dropped, and the work stops (issue 20.3).
+        // Parsing the changed regions may take a while on a large file: off the serving threads
+        // unless the file and the edit are small. When the client goes away this future is
+        // dropped, and the work on the blocking pool stops (issue 20.3).
         let interest = Interest::default();
         let _abandon_on_drop = AbandonOnDrop(interest.clone());
         let at = self.vantage(Some(&params.session_id));
+        let file = params.file.clone();
+        let written = written_bytes(&params);
         let preflight = self
-            .blocking(move |coord| {
-                let edits: Vec<Edit> = params
-                    .edits
-                    .into_iter()
-                    .map(|e| Edit {
-                        old_text: e.old_text,
-                        new_text: e.new_text,
-                        replace_all: e.replace_all.unwrap_or(false),
-                    })
-                    .collect();
-                // The decoder refuses an empty `edits`, so empty means absent here.
-                let new = match (edits.is_empty(), params.content.as_deref()) {
-                    (false, None) => NewText::Edits(&edits),
-                    (true, Some(content)) => NewText::Content(content),
-                    _ => {
-                        return Err(CoordError::InvalidInput {
-                            field: "edits",
-                            message: "give exactly one of edits and content".into(),
+            .inline_when_quick(
+                |coord| coord.preflight_is_quick(&file, written),
+                move |coord| {
+                    let edits: Vec<Edit> = params
+                        .edits
+                        .into_iter()
+                        .map(|e| Edit {
+                            old_text: e.old_text,
+                            new_text: e.new_text,
+                            replace_all: e.replace_all.unwrap_or(false),
                         })
-                    }
-                };
-                coord.preflight_while(
-                    &at,
-                    &params.file,
-                    new,
-                    params.record.unwrap_or(false),
-                    &interest,
-                )
-            })
+                        .collect();
+                    // The decoder refuses an empty `edits`, so empty means absent here.
+                    let new = match (edits.is_empty(), params.content.as_deref()) {
+                        (false, None) => NewText::Edits(&edits),
+                        (true, Some(content)) => NewText::Content(content),
+                        _ => {
+                            return Err(CoordError::InvalidInput {
+                                field: "edits",
+                                message: "give exactly one of edits and content".into(),
+                            })
+                        }
+                    };
+                    coord.preflight_while(
+                        &at,
+                        &params.file,
+                        new,
+                        params.record.unwrap_or(false),
+                        &interest,
+                    )
+                },
+            )
             .await?;
         Ok(EditPreflightResult {
             applies: preflight.applies,
@@ -78,5 +84,15 @@ struct AbandonOnDrop(Interest);
 impl Drop for AbandonOnDrop {
     fn drop(&mut self) {
         self.0.abandon();
+    }
+}
+
+/// The bytes the edit writes (its new texts, or the new content); `None` when `replaceAll`
+/// makes that unbounded by the params alone.
+fn written_bytes(params: &EditPreflightParams) -> Option<usize> {
+    match &params.content {
+        Some(content) => Some(content.len()),
+        None if params.edits.iter().any(|e| e.replace_all == Some(true)) => None,
+        None => Some(params.edits.iter().map(|e| e.new_text.len()).sum()),
     }
 }

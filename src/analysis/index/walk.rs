@@ -225,6 +225,18 @@ impl RepoIndex {
     pub(super) fn indexed_as_on_disk(&self, rel_path: &str) -> bool {
         self.is_built() && check_relative(rel_path).is_ok() && !self.is_stale(rel_path)
     }
+
+    /// The size of `rel_path` when the index is built and knows the file as it is on disk
+    /// (one `stat`); `None` for a file it does not know or that changed since.
+    pub fn size_as_on_disk(&self, rel_path: &str) -> Option<u64> {
+        if !self.is_built() || check_relative(rel_path).is_err() {
+            return None;
+        }
+        let meta = std::fs::metadata(self.canonical_root()?.join(rel_path)).ok()?;
+        let state = self.read();
+        let entry = state.files.get(rel_path)?;
+        unchanged(entry.size, entry.mtime, &meta).then_some(entry.size)
+    }
 }
 
 #[cfg(test)]

@@ -178,6 +178,11 @@ pub fn lines_at_most(text: &str, most: usize) -> Option<Vec<&str>> {
     (lines.len() <= most).then_some(lines)
 }
 
+/// How many lines `bytes` has ([`split_lines`]'s count, without the list).
+pub fn line_count(bytes: &[u8]) -> usize {
+    line_bounds(bytes).count()
+}
+
 /// Where each line of `bytes` lies, its `\n` included: the one rule of what a line is.
 fn line_bounds(bytes: &[u8]) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
     let mut ends = memchr::memchr_iter(b'\n', bytes);

@@ -74,7 +74,25 @@ struct NewSymbols {
     regions: Option<Vec<(usize, usize)>>,
 }
 
+/// The largest file, and the most text an edit may write, that a preflight checks on the
+/// request's own thread: parsing that much takes well under a millisecond, less than a
+/// hand-off to the blocking pool and back costs a harness hook's call (two thread switches).
+const QUICK_PREFLIGHT_BYTES: u64 = 16 * 1024;
+
 impl Coord {
+    /// Whether [`Coord::preflight`] of `file` would finish at once: the index knows the file
+    /// as it is on disk and it is small, and the edit writes little (`written`: the bytes of
+    /// its new texts, `None` when that is not bounded, as with `replaceAll`). Invalid input
+    /// is quick too: it fails before any lookup.
+    pub fn preflight_is_quick(&self, file: &str, written: Option<usize>) -> bool {
+        let small = |bytes: u64| bytes <= QUICK_PREFLIGHT_BYTES;
+        written.is_some_and(|bytes| small(bytes as u64))
+            && match normalize(file) {
+                Ok(file) => self.index.fresh_size(&file).is_some_and(small),
+                Err(_) => true,
+            }
+    }
+
     /// Checks an edit of `file` by `session_id` before it is written (docs/protocol.md 10, 13).
     pub fn preflight(
         &self,
