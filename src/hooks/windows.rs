@@ -18,6 +18,9 @@ pub const HOOK_WINDOW_TTL_MS: i64 = 300_000;
 /// The most window ids kept per session (older ones have expired in the daemon anyway).
 const MAX_KEPT: usize = 64;
 
+/// The most digits a marker's stamp has (any such number is a `u128`).
+const STAMP_MOST_DIGITS: usize = 38;
+
 /// The folder of `session`'s open windows: one empty file a window, named
 /// `<nanoseconds>-<hex of its id>` so that names sort oldest first. A file of its own per window
 /// means no file is ever rewritten: replacing a file by renaming over it makes ext4 write the
@@ -41,14 +44,17 @@ fn window_of(name: &str) -> Option<String> {
     unhex(id)
 }
 
-/// Whether `name` is a marker's: a stamp, `-`, the hex of an id (checked without decoding
-/// it: a session's folder can hold up to [`MAX_KEPT`] markers, and the gate lists them on
-/// every call it lets through).
+/// Whether `name` is shaped as a marker's: digits (a stamp), `-`, an even number of bytes
+/// (the hex of an id). Neither is decoded: a session's folder can hold up to [`MAX_KEPT`]
+/// markers and the gate lists them on every call it lets through (a third of a hook's own
+/// instructions went to reading them in full); an id that is no hex is dropped when its
+/// call is taken ([`window_of`]).
 fn is_marker(name: &str) -> bool {
-    stamp_of(name).is_some()
-        && name.split_once('-').is_some_and(|(_, hex)| {
-            hex.len() % 2 == 0 && hex.bytes().all(|byte| byte.is_ascii_hexdigit())
-        })
+    name.split_once('-').is_some_and(|(stamp, hex)| {
+        (1..=STAMP_MOST_DIGITS).contains(&stamp.len())
+            && stamp.bytes().all(|byte| byte.is_ascii_digit())
+            && hex.len() % 2 == 0
+    })
 }
 
 /// The marker names in `dir`, oldest first; `None` when it is missing or not a folder.
