@@ -471,6 +471,7 @@ fn told(
     // The news hook never starts a daemon.
     let doorway = deadline.doorway(paths.clone(), false);
     let mut state = HarnessSession::load(&paths, &session);
+    let loaded = state.clone();
     let lines = doorway::block_on(async {
         // The call's window closes (15.2: the daemon takes in what it wrote first) while the
         // news is gathered: the hook waits for the slower of the two, not for both.
@@ -480,7 +481,11 @@ fn told(
     })
     .ok()?
     .ok()?;
-    state.save(&paths);
+    // Written only when it changed (a quiet call leaves it as it was): replacing the file
+    // by a rename makes ext4 write the new one out first.
+    if state != loaded {
+        state.save(&paths);
+    }
     (!lines.is_empty()).then(|| {
         format!(
             "wit news since your last tool call:\n- {}",
