@@ -163,12 +163,15 @@ fn restore_unchanged_runs(entries: &mut Vec<Entry>, base: &[u8], current_lines: 
         let written = run.iter().filter(|e| e.is_line()).count();
         written > 0 && written == run.len() - written
     };
-    if !change_runs(entries).any(|(run, _)| balanced(&entries[run])) {
+    let balanced_runs: Vec<_> = change_runs(entries)
+        .filter(|(run, _)| balanced(&entries[run.clone()]))
+        .collect();
+    if balanced_runs.is_empty() {
         return;
     }
     let base_lines = split_lines(base);
-    let restored: Vec<(std::ops::Range<usize>, Vec<usize>)> = change_runs(entries)
-        .filter(|(run, _)| balanced(&entries[run.clone()]))
+    let restored: Vec<(std::ops::Range<usize>, Vec<usize>)> = balanced_runs
+        .into_iter()
         .filter_map(|(run, line)| {
             let gone = gone_of(&entries[run.clone()]);
             let same = gone

@@ -837,15 +837,30 @@ mod tests {
 
     /// `session` opens a shell command's window (naming no file); its id.
     fn open_shell_window(h: &Harness, session: &str) -> String {
+        open_shell_window_for(h, session, None)
+    }
+
+    /// [`open_shell_window`] that closes by itself after `ttl_ms` (the default when `None`).
+    fn open_shell_window_for(h: &Harness, session: &str, ttl_ms: Option<i64>) -> String {
         h.coord
             .open_window(
                 &h.coord.vantage(Some(session)),
                 "Bash",
                 None,
                 Vec::new(),
-                None,
+                ttl_ms,
             )
             .unwrap()
+    }
+
+    /// A daemon where `session` is registered with a live harness process.
+    fn with_live_session(session: &str) -> Harness {
+        let h = Harness::new();
+        h.processes.start(50, 7);
+        h.coord
+            .register_with_pulse(session, session, Some(50), None)
+            .unwrap();
+        h
     }
 
     /// f.txt changed on disk from [`BEFORE`] (in HEAD) to `to`.
@@ -880,17 +895,8 @@ mod tests {
     /// session's.
     #[test]
     fn an_expired_window_is_gone_for_the_next_change() {
-        let h = Harness::new();
-        h.processes.start(50, 7);
-        h.coord
-            .register_with_pulse("brief", "brief", Some(50), None)
-            .unwrap();
-        let vantage = h.coord.vantage(Some("brief"));
-        let short = |ttl: i64| {
-            h.coord
-                .open_window(&vantage, "Bash", None, Vec::new(), Some(ttl))
-                .unwrap()
-        };
+        let h = with_live_session("brief");
+        let short = |ttl: i64| open_shell_window_for(&h, "brief", Some(ttl));
         let change = |to: &str| {
             h.coord.attribute_change(change_to(to)).unwrap();
             h.coord
@@ -919,11 +925,7 @@ mod tests {
     /// afterwards is still the window's session's, until that flush is answered.
     #[test]
     fn a_window_closed_before_the_observer_caught_up_keeps_its_change() {
-        let h = Harness::new();
-        h.processes.start(50, 7);
-        h.coord
-            .register_with_pulse("slow", "slow", Some(50), None)
-            .unwrap();
+        let h = with_live_session("slow");
         let window = open_shell_window(&h, "slow");
         assert!(h.coord.close_window("slow", &window, Some(7)).is_empty());
         // Closed once: a second work.end answers nothing.

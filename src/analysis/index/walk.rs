@@ -229,13 +229,10 @@ impl RepoIndex {
     /// The size of `rel_path` when the index is built and knows the file as it is on disk
     /// (one `stat`); `None` for a file it does not know or that changed since.
     pub fn size_as_on_disk(&self, rel_path: &str) -> Option<u64> {
-        if !self.is_built() || check_relative(rel_path).is_err() {
+        if !self.indexed_as_on_disk(rel_path) {
             return None;
         }
-        let meta = std::fs::metadata(self.canonical_root()?.join(rel_path)).ok()?;
-        let state = self.read();
-        let entry = state.files.get(rel_path)?;
-        unchanged(entry.size, entry.mtime, &meta).then_some(entry.size)
+        self.read().files.get(rel_path).map(|entry| entry.size)
     }
 }
 

@@ -43,6 +43,31 @@ pub enum NewText<'a> {
     Content(&'a str),
 }
 
+impl<'a> NewText<'a> {
+    /// The edit an `edit.preflight` names: its `edits` or its whole `content`, exactly one
+    /// of them (the decoder refuses an empty `edits`, so empty means absent here).
+    pub fn of(edits: &'a [Edit], content: Option<&'a str>) -> Result<NewText<'a>> {
+        match (edits.is_empty(), content) {
+            (false, None) => Ok(NewText::Edits(edits)),
+            (true, Some(content)) => Ok(NewText::Content(content)),
+            _ => Err(CoordError::InvalidInput {
+                field: "edits",
+                message: "give exactly one of edits and content".into(),
+            }),
+        }
+    }
+
+    /// The bytes the edit writes (its new texts, or the content); `None` when `replaceAll`
+    /// makes that unbounded by the edit alone.
+    fn written(&self) -> Option<usize> {
+        match self {
+            NewText::Content(content) => Some(content.len()),
+            NewText::Edits(edits) if edits.iter().any(|e| e.replace_all) => None,
+            NewText::Edits(edits) => Some(edits.iter().map(|e| e.new_text.len()).sum()),
+        }
+    }
+}
+
 /// The answer of `edit.preflight`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Preflight {
@@ -80,13 +105,13 @@ struct NewSymbols {
 const QUICK_PREFLIGHT_BYTES: u64 = 16 * 1024;
 
 impl Coord {
-    /// Whether [`Coord::preflight`] of `file` would finish at once: the index knows the file
-    /// as it is on disk and it is small, and the edit writes little (`written`: the bytes of
-    /// its new texts, `None` when that is not bounded, as with `replaceAll`). Invalid input
-    /// is quick too: it fails before any lookup.
-    pub fn preflight_is_quick(&self, file: &str, written: Option<usize>) -> bool {
+    /// Whether [`Coord::preflight`] of `file` with `new` would finish at once: the index
+    /// knows the file as it is on disk and it is small, and the edit writes little (never
+    /// with `replaceAll`, whose writing the edit alone does not bound). An invalid path is
+    /// quick too: it fails before any lookup.
+    pub fn preflight_is_quick(&self, file: &str, new: NewText<'_>) -> bool {
         let small = |bytes: u64| bytes <= QUICK_PREFLIGHT_BYTES;
-        written.is_some_and(|bytes| small(bytes as u64))
+        new.written().is_some_and(|bytes| small(bytes as u64))
             && match normalize(file) {
                 Ok(file) => self.index.fresh_size(&file).is_some_and(small),
                 Err(_) => true,
