@@ -7,6 +7,7 @@ fn main() -> ExitCode {
     println!("cargo:rerun-if-changed=openrpc.json");
     println!("cargo:rerun-if-changed=build.rs");
     link_without_pie();
+    link_unwinder_statically();
     order_hook_code();
     match generate() {
         Ok(()) => ExitCode::SUCCESS,
@@ -30,6 +31,50 @@ fn link_without_pie() {
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
         println!("cargo:rustc-link-arg-bin=wit=-no-pie");
     }
+}
+
+/// Links GCC's unwinder into `wit` (`libgcc_eh.a`) instead of loading `libgcc_s.so.1` at
+/// every start. Loading that library costs a hook process about 100 µs on a virtual machine:
+/// the loader maps and binds it, and its constructor (`__cpu_indicator_init`) runs a series
+/// of `cpuid` instructions, each a trap to the hypervisor (docs/benchmarks-history.md, issue
+/// 32.2). Rust's standard library asks for `-lgcc_s` by name; a linker script of that name in
+/// a directory searched first hands the linker the static archive instead, the same code
+/// that `-static-libgcc` links into a C program. Unwinding (panics caught by tokio, backtraces)
+/// works the same: nothing in `wit` unwinds across another shared library. Only on GNU/Linux
+/// with a C compiler that has the archive; elsewhere the build is as before.
+fn link_unwinder_statically() {
+    let var = |name: &str| std::env::var(name).unwrap_or_default();
+    if var("CARGO_CFG_TARGET_OS") != "linux" || var("CARGO_CFG_TARGET_ENV") != "gnu" {
+        return;
+    }
+    let Some(archive) = static_unwinder() else {
+        return;
+    };
+    let Some(out_dir) = std::env::var_os("OUT_DIR") else {
+        return;
+    };
+    let dir = PathBuf::from(out_dir).join("static-unwinder");
+    let script = format!("INPUT({})\n", archive.display());
+    let written = std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(dir.join("libgcc_s.so"), script));
+    if let (Ok(()), Some(path)) = (written, dir.to_str()) {
+        println!("cargo:rustc-link-arg-bin=wit=-L{path}");
+    }
+}
+
+/// Where the C compiler keeps `libgcc_eh.a` (`cc -print-file-name`), if it has one; a path
+/// the linker script can name as it is (no spaces, parentheses or quotes).
+fn static_unwinder() -> Option<PathBuf> {
+    println!("cargo:rerun-if-env-changed=CC");
+    let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+    let output = std::process::Command::new(cc)
+        .arg("-print-file-name=libgcc_eh.a")
+        .output()
+        .ok()?;
+    let text = String::from_utf8(output.stdout).ok()?;
+    let path = PathBuf::from(text.trim());
+    let plain = !text.trim().contains([' ', '(', ')', '"', '\'']);
+    (output.status.success() && plain && path.is_absolute() && path.is_file()).then_some(path)
 }
 
 /// The list of the functions a harness hook runs (`scripts/hook-order` writes it).
