@@ -42,7 +42,6 @@ pub(crate) mod ui;
 pub(crate) mod worktrees;
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
@@ -69,6 +68,8 @@ pub const EXIT_PROTOCOL: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 /// Exit code when no daemon could be reached or started.
 pub const EXIT_UNREACHABLE: u8 = 3;
+/// Exit code of a parse worker (`wit __analyze`) that failed.
+const WORKER_FAILURE: u8 = 1;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -251,7 +252,7 @@ pub enum Command {
 }
 
 /// Parses the arguments, runs the command, prints its outcome and returns the exit code.
-pub fn main() -> ExitCode {
+pub fn main() -> u8 {
     let mut args = std::env::args_os().skip(1);
     if args.next().is_some_and(|first| first == worker::SUBCOMMAND) {
         return analyze_worker(args.collect());
@@ -259,7 +260,7 @@ pub fn main() -> ExitCode {
     if let Some((global, hook)) = parse_harness_hook() {
         let json = global.json;
         let outcome = Ok(harness_hook(&global, hook));
-        return ExitCode::from(output::finish(outcome, json));
+        return output::finish(outcome, json);
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -270,12 +271,12 @@ pub fn main() -> ExitCode {
                 EXIT_OK
             };
             let _ = error.print();
-            return ExitCode::from(code);
+            return code;
         }
     };
     let json = cli.global.json;
     let outcome = run(cli);
-    ExitCode::from(output::finish(outcome, json))
+    output::finish(outcome, json)
 }
 
 /// A harness hook's command line (`wit … hook pre-edit|post-tool …`) read by
@@ -334,7 +335,7 @@ fn harness_hook(global: &GlobalArgs, hook: HarnessHook) -> Report {
 /// `wit __analyze LANGUAGE BUDGET_MS` (one source) or `wit __analyze --serve` (framed
 /// requests until stdin closes): the daemon's parse workers (see [`crate::analysis::worker`]
 /// and [`crate::analysis::pool`]); not for people, so not in `--help`.
-fn analyze_worker(args: Vec<std::ffi::OsString>) -> ExitCode {
+fn analyze_worker(args: Vec<std::ffi::OsString>) -> u8 {
     let text: Vec<String> = args
         .iter()
         .map(|arg| arg.to_string_lossy().into_owned())
@@ -346,10 +347,10 @@ fn analyze_worker(args: Vec<std::ffi::OsString>) -> ExitCode {
                 &mut std::io::BufWriter::new(std::io::stdout().lock()),
             );
             return match outcome {
-                Ok(()) => ExitCode::SUCCESS,
+                Ok(()) => EXIT_OK,
                 Err(error) => {
                     eprintln!("wit {}: {error}", worker::SUBCOMMAND);
-                    ExitCode::FAILURE
+                    WORKER_FAILURE
                 }
             };
         }
@@ -359,7 +360,7 @@ fn analyze_worker(args: Vec<std::ffi::OsString>) -> ExitCode {
             "usage: wit {} LANGUAGE BUDGET_MS < source",
             worker::SUBCOMMAND
         );
-        return ExitCode::from(EXIT_USAGE);
+        return EXIT_USAGE;
     };
     let outcome = worker::serve(
         language,
@@ -368,10 +369,10 @@ fn analyze_worker(args: Vec<std::ffi::OsString>) -> ExitCode {
         &mut std::io::BufWriter::new(std::io::stdout().lock()),
     );
     match outcome {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => EXIT_OK,
         Err(error) => {
             eprintln!("wit {}: {error}", worker::SUBCOMMAND);
-            ExitCode::FAILURE
+            WORKER_FAILURE
         }
     }
 }

@@ -357,7 +357,13 @@ fn serialize_tree(entries: &BTreeMap<Vec<u8>, Entry>) -> Vec<u8> {
 
 /// Bytes as lower-case hex.
 pub fn to_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut hex = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        hex.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    }
+    hex
 }
 
 #[cfg(test)]
@@ -365,6 +371,18 @@ mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
 
     use super::*;
+
+    #[test]
+    fn hex_is_two_lower_case_digits_a_byte() {
+        for (bytes, hex) in [
+            (&b""[..], ""),
+            (&[0x00][..], "00"),
+            (&[0x0f, 0xf0, 0xab][..], "0ff0ab"),
+            (&b"w1-"[..], "77312d"),
+        ] {
+            assert_eq!(to_hex(bytes), hex);
+        }
+    }
 
     /// git's own answer: `base` read into a fresh index, `changes` made there, `write-tree`.
     fn trees_as_git_writes_them(

@@ -57,20 +57,41 @@ fn is_marker(name: &str) -> bool {
     })
 }
 
-/// The marker names in `dir`, oldest first; `None` when it is missing or not a folder.
-fn listed(dir: &Path) -> Option<Vec<String>> {
-    let entries = std::fs::read_dir(dir).ok()?;
+/// The marker names in `dir`, oldest first (none when it is missing or not a folder).
+fn markers(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
     let mut names: Vec<String> = entries
         .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
         .filter(|name| is_marker(name))
         .collect();
     names.sort_unstable();
-    Some(names)
+    names
 }
 
-/// The marker names in `dir`, oldest first (none when it is missing or not a folder).
-fn markers(dir: &Path) -> Vec<String> {
-    listed(dir).unwrap_or_default()
+/// What a new call needs to know of the markers already in a folder: how many there are and
+/// the newest one's stamp (0 when there is none). Nothing is listed or sorted: a harness
+/// without post-tool hooks leaves [`MAX_KEPT`] markers behind, and every call let through
+/// looks at them.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Survey {
+    count: usize,
+    newest: u128,
+}
+
+/// Surveys the markers in `dir`; `None` when it is missing or not a folder.
+fn survey(dir: &Path) -> Option<Survey> {
+    let mut survey = Survey::default();
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str().filter(|name| is_marker(name)) else {
+            continue;
+        };
+        survey.count += 1;
+        survey.newest = survey.newest.max(stamp_of(name).unwrap_or(0));
+    }
+    Some(survey)
 }
 
 /// Makes `dir` a folder: the windows of an earlier wit were one file at that path.
@@ -86,10 +107,9 @@ fn stamp_of(name: &str) -> Option<u128> {
     name.split_once('-')?.0.parse().ok()
 }
 
-/// The stamp of a new call's markers: now, or just after the newest of `markers` (those
-/// already there, oldest first) when the clock has not moved past it.
-fn next_stamp(markers: &[String]) -> u128 {
-    let newest = markers.last().and_then(|name| stamp_of(name)).unwrap_or(0);
+/// The stamp of a new call's markers: now, or just after `newest` (the newest stamp already
+/// there) when the clock has not moved past it.
+fn next_stamp(newest: u128) -> u128 {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
@@ -172,19 +192,27 @@ pub async fn open(
     if opened.is_empty() {
         return;
     }
-    let dir = dir_of(paths, session);
-    let before = listed(&dir).unwrap_or_else(|| {
-        ensure_dir(&dir);
-        Vec::new()
+    mark_call(&dir_of(paths, session), &opened);
+}
+
+/// Writes the markers of one call's windows into `dir` (made when missing), stamped after
+/// every marker already there, and drops the oldest beyond [`MAX_KEPT`] (never the new ones).
+fn mark_call(dir: &Path, window_ids: &[String]) {
+    let before = survey(dir).unwrap_or_else(|| {
+        ensure_dir(dir);
+        Survey::default()
     });
-    let stamp = next_stamp(&before);
-    for window_id in &opened {
-        add_marker(&dir, window_id, stamp);
+    let stamp = next_stamp(before.newest);
+    for window_id in window_ids {
+        add_marker(dir, window_id, stamp);
     }
-    // The oldest go past MAX_KEPT (the new ones are the newest).
-    let excess = (before.len() + opened.len()).saturating_sub(MAX_KEPT);
-    for name in before.iter().take(excess) {
-        let _ = std::fs::remove_file(dir.join(name));
+    let excess = (before.count + window_ids.len())
+        .saturating_sub(MAX_KEPT)
+        .min(before.count);
+    if excess > 0 {
+        for name in markers(dir).iter().take(excess) {
+            let _ = std::fs::remove_file(dir.join(name));
+        }
     }
 }
 
@@ -231,10 +259,22 @@ mod tests {
         for id in ["z-patch a.ts", "a-patch b.ts"] {
             add_marker(&windows, id, far);
         }
-        let second = next_stamp(&markers(&windows));
+        let surveyed = survey(&windows).unwrap();
+        assert_eq!(
+            surveyed,
+            Survey {
+                count: 2,
+                newest: far
+            }
+        );
+        let second = next_stamp(surveyed.newest);
         assert_eq!(second, far + 1);
         add_marker(&windows, "w 2/é", second);
-        add_marker(&windows, "w-3", next_stamp(&markers(&windows)));
+        add_marker(
+            &windows,
+            "w-3",
+            next_stamp(survey(&windows).unwrap().newest),
+        );
         std::fs::write(windows.join("unrelated.tmp"), b"").unwrap();
         std::fs::write(windows.join("x-6161"), b"").unwrap();
         let mut first = take_oldest_call(&windows);
@@ -245,10 +285,32 @@ mod tests {
         assert!(take_oldest_call(&windows).is_empty());
     }
 
+    /// A folder keeps the newest [`MAX_KEPT`] markers: each call drops the oldest beyond
+    /// them, and a call never drops its own.
+    #[test]
+    fn a_folder_keeps_the_newest_markers() {
+        let dir = tempfile::tempdir().unwrap();
+        let windows = dir.path().join("s");
+        for call in 0..MAX_KEPT + 3 {
+            mark_call(&windows, &[format!("w{call}")]);
+        }
+        let kept = markers(&windows);
+        assert_eq!(kept.len(), MAX_KEPT);
+        assert_eq!(window_of(&kept[0]).as_deref(), Some("w3"));
+        let patch: Vec<String> = (0..MAX_KEPT + 1).map(|file| format!("p{file}")).collect();
+        mark_call(&windows, &patch);
+        let kept = markers(&windows);
+        assert_eq!(kept.len(), MAX_KEPT + 1);
+        assert!(kept
+            .iter()
+            .all(|name| window_of(name).is_some_and(|id| id.starts_with('p'))));
+    }
+
     #[test]
     fn a_missing_folder_has_no_markers() {
         let dir = tempfile::tempdir().unwrap();
         assert!(markers(&dir.path().join("none")).is_empty());
+        assert_eq!(survey(&dir.path().join("none")), None);
         assert_eq!(window_of("123-zz"), None);
         assert_eq!(window_of("123-"), Some(String::new()));
     }

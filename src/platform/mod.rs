@@ -27,9 +27,10 @@
 //!
 //! `wit-bench`'s measurements (CPU to the nanosecond, peak memory, inotify watches) are Linux
 //! procfs reads too, and live here as well ([`measure`]). So does the daemon's word with glibc's
-//! allocator ([`heap`]: its options at start, freed memory handed back), the crate's only
-//! `unsafe`, and the one rule for whether a file read from disk was at rest or may still be
-//! being written ([`at_rest`]).
+//! allocator ([`heap`]: its options at start, freed memory handed back), the start-up of a
+//! `wit` process on Linux ([`start`]: `SIGPIPE` ignored, the standard streams kept open);
+//! these two hold the crate's only `unsafe`. And the one rule for whether a file read from
+//! disk was at rest or may still be being written ([`at_rest`]).
 
 pub mod at_rest;
 pub mod heap;
@@ -39,4 +40,6 @@ pub mod measure;
 pub mod process;
 #[cfg(target_os = "linux")]
 pub mod procfs;
+#[cfg(target_os = "linux")]
+pub mod start;
 pub mod sysinfo_table;
