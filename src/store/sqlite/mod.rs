@@ -16,6 +16,7 @@ mod migrations;
 mod sessions;
 #[cfg(test)]
 mod tests;
+mod transaction;
 mod waiters;
 
 use std::path::Path;
@@ -23,7 +24,8 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use rusqlite::config::DbConfig;
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
+use transaction::{Begin, Open};
 
 pub use migrations::LATEST_VERSION;
 
@@ -88,16 +90,14 @@ impl SqliteStore {
     {
         // A panic while the mutex was held cannot leave a half-done transaction behind (the
         // dropped transaction rolled back), so the connection is still sound.
-        let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(StoreError::from)?;
+        let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        let tx = Open::begin(&conn, Begin::Immediate)?;
         let notes = CommitNotes::default();
         let out = f(&Tx {
-            conn: &tx,
+            conn: tx.conn(),
             notes: &notes,
         })?;
-        tx.commit().map_err(StoreError::from)?;
+        tx.commit()?;
         Ok((out, notes))
     }
 
@@ -106,16 +106,14 @@ impl SqliteStore {
     where
         E: From<StoreError>,
     {
-        let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Deferred)
-            .map_err(StoreError::from)?;
+        let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        let tx = Open::begin(&conn, Begin::Deferred)?;
         let notes = CommitNotes::default();
         let out = f(&Tx {
-            conn: &tx,
+            conn: tx.conn(),
             notes: &notes,
         })?;
-        tx.commit().map_err(StoreError::from)?;
+        tx.commit()?;
         Ok(out)
     }
 
