@@ -70,26 +70,67 @@ fn markers(dir: &Path) -> Vec<String> {
     names
 }
 
-/// What a new call needs to know of the markers already in a folder: how many there are and
-/// the newest one's stamp (0 when there is none). Nothing is listed or sorted: a harness
-/// without post-tool hooks leaves [`MAX_KEPT`] markers behind, and every call let through
-/// looks at them.
+/// What a new call needs to know of the markers already in a folder, read in one pass that
+/// keeps no name it does not need: a harness without post-tool hooks leaves [`MAX_KEPT`]
+/// markers behind, and every call let through looks at them (listing and sorting them all
+/// was a quarter of a hook's own instructions).
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Survey {
+    /// How many markers there are.
     count: usize,
-    newest: u128,
+    /// The newest marker's name (names sort oldest first).
+    newest: Option<String>,
+    /// The oldest names, oldest first: as many as were asked for, at most.
+    oldest: Vec<String>,
 }
 
-/// Surveys the markers in `dir`; `None` when it is missing or not a folder.
-fn survey(dir: &Path) -> Option<Survey> {
+impl Survey {
+    /// Counts `name` in, keeping it if it is the newest or among the `keep` oldest so far.
+    fn add(&mut self, name: &str, keep: usize) {
+        self.count += 1;
+        if self.newest.as_deref().is_none_or(|newest| name > newest) {
+            self.newest = Some(name.to_owned());
+        }
+        if self.oldest.len() < keep || self.oldest.last().is_some_and(|last| name < last.as_str()) {
+            let at = self.oldest.partition_point(|kept| kept.as_str() < name);
+            self.oldest.insert(at, name.to_owned());
+            self.oldest.truncate(keep);
+        }
+    }
+
+    /// The newest marker's stamp (0 when there is none).
+    fn newest_stamp(&self) -> u128 {
+        self.newest.as_deref().and_then(stamp_of).unwrap_or(0)
+    }
+}
+
+/// Surveys the markers in `dir`, keeping the `keep` oldest names; `None` when it is missing or
+/// not a folder. Names are read in place (`getdents64` through rustix), none is copied but
+/// those kept.
+fn survey(dir: &Path, keep: usize) -> Option<Survey> {
+    use rustix::fs::{openat, Dir, Mode, OFlags, CWD};
+
+    let fd = openat(
+        CWD,
+        dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let mut entries = Dir::new(fd).ok()?;
     let mut survey = Survey::default();
-    for entry in std::fs::read_dir(dir).ok()?.flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str().filter(|name| is_marker(name)) else {
-            continue;
+    while let Some(entry) = entries.read() {
+        let Ok(entry) = entry else {
+            break;
         };
-        survey.count += 1;
-        survey.newest = survey.newest.max(stamp_of(name).unwrap_or(0));
+        if let Some(name) = entry
+            .file_name()
+            .to_str()
+            .ok()
+            .filter(|name| is_marker(name))
+        {
+            survey.add(name, keep);
+        }
     }
     Some(survey)
 }
@@ -198,21 +239,18 @@ pub async fn open(
 /// Writes the markers of one call's windows into `dir` (made when missing), stamped after
 /// every marker already there, and drops the oldest beyond [`MAX_KEPT`] (never the new ones).
 fn mark_call(dir: &Path, window_ids: &[String]) {
-    let before = survey(dir).unwrap_or_else(|| {
+    // The markers that may have to go: as many as the call adds.
+    let before = survey(dir, window_ids.len()).unwrap_or_else(|| {
         ensure_dir(dir);
         Survey::default()
     });
-    let stamp = next_stamp(before.newest);
+    let stamp = next_stamp(before.newest_stamp());
     for window_id in window_ids {
         add_marker(dir, window_id, stamp);
     }
-    let excess = (before.count + window_ids.len())
-        .saturating_sub(MAX_KEPT)
-        .min(before.count);
-    if excess > 0 {
-        for name in markers(dir).iter().take(excess) {
-            let _ = std::fs::remove_file(dir.join(name));
-        }
+    let excess = (before.count + window_ids.len()).saturating_sub(MAX_KEPT);
+    for name in before.oldest.iter().take(excess) {
+        let _ = std::fs::remove_file(dir.join(name));
     }
 }
 
@@ -259,22 +297,16 @@ mod tests {
         for id in ["z-patch a.ts", "a-patch b.ts"] {
             add_marker(&windows, id, far);
         }
-        let surveyed = survey(&windows).unwrap();
-        assert_eq!(
-            surveyed,
-            Survey {
-                count: 2,
-                newest: far
-            }
-        );
-        let second = next_stamp(surveyed.newest);
+        let surveyed = survey(&windows, 1).unwrap();
+        assert_eq!(surveyed.count, 2);
+        let listed = markers(&windows);
+        assert_eq!(surveyed.oldest, listed[..1]);
+        assert_eq!(surveyed.newest.as_ref(), listed.last());
+        let second = next_stamp(surveyed.newest_stamp());
         assert_eq!(second, far + 1);
         add_marker(&windows, "w 2/é", second);
-        add_marker(
-            &windows,
-            "w-3",
-            next_stamp(survey(&windows).unwrap().newest),
-        );
+        let newest = survey(&windows, 0).unwrap().newest_stamp();
+        add_marker(&windows, "w-3", next_stamp(newest));
         std::fs::write(windows.join("unrelated.tmp"), b"").unwrap();
         std::fs::write(windows.join("x-6161"), b"").unwrap();
         let mut first = take_oldest_call(&windows);
@@ -310,7 +342,7 @@ mod tests {
     fn a_missing_folder_has_no_markers() {
         let dir = tempfile::tempdir().unwrap();
         assert!(markers(&dir.path().join("none")).is_empty());
-        assert_eq!(survey(&dir.path().join("none")), None);
+        assert_eq!(survey(&dir.path().join("none"), 1), None);
         assert_eq!(window_of("123-zz"), None);
         assert_eq!(window_of("123-"), Some(String::new()));
     }
