@@ -3,11 +3,12 @@
 //! On Linux `wit` has its own entry point: the standard library's start-up reads
 //! `/proc/self/maps` for its stack-overflow handler, a cost every hook process paid
 //! ([`wit::platform::start`] says what is set up instead).
-#![cfg_attr(target_os = "linux", no_main)]
+//! (Test builds keep the standard entry point: the test harness brings its own `main`.)
+#![cfg_attr(all(target_os = "linux", not(test)), no_main)]
 
 /// The process's entry point, called by the C runtime with the command line (which
 /// `std::env::args` reads by itself).
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(test)))]
 #[allow(
     unsafe_code,
     reason = "the C entry point must be an unmangled symbol named `main`"
@@ -21,7 +22,7 @@ extern "C" fn main(
     wit::platform::start::finish(wit::cli::main())
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(any(not(target_os = "linux"), test))]
 fn main() -> std::process::ExitCode {
     std::process::ExitCode::from(wit::cli::main())
 }
