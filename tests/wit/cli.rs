@@ -284,6 +284,26 @@ fn lock_conflict_release_and_tables() {
     assert_eq!(json_of(&out)["error"]["message"], "LOCK_NOT_FOUND");
 }
 
+/// A reader that went away (`wit --help | head -0`) makes `wit`'s write fail, which it
+/// handles; it does not end `wit` by `SIGPIPE` (wit's own entry point ignores the signal, as
+/// the standard library's start-up does).
+#[test]
+fn a_closed_pipe_is_an_error_not_a_signal() {
+    let repo = Repo::new();
+    for _ in 0..5 {
+        let mut child = wit_cmd(repo.path(), &[])
+            .arg("--help")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // The reading end closes before `wit` has written anything.
+        drop(child.stdout.take());
+        let status = child.wait().unwrap();
+        assert!(status.code().is_some(), "ended by a signal: {status:?}");
+    }
+}
+
 #[test]
 fn bad_durations_are_usage_errors() {
     let repo = Repo::new();
