@@ -4,8 +4,9 @@
 //! `wit` starts once per hook call, twice per tool call of every agent (issue 32.2). Before
 //! `main`, the standard library's start-up asks glibc where the main thread's stack is, to
 //! install its stack-overflow handler: glibc answers by reading and parsing
-//! `/proc/self/maps`, 12 % of a hook process's instructions and about 70 µs of its time on
-//! the development VM (docs/benchmarks-history.md). `wit` does the rest of that start-up
+//! `/proc/self/maps`: 12 % of a hook process's instructions, and leaving it out took a
+//! pre-edit hook from 2.48 to 2.32 ms (p50) on the development VM (docs/benchmarks-history.md,
+//! 2026-12-06). `wit` does the rest of that start-up
 //! itself ([`prepare`]) and leaves the handler out: a stack overflow still ends the process
 //! (by `SIGSEGV`), only without the standard library's one-line message.
 
