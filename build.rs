@@ -34,10 +34,10 @@ fn link_without_pie() {
 }
 
 /// Links GCC's unwinder into `wit` (`libgcc_eh.a`) instead of loading `libgcc_s.so.1` at
-/// every start. Loading that library costs a hook process about 100 µs on a virtual machine:
-/// the loader maps and binds it, and its constructor (`__cpu_indicator_init`) runs a series
-/// of `cpuid` instructions, each a trap to the hypervisor (docs/benchmarks-history.md, issue
-/// 32.2). Rust's standard library asks for `-lgcc_s` by name; a linker script of that name in
+/// every start. Loading that library cost every hook process its mapping and binding, and its
+/// constructor (`__cpu_indicator_init`) runs a series of `cpuid` instructions, each a trap to
+/// the hypervisor on a virtual machine: a pre-edit hook went from 2.46 to 2.30 ms (p50) without
+/// it (docs/benchmarks-history.md, issue 32.2, 2026-12-06). Rust's standard library asks for `-lgcc_s` by name; a linker script of that name in
 /// a directory searched first hands the linker the static archive instead, the same code
 /// that `-static-libgcc` links into a C program. Unwinding (panics caught by tokio, backtraces)
 /// works the same: nothing in `wit` unwinds across another shared library. Only on GNU/Linux
