@@ -19,6 +19,12 @@ fn main() -> ExitCode {
     }
 }
 
+/// The target's `key` as Cargo hands it to build scripts (`CARGO_CFG_TARGET_<key>`: `OS`,
+/// `ENV`, `ARCH`); empty when unset.
+fn target(key: &str) -> String {
+    std::env::var(format!("CARGO_CFG_TARGET_{key}")).unwrap_or_default()
+}
+
 /// `wit` starts once per hook call, twice per tool call of every agent (docs/protocol.md 15.2),
 /// so its start-up is on every agent's path: as a position-independent executable most of its
 /// own start-up CPU went to the dynamic loader resolving ~31k relocations (perf). On Linux it
@@ -28,7 +34,7 @@ fn main() -> ExitCode {
 /// own code (libraries, stack and heap stay randomised): the daemon is reached only through a
 /// socket in the user's own `.wit/`. macOS requires position-independent executables.
 fn link_without_pie() {
-    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
+    if target("OS") == "linux" {
         println!("cargo:rustc-link-arg-bin=wit=-no-pie");
     }
 }
@@ -43,8 +49,7 @@ fn link_without_pie() {
 /// works the same: nothing in `wit` unwinds across another shared library. Only on GNU/Linux
 /// with a C compiler that has the archive; elsewhere the build is as before.
 fn link_unwinder_statically() {
-    let var = |name: &str| std::env::var(name).unwrap_or_default();
-    if var("CARGO_CFG_TARGET_OS") != "linux" || var("CARGO_CFG_TARGET_ENV") != "gnu" {
+    if target("OS") != "linux" || target("ENV") != "gnu" {
         return;
     }
     let Some(archive) = static_unwinder() else {
@@ -108,15 +113,14 @@ fn order_hook_code() {
 /// Whether `wit` is linked by rustc's own LLD: x86_64 GNU/Linux, Rust 1.90 or later, and no
 /// linker chosen in the configuration or the flags.
 fn links_with_lld() -> bool {
-    let var = |name: &str| std::env::var(name).unwrap_or_default();
-    if var("CARGO_CFG_TARGET_ARCH") != "x86_64"
-        || var("CARGO_CFG_TARGET_OS") != "linux"
-        || var("CARGO_CFG_TARGET_ENV") != "gnu"
+    if target("ARCH") != "x86_64"
+        || target("OS") != "linux"
+        || target("ENV") != "gnu"
         || std::env::var_os("RUSTC_LINKER").is_some()
     {
         return false;
     }
-    let flags = var("CARGO_ENCODED_RUSTFLAGS");
+    let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
     if ["linker", "link-self-contained", "fuse-ld"]
         .iter()
         .any(|flag| flags.contains(flag))

@@ -57,15 +57,31 @@ fn is_marker(name: &str) -> bool {
     })
 }
 
+/// Calls `each` with the name of every marker in `dir`, read in place (`getdents64` through
+/// rustix: names are borrowed, none is copied); `None` when `dir` is missing or not a folder.
+fn each_marker(dir: &Path, mut each: impl FnMut(&str)) -> Option<()> {
+    use rustix::fs::{openat, Dir, Mode, OFlags, CWD};
+
+    let fd = openat(
+        CWD,
+        dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let mut entries = Dir::new(fd).ok()?;
+    while let Some(Ok(entry)) = entries.read() {
+        if let Some(name) = entry.file_name().to_str().ok().filter(|n| is_marker(n)) {
+            each(name);
+        }
+    }
+    Some(())
+}
+
 /// The marker names in `dir`, oldest first (none when it is missing or not a folder).
 fn markers(dir: &Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut names: Vec<String> = entries
-        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-        .filter(|name| is_marker(name))
-        .collect();
+    let mut names = Vec::new();
+    each_marker(dir, |name| names.push(name.to_owned()));
     names.sort_unstable();
     names
 }
@@ -105,33 +121,10 @@ impl Survey {
 }
 
 /// Surveys the markers in `dir`, keeping the `keep` oldest names; `None` when it is missing or
-/// not a folder. Names are read in place (`getdents64` through rustix), none is copied but
-/// those kept.
+/// not a folder.
 fn survey(dir: &Path, keep: usize) -> Option<Survey> {
-    use rustix::fs::{openat, Dir, Mode, OFlags, CWD};
-
-    let fd = openat(
-        CWD,
-        dir,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .ok()?;
-    let mut entries = Dir::new(fd).ok()?;
     let mut survey = Survey::default();
-    while let Some(entry) = entries.read() {
-        let Ok(entry) = entry else {
-            break;
-        };
-        if let Some(name) = entry
-            .file_name()
-            .to_str()
-            .ok()
-            .filter(|name| is_marker(name))
-        {
-            survey.add(name, keep);
-        }
-    }
+    each_marker(dir, |name| survey.add(name, keep))?;
     Some(survey)
 }
 

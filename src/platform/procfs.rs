@@ -15,9 +15,10 @@ pub fn lookup(pid: i64) -> Lookup {
     }
 }
 
-/// The text of a small procfs file, in one `read` (two at the end of the file). procfs says
-/// its files are empty (`stat` size 0), so `std::fs::read_to_string` starts from a 32-byte
-/// read and doubles: six reads for a process's `stat`, on every hook's harness walk.
+/// The text of a procfs file, in reads of 1 KiB (a process's `stat` in one, and one more for
+/// the end): the module's one way to read procfs. procfs says its files are empty (`stat`
+/// size 0), so `std::fs::read_to_string` starts from a 32-byte read and doubles: six reads for
+/// a process's `stat` on every hook's harness walk, as many for the daemon's pulse's `statm`.
 fn read_small(path: &str) -> std::io::Result<String> {
     use std::io::Read;
 
@@ -69,7 +70,7 @@ pub fn parse_stat(stat: &str) -> Lookup {
 /// Whether process `pid` has exited, from `/proc/<pid>/status`: gone, or a zombie with no
 /// thread left running.
 pub fn exit_state(pid: u32) -> Liveness {
-    match std::fs::read_to_string(format!("/proc/{pid}/status")) {
+    match read_small(&format!("/proc/{pid}/status")) {
         Ok(status) if is_finished_zombie(&status) => Liveness::Dead,
         Ok(_) => Liveness::Alive,
         Err(error) if error.kind() == ErrorKind::NotFound => Liveness::Dead,
@@ -91,7 +92,7 @@ pub fn is_finished_zombie(status: &str) -> bool {
 
 /// Resident set of process `pid` in bytes (`/proc/<pid>/statm`, field 2, in pages).
 pub fn resident_bytes(pid: u32) -> Option<u64> {
-    let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
+    let statm = read_small(&format!("/proc/{pid}/statm")).ok()?;
     let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
     Some(pages * rustix::param::page_size() as u64)
 }
@@ -99,7 +100,7 @@ pub fn resident_bytes(pid: u32) -> Option<u64> {
 /// The kernel's boot id (a random UUID per boot) and this process's pid namespace, as the
 /// host identity needs them; empty when unreadable.
 pub fn boot_and_namespace() -> (String, String) {
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+    let boot = read_small("/proc/sys/kernel/random/boot_id")
         .map(|s| s.trim().to_owned())
         .unwrap_or_default();
     let namespace = std::fs::read_link("/proc/self/ns/pid")

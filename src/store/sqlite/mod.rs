@@ -88,17 +88,7 @@ impl SqliteStore {
     where
         E: From<StoreError>,
     {
-        // A panic while the mutex was held cannot leave a half-done transaction behind (the
-        // dropped transaction rolled back), so the connection is still sound.
-        let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-        let tx = Open::begin(&conn, Begin::Immediate)?;
-        let notes = CommitNotes::default();
-        let out = f(&Tx {
-            conn: tx.conn(),
-            notes: &notes,
-        })?;
-        tx.commit()?;
-        Ok((out, notes))
+        self.transaction(Begin::Immediate, |tx| f(tx))
     }
 
     /// Runs `f` in one read transaction: it sees one consistent snapshot.
@@ -106,15 +96,31 @@ impl SqliteStore {
     where
         E: From<StoreError>,
     {
+        self.transaction(Begin::Deferred, |tx| f(tx))
+            .map(|(out, _)| out)
+    }
+
+    /// Runs `f` in one transaction begun `how`, committed when `f` returns `Ok` and rolled back
+    /// otherwise; what it noted for after the commit.
+    fn transaction<T, E>(
+        &self,
+        how: Begin,
+        f: impl FnOnce(&Tx<'_>) -> Result<T, E>,
+    ) -> Result<(T, CommitNotes), E>
+    where
+        E: From<StoreError>,
+    {
+        // A panic while the mutex was held cannot leave a half-done transaction behind (the
+        // dropped transaction rolled back), so the connection is still sound.
         let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-        let tx = Open::begin(&conn, Begin::Deferred)?;
+        let tx = Open::begin(&conn, how)?;
         let notes = CommitNotes::default();
         let out = f(&Tx {
             conn: tx.conn(),
             notes: &notes,
         })?;
         tx.commit()?;
-        Ok(out)
+        Ok((out, notes))
     }
 
     /// The schema version recorded in the database (`PRAGMA user_version`).
