@@ -99,9 +99,9 @@ pub trait CodeIndex: Send + Sync {
     /// Whether `file`'s suffix names a supported language.
     fn is_supported(&self, file: &str) -> bool;
 
-    /// The symbols of `file` as it is on disk (from the index: no parse when it is known and
-    /// unchanged).
-    fn file_symbols(&self, file: &str) -> TextSymbols;
+    /// The symbols of `file` as it is on disk, in source order (from the index: no parse when
+    /// it is known and unchanged; shared, not copied, while its analysis stays the same).
+    fn file_symbols(&self, file: &str) -> std::sync::Arc<[SymbolSpan]>;
 
     /// The symbols of `text` parsed as the language of `file` (results are cached by content).
     fn text_symbols(&self, file: &str, text: &str) -> TextSymbols;

@@ -24,7 +24,7 @@ impl Lines {
     pub fn of(text: &str) -> Lines {
         let mut starts = vec![0];
         starts.extend(
-            memchr::memchr_iter(b'\n', text.as_bytes())
+            super::preflight::line_ops::newlines(text.as_bytes())
                 .filter(|&at| at + 1 < text.len())
                 .map(|at| at + 1),
         );

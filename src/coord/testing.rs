@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::index::{CodeIndex, IdSource, SignatureLookup, SymbolSpan, TextSymbols};
 use super::paths::join_symbol_path;
@@ -303,10 +303,11 @@ impl CodeIndex for FakeIndex {
         !file.ends_with(".txt")
     }
 
-    fn file_symbols(&self, file: &str) -> TextSymbols {
+    fn file_symbols(&self, file: &str) -> Arc<[SymbolSpan]> {
         self.file_text(file)
-            .map(|disk| fake_symbols(&disk.text))
+            .map(|disk| fake_symbols(&disk.text).symbols)
             .unwrap_or_default()
+            .into()
     }
 
     fn text_symbols(&self, _file: &str, text: &str) -> TextSymbols {

@@ -1,7 +1,7 @@
 //! The code index that coordination sees ([`CodeIndex`]), answered by the analysis module's
 //! [`RepoIndex`]: fresh for every file it reads, parse results shared by content hash.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use crate::analysis::{signatures_equal, FileAnalysis, Language, Lookup, RepoIndex};
 use crate::coord::{CodeIndex, SignatureLookup, SymbolSpan, TextSymbols};
@@ -15,6 +15,43 @@ pub struct AnalysisIndex {
     root: String,
     /// The files the tree observer sees being written: a text read from one is not at rest.
     writers: Arc<OpenWriters>,
+    /// The symbol lists last made of analyses ([`CodeIndex::file_symbols`]).
+    spans: Arc<SpanMemo>,
+}
+
+/// The symbol lists of the last few analyses asked for, each kept while its analysis is the
+/// index's: a preflight of a large file asks for the same thousand symbols each time, and
+/// copying their names and signatures cost more than the rest of its symbol work.
+#[derive(Debug, Default)]
+struct SpanMemo {
+    kept: Mutex<Vec<MemoEntry>>,
+}
+
+/// An analysis (not kept alive by the memo) and the symbol list made of it.
+type MemoEntry = (Weak<FileAnalysis>, Arc<[SymbolSpan]>);
+
+impl SpanMemo {
+    /// How many lists are kept.
+    const CAPACITY: usize = 8;
+
+    /// The symbol list of `analysis`, made once. An entry is found by the analysis's
+    /// address, which its `Weak` keeps from being reused while the entry stands.
+    fn spans_of(&self, analysis: &Arc<FileAnalysis>) -> Arc<[SymbolSpan]> {
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.retain(|(weak, _)| weak.strong_count() > 0);
+        if let Some((_, spans)) = kept
+            .iter()
+            .find(|(weak, _)| std::ptr::eq(weak.as_ptr(), Arc::as_ptr(analysis)))
+        {
+            return Arc::clone(spans);
+        }
+        let spans: Arc<[SymbolSpan]> = symbol_spans(analysis).into();
+        if kept.len() >= Self::CAPACITY {
+            kept.remove(0);
+        }
+        kept.push((Arc::downgrade(analysis), Arc::clone(&spans)));
+        spans
+    }
 }
 
 impl AnalysisIndex {
@@ -25,6 +62,7 @@ impl AnalysisIndex {
             index,
             root,
             writers,
+            spans: Arc::default(),
         }
     }
 
@@ -132,10 +170,10 @@ impl CodeIndex for AnalysisIndex {
         Language::for_path(file).is_some()
     }
 
-    fn file_symbols(&self, file: &str) -> TextSymbols {
+    fn file_symbols(&self, file: &str) -> Arc<[SymbolSpan]> {
         self.analysis(file)
-            .map(|analysis| text_symbols(&analysis))
-            .unwrap_or_default()
+            .map(|analysis| self.spans.spans_of(&analysis))
+            .unwrap_or_else(|| Arc::from([]))
     }
 
     fn text_symbols(&self, file: &str, text: &str) -> TextSymbols {
@@ -151,18 +189,23 @@ impl CodeIndex for AnalysisIndex {
 }
 
 /// The symbols of an analysis as coordination sees them.
+fn symbol_spans(analysis: &FileAnalysis) -> Vec<SymbolSpan> {
+    analysis
+        .symbols
+        .iter()
+        .map(|symbol| SymbolSpan {
+            qualified: symbol.qualified_name.clone(),
+            start: symbol.start_byte,
+            end: symbol.end_byte,
+            signature: symbol.signature.clone(),
+        })
+        .collect()
+}
+
+/// The symbols and calls of an analysis as coordination sees them.
 fn text_symbols(analysis: &FileAnalysis) -> TextSymbols {
     TextSymbols {
-        symbols: analysis
-            .symbols
-            .iter()
-            .map(|symbol| SymbolSpan {
-                qualified: symbol.qualified_name.clone(),
-                start: symbol.start_byte,
-                end: symbol.end_byte,
-                signature: symbol.signature.clone(),
-            })
-            .collect(),
+        symbols: symbol_spans(analysis),
         clean: analysis.diagnostics.is_empty(),
         calls: analysis
             .calls

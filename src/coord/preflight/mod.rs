@@ -167,9 +167,9 @@ impl Coord {
         interest.check()?;
         let supported = self.index.is_supported(&file);
         let old = if supported {
-            self.index.file_symbols(&file).symbols
+            self.index.file_symbols(&file)
         } else {
-            Vec::new()
+            Arc::from([])
         };
         interest.check()?;
         let new_symbols = if supported && !applied.changes.is_empty() {

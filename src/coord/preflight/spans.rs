@@ -4,7 +4,7 @@
 
 use similar::DiffOp;
 
-pub(crate) use super::line_ops::line_ops;
+use super::line_ops::text_line_ops;
 
 /// One find-and-replace edit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,10 +151,15 @@ fn apply_one(text: &str, edit: &Edit, limit: usize) -> Result<(String, Vec<Chang
             }],
         ));
     }
-    // Counted first, without keeping the positions: the size is known before anything is
-    // built, and a refused edit costs nothing.
+    // Counted first, keeping only the first position: the size is known before anything is
+    // built, and a refused edit costs nothing. (memchr's searcher, several times faster than
+    // `str::match_indices` on a large file; matches of a `str` in a `str` start on a char
+    // boundary.)
+    let finder = memchr::memmem::Finder::new(edit.old_text.as_bytes());
     let mut found = 0usize;
-    for _ in text.match_indices(&edit.old_text) {
+    let mut first = None;
+    for at in finder.find_iter(text.as_bytes()) {
+        first.get_or_insert(at);
         found += 1;
         if found > 1 && !edit.replace_all {
             break;
@@ -167,7 +172,7 @@ fn apply_one(text: &str, edit: &Edit, limit: usize) -> Result<(String, Vec<Chang
             ))
         }
         (_, false) if found > 1 => {
-            let n = text.matches(&edit.old_text).count();
+            let n = finder.find_iter(text.as_bytes()).count();
             return Err(EditError::DoesNotApply(format!(
                 "oldText occurs {n} times in the file; make it unique or set replaceAll"
             )));
@@ -186,7 +191,12 @@ fn apply_one(text: &str, edit: &Edit, limit: usize) -> Result<(String, Vec<Chang
     let mut out = String::with_capacity(usize::try_from(size).unwrap_or(limit));
     let mut changes = Vec::new();
     let mut last = 0;
-    for (at, _) in text.match_indices(&edit.old_text) {
+    // One occurrence is where it was found; several are found again as they are written.
+    let at_each: Box<dyn Iterator<Item = usize>> = match (found, first) {
+        (1, Some(at)) => Box::new(std::iter::once(at)),
+        _ => Box::new(finder.find_iter(text.as_bytes())),
+    };
+    for at in at_each {
         out.push_str(&text[last..at]);
         let start = out.len();
         out.push_str(&edit.new_text);
@@ -296,7 +306,7 @@ fn compose(prev: &[Change], step: &[Change]) -> Vec<Change> {
 }
 
 /// The changed spans between two texts by lines (what a line diff marks as changed on either
-/// side), for whole-content writes: git's diff of the whole texts ([`line_ops`], 13.7). Texts
+/// side), for whole-content writes: git's diff of the whole texts ([`text_line_ops`], 13.7). Texts
 /// longer than [`MAX_DIFF_LINES`] lines have their common head and tail cut off first, and a
 /// middle still longer than that on either side is one change, so the diff's memory is
 /// bounded whatever the texts.
@@ -312,7 +322,9 @@ pub fn diff_lines(current: &str, new: &str) -> Vec<Change> {
         return Vec::new();
     }
     match (bounded_lines(old_middle), bounded_lines(new_middle)) {
-        (Some(old_lines), Some(new_lines)) => diff_of(&old_lines, &new_lines, head),
+        (Some(old_lines), Some(new_lines)) => {
+            diff_of((old_middle, &old_lines), (new_middle, &new_lines), head)
+        }
         _ => vec![Change {
             old: (head, head + old_middle.len()),
             new: (head, head + new_middle.len()),
@@ -327,8 +339,38 @@ fn diff_lines_if_short(current: &str, new: &str) -> Option<Vec<Change>> {
         return Some(Vec::new());
     }
     let old_lines = bounded_lines(current)?;
-    let new_lines = bounded_lines(new)?;
-    Some(diff_of(&old_lines, &new_lines, 0))
+    let new_lines = lines_sharing(current, &old_lines, new)?;
+    Some(diff_of((current, &old_lines), (new, &new_lines), 0))
+}
+
+/// The lines of `new` (as [`bounded_lines`]) when `old_lines` are `current`'s: the whole
+/// lines the two texts begin and end with in common are taken from `old_lines` (equal
+/// lines, wherever their bytes lie, are what a diff compares), so only the middle is split.
+fn lines_sharing<'t>(current: &str, old_lines: &[&'t str], new: &'t str) -> Option<Vec<&'t str>> {
+    let head = common_head_lines(current, new);
+    let tail = common_tail_lines(&current[head..], &new[head..]);
+    let count_to = |lines: &mut dyn Iterator<Item = &&'t str>, bytes: usize| {
+        let (mut sum, mut count) = (0, 0);
+        for line in lines {
+            if sum >= bytes {
+                break;
+            }
+            sum += line.len();
+            count += 1;
+        }
+        count
+    };
+    let head_lines = count_to(&mut old_lines.iter(), head);
+    let tail_lines = count_to(&mut old_lines.iter().rev(), tail);
+    let middle = bounded_lines(&new[head..new.len() - tail])?;
+    if head_lines + middle.len() + tail_lines > MAX_DIFF_LINES {
+        return None;
+    }
+    let mut lines = Vec::with_capacity(head_lines + middle.len() + tail_lines);
+    lines.extend_from_slice(&old_lines[..head_lines]);
+    lines.extend(middle);
+    lines.extend_from_slice(&old_lines[old_lines.len() - tail_lines..]);
+    Some(lines)
 }
 
 /// The lines of `text` when there are at most [`MAX_DIFF_LINES`].
@@ -336,8 +378,13 @@ fn bounded_lines(text: &str) -> Option<Vec<&str>> {
     super::line_ops::lines_at_most(text, MAX_DIFF_LINES)
 }
 
-/// The changes between two runs of lines that start at byte `head` of their texts.
-fn diff_of(old_lines: &[&str], new_lines: &[&str], head: usize) -> Vec<Change> {
+/// The changes between two texts split into lines, which start at byte `head` of the texts
+/// they are part of (a large pair's diff is remembered by the two texts' digests).
+fn diff_of(
+    (old, old_lines): (&str, &[&str]),
+    (new, new_lines): (&str, &[&str]),
+    head: usize,
+) -> Vec<Change> {
     let offsets = |lines: &[&str]| {
         let mut at = Vec::with_capacity(lines.len() + 1);
         let mut sum = head;
@@ -350,12 +397,13 @@ fn diff_of(old_lines: &[&str], new_lines: &[&str], head: usize) -> Vec<Change> {
     };
     let old_at = offsets(old_lines);
     let new_at = offsets(new_lines);
-    changes_of(&line_ops(old_lines, new_lines), &old_at, &new_at)
+    let ops = text_line_ops((old.as_bytes(), old_lines), (new.as_bytes(), new_lines));
+    changes_of(&ops, &old_at, &new_at)
 }
 
 /// The length of the whole lines `a` and `b` begin with in common.
 fn common_head_lines(a: &str, b: &str) -> usize {
-    let same = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    let same = common_prefix(a.as_bytes(), b.as_bytes());
     if same == a.len() && same == b.len() {
         return same;
     }
@@ -368,12 +416,7 @@ fn common_head_lines(a: &str, b: &str) -> usize {
 
 /// The length of the whole lines `a` and `b` end with in common.
 fn common_tail_lines(a: &str, b: &str) -> usize {
-    let same = a
-        .bytes()
-        .rev()
-        .zip(b.bytes().rev())
-        .take_while(|(x, y)| x == y)
-        .count();
+    let same = common_suffix(a.as_bytes(), b.as_bytes());
     let starts_line = |s: &str| same == s.len() || s.as_bytes()[s.len() - same - 1] == b'\n';
     if starts_line(a) && starts_line(b) {
         return same;
@@ -383,6 +426,41 @@ fn common_tail_lines(a: &str, b: &str) -> usize {
         .iter()
         .position(|&byte| byte == b'\n')
         .map_or(0, |at| same - at - 1)
+}
+
+/// Bytes compared a block at a time (slice equality is `memcmp`) before the last block is
+/// compared byte by byte: a byte loop over a large file cost a preflight tens of µs.
+const COMPARED_BLOCK: usize = 64;
+
+/// How many bytes `a` and `b` begin with in common.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut at = 0;
+    while at + COMPARED_BLOCK <= n && a[at..at + COMPARED_BLOCK] == b[at..at + COMPARED_BLOCK] {
+        at += COMPARED_BLOCK;
+    }
+    at + a[at..n]
+        .iter()
+        .zip(&b[at..n])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// How many bytes `a` and `b` end with in common.
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[a.len() - n..], &b[b.len() - n..]);
+    let mut end = n;
+    while end >= COMPARED_BLOCK && a[end - COMPARED_BLOCK..end] == b[end - COMPARED_BLOCK..end] {
+        end -= COMPARED_BLOCK;
+    }
+    (n - end)
+        + a[..end]
+            .iter()
+            .rev()
+            .zip(b[..end].iter().rev())
+            .take_while(|(x, y)| x == y)
+            .count()
 }
 
 /// Turns diff operations over units whose byte offsets are `old_at`/`new_at` into changes,
@@ -465,9 +543,57 @@ pub fn meets(start: usize, end: usize, span: (usize, usize)) -> bool {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
+    use super::super::line_ops::text_lines;
     use super::*;
 
     const LIMIT: usize = 1 << 20;
+
+    /// The lines of a new text taken partly from the old text's are its own lines.
+    #[test]
+    fn shared_lines_are_the_new_texts_lines() {
+        let long: String = (0..200).map(|n| format!("line {n}\n")).collect();
+        let cases: Vec<(String, String)> = vec![
+            ("a\nb\nc\n".into(), "a\nB\nc\n".into()),
+            ("a\nb\nc".into(), "a\nb\nc\n".into()),
+            ("a\nb\nc".into(), "x\na\nb\nc".into()),
+            ("".into(), "x\n".into()),
+            ("x\n".into(), "".into()),
+            ("same\nsame\n".into(), "same\nsame\nsame\n".into()),
+            (
+                long.clone(),
+                long.replace("line 100\n", "line hundred\nmore\n"),
+            ),
+            (long.clone(), long.replace("line 7\n", "")),
+            (long.clone(), format!("{long}tail without newline")),
+            (format!("{long}x"), format!("{long}y")),
+        ];
+        for (old, new) in cases {
+            let old_lines = text_lines(&old);
+            assert_eq!(
+                lines_sharing(&old, &old_lines, &new),
+                Some(text_lines(&new)),
+                "{old:?} -> {new:?}"
+            );
+        }
+    }
+
+    /// Block-wise prefix and suffix lengths are the byte-wise ones.
+    #[test]
+    fn common_prefix_and_suffix_by_blocks() {
+        let base: Vec<u8> = (0..300u32).map(|n| (n % 251) as u8).collect();
+        for at in [0, 1, 63, 64, 65, 128, 200, 299] {
+            let mut other = base.clone();
+            other[at] ^= 0xff;
+            assert_eq!(common_prefix(&base, &other), at, "prefix, change at {at}");
+            assert_eq!(
+                common_suffix(&base, &other),
+                299 - at,
+                "suffix, change at {at}"
+            );
+            assert_eq!(common_prefix(&base, &base[..at]), at);
+            assert_eq!(common_suffix(&base, &base[at..]), 300 - at);
+        }
+    }
 
     fn apply(current: &str, edits: &[Edit]) -> Result<Applied, String> {
         apply_edits(current, edits, LIMIT).map_err(|e| e.to_string())
