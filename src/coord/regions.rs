@@ -7,7 +7,7 @@
 use similar::DiffOp;
 
 use super::preflight::line_ops::text_line_ops;
-use super::preflight::spans::Change;
+use super::preflight::spans::{Applied, Change};
 use super::LineRegion;
 
 /// The start offsets of a text's lines: line `n` (1-based) starts at `starts[n - 1]`. A text
@@ -159,6 +159,18 @@ impl LineMap {
         LineMap {
             ops,
             new_count: new_lines.len(),
+        }
+    }
+
+    /// The line diff of the text an edit applied to and the edit's new text: the one the
+    /// edit's changed lines came from when it was made, else [`LineMap::between`].
+    pub fn of_applied(before: &str, applied: &Applied) -> LineMap {
+        match &applied.line_ops {
+            Some((ops, new_count)) => LineMap {
+                ops: ops.clone(),
+                new_count: *new_count,
+            },
+            None => LineMap::between(before, &applied.text),
         }
     }
 
@@ -409,6 +421,38 @@ mod tests {
         // A point touching lines is one with them; points one line apart stay apart.
         assert_eq!(merge(vec![r(3, 2), r(3, 5), r(6, 5)]), [r(3, 5)]);
         assert_eq!(merge(vec![r(4, 3), r(3, 2), r(4, 3)]), [r(3, 2), r(4, 3)]);
+    }
+
+    /// The map an edit carries is the map of its two texts.
+    #[test]
+    fn an_edits_line_map_is_the_map_of_its_texts() {
+        use crate::coord::preflight::spans::{apply_edits, Edit};
+        let old: String = (0..50)
+            .map(|n| match n % 5 {
+                0 => "}\n".to_owned(),
+                _ => format!("line {n}\n"),
+            })
+            .collect();
+        let edit = |old_text: &str, new_text: &str| Edit {
+            old_text: old_text.into(),
+            new_text: new_text.into(),
+            replace_all: false,
+        };
+        let applied = [
+            apply_edits(&old, &[edit("line 12\nline 13\n", "x\n}\n")], 1 << 20).unwrap(),
+            Applied::content(&old, &old.replace("line 2\n", "")),
+            Applied::content(&old, &old),
+            Applied::content(&old, ""),
+            Applied::content("", &old),
+        ];
+        for (n, applied) in applied.iter().enumerate() {
+            let before = if n == 4 { "" } else { old.as_str() };
+            let carried = LineMap::of_applied(before, applied);
+            let fresh = LineMap::between(before, &applied.text);
+            assert!(applied.line_ops.is_some(), "case {n}");
+            assert_eq!(carried.ops, fresh.ops, "case {n}");
+            assert_eq!(carried.new_count, fresh.new_count, "case {n}");
+        }
     }
 
     #[test]

@@ -384,7 +384,7 @@ impl Coord {
         }
         let rows = self.live_regions_of(origin, file)?;
         if !rows.is_empty() {
-            let map = LineMap::between(observed.before, &observed.applied.text);
+            let map = LineMap::of_applied(observed.before, observed.applied);
             self.store.write(|w| {
                 let now = self.clock.now_ms();
                 for row in &rows {

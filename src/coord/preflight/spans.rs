@@ -38,16 +38,24 @@ pub struct Applied {
     /// The changed lines as git's diff of the whole texts aligns them (13.7): what regions
     /// are made of and checked against (13.1, 13.4).
     pub line_changes: Vec<Change>,
+    /// That diff in line units, and the new text's line count, when the whole texts were
+    /// diffed (each of at most [`MAX_DIFF_LINES`] lines): what carries regions onto the new
+    /// text, without splitting and diffing the texts again.
+    pub line_ops: Option<(Vec<DiffOp>, usize)>,
 }
 
 impl Applied {
     /// A whole new text: its changes are git's line diff from `current`.
     pub fn content(current: &str, text: &str) -> Applied {
-        let changes = diff_lines(current, text);
+        let (changes, line_ops) = match diff_lines_if_short(current, text) {
+            Some(diff) => (diff.changes, Some((diff.ops, diff.new_count))),
+            None => (diff_lines(current, text), None),
+        };
         Applied {
             text: text.to_owned(),
             line_changes: changes.clone(),
             changes,
+            line_ops,
         }
     }
 }
@@ -122,11 +130,15 @@ pub fn apply_edits(current: &str, edits: &[Edit], limit: usize) -> Result<Applie
     let text = text.unwrap_or_else(|| current.to_owned());
     // The lines git's merge would see changed (13.7): its diff of the whole texts, which may
     // align an ambiguous change differently from the diff of each edit's own texts.
-    let line_changes = diff_lines_if_short(current, &text).unwrap_or_else(|| changes.clone());
+    let (line_changes, line_ops) = match diff_lines_if_short(current, &text) {
+        Some(diff) => (diff.changes, Some((diff.ops, diff.new_count))),
+        None => (changes.clone(), None),
+    };
     Ok(Applied {
         text,
         changes,
         line_changes,
+        line_ops,
     })
 }
 
@@ -311,8 +323,8 @@ fn compose(prev: &[Change], step: &[Change]) -> Vec<Change> {
 /// middle still longer than that on either side is one change, so the diff's memory is
 /// bounded whatever the texts.
 pub fn diff_lines(current: &str, new: &str) -> Vec<Change> {
-    if let Some(changes) = diff_lines_if_short(current, new) {
-        return changes;
+    if let Some(diff) = diff_lines_if_short(current, new) {
+        return diff.changes;
     }
     let head = common_head_lines(current, new);
     let tail = common_tail_lines(&current[head..], &new[head..]);
@@ -323,7 +335,7 @@ pub fn diff_lines(current: &str, new: &str) -> Vec<Change> {
     }
     match (bounded_lines(old_middle), bounded_lines(new_middle)) {
         (Some(old_lines), Some(new_lines)) => {
-            diff_of((old_middle, &old_lines), (new_middle, &new_lines), head)
+            diff_of((old_middle, &old_lines), (new_middle, &new_lines), head).0
         }
         _ => vec![Change {
             old: (head, head + old_middle.len()),
@@ -332,15 +344,40 @@ pub fn diff_lines(current: &str, new: &str) -> Vec<Change> {
     }
 }
 
-/// [`diff_lines`] of two texts of at most [`MAX_DIFF_LINES`] lines each (each split once);
-/// `None` when either is longer.
-fn diff_lines_if_short(current: &str, new: &str) -> Option<Vec<Change>> {
+/// git's line diff of two whole texts: as changed spans and as line operations.
+struct WholeDiff {
+    changes: Vec<Change>,
+    ops: Vec<DiffOp>,
+    new_count: usize,
+}
+
+/// [`diff_lines`] of two texts of at most [`MAX_DIFF_LINES`] lines each (each split once),
+/// with its line operations; `None` when either is longer.
+fn diff_lines_if_short(current: &str, new: &str) -> Option<WholeDiff> {
     if current == new {
-        return Some(Vec::new());
+        let count = super::line_ops::line_count(current.as_bytes());
+        let ops = (count > 0)
+            .then_some(DiffOp::Equal {
+                old_index: 0,
+                new_index: 0,
+                len: count,
+            })
+            .into_iter()
+            .collect();
+        return Some(WholeDiff {
+            changes: Vec::new(),
+            ops,
+            new_count: count,
+        });
     }
     let old_lines = bounded_lines(current)?;
     let new_lines = lines_sharing(current, &old_lines, new)?;
-    Some(diff_of((current, &old_lines), (new, &new_lines), 0))
+    let (changes, ops) = diff_of((current, &old_lines), (new, &new_lines), 0);
+    Some(WholeDiff {
+        changes,
+        ops,
+        new_count: new_lines.len(),
+    })
 }
 
 /// The lines of `new` (as [`bounded_lines`]) when `old_lines` are `current`'s: the whole
@@ -379,12 +416,13 @@ fn bounded_lines(text: &str) -> Option<Vec<&str>> {
 }
 
 /// The changes between two texts split into lines, which start at byte `head` of the texts
-/// they are part of (a large pair's diff is remembered by the two texts' digests).
+/// they are part of, and the diff's line operations (a large pair's diff is remembered by
+/// the two texts' digests).
 fn diff_of(
     (old, old_lines): (&str, &[&str]),
     (new, new_lines): (&str, &[&str]),
     head: usize,
-) -> Vec<Change> {
+) -> (Vec<Change>, Vec<DiffOp>) {
     let offsets = |lines: &[&str]| {
         let mut at = Vec::with_capacity(lines.len() + 1);
         let mut sum = head;
@@ -398,7 +436,7 @@ fn diff_of(
     let old_at = offsets(old_lines);
     let new_at = offsets(new_lines);
     let ops = text_line_ops((old.as_bytes(), old_lines), (new.as_bytes(), new_lines));
-    changes_of(&ops, &old_at, &new_at)
+    (changes_of(&ops, &old_at, &new_at), ops)
 }
 
 /// The length of the whole lines `a` and `b` begin with in common.
