@@ -15,7 +15,7 @@
 
 use similar::DiffOp;
 
-use super::preflight::line_ops::{line_count, split_lines, text_line_ops};
+use super::preflight::line_ops::{line_starts, lines_sharing, split_lines, text_line_ops};
 
 /// Who made a change and when: the sessions (sorted, each once; none for unowned work) and
 /// the time of the newest change, unix ms.
@@ -117,8 +117,18 @@ pub struct OwnedLines {
 #[derive(Debug, Clone)]
 pub struct FileOwners {
     base: Vec<u8>,
+    /// Where each of `base`'s lines starts (none for a binary file): split once, not at
+    /// each change.
+    base_starts: Vec<usize>,
     current: Vec<u8>,
     work: Work,
+}
+
+/// Line `line` (0-based, with its `\n`) of `text`, whose lines start at `starts`.
+fn base_line_at<'t>(text: &'t [u8], starts: &[usize], line: usize) -> Option<&'t [u8]> {
+    let start = *starts.get(line)?;
+    let end = starts.get(line + 1).copied().unwrap_or(text.len());
+    text.get(start..end)
 }
 
 fn is_text(bytes: &[u8]) -> bool {
@@ -150,7 +160,11 @@ fn change_runs(entries: &[Entry]) -> impl Iterator<Item = (std::ops::Range<usize
 /// replaced, as the current text (`current_lines`) has them, they are base lines again (a
 /// change undone, or rewritten as it was). HEAD's text is split into lines only when some
 /// run replaced as many lines as it wrote, and the entries rebuilt only when one is restored.
-fn restore_unchanged_runs(entries: &mut Vec<Entry>, base: &[u8], current_lines: &[&[u8]]) {
+fn restore_unchanged_runs<'b>(
+    entries: &mut Vec<Entry>,
+    base_line: impl Fn(usize) -> Option<&'b [u8]>,
+    current_lines: &[&[u8]],
+) {
     let gone_of = |run: &[Entry]| -> Vec<usize> {
         run.iter()
             .filter_map(|e| match e {
@@ -169,7 +183,6 @@ fn restore_unchanged_runs(entries: &mut Vec<Entry>, base: &[u8], current_lines: 
     if balanced_runs.is_empty() {
         return;
     }
-    let base_lines = split_lines(base);
     let restored: Vec<(std::ops::Range<usize>, Vec<usize>)> = balanced_runs
         .into_iter()
         .filter_map(|(run, line)| {
@@ -177,7 +190,7 @@ fn restore_unchanged_runs(entries: &mut Vec<Entry>, base: &[u8], current_lines: 
             let same = gone
                 .iter()
                 .zip(line..line + gone.len())
-                .all(|(&b, c)| base_lines.get(b) == current_lines.get(c));
+                .all(|(&b, c)| base_line(b) == current_lines.get(c).copied());
             same.then_some((run, gone))
         })
         .collect();
@@ -198,14 +211,19 @@ fn restore_unchanged_runs(entries: &mut Vec<Entry>, base: &[u8], current_lines: 
 impl FileOwners {
     /// A file whose current bytes are HEAD's (`base`; empty for a file not in HEAD).
     pub fn unchanged(base: Vec<u8>) -> FileOwners {
-        let work = if is_text(&base) {
-            Work::Lines((0..line_count(&base)).map(Entry::Base).collect())
+        let (work, base_starts) = if is_text(&base) {
+            let starts = line_starts(&base);
+            (
+                Work::Lines((0..starts.len()).map(Entry::Base).collect()),
+                starts,
+            )
         } else {
-            Work::File(None)
+            (Work::File(None), Vec::new())
         };
         FileOwners {
             current: base.clone(),
             base,
+            base_starts,
             work,
         }
     }
@@ -281,7 +299,9 @@ impl FileOwners {
             return;
         };
         let old_lines = split_lines(&self.current);
-        let new_lines = split_lines(new);
+        // The lines both texts begin and end with are the current text's (split once).
+        let new_lines = lines_sharing(self.current.as_slice(), &old_lines, new, usize::MAX)
+            .unwrap_or_else(|| split_lines(new));
         // Entry index where old line `i`'s segment starts: its own entry (the first line's
         // segment also holds the tombstones before it); a segment runs to the next line's.
         let line_at: Vec<usize> = entries
@@ -319,7 +339,12 @@ impl FileOwners {
             }
             next.extend(fresh.map(|_| Entry::Added(mark.clone())));
         }
-        restore_unchanged_runs(&mut next, &self.base, &new_lines);
+        let (base, starts) = (&self.base, &self.base_starts);
+        restore_unchanged_runs(
+            &mut next,
+            |line| base_line_at(base, starts, line),
+            &new_lines,
+        );
         *entries = next;
         self.current = new.to_vec();
     }

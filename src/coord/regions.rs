@@ -174,6 +174,59 @@ impl LineMap {
         }
     }
 
+    /// The map from the new text back to the old one: the same alignment read the other
+    /// way (what was inserted is deleted, and so on).
+    pub fn reversed(&self) -> LineMap {
+        let ops = self
+            .ops
+            .iter()
+            .map(|op| match *op {
+                DiffOp::Equal {
+                    old_index,
+                    new_index,
+                    len,
+                } => DiffOp::Equal {
+                    old_index: new_index,
+                    new_index: old_index,
+                    len,
+                },
+                DiffOp::Delete {
+                    old_index,
+                    old_len,
+                    new_index,
+                } => DiffOp::Insert {
+                    old_index: new_index,
+                    new_index: old_index,
+                    new_len: old_len,
+                },
+                DiffOp::Insert {
+                    old_index,
+                    new_index,
+                    new_len,
+                } => DiffOp::Delete {
+                    old_index: new_index,
+                    old_len: new_len,
+                    new_index: old_index,
+                },
+                DiffOp::Replace {
+                    old_index,
+                    old_len,
+                    new_index,
+                    new_len,
+                } => DiffOp::Replace {
+                    old_index: new_index,
+                    old_len: new_len,
+                    new_index: old_index,
+                    new_len: old_len,
+                },
+            })
+            .collect();
+        LineMap {
+            ops,
+            new_count: self.ops.iter().map(|op| op.old_range().len()).sum(),
+        }
+    }
+
     /// The new lines old line `line` (1-based) became, as boundaries `(lo, hi)`: new lines
     /// `lo + 1..=hi`. A kept line is itself, moved; a replaced line the lines that replaced
     /// it; a deleted one the point where the two sides now join (`lo == hi`).
@@ -452,6 +505,13 @@ mod tests {
             assert!(applied.line_ops.is_some(), "case {n}");
             assert_eq!(carried.ops, fresh.ops, "case {n}");
             assert_eq!(carried.new_count, fresh.new_count, "case {n}");
+            let back = LineMap::between(&applied.text, before);
+            assert_eq!(carried.reversed().ops, back.ops, "case {n}, reversed");
+            assert_eq!(
+                carried.reversed().new_count,
+                back.new_count,
+                "case {n}, reversed"
+            );
         }
     }
 

@@ -383,8 +383,9 @@ impl Coord {
             owners.push(self.observed_intent_of(session_id, observed)?);
         }
         let rows = self.live_regions_of(origin, file)?;
-        if !rows.is_empty() {
-            let map = LineMap::of_applied(observed.before, observed.applied);
+        let forward = (!rows.is_empty() || pending)
+            .then(|| LineMap::of_applied(observed.before, observed.applied));
+        if let (false, Some(map)) = (rows.is_empty(), &forward) {
             self.store.write(|w| {
                 let now = self.clock.now_ms();
                 for row in &rows {
@@ -394,7 +395,7 @@ impl Coord {
                         .find(|(_, own)| own.intent.as_deref() == Some(row.intent_id.as_str()));
                     let mine = owner.is_some();
                     let extra: &[LineRegion] = if mine { &added } else { &[] };
-                    let moved = carry(w, row, &map, extra)?;
+                    let moved = carry(w, row, map, extra)?;
                     let named = mine && add_symbols(w, &row.intent_id, observed.touched)?;
                     if let (Some((session_id, _)), true) = (owner, moved || named) {
                         let intent = w.intent(&row.intent_id)?;
@@ -438,12 +439,11 @@ impl Coord {
             self.update_intent(&intent.id, session_id, IntentStatus::Active)?;
             recorded.push(Some(intent.id));
         }
-        let before_edit = pending.then(|| {
-            (
-                fingerprint(observed.before),
-                LineMap::between(&observed.applied.text, observed.before),
-            )
-        });
+        // Back onto the text before the edit through the same diff, reversed: a region carried
+        // forward and back is where it was.
+        let before_edit = forward
+            .filter(|_| pending)
+            .map(|forward| (fingerprint(observed.before), forward.reversed()));
         texts.files.insert(
             (origin.clone(), file.to_owned()),
             RegionText {

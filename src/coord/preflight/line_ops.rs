@@ -182,6 +182,13 @@ pub fn lines_at_most(text: &str, most: usize) -> Option<Vec<&str>> {
     (lines.len() <= most).then_some(lines)
 }
 
+/// Where each line of `bytes` starts ([`split_lines`]' lines as offsets).
+pub fn line_starts(bytes: &[u8]) -> Vec<usize> {
+    let mut starts = Vec::with_capacity(bytes.len() / LINE_BYTES_GUESS + 1);
+    starts.extend(line_bounds(bytes).map(|line| line.start));
+    starts
+}
+
 /// How many lines `bytes` has ([`split_lines`]'s count, without the list).
 pub fn line_count(bytes: &[u8]) -> usize {
     line_bounds(bytes).count()
@@ -200,6 +207,137 @@ fn line_bounds(bytes: &[u8]) -> impl Iterator<Item = std::ops::Range<usize>> + '
         start = end;
         Some(line)
     })
+}
+
+/// A text split into lines: a `str` or bytes.
+pub trait LineText {
+    /// Its bytes.
+    fn bytes(&self) -> &[u8];
+    /// The part of it at `range` (which starts and ends at line boundaries).
+    fn part(&self, range: std::ops::Range<usize>) -> &Self;
+}
+
+impl LineText for str {
+    fn bytes(&self) -> &[u8] {
+        self.as_bytes()
+    }
+    fn part(&self, range: std::ops::Range<usize>) -> &str {
+        // A line boundary follows a `\n`: a char boundary.
+        self.get(range).unwrap_or_default()
+    }
+}
+
+impl LineText for [u8] {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+    fn part(&self, range: std::ops::Range<usize>) -> &[u8] {
+        self.get(range).unwrap_or_default()
+    }
+}
+
+/// The lines of `new` when `old_lines` are `old`'s, if it has at most `most`: the whole
+/// lines the two texts begin and end with in common are taken from `old_lines` (equal lines,
+/// wherever their bytes lie, are what a diff compares), so only the middle is split.
+pub fn lines_sharing<'t, T: LineText + ?Sized>(
+    old: &T,
+    old_lines: &[&'t T],
+    new: &'t T,
+    most: usize,
+) -> Option<Vec<&'t T>> {
+    let (old_bytes, new_bytes) = (old.bytes(), new.bytes());
+    let head = common_head_lines(old_bytes, new_bytes);
+    let tail = common_tail_lines(&old_bytes[head..], &new_bytes[head..]);
+    let count_to = |lines: &mut dyn Iterator<Item = &&'t T>, bytes: usize| {
+        let (mut sum, mut count) = (0, 0);
+        for line in lines {
+            if sum >= bytes {
+                break;
+            }
+            sum += line.bytes().len();
+            count += 1;
+        }
+        count
+    };
+    let head_lines = count_to(&mut old_lines.iter(), head);
+    let tail_lines = count_to(&mut old_lines.iter().rev(), tail);
+    let middle = new.part(head..new_bytes.len() - tail);
+    let mut lines =
+        Vec::with_capacity(head_lines + middle.bytes().len() / LINE_BYTES_GUESS + tail_lines + 1);
+    lines.extend_from_slice(&old_lines[..head_lines]);
+    for line in line_bounds(middle.bytes()) {
+        if lines.len() >= most {
+            return None;
+        }
+        lines.push(middle.part(line));
+    }
+    if lines.len() + tail_lines > most {
+        return None;
+    }
+    lines.extend_from_slice(&old_lines[old_lines.len() - tail_lines..]);
+    Some(lines)
+}
+
+/// The length of the whole lines `a` and `b` begin with in common.
+pub fn common_head_lines(a: &[u8], b: &[u8]) -> usize {
+    let same = common_prefix(a, b);
+    if same == a.len() && same == b.len() {
+        return same;
+    }
+    // Back to the end of the last whole common line (a line break: a char boundary).
+    a[..same]
+        .iter()
+        .rposition(|&byte| byte == b'\n')
+        .map_or(0, |at| at + 1)
+}
+
+/// The length of the whole lines `a` and `b` end with in common.
+pub fn common_tail_lines(a: &[u8], b: &[u8]) -> usize {
+    let same = common_suffix(a, b);
+    let starts_line = |s: &[u8]| same == s.len() || s[s.len() - same - 1] == b'\n';
+    if starts_line(a) && starts_line(b) {
+        return same;
+    }
+    // Forward to the first line start inside the common tail (just after a line break).
+    a[a.len() - same..]
+        .iter()
+        .position(|&byte| byte == b'\n')
+        .map_or(0, |at| same - at - 1)
+}
+
+/// Bytes compared a block at a time (slice equality is `memcmp`) before the last block is
+/// compared byte by byte: a byte loop over a large file cost a preflight tens of µs.
+const COMPARED_BLOCK: usize = 64;
+
+/// How many bytes `a` and `b` begin with in common.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut at = 0;
+    while at + COMPARED_BLOCK <= n && a[at..at + COMPARED_BLOCK] == b[at..at + COMPARED_BLOCK] {
+        at += COMPARED_BLOCK;
+    }
+    at + a[at..n]
+        .iter()
+        .zip(&b[at..n])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// How many bytes `a` and `b` end with in common.
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[a.len() - n..], &b[b.len() - n..]);
+    let mut end = n;
+    while end >= COMPARED_BLOCK && a[end - COMPARED_BLOCK..end] == b[end - COMPARED_BLOCK..end] {
+        end -= COMPARED_BLOCK;
+    }
+    (n - end)
+        + a[..end]
+            .iter()
+            .rev()
+            .zip(b[..end].iter().rev())
+            .take_while(|(x, y)| x == y)
+            .count()
 }
 
 /// Every byte of a word equal to `\n`.
@@ -826,6 +964,53 @@ mod tests {
                 );
             }
             assert_eq!(lines_at_most(text, 4), Some(expected.clone()), "{text:?}");
+        }
+    }
+
+    /// The lines of a new text taken partly from the old text's are its own lines.
+    #[test]
+    fn shared_lines_are_the_new_texts_lines() {
+        let long: String = (0..200).map(|n| format!("line {n}\n")).collect();
+        let cases: Vec<(String, String)> = vec![
+            ("a\nb\nc\n".into(), "a\nB\nc\n".into()),
+            ("a\nb\nc".into(), "a\nb\nc\n".into()),
+            ("a\nb\nc".into(), "x\na\nb\nc".into()),
+            ("".into(), "x\n".into()),
+            ("x\n".into(), "".into()),
+            ("same\nsame\n".into(), "same\nsame\nsame\n".into()),
+            (
+                long.clone(),
+                long.replace("line 100\n", "line hundred\nmore\n"),
+            ),
+            (long.clone(), long.replace("line 7\n", "")),
+            (long.clone(), format!("{long}tail without newline")),
+            (format!("{long}x"), format!("{long}y")),
+        ];
+        for (old, new) in cases {
+            let old_lines = text_lines(&old);
+            assert_eq!(
+                lines_sharing(old.as_str(), &old_lines, new.as_str(), usize::MAX),
+                Some(text_lines(&new)),
+                "{old:?} -> {new:?}"
+            );
+        }
+    }
+
+    /// Block-wise prefix and suffix lengths are the byte-wise ones.
+    #[test]
+    fn common_prefix_and_suffix_by_blocks() {
+        let base: Vec<u8> = (0..300u32).map(|n| (n % 251) as u8).collect();
+        for at in [0, 1, 63, 64, 65, 128, 200, 299] {
+            let mut other = base.clone();
+            other[at] ^= 0xff;
+            assert_eq!(common_prefix(&base, &other), at, "prefix, change at {at}");
+            assert_eq!(
+                common_suffix(&base, &other),
+                299 - at,
+                "suffix, change at {at}"
+            );
+            assert_eq!(common_prefix(&base, &base[..at]), at);
+            assert_eq!(common_suffix(&base, &base[at..]), 300 - at);
         }
     }
 

@@ -4,7 +4,7 @@
 
 use similar::DiffOp;
 
-use super::line_ops::text_line_ops;
+use super::line_ops::{common_head_lines, common_tail_lines, lines_sharing, text_line_ops};
 
 /// One find-and-replace edit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -326,8 +326,8 @@ pub fn diff_lines(current: &str, new: &str) -> Vec<Change> {
     if let Some(diff) = diff_lines_if_short(current, new) {
         return diff.changes;
     }
-    let head = common_head_lines(current, new);
-    let tail = common_tail_lines(&current[head..], &new[head..]);
+    let head = common_head_lines(current.as_bytes(), new.as_bytes());
+    let tail = common_tail_lines(&current.as_bytes()[head..], &new.as_bytes()[head..]);
     let old_middle = &current[head..current.len() - tail];
     let new_middle = &new[head..new.len() - tail];
     if old_middle.is_empty() && new_middle.is_empty() {
@@ -371,43 +371,13 @@ fn diff_lines_if_short(current: &str, new: &str) -> Option<WholeDiff> {
         });
     }
     let old_lines = bounded_lines(current)?;
-    let new_lines = lines_sharing(current, &old_lines, new)?;
+    let new_lines = lines_sharing(current, &old_lines, new, MAX_DIFF_LINES)?;
     let (changes, ops) = diff_of((current, &old_lines), (new, &new_lines), 0);
     Some(WholeDiff {
         changes,
         ops,
         new_count: new_lines.len(),
     })
-}
-
-/// The lines of `new` (as [`bounded_lines`]) when `old_lines` are `current`'s: the whole
-/// lines the two texts begin and end with in common are taken from `old_lines` (equal
-/// lines, wherever their bytes lie, are what a diff compares), so only the middle is split.
-fn lines_sharing<'t>(current: &str, old_lines: &[&'t str], new: &'t str) -> Option<Vec<&'t str>> {
-    let head = common_head_lines(current, new);
-    let tail = common_tail_lines(&current[head..], &new[head..]);
-    let count_to = |lines: &mut dyn Iterator<Item = &&'t str>, bytes: usize| {
-        let (mut sum, mut count) = (0, 0);
-        for line in lines {
-            if sum >= bytes {
-                break;
-            }
-            sum += line.len();
-            count += 1;
-        }
-        count
-    };
-    let head_lines = count_to(&mut old_lines.iter(), head);
-    let tail_lines = count_to(&mut old_lines.iter().rev(), tail);
-    let middle = bounded_lines(&new[head..new.len() - tail])?;
-    if head_lines + middle.len() + tail_lines > MAX_DIFF_LINES {
-        return None;
-    }
-    let mut lines = Vec::with_capacity(head_lines + middle.len() + tail_lines);
-    lines.extend_from_slice(&old_lines[..head_lines]);
-    lines.extend(middle);
-    lines.extend_from_slice(&old_lines[old_lines.len() - tail_lines..]);
-    Some(lines)
 }
 
 /// The lines of `text` when there are at most [`MAX_DIFF_LINES`].
@@ -437,68 +407,6 @@ fn diff_of(
     let new_at = offsets(new_lines);
     let ops = text_line_ops((old.as_bytes(), old_lines), (new.as_bytes(), new_lines));
     (changes_of(&ops, &old_at, &new_at), ops)
-}
-
-/// The length of the whole lines `a` and `b` begin with in common.
-fn common_head_lines(a: &str, b: &str) -> usize {
-    let same = common_prefix(a.as_bytes(), b.as_bytes());
-    if same == a.len() && same == b.len() {
-        return same;
-    }
-    // Back to the end of the last whole common line (a line break: a char boundary).
-    a.as_bytes()[..same]
-        .iter()
-        .rposition(|&byte| byte == b'\n')
-        .map_or(0, |at| at + 1)
-}
-
-/// The length of the whole lines `a` and `b` end with in common.
-fn common_tail_lines(a: &str, b: &str) -> usize {
-    let same = common_suffix(a.as_bytes(), b.as_bytes());
-    let starts_line = |s: &str| same == s.len() || s.as_bytes()[s.len() - same - 1] == b'\n';
-    if starts_line(a) && starts_line(b) {
-        return same;
-    }
-    // Forward to the first line start inside the common tail (just after a line break).
-    a.as_bytes()[a.len() - same..]
-        .iter()
-        .position(|&byte| byte == b'\n')
-        .map_or(0, |at| same - at - 1)
-}
-
-/// Bytes compared a block at a time (slice equality is `memcmp`) before the last block is
-/// compared byte by byte: a byte loop over a large file cost a preflight tens of µs.
-const COMPARED_BLOCK: usize = 64;
-
-/// How many bytes `a` and `b` begin with in common.
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    let n = a.len().min(b.len());
-    let mut at = 0;
-    while at + COMPARED_BLOCK <= n && a[at..at + COMPARED_BLOCK] == b[at..at + COMPARED_BLOCK] {
-        at += COMPARED_BLOCK;
-    }
-    at + a[at..n]
-        .iter()
-        .zip(&b[at..n])
-        .take_while(|(x, y)| x == y)
-        .count()
-}
-
-/// How many bytes `a` and `b` end with in common.
-fn common_suffix(a: &[u8], b: &[u8]) -> usize {
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[a.len() - n..], &b[b.len() - n..]);
-    let mut end = n;
-    while end >= COMPARED_BLOCK && a[end - COMPARED_BLOCK..end] == b[end - COMPARED_BLOCK..end] {
-        end -= COMPARED_BLOCK;
-    }
-    (n - end)
-        + a[..end]
-            .iter()
-            .rev()
-            .zip(b[..end].iter().rev())
-            .take_while(|(x, y)| x == y)
-            .count()
 }
 
 /// Turns diff operations over units whose byte offsets are `old_at`/`new_at` into changes,
@@ -581,57 +489,9 @@ pub fn meets(start: usize, end: usize, span: (usize, usize)) -> bool {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-    use super::super::line_ops::text_lines;
     use super::*;
 
     const LIMIT: usize = 1 << 20;
-
-    /// The lines of a new text taken partly from the old text's are its own lines.
-    #[test]
-    fn shared_lines_are_the_new_texts_lines() {
-        let long: String = (0..200).map(|n| format!("line {n}\n")).collect();
-        let cases: Vec<(String, String)> = vec![
-            ("a\nb\nc\n".into(), "a\nB\nc\n".into()),
-            ("a\nb\nc".into(), "a\nb\nc\n".into()),
-            ("a\nb\nc".into(), "x\na\nb\nc".into()),
-            ("".into(), "x\n".into()),
-            ("x\n".into(), "".into()),
-            ("same\nsame\n".into(), "same\nsame\nsame\n".into()),
-            (
-                long.clone(),
-                long.replace("line 100\n", "line hundred\nmore\n"),
-            ),
-            (long.clone(), long.replace("line 7\n", "")),
-            (long.clone(), format!("{long}tail without newline")),
-            (format!("{long}x"), format!("{long}y")),
-        ];
-        for (old, new) in cases {
-            let old_lines = text_lines(&old);
-            assert_eq!(
-                lines_sharing(&old, &old_lines, &new),
-                Some(text_lines(&new)),
-                "{old:?} -> {new:?}"
-            );
-        }
-    }
-
-    /// Block-wise prefix and suffix lengths are the byte-wise ones.
-    #[test]
-    fn common_prefix_and_suffix_by_blocks() {
-        let base: Vec<u8> = (0..300u32).map(|n| (n % 251) as u8).collect();
-        for at in [0, 1, 63, 64, 65, 128, 200, 299] {
-            let mut other = base.clone();
-            other[at] ^= 0xff;
-            assert_eq!(common_prefix(&base, &other), at, "prefix, change at {at}");
-            assert_eq!(
-                common_suffix(&base, &other),
-                299 - at,
-                "suffix, change at {at}"
-            );
-            assert_eq!(common_prefix(&base, &base[..at]), at);
-            assert_eq!(common_suffix(&base, &base[at..]), 300 - at);
-        }
-    }
 
     fn apply(current: &str, edits: &[Edit]) -> Result<Applied, String> {
         apply_edits(current, edits, LIMIT).map_err(|e| e.to_string())
