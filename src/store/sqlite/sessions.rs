@@ -1,6 +1,8 @@
 //! The `sessions` table (docs/protocol.md 7): every session seen, its pulse (pid with the
 //! process start time, or a lease), when it was last seen and when it ended.
 
+use std::collections::HashMap;
+
 use rusqlite::{params, OptionalExtension, Row};
 
 use super::{Result, SessionRow, SessionSummary, Tx};
@@ -47,54 +49,133 @@ impl SessionsRead for Tx<'_> {
     /// intent (docs/protocol.md 7.6), with its counts, in order of first appearance (then
     /// session id).
     fn session_summaries(&self, now_ms: i64) -> Result<Vec<SessionSummary>> {
+        // Each table is read plainly and joined here. As one statement (a union of three
+        // sets, two grouped subqueries, automatic indexes, a sort) SQLite built five
+        // temporary B-trees: 0.5 ms for 200 sessions, ten times the plain reads.
+        let mut found: HashMap<String, Gathered> = HashMap::new();
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT session_id, name, id, registered_at, updated_at FROM agents")?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let entry = found.entry(row.get(0)?).or_default();
+            entry.agent = Some((row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?));
+        }
         let mut stmt = self.conn.prepare_cached(
-            "WITH held AS (
-                 SELECT session_id, count(*) AS n, min(acquired_at_ms) AS first
-                 FROM locks WHERE expires_at_ms > ?1 GROUP BY session_id
-             ),
-             open AS (
-                 SELECT session_id, count(*) AS n, min(declared_at) AS first
-                 FROM intents WHERE status IN ('declared', 'active') GROUP BY session_id
-             ),
-             ids AS (
-                 SELECT session_id FROM agents
-                 UNION SELECT session_id FROM held
-                 UNION SELECT session_id FROM open
-             )
-             SELECT ids.session_id, a.name, a.id, s.pid, s.pid_start, s.lease_ms,
-                    s.last_seen_ms, s.ended_at_ms,
-                    coalesce(held.n, 0), coalesce(open.n, 0),
-                    coalesce(s.first_seen_ms, a.registered_at, held.first, open.first, 0)
-                        AS first_seen,
-                    coalesce(a.updated_at, 0), s.host_id, s.worktree
-             FROM ids
-             LEFT JOIN sessions s ON s.session_id = ids.session_id
-             LEFT JOIN agents a ON a.session_id = ids.session_id
-             LEFT JOIN held ON held.session_id = ids.session_id
-             LEFT JOIN open ON open.session_id = ids.session_id
-             ORDER BY first_seen, ids.session_id",
+            "SELECT session_id, acquired_at_ms FROM locks WHERE expires_at_ms > ?1",
         )?;
-        let rows = stmt.query_map([now_ms], |row| {
-            let first_seen_ms: i64 = row.get(10)?;
-            let registered_ms: i64 = row.get(11)?;
-            let last_seen: Option<i64> = row.get(6)?;
-            Ok(SessionSummary {
-                session_id: row.get(0)?,
-                name: row.get(1)?,
-                agent_id: row.get(2)?,
-                pid: row.get(3)?,
-                pid_start: row.get(4)?,
-                lease_ms: row.get(5)?,
-                last_seen_ms: last_seen.unwrap_or(registered_ms.max(first_seen_ms)),
-                ended_at_ms: row.get(7)?,
-                locks: row.get(8)?,
-                intents: row.get(9)?,
-                first_seen_ms,
-                host_id: row.get(12)?,
-                worktree: row.get(13)?,
+        let mut rows = stmt.query([now_ms])?;
+        while let Some(row) = rows.next()? {
+            found.entry(row.get(0)?).or_default().locks.add(row.get(1)?);
+        }
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT session_id, declared_at FROM intents WHERE status IN ('declared', 'active')",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            found
+                .entry(row.get(0)?)
+                .or_default()
+                .intents
+                .add(row.get(1)?);
+        }
+        let rows = self.session_rows_of(&found)?;
+        let mut summaries: Vec<SessionSummary> = found
+            .into_iter()
+            .map(|(session_id, gathered)| {
+                let row = rows.get(&session_id);
+                let (name, agent_id, registered_at, updated_at) = match gathered.agent {
+                    Some((name, id, registered, updated)) => {
+                        (Some(name), Some(id), Some(registered), updated)
+                    }
+                    None => (None, None, None, 0),
+                };
+                let first_seen_ms = row
+                    .map(|r| r.first_seen_ms)
+                    .or(registered_at)
+                    .or(gathered.locks.first)
+                    .or(gathered.intents.first)
+                    .unwrap_or(0);
+                SessionSummary {
+                    name,
+                    agent_id,
+                    pid: row.and_then(|r| r.pid),
+                    pid_start: row.and_then(|r| r.pid_start),
+                    lease_ms: row.and_then(|r| r.lease_ms),
+                    last_seen_ms: row
+                        .map(|r| r.last_seen_ms)
+                        .unwrap_or(updated_at.max(first_seen_ms)),
+                    ended_at_ms: row.and_then(|r| r.ended_at_ms),
+                    locks: gathered.locks.count,
+                    intents: gathered.intents.count,
+                    first_seen_ms,
+                    host_id: row.and_then(|r| r.host_id.clone()),
+                    worktree: row.and_then(|r| r.worktree.clone()),
+                    session_id,
+                }
             })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+            .collect();
+        summaries.sort_by(|a, b| {
+            (a.first_seen_ms, &a.session_id).cmp(&(b.first_seen_ms, &b.session_id))
+        });
+        Ok(summaries)
+    }
+}
+
+/// What `session_summaries` gathers of one session besides its `sessions` row.
+#[derive(Default)]
+struct Gathered {
+    /// Registered: name, agent id, registered at, updated at.
+    agent: Option<(String, i64, i64, i64)>,
+    locks: Counted,
+    intents: Counted,
+}
+
+/// How many rows, and the earliest time among them.
+#[derive(Default)]
+struct Counted {
+    count: i64,
+    first: Option<i64>,
+}
+
+impl Counted {
+    fn add(&mut self, at: i64) {
+        self.count += 1;
+        self.first = Some(self.first.map_or(at, |first| first.min(at)));
+    }
+}
+
+impl Tx<'_> {
+    /// The `sessions` rows of the sessions `wanted` names: the whole table read once when it
+    /// is not much larger than that (its ids bound its size), else one lookup each.
+    fn session_rows_of<V>(
+        &self,
+        wanted: &HashMap<String, V>,
+    ) -> Result<HashMap<String, SessionRow>> {
+        let span: i64 = self
+            .conn
+            .prepare_cached("SELECT coalesce(max(id) - min(id) + 1, 0) FROM sessions")?
+            .query_row([], |row| row.get(0))?;
+        let mut rows = HashMap::with_capacity(wanted.len());
+        if usize::try_from(span).unwrap_or(usize::MAX) <= 2 * wanted.len() + 256 {
+            let mut stmt = self
+                .conn
+                .prepare_cached(&format!("SELECT {SESSION_COLUMNS} FROM sessions"))?;
+            let all = stmt.query_map([], session_from_row)?;
+            for row in all {
+                let row = row?;
+                if wanted.contains_key(&row.session_id) {
+                    rows.insert(row.session_id.clone(), row);
+                }
+            }
+        } else {
+            for session_id in wanted.keys() {
+                if let Some(row) = self.session(session_id)? {
+                    rows.insert(session_id.clone(), row);
+                }
+            }
+        }
+        Ok(rows)
     }
 }
 

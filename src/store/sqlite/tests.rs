@@ -299,3 +299,65 @@ fn cached_statements_are_not_prepared_again_for_new_bindings() {
         "{sql}"
     );
 }
+
+/// `session.list`'s summaries are the same whether the sessions table is read whole (few
+/// rows beside the listed ones) or one lookup each (many unlisted rows, as a week of one-off
+/// session ids leaves): the listed sessions, with their counts, in order of first appearance.
+#[test]
+fn session_summaries_read_whole_or_by_lookups_agree() {
+    let summaries_with = |unlisted: usize| {
+        let store = SqliteStore::open_in_memory().unwrap();
+        write(&store, |w| {
+            for i in 0..unlisted {
+                w.touch_session(&format!("one-off-{i}"), 1)?;
+            }
+            w.touch_session("registered", 30)?;
+            w.upsert_agent("registered", "Reg", 40)?;
+            w.touch_session("locker", 20)?;
+            for (n, expires) in [(1, 1_000), (2, 1_000), (3, 5)] {
+                w.put_lock(&Lock {
+                    symbol_path: format!("a.ts:f{n}"),
+                    session_id: "locker".into(),
+                    acquired_at_ms: 20 + n,
+                    expires_at_ms: expires,
+                    token: n,
+                })?;
+            }
+            let intent = Intent {
+                id: "i1".into(),
+                session_id: "planner".into(),
+                description: "d".into(),
+                files: ",a.ts,".into(),
+                symbols: "[]".into(),
+                start_byte: None,
+                end_byte: None,
+                status: IntentStatus::Active,
+                declared_at_ms: 10,
+                updated_at_ms: 10,
+                regions: None,
+                kind: crate::store::IntentKind::Declared,
+            };
+            w.insert_intent(&intent, &[])?;
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        store.read(|r| r.session_summaries(100)).unwrap()
+    };
+    let whole = summaries_with(0);
+    let looked_up = summaries_with(2_000);
+    assert_eq!(whole, looked_up);
+    let listed: Vec<(&str, i64, i64, i64)> = whole
+        .iter()
+        .map(|s| (s.session_id.as_str(), s.first_seen_ms, s.locks, s.intents))
+        .collect();
+    assert_eq!(
+        listed,
+        vec![
+            ("planner", 10, 0, 1),
+            ("locker", 20, 2, 0),
+            ("registered", 30, 0, 0)
+        ]
+    );
+    assert_eq!(whole[2].name.as_deref(), Some("Reg"));
+    assert_eq!(whole[0].last_seen_ms, 10, "no row: its first appearance");
+}
