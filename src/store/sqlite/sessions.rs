@@ -1,9 +1,8 @@
 //! The `sessions` table (docs/protocol.md 7): every session seen, its pulse (pid with the
 //! process start time, or a lease), when it was last seen and when it ended.
 
-use std::collections::HashMap;
-
 use rusqlite::{params, OptionalExtension, Row};
+use rustc_hash::FxHashMap;
 
 use super::{Result, SessionRow, SessionSummary, Tx};
 use crate::store::{SessionsRead, SessionsWrite};
@@ -51,39 +50,36 @@ impl SessionsRead for Tx<'_> {
     fn session_summaries(&self, now_ms: i64) -> Result<Vec<SessionSummary>> {
         // Each table is read plainly and joined here. As one statement (a union of three
         // sets, two grouped subqueries, automatic indexes, a sort) SQLite built five
-        // temporary B-trees: 0.5 ms for 200 sessions, ten times the plain reads.
-        let mut found: HashMap<String, Gathered> = HashMap::new();
+        // temporary B-trees: for 200 sessions the sqlite3 shell took 820 µs for it, 65 µs
+        // for the plain reads.
+        let mut found: FxHashMap<String, Gathered> = FxHashMap::default();
         let mut stmt = self
             .conn
             .prepare_cached("SELECT session_id, name, id, registered_at, updated_at FROM agents")?;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
-            let entry = found.entry(row.get(0)?).or_default();
-            entry.agent = Some((row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?));
+            gathered(&mut found, row)?.agent =
+                Some((row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?));
         }
         let mut stmt = self.conn.prepare_cached(
             "SELECT session_id, acquired_at_ms FROM locks WHERE expires_at_ms > ?1",
         )?;
         let mut rows = stmt.query([now_ms])?;
         while let Some(row) = rows.next()? {
-            found.entry(row.get(0)?).or_default().locks.add(row.get(1)?);
+            gathered(&mut found, row)?.locks.add(row.get(1)?);
         }
         let mut stmt = self.conn.prepare_cached(
             "SELECT session_id, declared_at FROM intents WHERE status IN ('declared', 'active')",
         )?;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
-            found
-                .entry(row.get(0)?)
-                .or_default()
-                .intents
-                .add(row.get(1)?);
+            gathered(&mut found, row)?.intents.add(row.get(1)?);
         }
-        let rows = self.session_rows_of(&found)?;
+        self.read_session_rows(&mut found)?;
         let mut summaries: Vec<SessionSummary> = found
             .into_iter()
             .map(|(session_id, gathered)| {
-                let row = rows.get(&session_id);
+                let row = gathered.row;
                 let (name, agent_id, registered_at, updated_at) = match gathered.agent {
                     Some((name, id, registered, updated)) => {
                         (Some(name), Some(id), Some(registered), updated)
@@ -91,26 +87,39 @@ impl SessionsRead for Tx<'_> {
                     None => (None, None, None, 0),
                 };
                 let first_seen_ms = row
+                    .as_ref()
                     .map(|r| r.first_seen_ms)
                     .or(registered_at)
                     .or(gathered.locks.first)
                     .or(gathered.intents.first)
                     .unwrap_or(0);
+                let last_seen_ms = row
+                    .as_ref()
+                    .map_or(updated_at.max(first_seen_ms), |r| r.last_seen_ms);
+                let (pid, pid_start, lease_ms, ended_at_ms, host_id, worktree) = match row {
+                    Some(r) => (
+                        r.pid,
+                        r.pid_start,
+                        r.lease_ms,
+                        r.ended_at_ms,
+                        r.host_id,
+                        r.worktree,
+                    ),
+                    None => (None, None, None, None, None, None),
+                };
                 SessionSummary {
                     name,
                     agent_id,
-                    pid: row.and_then(|r| r.pid),
-                    pid_start: row.and_then(|r| r.pid_start),
-                    lease_ms: row.and_then(|r| r.lease_ms),
-                    last_seen_ms: row
-                        .map(|r| r.last_seen_ms)
-                        .unwrap_or(updated_at.max(first_seen_ms)),
-                    ended_at_ms: row.and_then(|r| r.ended_at_ms),
+                    pid,
+                    pid_start,
+                    lease_ms,
+                    last_seen_ms,
+                    ended_at_ms,
                     locks: gathered.locks.count,
                     intents: gathered.intents.count,
                     first_seen_ms,
-                    host_id: row.and_then(|r| r.host_id.clone()),
-                    worktree: row.and_then(|r| r.worktree.clone()),
+                    host_id,
+                    worktree,
                     session_id,
                 }
             })
@@ -125,6 +134,8 @@ impl SessionsRead for Tx<'_> {
 /// What `session_summaries` gathers of one session besides its `sessions` row.
 #[derive(Default)]
 struct Gathered {
+    /// Its `sessions` row, if it has one.
+    row: Option<SessionRow>,
     /// Registered: name, agent id, registered at, updated at.
     agent: Option<(String, i64, i64, i64)>,
     locks: Counted,
@@ -138,6 +149,20 @@ struct Counted {
     first: Option<i64>,
 }
 
+/// The entry of the session whose id is `row`'s first column (made on its first row).
+fn gathered<'f>(
+    found: &'f mut FxHashMap<String, Gathered>,
+    row: &Row<'_>,
+) -> rusqlite::Result<&'f mut Gathered> {
+    let id = row.get_ref(0)?.as_str()?;
+    if !found.contains_key(id) {
+        found.insert(id.to_owned(), Gathered::default());
+    }
+    found
+        .get_mut(id)
+        .ok_or(rusqlite::Error::QueryReturnedNoRows)
+}
+
 impl Counted {
     fn add(&mut self, at: i64) {
         self.count += 1;
@@ -146,36 +171,31 @@ impl Counted {
 }
 
 impl Tx<'_> {
-    /// The `sessions` rows of the sessions `wanted` names: the whole table read once when it
-    /// is not much larger than that (its ids bound its size), else one lookup each.
-    fn session_rows_of<V>(
-        &self,
-        wanted: &HashMap<String, V>,
-    ) -> Result<HashMap<String, SessionRow>> {
+    /// The `sessions` row of each gathered session that has one: the whole table read once
+    /// when it is not much larger than the list (its id span bounds its size), else one
+    /// indexed lookup each.
+    fn read_session_rows(&self, found: &mut FxHashMap<String, Gathered>) -> Result<()> {
         let span: i64 = self
             .conn
             .prepare_cached("SELECT coalesce(max(id) - min(id) + 1, 0) FROM sessions")?
             .query_row([], |row| row.get(0))?;
-        let mut rows = HashMap::with_capacity(wanted.len());
-        if usize::try_from(span).unwrap_or(usize::MAX) <= 2 * wanted.len() + 256 {
-            let mut stmt = self
-                .conn
-                .prepare_cached(&format!("SELECT {SESSION_COLUMNS} FROM sessions"))?;
-            let all = stmt.query_map([], session_from_row)?;
-            for row in all {
-                let row = row?;
-                if wanted.contains_key(&row.session_id) {
-                    rows.insert(row.session_id.clone(), row);
-                }
+        if usize::try_from(span).unwrap_or(usize::MAX) > 2 * found.len() + 256 {
+            for (session_id, gathered) in found.iter_mut() {
+                gathered.row = self.session(session_id)?;
             }
-        } else {
-            for session_id in wanted.keys() {
-                if let Some(row) = self.session(session_id)? {
-                    rows.insert(session_id.clone(), row);
-                }
+            return Ok(());
+        }
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!("SELECT {SESSION_COLUMNS} FROM sessions"))?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let id = row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+            if let Some(gathered) = found.get_mut(id) {
+                gathered.row = Some(session_from_row(row)?);
             }
         }
-        Ok(rows)
+        Ok(())
     }
 }
 
