@@ -32,24 +32,32 @@ type MemoEntry = (Weak<FileAnalysis>, Arc<[SymbolSpan]>);
 
 impl SpanMemo {
     /// How many lists are kept.
-    const CAPACITY: usize = 8;
+    const CAPACITY: usize = 4;
+    /// Lists of more symbols are made each time and not kept: the memo must not hold a
+    /// huge file's list (tens of megabytes for an 8 MiB file) after its analysis is gone.
+    const MOST_SYMBOLS: usize = 16_384;
 
-    /// The symbol list of `analysis`, made once. An entry is found by the analysis's
-    /// address, which its `Weak` keeps from being reused while the entry stands.
+    /// The symbol list of `analysis`, made once (outside the memo's lock). An entry is found
+    /// by the analysis's address, which its `Weak` keeps from being reused while it stands.
     fn spans_of(&self, analysis: &Arc<FileAnalysis>) -> Arc<[SymbolSpan]> {
-        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
-        kept.retain(|(weak, _)| weak.strong_count() > 0);
-        if let Some((_, spans)) = kept
-            .iter()
-            .find(|(weak, _)| std::ptr::eq(weak.as_ptr(), Arc::as_ptr(analysis)))
+        let is_this = |(weak, _): &&MemoEntry| std::ptr::eq(weak.as_ptr(), Arc::as_ptr(analysis));
         {
-            return Arc::clone(spans);
+            let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+            kept.retain(|(weak, _)| weak.strong_count() > 0);
+            if let Some((_, spans)) = kept.iter().find(is_this) {
+                return Arc::clone(spans);
+            }
         }
         let spans: Arc<[SymbolSpan]> = symbol_spans(analysis).into();
-        if kept.len() >= Self::CAPACITY {
-            kept.remove(0);
+        if spans.len() <= Self::MOST_SYMBOLS {
+            let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+            if !kept.iter().any(|entry| is_this(&entry)) {
+                if kept.len() >= Self::CAPACITY {
+                    kept.remove(0);
+                }
+                kept.push((Arc::downgrade(analysis), Arc::clone(&spans)));
+            }
         }
-        kept.push((Arc::downgrade(analysis), Arc::clone(&spans)));
         spans
     }
 }
@@ -212,5 +220,57 @@ fn text_symbols(analysis: &FileAnalysis) -> TextSymbols {
             .iter()
             .filter_map(|call| Some((call.caller.clone()?, call.callee.clone())))
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+    use crate::analysis::{Symbol, SymbolKind};
+
+    fn analysis(symbols: usize) -> Arc<FileAnalysis> {
+        Arc::new(FileAnalysis {
+            symbols: (0..symbols)
+                .map(|n| Symbol {
+                    name: format!("f{n}"),
+                    qualified_name: format!("f{n}"),
+                    kind: SymbolKind::Function,
+                    start_byte: n * 10,
+                    end_byte: n * 10 + 9,
+                    line: n + 1,
+                    signature: Some(format!("f{n}()")),
+                })
+                .collect(),
+            ..FileAnalysis::default()
+        })
+    }
+
+    /// An analysis's symbol list is made once while the analysis lives; a new analysis (the
+    /// file changed) gets its own; a huge list is not kept.
+    #[test]
+    fn symbol_lists_are_shared_while_their_analysis_lives() {
+        let memo = SpanMemo::default();
+        let small = analysis(3);
+        let first = memo.spans_of(&small);
+        assert_eq!(first.len(), 3);
+        assert_eq!(first[2].qualified, "f2");
+        assert!(Arc::ptr_eq(&first, &memo.spans_of(&small)), "shared");
+        let changed = analysis(3);
+        assert!(
+            !Arc::ptr_eq(&first, &memo.spans_of(&changed)),
+            "its own list"
+        );
+        let huge = analysis(SpanMemo::MOST_SYMBOLS + 1);
+        let made = memo.spans_of(&huge);
+        assert!(!Arc::ptr_eq(&made, &memo.spans_of(&huge)), "made again");
+        drop(small);
+        memo.spans_of(&changed);
+        assert_eq!(
+            memo.kept.lock().unwrap().len(),
+            1,
+            "the dead analysis's list is let go"
+        );
     }
 }
