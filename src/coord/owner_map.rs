@@ -158,8 +158,9 @@ fn change_runs(entries: &[Entry]) -> impl Iterator<Item = (std::ops::Range<usize
 
 /// Where a run of changes in `entries` holds exactly the lines of HEAD's text (`base`) it
 /// replaced, as the current text (`current_lines`) has them, they are base lines again (a
-/// change undone, or rewritten as it was). HEAD's text is split into lines only when some
-/// run replaced as many lines as it wrote, and the entries rebuilt only when one is restored.
+/// change undone, or rewritten as it was). HEAD's lines are looked at (`base_line`, by
+/// 0-based number) only when some run replaced as many lines as it wrote, and the entries
+/// rebuilt only when one is restored.
 fn restore_unchanged_runs<'b>(
     entries: &mut Vec<Entry>,
     base_line: impl Fn(usize) -> Option<&'b [u8]>,
