@@ -22,12 +22,11 @@ pub struct Lines {
 impl Lines {
     /// The lines of `text` (one pass over its bytes).
     pub fn of(text: &str) -> Lines {
-        let mut starts = vec![0];
-        starts.extend(
-            super::preflight::line_ops::newlines(text.as_bytes())
-                .filter(|&at| at + 1 < text.len())
-                .map(|at| at + 1),
-        );
+        // `line_ops`' lines (the one rule of what a line is); an empty text has one line.
+        let mut starts = super::preflight::line_ops::line_starts(text.as_bytes());
+        if starts.is_empty() {
+            starts.push(0);
+        }
         Lines {
             starts,
             len: text.len(),

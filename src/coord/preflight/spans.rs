@@ -48,7 +48,7 @@ impl Applied {
     /// A whole new text: its changes are git's line diff from `current`.
     pub fn content(current: &str, text: &str) -> Applied {
         let (changes, line_ops) = match diff_lines_if_short(current, text) {
-            Some(diff) => (diff.changes, Some((diff.ops, diff.new_count))),
+            Some(diff) => diff.into_parts(),
             None => (diff_lines(current, text), None),
         };
         Applied {
@@ -131,7 +131,7 @@ pub fn apply_edits(current: &str, edits: &[Edit], limit: usize) -> Result<Applie
     // The lines git's merge would see changed (13.7): its diff of the whole texts, which may
     // align an ambiguous change differently from the diff of each edit's own texts.
     let (line_changes, line_ops) = match diff_lines_if_short(current, &text) {
-        Some(diff) => (diff.changes, Some((diff.ops, diff.new_count))),
+        Some(diff) => diff.into_parts(),
         None => (changes.clone(), None),
     };
     Ok(Applied {
@@ -349,6 +349,14 @@ struct WholeDiff {
     changes: Vec<Change>,
     ops: Vec<DiffOp>,
     new_count: usize,
+}
+
+impl WholeDiff {
+    /// The changed spans, and the operations with the new text's line count
+    /// ([`Applied::line_ops`]).
+    fn into_parts(self) -> (Vec<Change>, Option<(Vec<DiffOp>, usize)>) {
+        (self.changes, Some((self.ops, self.new_count)))
+    }
 }
 
 /// [`diff_lines`] of two texts of at most [`MAX_DIFF_LINES`] lines each (each split once),
