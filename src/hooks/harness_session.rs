@@ -41,6 +41,12 @@ pub struct HarnessSession {
     pub topics: BTreeMap<String, i64>,
     /// News waiting for its topic's next line, by topic: `(key, text)`.
     pub pending: BTreeMap<String, Vec<(String, String)>>,
+    /// The names of the named sessions as the news hook knows them: one `session.list`
+    /// taken when news first needed a name, kept current since by the `session.registered`
+    /// events of each poll (a name is given only by `register`). `None`: not taken yet, or
+    /// to be taken again because a poll may have missed a registration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub names: Option<BTreeMap<String, String>>,
 }
 
 /// The file of `session_id`'s state.

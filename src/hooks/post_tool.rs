@@ -512,6 +512,7 @@ async fn gather(
                     EventsPollParamsTypesItem::IntentDeclared,
                     EventsPollParamsTypesItem::ContractProposed,
                     EventsPollParamsTypesItem::ContractResponded,
+                    EventsPollParamsTypesItem::SessionRegistered,
                 ],
                 wait_ms: None,
             })
@@ -527,9 +528,11 @@ async fn gather(
     let (polled, locks) = tokio::join!(poll, locks);
     let polled = polled?;
     let locks = locks?;
+    let complete = !polled.gap && i64::try_from(polled.events.len()).is_ok_and(|n| n < POLL_LIMIT);
+    let polled_events = take_registrations(&mut state.names, polled.events, complete);
     // The first call only sets the cursor: history is not news.
     let events = if since.is_some() {
-        polled.events
+        polled_events
     } else {
         Vec::new()
     };
@@ -553,7 +556,6 @@ async fn gather(
         waiters,
     };
     let mut same_agent = HashSet::new();
-    let mut names = BTreeMap::new();
     let others = !work.waiters.is_empty()
         || events
             .iter()
@@ -571,7 +573,19 @@ async fn gather(
                 })
                 .await
         });
-        let sessions = doorway.call(|client| async move { client.session_list().await });
+        // The names, once: the polls keep them current after that.
+        let need_names = state.names.is_none();
+        let sessions = async {
+            if need_names {
+                Some(
+                    doorway
+                        .call(|client| async move { client.session_list().await })
+                        .await,
+                )
+            } else {
+                None
+            }
+        };
         let view = doorway.call(|client| {
             let files = files.clone();
             async move { OwnerView::load(&client, Some(session), &files).await }
@@ -579,21 +593,58 @@ async fn gather(
         let (intents, sessions, view) = tokio::join!(intents, sessions, view);
         work.intents = intents?;
         same_agent = view.map(|v| v.same_agent(session)).unwrap_or_default();
-        let sessions: Vec<SessionRecord> = sessions.unwrap_or_default();
-        for record in &sessions {
-            if let Some(name) = &record.name {
-                names.insert(record.session_id.clone(), name.clone());
-            }
+        if let Some(Ok(sessions)) = sessions {
+            state.names = Some(named(&sessions));
         }
     }
     let now = clock::now_ms();
-    let items = news(session, &work, &events, &same_agent, &names, now);
+    let no_names = BTreeMap::new();
+    let names = state.names.as_ref().unwrap_or(&no_names);
+    let items = news(session, &work, &events, &same_agent, names, now);
     let lines = release(state, items, now);
     // The harness's pulse, once per session (the news does not wait on its failure).
     let _ = state
         .ensure_pulse(doorway, crate::harness::harness_pid(), agent.name())
         .await;
     Ok(lines)
+}
+
+/// The named sessions of a `session.list`: id → name.
+fn named(sessions: &[SessionRecord]) -> BTreeMap<String, String> {
+    sessions
+        .iter()
+        .filter_map(|record| Some((record.session_id.clone(), record.name.clone()?)))
+        .collect()
+}
+
+/// Takes the `session.registered` events out of a poll's `events` (they are never news) and
+/// keeps `names` current with them, in order: a registration names its session, anew each
+/// time. When the poll is not `complete` (events were lost to retention, or more came than
+/// one poll reads), a registration may have been missed, so `names` is dropped, to be taken
+/// again when next needed.
+fn take_registrations(
+    names: &mut Option<BTreeMap<String, String>>,
+    events: Vec<EventRecord>,
+    complete: bool,
+) -> Vec<EventRecord> {
+    if !complete {
+        *names = None;
+    }
+    let mut news = Vec::with_capacity(events.len());
+    for event in events {
+        if event.type_ != EventRecordType::SessionRegistered {
+            news.push(event);
+            continue;
+        }
+        let (Some(known), Some(id)) = (names.as_mut(), event.session_id.as_deref()) else {
+            continue;
+        };
+        match event.data.get("name").and_then(Value::as_str) {
+            Some(name) => known.insert(id.to_owned(), name.to_owned()),
+            None => known.remove(id),
+        };
+    }
+    news
 }
 
 #[cfg(test)]
@@ -656,6 +707,48 @@ mod tests {
             subject: subject.into(),
             type_,
         }
+    }
+
+    #[test]
+    fn registrations_keep_the_names_and_are_never_news() {
+        let registered = |who: &str, name: &str| {
+            event(
+                EventRecordType::SessionRegistered,
+                who,
+                who,
+                json!({"name": name}),
+            )
+        };
+        let declared = event(EventRecordType::IntentDeclared, "bob", "i1", json!({}));
+        // Not taken yet: registrations are dropped, the rest kept in order.
+        let mut names = None;
+        let kept = take_registrations(
+            &mut names,
+            vec![registered("bob", "Bob"), declared.clone()],
+            true,
+        );
+        assert_eq!(kept, vec![declared.clone()]);
+        assert_eq!(names, None);
+        // Taken: each registration names its session, the later one winning.
+        let mut names = Some(BTreeMap::from([("bob".to_string(), "Bob".to_string())]));
+        let kept = take_registrations(
+            &mut names,
+            vec![
+                registered("carol", "Carol"),
+                declared.clone(),
+                registered("bob", "Robert"),
+            ],
+            true,
+        );
+        assert_eq!(kept, vec![declared.clone()]);
+        let expected = BTreeMap::from([
+            ("bob".to_string(), "Robert".to_string()),
+            ("carol".to_string(), "Carol".to_string()),
+        ]);
+        assert_eq!(names, Some(expected));
+        // A poll that may have missed one drops them all, to be taken again.
+        take_registrations(&mut names, vec![registered("dave", "Dave")], false);
+        assert_eq!(names, None);
     }
 
     #[test]

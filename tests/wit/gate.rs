@@ -1506,6 +1506,52 @@ fn news_is_told_once_one_line_per_topic_and_nothing_when_nothing_changed() {
     assert_eq!(news(&repo, "alice"), None);
 }
 
+#[test]
+fn news_names_sessions_registered_or_renamed_after_its_first_line() {
+    let (repo, _daemon) = setup();
+    let symbol = "src/auth.ts:validateToken";
+    assert_eq!(news(&repo, "alice"), None);
+    let edit = fixture("claude/edit-body.json", &repo, "alice");
+    assert_eq!(answer(&gate(&repo, "claude", &edit)), Value::Null);
+    wit_as(&repo, "alice", &["lock", symbol, "--ttl", "10m"]);
+    assert_eq!(news(&repo, "alice"), None);
+
+    // The first news that names someone.
+    wit_as(&repo, "bob", &["register", "bob-agent"]);
+    wit_as(
+        &repo,
+        "bob",
+        &[
+            "declare",
+            "-d",
+            "Audit log",
+            "-f",
+            "src/auth.ts",
+            "-s",
+            "validateToken",
+        ],
+    );
+    let told = news(&repo, "alice").expect("news of bob's work");
+    assert!(told.contains("bob-agent (session bob) works on"), "{told}");
+
+    // A session registered since, under its name; one registered again, under its new one.
+    wit_as(&repo, "carol", &["register", "carol-agent"]);
+    wit_as(&repo, "carol", &["contract", "propose", symbol]);
+    let told = news(&repo, "alice").expect("news of carol's contract");
+    assert!(
+        told.contains("carol-agent (session carol) proposed contract"),
+        "{told}"
+    );
+    wit_as(&repo, "bob", &["register", "bob-renamed"]);
+    let bob = waiting_for(&repo, symbol, "bob", 1);
+    let told = news(&repo, "alice").expect("news of bob's wait");
+    assert!(
+        told.contains("bob-renamed (session bob) waits for your lock"),
+        "{told}"
+    );
+    drop(bob);
+}
+
 /// A raw connection holding a waiting `lock.acquire` of `session` on `symbol` (dropped: the
 /// wait ends), once `lock.waits` lists `count` waits.
 fn waiting_for(
