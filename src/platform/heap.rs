@@ -29,11 +29,19 @@
 ///   pieces no trim can give back. A fixed 1 MiB threshold (and trim threshold) keeps each
 ///   such block in a mapping of its own, returned when freed: RSS after a 4 MiB file's
 ///   preflight 254 → 177 MB (issue 32.7).
+/// - With that trim threshold alone, a heap's top was given back after each request of more
+///   than a megabyte of transients (a recorded edit of a 169 KB file: its text, its lines,
+///   the owner map's entries, several times over) and taken again by the next, page by
+///   fresh zeroed page: 33 to 325 page faults per `wit hook pre-edit` on that file. A 4 MiB
+///   top pad keeps that much at each heap's top when it grows or is trimmed: 0.2 faults per
+///   hook, p50 3.61–3.95 → 3.04–3.20 ms (docs/benchmarks-history.md). The pulse's
+///   `malloc_trim(0)` still gives the pad back when the resident set grows.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-const MALLOC_SETTINGS: [(&str, i32, i32); 3] = [
+const MALLOC_SETTINGS: [(&str, i32, i32); 4] = [
     ("MALLOC_ARENA_MAX", libc::M_ARENA_MAX, 2),
     ("MALLOC_MMAP_THRESHOLD_", libc::M_MMAP_THRESHOLD, 1 << 20),
     ("MALLOC_TRIM_THRESHOLD_", libc::M_TRIM_THRESHOLD, 1 << 20),
+    ("MALLOC_TOP_PAD_", libc::M_TOP_PAD, 4 << 20),
 ];
 
 /// Elsewhere the allocator has none of these settings.
