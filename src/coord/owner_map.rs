@@ -242,6 +242,19 @@ impl FileOwners {
         map
     }
 
+    /// Back to HEAD's text with nothing uncommitted: as [`FileOwners::unchanged`], keeping
+    /// HEAD's line starts (a recorded edit of a file nobody wrote yet comes here first on
+    /// every call, and the starts of a large file cost a pass over it).
+    fn reset_to_base(&mut self) {
+        self.current.clear();
+        self.current.extend_from_slice(&self.base);
+        self.work = if is_text(&self.base) {
+            Work::Lines((0..self.base_starts.len()).map(Entry::Base).collect())
+        } else {
+            Work::File(None)
+        };
+    }
+
     /// The bytes the map's lines are lines of.
     pub fn current(&self) -> &[u8] {
         &self.current
@@ -279,7 +292,7 @@ impl FileOwners {
             return;
         }
         if new == self.base.as_slice() {
-            *self = FileOwners::unchanged(std::mem::take(&mut self.base));
+            self.reset_to_base();
             return;
         }
         if matches!(self.work, Work::File(_)) || !is_text(new) {

@@ -69,6 +69,28 @@ fn undoing_a_change_leaves_no_mark() {
 }
 
 #[test]
+fn back_at_head_the_map_is_a_fresh_one() {
+    for base in [&b"a\nb\nc\n"[..], b"a\nb", b"", b"\xff\x00bin"] {
+        let mut map = FileOwners::unchanged(base.to_vec());
+        map.apply(b"a\nX\nc\nd\n", &mark("A", 1));
+        map.apply(base, &mark("B", 2));
+        assert!(map.is_clean() && map.hunks().is_empty() && map.lines().is_empty());
+        assert_eq!(
+            map.is_binary(),
+            FileOwners::unchanged(base.to_vec()).is_binary()
+        );
+        // The next change reads the same from it as from a map made anew.
+        let mut fresh = FileOwners::unchanged(base.to_vec());
+        for map in [&mut map, &mut fresh] {
+            map.apply(b"a\nY\nc\n", &mark("C", 3));
+        }
+        assert_eq!(map.hunks(), fresh.hunks(), "{base:?}");
+        assert_eq!(map.lines(), fresh.lines(), "{base:?}");
+        assert_eq!(map.current(), fresh.current());
+    }
+}
+
+#[test]
 fn deletions_are_points_with_owners() {
     let mut map = FileOwners::unchanged(b"a\nb\nc\n".to_vec());
     map.apply(b"a\nc\n", &mark("A", 1));
