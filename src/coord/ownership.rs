@@ -534,22 +534,24 @@ impl Coord {
             .iter()
             .map(|f| normalize(f).map_err(|e| CoordError::invalid("files", e.to_string())))
             .collect::<Result<_>>()?;
-        let mut found: Vec<(String, TreeFile)> = {
+        // Each file's hunks are read under the lock: a walk of its map, where a copy of the
+        // map would copy the file's text twice over.
+        let mut found: Vec<(String, Vec<OwnedHunk>, bool, bool)> = {
             let ownership = self.ownership();
             ownership
                 .files
                 .iter()
                 .filter(|((r, f), _)| *r == root && (wanted.is_empty() || wanted.contains(f)))
-                .map(|((_, f), t)| (f.clone(), t.clone()))
+                .map(|((_, f), t)| (f.clone(), t.owners.hunks(), t.owners.is_binary(), t.exists))
                 .collect()
         };
         found.sort_by(|a, b| a.0.cmp(&b.0));
         let others = at.session().map(|_| Others::of(self, at)).transpose()?;
         let unowned = unowned_session(&root);
         let mut out = Vec::with_capacity(found.len());
-        for (file, tree) in found {
+        for (file, owned, binary, exists) in found {
             let mut hunks = Vec::new();
-            for hunk in tree.owners.hunks() {
+            for hunk in owned {
                 let (mine, others) = match &others {
                     None => (None, Vec::new()),
                     Some(view) => {
@@ -574,8 +576,8 @@ impl Coord {
             }
             out.push(FileChanges {
                 file,
-                binary: tree.owners.is_binary(),
-                exists: tree.exists,
+                binary,
+                exists,
                 hunks,
             });
         }
