@@ -1421,19 +1421,20 @@ fn news(repo: &Repo, session: &str) -> Option<String> {
     )
 }
 
-#[test]
-fn news_is_told_once_one_line_per_topic_and_nothing_when_nothing_changed() {
-    let (repo, _daemon) = setup();
-    // The first call only starts the cursor; the agent's own edit is no news to it.
-    assert_eq!(news(&repo, "alice"), None);
-    let edit = fixture("claude/edit-body.json", &repo, "alice");
-    assert_eq!(answer(&gate(&repo, "claude", &edit)), Value::Null);
-    assert_eq!(news(&repo, "alice"), None);
+/// Alice's news cursor starts, then she edits `validateToken` through the gate: her own edit
+/// is no news to her.
+fn alice_edits_validate_token(repo: &Repo) {
+    assert_eq!(news(repo, "alice"), None);
+    let edit = fixture("claude/edit-body.json", repo, "alice");
+    assert_eq!(answer(&gate(repo, "claude", &edit)), Value::Null);
+    assert_eq!(news(repo, "alice"), None);
+}
 
-    // Another agent declares work on the function alice edits: told once.
-    wit_as(&repo, "bob", &["register", "bob-agent"]);
+/// Bob registers as `bob-agent` and declares an audit log in `validateToken`.
+fn bob_declares_an_audit_log(repo: &Repo) {
+    wit_as(repo, "bob", &["register", "bob-agent"]);
     wit_as(
-        &repo,
+        repo,
         "bob",
         &[
             "declare",
@@ -1445,6 +1446,15 @@ fn news_is_told_once_one_line_per_topic_and_nothing_when_nothing_changed() {
             "validateToken",
         ],
     );
+}
+
+#[test]
+fn news_is_told_once_one_line_per_topic_and_nothing_when_nothing_changed() {
+    let (repo, _daemon) = setup();
+    alice_edits_validate_token(&repo);
+
+    // Another agent declares work on the function alice edits: told once.
+    bob_declares_an_audit_log(&repo);
     let told = news(&repo, "alice").expect("news of bob's work");
     assert!(
         told.starts_with("wit news since your last tool call:\n- "),
@@ -1510,27 +1520,11 @@ fn news_is_told_once_one_line_per_topic_and_nothing_when_nothing_changed() {
 fn news_names_sessions_registered_or_renamed_after_its_first_line() {
     let (repo, _daemon) = setup();
     let symbol = "src/auth.ts:validateToken";
-    assert_eq!(news(&repo, "alice"), None);
-    let edit = fixture("claude/edit-body.json", &repo, "alice");
-    assert_eq!(answer(&gate(&repo, "claude", &edit)), Value::Null);
+    alice_edits_validate_token(&repo);
     wit_as(&repo, "alice", &["lock", symbol, "--ttl", "10m"]);
-    assert_eq!(news(&repo, "alice"), None);
 
     // The first news that names someone.
-    wit_as(&repo, "bob", &["register", "bob-agent"]);
-    wit_as(
-        &repo,
-        "bob",
-        &[
-            "declare",
-            "-d",
-            "Audit log",
-            "-f",
-            "src/auth.ts",
-            "-s",
-            "validateToken",
-        ],
-    );
+    bob_declares_an_audit_log(&repo);
     let told = news(&repo, "alice").expect("news of bob's work");
     assert!(told.contains("bob-agent (session bob) works on"), "{told}");
 
