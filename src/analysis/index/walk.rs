@@ -119,7 +119,47 @@ pub(super) fn unchanged(size: u64, mtime: Option<SystemTime>, meta: &Metadata) -
 
 /// The real path and metadata of `rel_path` under the canonical `root`, or `None` when it is
 /// missing, not a regular file, or resolves (through symlinks) outside the root.
+///
+/// The root is canonical already, so only the path's own components are looked at: one
+/// `lstat` each, the last one giving the file's metadata. A path with no symlink under the
+/// root is its own real path (a request's file usually is, and `canonicalize` would read
+/// every component of the root too, then `stat` the result); one with a symlink, or with a
+/// `..`, is resolved whole.
 pub(super) fn locate_in(root: &Path, rel_path: &str) -> Result<Option<(PathBuf, Metadata)>> {
+    let io = |source| AnalysisError::Io {
+        path: rel_path.to_owned(),
+        source,
+    };
+    let mut components = Path::new(rel_path)
+        .components()
+        .filter(|c| !matches!(c, Component::CurDir))
+        .peekable();
+    let mut path = root.to_path_buf();
+    while let Some(component) = components.next() {
+        let Component::Normal(name) = component else {
+            return resolved_in(root, rel_path);
+        };
+        path.push(name);
+        let meta = match std::fs::symlink_metadata(&path) {
+            Ok(meta) => meta,
+            Err(err) if is_absent(&err) => return Ok(None),
+            Err(source) => return Err(io(source)),
+        };
+        if meta.file_type().is_symlink() {
+            return resolved_in(root, rel_path);
+        }
+        if components.peek().is_none() {
+            return Ok(meta.is_file().then_some((path, meta)));
+        }
+        if !meta.is_dir() {
+            return Ok(None);
+        }
+    }
+    Ok(None)
+}
+
+/// [`locate_in`] for a path through symlinks: resolved whole, then kept only inside the root.
+fn resolved_in(root: &Path, rel_path: &str) -> Result<Option<(PathBuf, Metadata)>> {
     let io = |source| AnalysisError::Io {
         path: rel_path.to_owned(),
         source,
@@ -295,6 +335,45 @@ mod tests {
         assert!(locate_in(&root, "missing.ts").unwrap().is_none());
         assert!(locate_in(&root, "dir.ts").unwrap().is_none());
         assert!(locate_in(&root, "link.ts").unwrap().is_none());
+    }
+
+    /// Every way a path can lead, each where `canonicalize` takes it: plain paths, `.`,
+    /// symlinked files and directories inside the root (their real paths), ones leading out,
+    /// `..`, a file used as a directory, dangling links.
+    #[test]
+    fn locate_finds_what_canonicalize_finds() {
+        let outside = tempfile::tempdir().unwrap();
+        write(outside.path(), "o/secret.ts", "export const s = 1;\n");
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        write(&root, "src/deep/a.ts", "export const a = 1;\n");
+        write(&root, "b.ts", "export const b = 1;\n");
+        let link =
+            |target: &Path, at: &str| std::os::unix::fs::symlink(target, root.join(at)).unwrap();
+        link(&root.join("src"), "src-link");
+        link(Path::new("deep/a.ts"), "src/rel-link.ts");
+        link(&outside.path().join("o"), "out-dir");
+        link(&root.join("nowhere.ts"), "dangling.ts");
+        let cases = [
+            ("src/deep/a.ts", Some("src/deep/a.ts")),
+            ("./src/./deep/a.ts", Some("src/deep/a.ts")),
+            ("src-link/deep/a.ts", Some("src/deep/a.ts")),
+            ("src/rel-link.ts", Some("src/deep/a.ts")),
+            ("src/deep/../../b.ts", Some("b.ts")),
+            ("out-dir/secret.ts", None),
+            ("src/deep/../../../x.ts", None),
+            ("b.ts/a.ts", None),
+            ("src/deep", None),
+            ("dangling.ts", None),
+            ("src/missing/a.ts", None),
+        ];
+        for (path, expected) in cases {
+            let found = locate_in(&root, path).unwrap().map(|(real, meta)| {
+                assert!(meta.is_file(), "{path}");
+                real
+            });
+            assert_eq!(found, expected.map(|e| root.join(e)), "{path}");
+        }
     }
 
     #[test]
