@@ -17,6 +17,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use futures_util::future::join_all;
 use serde_json::Value;
 
 use super::harness_session::HarnessSession;
@@ -336,20 +337,11 @@ async fn check(
         .into_iter()
         .map(|(file, change)| preflight_params(session, file, change, record_now))
         .collect();
+    // The files of a patch are checked at once, each on a connection of its own.
+    let answers = join_all(params.iter().map(|params| checked(doorway, params))).await;
     let mut results = Vec::with_capacity(params.len());
-    for params in &params {
-        let result = doorway
-            .call(|client| {
-                let params = params.clone();
-                async move { client.edit_preflight(params).await }
-            })
-            .await?;
-        let result = if result.applies {
-            result
-        } else {
-            every_occurrence(doorway, params).await?.unwrap_or(result)
-        };
-        results.push((params.file.clone(), result));
+    for (params, answer) in params.iter().zip(answers) {
+        results.push((params.file.clone(), answer?));
     }
     let needs_names = results.iter().any(|(_, r)| {
         r.conflicts.iter().any(|c| match c {
@@ -371,19 +363,45 @@ async fn check(
     // the daemon's conflict rules leave their work out (coord::conflicts).
     let (verdict, notes) = decide(&results, &policy, &sessions, clock::now_ms());
     if policy.record && !record_now && verdict.decision == Decision::Allow {
-        for (params, (_, result)) in params.iter_mut().zip(&results) {
-            if result.applies && result.conflicts.is_empty() && result.violations.is_empty() {
-                params.record = Some(true);
-                doorway
-                    .call(|client| {
-                        let params = params.clone();
-                        async move { client.edit_preflight(params).await }
+        let clean = params
+            .iter_mut()
+            .zip(&results)
+            .filter_map(|(params, (_, result))| {
+                (result.applies && result.conflicts.is_empty() && result.violations.is_empty())
+                    .then(|| {
+                        params.record = Some(true);
+                        &*params
                     })
-                    .await?;
-            }
+            });
+        let recorded = join_all(clean.map(|params| {
+            doorway.call(|client| {
+                let params = params.clone();
+                async move { client.edit_preflight(params).await }
+            })
+        }))
+        .await;
+        for answer in recorded {
+            answer?;
         }
     }
     Ok((verdict, notes))
+}
+
+/// One file's preflight; an edit whose old text occurs several times, at every occurrence.
+async fn checked(
+    doorway: &Doorway,
+    params: &EditPreflightParams,
+) -> Result<EditPreflightResult, Failure> {
+    let result = doorway
+        .call(|client| {
+            let params = params.clone();
+            async move { client.edit_preflight(params).await }
+        })
+        .await?;
+    if result.applies {
+        return Ok(result);
+    }
+    Ok(every_occurrence(doorway, params).await?.unwrap_or(result))
 }
 
 /// An edit whose old text occurs several times is checked at every occurrence: the same

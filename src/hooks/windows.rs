@@ -7,6 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
+use futures_util::future::join_all;
+
 use crate::daemon::paths::WitPaths;
 use crate::doorway::Doorway;
 use crate::protocol::{WorkBeginParams, WorkBeginParamsEditsItem, WorkEndParams};
@@ -197,8 +199,8 @@ pub async fn open(
             .map(|(file, texts)| (Some(file.clone()), texts.clone()))
             .collect()
     };
-    let mut opened = Vec::new();
-    for (file, texts) in names {
+    // One window a file, opened at once, each on a connection of its own.
+    let begun = join_all(names.into_iter().map(|(file, texts)| {
         let params = WorkBeginParams {
             session_id: session.to_owned(),
             tool: tool.to_owned(),
@@ -213,16 +215,16 @@ pub async fn open(
                 .collect(),
             ttl_ms: Some(HOOK_WINDOW_TTL_MS),
         };
-        let begun = doorway
-            .call(|client| {
-                let params = params.clone();
-                async move { client.work_begin(params).await }
-            })
-            .await;
-        if let Ok(begun) = begun {
-            opened.push(begun.window_id);
-        }
-    }
+        doorway.call(move |client| {
+            let params = params.clone();
+            async move { client.work_begin(params).await }
+        })
+    }))
+    .await;
+    let opened: Vec<String> = begun
+        .into_iter()
+        .filter_map(|begun| begun.ok().map(|b| b.window_id))
+        .collect();
     if opened.is_empty() {
         return;
     }
@@ -251,23 +253,23 @@ fn mark_call(dir: &Path, window_ids: &[String]) {
 /// window, or one a file of a patch); the files they changed.
 pub async fn close(doorway: &Doorway, paths: &WitPaths, session: &str) -> Vec<String> {
     let dir = dir_of(paths, session);
-    let mut changed = Vec::new();
-    for window_id in take_oldest_call(&dir) {
+    // A call's windows (one a file of a patch) close together, each on a connection of its own.
+    let ended = join_all(take_oldest_call(&dir).into_iter().map(|window_id| {
         let params = WorkEndParams {
             session_id: session.to_owned(),
             window_id,
         };
-        let ended = doorway
-            .call(|client| {
-                let params = params.clone();
-                async move { client.work_end(params).await }
-            })
-            .await;
-        if let Ok(ended) = ended {
-            changed.extend(ended.changed.into_iter().map(|c| c.file));
-        }
-    }
-    changed
+        doorway.call(move |client| {
+            let params = params.clone();
+            async move { client.work_end(params).await }
+        })
+    }))
+    .await;
+    ended
+        .into_iter()
+        .filter_map(Result::ok)
+        .flat_map(|ended| ended.changed.into_iter().map(|c| c.file))
+        .collect()
 }
 
 #[cfg(test)]
