@@ -60,6 +60,12 @@ const POLL_LIMIT: i64 = 1000;
 /// The most items one line names; the rest are counted.
 const ITEMS_PER_LINE: usize = 3;
 
+/// The most sessions' names kept in the state file past a registration: every harness
+/// session registers under its agent's name, and ended ones are never told apart here, so
+/// a registration that takes the names past this drops them, to be taken anew from
+/// `session.list` (which lists the sessions there are now).
+const MAX_NAMES_KEPT: usize = 256;
+
 /// What a piece of news is about; one line per topic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Topic {
@@ -621,7 +627,7 @@ fn named(sessions: &[SessionRecord]) -> BTreeMap<String, String> {
 /// keeps `names` current with them, in order: a registration names its session, anew each
 /// time. When the poll is not `complete` (events were lost to retention, or more came than
 /// one poll reads), a registration may have been missed, so `names` is dropped, to be taken
-/// again when next needed.
+/// again when next needed; so it is when a registration takes it past [`MAX_NAMES_KEPT`].
 fn take_registrations(
     names: &mut Option<BTreeMap<String, String>>,
     events: Vec<EventRecord>,
@@ -643,6 +649,9 @@ fn take_registrations(
             Some(name) => known.insert(id.to_owned(), name.to_owned()),
             None => known.remove(id),
         };
+        if known.len() > MAX_NAMES_KEPT {
+            *names = None;
+        }
     }
     news
 }
@@ -748,6 +757,18 @@ mod tests {
         assert_eq!(names, Some(expected));
         // A poll that may have missed one drops them all, to be taken again.
         take_registrations(&mut names, vec![registered("dave", "Dave")], false);
+        assert_eq!(names, None);
+        // So does a registration past the bound (the ended sessions' names go with them).
+        let ids: Vec<String> = (0..=MAX_NAMES_KEPT).map(|n| format!("s{n}")).collect();
+        let mut names = Some(BTreeMap::new());
+        let (last, first) = ids.split_last().unwrap();
+        take_registrations(
+            &mut names,
+            first.iter().map(|id| registered(id, id)).collect(),
+            true,
+        );
+        assert_eq!(names.as_ref().map(BTreeMap::len), Some(MAX_NAMES_KEPT));
+        take_registrations(&mut names, vec![registered(last, last)], true);
         assert_eq!(names, None);
     }
 
