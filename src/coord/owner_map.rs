@@ -135,6 +135,16 @@ fn is_text(bytes: &[u8]) -> bool {
     std::str::from_utf8(bytes).is_ok()
 }
 
+/// The work of a map at HEAD's text: each of its `lines` unchanged, or for a binary file
+/// none at all.
+fn work_at_base(text: bool, lines: usize) -> Work {
+    if text {
+        Work::Lines((0..lines).map(Entry::Base).collect())
+    } else {
+        Work::File(None)
+    }
+}
+
 /// The runs of changes in `entries` (between two kept base lines), with the line of the
 /// current text each starts at.
 fn change_runs(entries: &[Entry]) -> impl Iterator<Item = (std::ops::Range<usize>, usize)> + '_ {
@@ -212,20 +222,13 @@ fn restore_unchanged_runs<'b>(
 impl FileOwners {
     /// A file whose current bytes are HEAD's (`base`; empty for a file not in HEAD).
     pub fn unchanged(base: Vec<u8>) -> FileOwners {
-        let (work, base_starts) = if is_text(&base) {
-            let starts = line_starts(&base);
-            (
-                Work::Lines((0..starts.len()).map(Entry::Base).collect()),
-                starts,
-            )
-        } else {
-            (Work::File(None), Vec::new())
-        };
+        let text = is_text(&base);
+        let base_starts = if text { line_starts(&base) } else { Vec::new() };
         FileOwners {
             current: base.clone(),
+            work: work_at_base(text, base_starts.len()),
             base,
             base_starts,
-            work,
         }
     }
 
@@ -248,11 +251,7 @@ impl FileOwners {
     fn reset_to_base(&mut self) {
         self.current.clear();
         self.current.extend_from_slice(&self.base);
-        self.work = if is_text(&self.base) {
-            Work::Lines((0..self.base_starts.len()).map(Entry::Base).collect())
-        } else {
-            Work::File(None)
-        };
+        self.work = work_at_base(is_text(&self.base), self.base_starts.len());
     }
 
     /// The bytes the map's lines are lines of.

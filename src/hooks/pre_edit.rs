@@ -363,16 +363,12 @@ async fn check(
     // the daemon's conflict rules leave their work out (coord::conflicts).
     let (verdict, notes) = decide(&results, &policy, &sessions, clock::now_ms());
     if policy.record && !record_now && verdict.decision == Decision::Allow {
-        let clean = params
-            .iter_mut()
-            .zip(&results)
-            .filter_map(|(params, (_, result))| {
-                (result.applies && result.conflicts.is_empty() && result.violations.is_empty())
-                    .then(|| {
-                        params.record = Some(true);
-                        &*params
-                    })
-            });
+        for (params, (_, result)) in params.iter_mut().zip(&results) {
+            if result.applies && result.conflicts.is_empty() && result.violations.is_empty() {
+                params.record = Some(true);
+            }
+        }
+        let clean = params.iter().filter(|params| params.record == Some(true));
         let recorded = join_all(clean.map(|params| {
             doorway.call(|client| {
                 let params = params.clone();

@@ -126,10 +126,6 @@ pub(super) fn unchanged(size: u64, mtime: Option<SystemTime>, meta: &Metadata) -
 /// every component of the root too, then `stat` the result); one with a symlink, or with a
 /// `..`, is resolved whole.
 pub(super) fn locate_in(root: &Path, rel_path: &str) -> Result<Option<(PathBuf, Metadata)>> {
-    let io = |source| AnalysisError::Io {
-        path: rel_path.to_owned(),
-        source,
-    };
     let mut components = Path::new(rel_path)
         .components()
         .filter(|c| !matches!(c, Component::CurDir))
@@ -143,7 +139,7 @@ pub(super) fn locate_in(root: &Path, rel_path: &str) -> Result<Option<(PathBuf, 
         let meta = match std::fs::symlink_metadata(&path) {
             Ok(meta) => meta,
             Err(err) if is_absent(&err) => return Ok(None),
-            Err(source) => return Err(io(source)),
+            Err(source) => return Err(io_error(rel_path, source)),
         };
         if meta.file_type().is_symlink() {
             return resolved_in(root, rel_path);
@@ -160,10 +156,7 @@ pub(super) fn locate_in(root: &Path, rel_path: &str) -> Result<Option<(PathBuf, 
 
 /// [`locate_in`] for a path through symlinks: resolved whole, then kept only inside the root.
 fn resolved_in(root: &Path, rel_path: &str) -> Result<Option<(PathBuf, Metadata)>> {
-    let io = |source| AnalysisError::Io {
-        path: rel_path.to_owned(),
-        source,
-    };
+    let io = |source| io_error(rel_path, source);
     let real = match std::fs::canonicalize(root.join(rel_path)) {
         Ok(real) => real,
         Err(err) if is_absent(&err) => return Ok(None),
@@ -177,6 +170,14 @@ fn resolved_in(root: &Path, rel_path: &str) -> Result<Option<(PathBuf, Metadata)
         Ok(_) => Ok(None),
         Err(err) if is_absent(&err) => Ok(None),
         Err(source) => Err(io(source)),
+    }
+}
+
+/// A failure to look at `rel_path` other than its absence.
+fn io_error(rel_path: &str, source: std::io::Error) -> AnalysisError {
+    AnalysisError::Io {
+        path: rel_path.to_owned(),
+        source,
     }
 }
 
@@ -322,12 +323,19 @@ mod tests {
         );
     }
 
-    #[test]
-    fn locate_stays_inside_the_root() {
+    /// A directory outside the root with `rel` in it, and an empty canonical root (each kept
+    /// alive by its guard).
+    fn outside_and_root(rel: &str) -> (tempfile::TempDir, tempfile::TempDir, PathBuf) {
         let outside = tempfile::tempdir().unwrap();
-        write(outside.path(), "secret.ts", "export const s = 1;\n");
+        write(outside.path(), rel, "export const s = 1;\n");
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
+        (outside, dir, root)
+    }
+
+    #[test]
+    fn locate_stays_inside_the_root() {
+        let (outside, _dir, root) = outside_and_root("secret.ts");
         write(&root, "a.ts", "export const a = 1;\n");
         std::fs::create_dir(root.join("dir.ts")).unwrap();
         std::os::unix::fs::symlink(outside.path().join("secret.ts"), root.join("link.ts")).unwrap();
@@ -342,10 +350,7 @@ mod tests {
     /// `..`, a file used as a directory, dangling links.
     #[test]
     fn locate_finds_what_canonicalize_finds() {
-        let outside = tempfile::tempdir().unwrap();
-        write(outside.path(), "o/secret.ts", "export const s = 1;\n");
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let (outside, _dir, root) = outside_and_root("o/secret.ts");
         write(&root, "src/deep/a.ts", "export const a = 1;\n");
         write(&root, "b.ts", "export const b = 1;\n");
         let link =
