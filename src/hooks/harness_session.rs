@@ -39,14 +39,69 @@ pub struct HarnessSession {
     pub told: BTreeMap<String, i64>,
     /// When each topic last had a line (unix ms): one line per topic per five minutes.
     pub topics: BTreeMap<String, i64>,
-    /// News waiting for its topic's next line, by topic: `(key, text)`.
-    pub pending: BTreeMap<String, Vec<(String, String)>>,
+    /// News waiting for its topic's next line, by topic.
+    pub pending: BTreeMap<String, Vec<Waiting>>,
     /// The names of the named sessions as the news hook knows them: one `session.list`
     /// taken when news first needed a name, kept current since by the `session.registered`
     /// events of each poll (a name is given only by `register`). `None`: not taken yet, or
     /// to be taken again because a poll may have missed a registration.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub names: Option<BTreeMap<String, String>>,
+}
+
+/// A piece of news waiting for its topic's next line. Whether its actor is one of the agent's
+/// own sessions (never news to it) is asked only when the line is due, of the files it is
+/// about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "WaitingForm")]
+pub struct Waiting {
+    /// What makes it the same piece of news next time (told once).
+    pub key: String,
+    /// The other session it is about, named at the start of the text when told (`None`: the
+    /// agent's own news, such as an expiry).
+    pub actor: Option<String>,
+    /// The files it is about.
+    pub files: Vec<String>,
+    /// What to tell (after the actor's name when there is one).
+    pub text: String,
+}
+
+/// The forms a waiting piece of news is read in: this one, or the `[key, text]` of state
+/// files written before news named its actor (told as they were written).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum WaitingForm {
+    Current {
+        key: String,
+        actor: Option<String>,
+        files: Vec<String>,
+        text: String,
+    },
+    Told(String, String),
+}
+
+impl From<WaitingForm> for Waiting {
+    fn from(form: WaitingForm) -> Self {
+        match form {
+            WaitingForm::Current {
+                key,
+                actor,
+                files,
+                text,
+            } => Waiting {
+                key,
+                actor,
+                files,
+                text,
+            },
+            WaitingForm::Told(key, text) => Waiting {
+                key,
+                actor: None,
+                files: Vec::new(),
+                text,
+            },
+        }
+    }
 }
 
 /// The file of `session_id`'s state.
@@ -87,8 +142,9 @@ impl HarnessSession {
             })
     }
 
-    /// Writes the state (aside, then renamed into place: a reader never sees half of it).
-    /// Failures are ignored: the state only saves calls and repetition.
+    /// Writes the state (aside, then put in place: a reader never sees half of it, nor no
+    /// file; [`crate::platform::replace`]). Failures are ignored: the state only saves calls
+    /// and repetition, and a file emptied by a power loss reads as a new session's.
     pub fn save(&self, paths: &WitPaths) {
         let file = state_file(paths, &self.session_id);
         let Some(dir) = file.parent() else {
@@ -108,9 +164,10 @@ impl HarnessSession {
             .mode(0o600)
             .open(&aside)
             .and_then(|mut out| out.write_all(&bytes));
-        if written.is_ok() {
-            let _ = fs::rename(&aside, &file);
-        } else {
+        if written
+            .and_then(|()| crate::platform::replace::replace(&aside, &file))
+            .is_err()
+        {
             let _ = fs::remove_file(&aside);
         }
     }

@@ -5,7 +5,8 @@
 //! lines read for the shell gate; [`policy`]: the `[gate]` configuration), the shell gate for
 //! git commands that would take or drop other sessions' work ([`shell`], reached through the
 //! same `pre-edit` entry for shell tools), the pre-commit check for staged foreign lines
-//! ([`foreign`]) and the news hook after each tool call ([`post_tool`]). What the harness
+//! ([`foreign`]) and the news hook after each tool call ([`post_tool`], with [`news_queue`]: when it tells
+//! what). What the harness
 //! hooks share: [`hook_input`] (one deadline, the payload, the repository) and
 //! [`harness_session`] (the session's pulse and remembered state).
 //!
@@ -21,6 +22,7 @@ pub mod gemini;
 pub mod harness_session;
 pub mod hook_input;
 pub mod kiro;
+pub mod news_queue;
 pub mod opencode;
 pub mod policy;
 pub mod post_tool;

@@ -15,7 +15,7 @@
 //!
 //! Each piece of news is told once; a topic gets at most one line per five minutes (news
 //! that arrives meanwhile waits for the next line of its topic; expiry and waiter news waits
-//! only while it is still true); nothing at all when nothing
+//! only while it is still true: [`super::news_queue`]); nothing at all when nothing
 //! changed. The hook never starts a daemon and never gets in the way: past its deadline, or
 //! on any failure, it says nothing (exit 0).
 //!
@@ -34,6 +34,7 @@ use serde_json::{json, Value};
 
 use super::harness_session::HarnessSession;
 use super::hook_input::{self, find_root, hook_session, working_dir, Deadline};
+use super::news_queue;
 use crate::cli::agent_config::Agent;
 use crate::cli::output::Report;
 use crate::cli::owners::OwnerView;
@@ -47,18 +48,8 @@ use crate::protocol::{
 /// How close to its expiry a lock is news.
 pub const EXPIRY_WARNING_MS: i64 = 60_000;
 
-/// At most one line per topic in this window.
-pub const TOPIC_WINDOW_MS: i64 = 5 * 60_000;
-
-/// How long a told piece of news is remembered (longer than any lock or event it names
-/// stays news).
-const TOLD_KEPT_MS: i64 = 24 * 60 * 60_000;
-
 /// The most events read per tool call.
 const POLL_LIMIT: i64 = 1000;
-
-/// The most items one line names; the rest are counted.
-const ITEMS_PER_LINE: usize = 3;
 
 /// The most sessions' names kept in the state file past a registration: every harness
 /// session registers under its agent's name, and ended ones are never told apart here, so
@@ -79,14 +70,6 @@ pub enum Topic {
     Waiter,
 }
 
-/// Every topic, in the order its lines are told.
-const TOPICS: [Topic; 4] = [
-    Topic::Expiry,
-    Topic::Waiter,
-    Topic::Collision,
-    Topic::Contract,
-];
-
 impl Topic {
     /// The topic's name in the state file.
     pub fn as_str(self) -> &'static str {
@@ -98,7 +81,8 @@ impl Topic {
         }
     }
 
-    fn heading(self) -> &'static str {
+    /// The heading of its line.
+    pub(super) fn heading(self) -> &'static str {
         match self {
             Self::Expiry => "your lock expires soon",
             Self::Collision => "another agent started work that meets yours",
@@ -109,7 +93,7 @@ impl Topic {
 
     /// Whether its news is found again on every call while it is true (so news that is no
     /// longer true is dropped rather than told late).
-    fn found_each_time(self) -> bool {
+    pub(super) fn found_each_time(self) -> bool {
         matches!(self, Self::Expiry | Self::Waiter)
     }
 }
@@ -121,7 +105,12 @@ pub struct Item {
     pub topic: Topic,
     /// What makes it the same piece of news next time (told once).
     pub key: String,
-    /// What to tell.
+    /// The other session it is about (`None`: the agent's own news, an expiry): named at the
+    /// start of the text when told, and never news if it is one of the agent's own.
+    pub actor: Option<String>,
+    /// The files it is about (where the same-agent rule is asked).
+    pub files: Vec<String>,
+    /// What to tell (after the actor's name when there is one).
     pub text: String,
 }
 
@@ -181,22 +170,17 @@ fn symbol_names(json: &str) -> Vec<String> {
     all
 }
 
-/// The news in `events` and `work` for `session` at `now_ms`. `same_agent` are the agent's
-/// other sessions (never news to it); `names` name sessions where known.
-pub fn news(
-    session: &str,
-    work: &Work,
-    events: &[EventRecord],
-    same_agent: &HashSet<String>,
-    names: &BTreeMap<String, String>,
-    now_ms: i64,
-) -> Vec<Item> {
+/// The news in `events` and `work` for `session` at `now_ms`, before the same-agent rule
+/// (asked when it is told: [`super::news_queue`]).
+pub fn news(session: &str, work: &Work, events: &[EventRecord], now_ms: i64) -> Vec<Item> {
     let mut items = Vec::new();
     for lock in &work.locks {
         if lock.ttl_remaining_ms > 0 && lock.ttl_remaining_ms <= EXPIRY_WARNING_MS {
             items.push(Item {
                 topic: Topic::Expiry,
                 key: format!("expiry:{}:{}", lock.symbol_path, lock.expires_at),
+                actor: None,
+                files: Vec::new(),
                 text: format!(
                     "your lock on {} expires in {}: lock it again to extend it (`wit lock {} --ttl 20m`), or release it when done",
                     lock.symbol_path,
@@ -206,24 +190,22 @@ pub fn news(
             });
         }
     }
-    let who = |id: &str| match names.get(id) {
-        Some(name) => format!("{name} (session {id})"),
-        None => format!("session {id}"),
-    };
     for wait in &work.waiters {
         let theirs = wait.session_id.as_str();
-        if wait.holder.as_deref() != Some(session)
-            || theirs == session
-            || same_agent.contains(theirs)
-        {
+        if wait.holder.as_deref() != Some(session) || theirs == session {
             continue;
         }
         items.push(Item {
             topic: Topic::Waiter,
             key: format!("waiter:{}:{theirs}:{}", wait.symbol_path, wait.since),
+            actor: Some(theirs.to_owned()),
+            files: wait
+                .symbol_path
+                .split_once(':')
+                .map(|(file, _)| vec![file.to_owned()])
+                .unwrap_or_default(),
             text: format!(
-                "{} waits for your lock on {} (for {} s): release it when done (`wit release {}`)",
-                who(theirs),
+                "waits for your lock on {} (for {} s): release it when done (`wit release {}`)",
                 wait.symbol_path,
                 (now_ms - wait.since).max(0) / 1000,
                 wait.symbol_path
@@ -235,7 +217,7 @@ pub fn news(
         let Some(actor) = event.session_id.as_deref() else {
             continue;
         };
-        if actor == session || same_agent.contains(actor) {
+        if actor == session {
             continue;
         }
         let strings = |key: &str| -> Vec<String> {
@@ -283,9 +265,10 @@ pub fn news(
                 items.push(Item {
                     topic: Topic::Collision,
                     key: format!("collision:{}", event.subject),
+                    actor: Some(actor.to_owned()),
+                    files: met,
                     text: format!(
-                        "{} works on {what}, which you work on too: \"{description}\" (intent {}): coordinate, or keep clear of that code",
-                        who(actor),
+                        "works on {what}, which you work on too: \"{description}\" (intent {}): coordinate, or keep clear of that code",
                         event.subject
                     ),
                 });
@@ -302,8 +285,7 @@ pub fn news(
                     (
                         format!("contract:{}:proposed", event.subject),
                         format!(
-                            "{} proposed contract {} on {symbol}: `{}`: accept or reject it (`wit contract accept|reject {}`), and keep that signature meanwhile",
-                            who(actor),
+                            "proposed contract {} on {symbol}: `{}`: accept or reject it (`wit contract accept|reject {}`), and keep that signature meanwhile",
                             event.subject,
                             text_of("signature"),
                             event.subject
@@ -313,8 +295,7 @@ pub fn news(
                     (
                         format!("contract:{}:rejected", event.subject),
                         format!(
-                            "{} rejected contract {} on {symbol}: its signature is not agreed",
-                            who(actor),
+                            "rejected contract {} on {symbol}: its signature is not agreed",
                             event.subject
                         ),
                     )
@@ -324,6 +305,8 @@ pub fn news(
                 items.push(Item {
                     topic: Topic::Contract,
                     key,
+                    actor: Some(actor.to_owned()),
+                    files: vec![file.to_owned()],
                     text,
                 });
             }
@@ -331,59 +314,6 @@ pub fn news(
         }
     }
     items
-}
-
-/// Decides what is told now: news not told before joins its topic's waiting list; a topic
-/// whose last line is at least [`TOPIC_WINDOW_MS`] old gets one line with everything
-/// waiting. Expiry and waiter news waits only while it is still true (it is found again
-/// each time). Returns the lines, in topic order.
-pub fn release(state: &mut HarnessSession, items: Vec<Item>, now_ms: i64) -> Vec<String> {
-    state.told.retain(|_, at| now_ms - *at < TOLD_KEPT_MS);
-    for topic in TOPICS.into_iter().filter(|t| t.found_each_time()) {
-        state.pending.remove(topic.as_str());
-    }
-    for item in items {
-        if state.told.contains_key(&item.key) {
-            continue;
-        }
-        let waiting = state
-            .pending
-            .entry(item.topic.as_str().to_string())
-            .or_default();
-        if !waiting.iter().any(|(key, _)| *key == item.key) {
-            waiting.push((item.key, item.text));
-        }
-    }
-    let mut lines = Vec::new();
-    for topic in TOPICS {
-        let name = topic.as_str();
-        let open = state
-            .topics
-            .get(name)
-            .is_none_or(|last| now_ms - *last >= TOPIC_WINDOW_MS);
-        if !open {
-            continue;
-        }
-        let Some(waiting) = state.pending.remove(name).filter(|w| !w.is_empty()) else {
-            continue;
-        };
-        let mut texts: Vec<&str> = waiting
-            .iter()
-            .take(ITEMS_PER_LINE)
-            .map(|(_, text)| text.as_str())
-            .collect();
-        let more = waiting.len().saturating_sub(ITEMS_PER_LINE);
-        let more_text = format!("and {more} more (`wit status`)");
-        if more > 0 {
-            texts.push(&more_text);
-        }
-        lines.push(format!("{}: {}", topic.heading(), texts.join("; ")));
-        for (key, _) in &waiting {
-            state.told.insert(key.clone(), now_ms);
-        }
-        state.topics.insert(name.to_string(), now_ms);
-    }
-    lines
 }
 
 /// The harness's answer carrying `context` for the model.
@@ -418,30 +348,6 @@ fn envelope(payload: &Value) -> (Option<String>, Option<PathBuf>) {
         .map(str::to_string);
     let cwd = hook_input::payload_cwd(payload).map(PathBuf::from);
     (session, cwd)
-}
-
-/// The files the news in `events` and `waiters` is about (where the same-agent rule is asked).
-fn news_files(events: &[EventRecord], waiters: &[LockWait]) -> Vec<String> {
-    let mut files: BTreeSet<String> = BTreeSet::new();
-    for event in events {
-        if let Some(list) = event.data.get("files").and_then(Value::as_array) {
-            files.extend(list.iter().filter_map(Value::as_str).map(str::to_owned));
-        }
-        if let Some((file, _)) = event
-            .data
-            .get("symbolPath")
-            .and_then(Value::as_str)
-            .and_then(|s| s.split_once(':'))
-        {
-            files.insert(file.to_owned());
-        }
-    }
-    for wait in waiters {
-        if let Some((file, _)) = wait.symbol_path.split_once(':') {
-            files.insert(file.to_owned());
-        }
-    }
-    files.into_iter().collect()
 }
 
 /// Runs the news hook for `agent` on the payload on stdin; always exit code 0.
@@ -501,7 +407,9 @@ fn told(
 }
 
 /// Polls the events since the cursor and the session's work, moves the cursor, and returns
-/// the lines to tell now.
+/// the lines to tell now. One round of requests (the events, the session's locks and its
+/// intents at once); a second only when the session holds locks (who waits for them), and
+/// one when a line about other sessions is due (the same-agent rule, and the names once).
 async fn gather(
     doorway: &Doorway,
     session: &str,
@@ -531,9 +439,17 @@ async fn gather(
             })
             .await
     });
-    let (polled, locks) = tokio::join!(poll, locks);
+    let intents = doorway.call(|client| async move {
+        client
+            .intent_query(IntentQueryParams {
+                session_id: Some(session.to_string()),
+                file: None,
+                status: None,
+            })
+            .await
+    });
+    let (polled, locks, intents) = tokio::join!(poll, locks, intents);
     let polled = polled?;
-    let locks = locks?;
     let complete = !polled.gap && i64::try_from(polled.events.len()).is_ok_and(|n| n < POLL_LIMIT);
     let polled_events = take_registrations(&mut state.names, polled.events, complete);
     // The first call only sets the cursor: history is not news.
@@ -543,6 +459,7 @@ async fn gather(
         Vec::new()
     };
     state.cursor = Some(polled.next);
+    let locks = locks?;
     // Who waits for the session's locks (nothing to ask without locks; a daemon without
     // `lock.waits` tells no such news).
     let waiters = if locks.is_empty() {
@@ -556,28 +473,20 @@ async fn gather(
             .filter(|wait| wait.holder.as_deref() == Some(session) && wait.session_id != session)
             .collect()
     };
-    let mut work = Work {
+    let work = Work {
         locks,
-        intents: Vec::new(),
+        intents: intents?,
         waiters,
     };
+    let now = clock::now_ms();
+    news_queue::enqueue(state, news(session, &work, &events, now), now);
     let mut same_agent = HashSet::new();
-    let others = !work.waiters.is_empty()
-        || events
-            .iter()
-            .any(|e| e.session_id.as_deref().is_some_and(|id| id != session));
-    if others {
+    if let Some(files) = news_queue::due_files(state, now) {
         // Which of the actors are this agent is the daemon's one rule: the owners of the
         // lines it counts as the caller's (`work.changes`, on the files the news is about).
-        let files = news_files(&events, &work.waiters);
-        let intents = doorway.call(|client| async move {
-            client
-                .intent_query(IntentQueryParams {
-                    session_id: Some(session.to_string()),
-                    file: None,
-                    status: None,
-                })
-                .await
+        let view = doorway.call(|client| {
+            let files = files.clone();
+            async move { OwnerView::load(&client, Some(session), &files).await }
         });
         // The names, once: the polls keep them current after that.
         let need_names = state.names.is_none();
@@ -592,22 +501,16 @@ async fn gather(
                 None
             }
         };
-        let view = doorway.call(|client| {
-            let files = files.clone();
-            async move { OwnerView::load(&client, Some(session), &files).await }
-        });
-        let (intents, sessions, view) = tokio::join!(intents, sessions, view);
-        work.intents = intents?;
+        let (view, sessions) = tokio::join!(view, sessions);
         same_agent = view.map(|v| v.same_agent(session)).unwrap_or_default();
         if let Some(Ok(sessions)) = sessions {
             state.names = Some(named(&sessions));
         }
     }
-    let now = clock::now_ms();
-    let no_names = BTreeMap::new();
-    let names = state.names.as_ref().unwrap_or(&no_names);
-    let items = news(session, &work, &events, &same_agent, names, now);
-    let lines = release(state, items, now);
+    let names = state.names.take();
+    let known = names.as_ref().map_or_else(BTreeMap::new, BTreeMap::clone);
+    let lines = news_queue::tell(state, now, &same_agent, &known);
+    state.names = names;
     // The harness's pulse, once per session (the news does not wait on its failure).
     let _ = state
         .ensure_pulse(doorway, crate::harness::harness_pid(), agent.name())
@@ -661,51 +564,6 @@ mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
 
     use super::*;
-
-    fn item(topic: Topic, key: &str) -> Item {
-        Item {
-            topic,
-            key: key.into(),
-            text: format!("text of {key}"),
-        }
-    }
-
-    #[test]
-    fn each_piece_once_and_one_line_per_topic_per_window() {
-        let mut state = HarnessSession::default();
-        let lines = release(
-            &mut state,
-            vec![item(Topic::Collision, "a"), item(Topic::Contract, "c")],
-            0,
-        );
-        assert_eq!(lines.len(), 2, "{lines:?}");
-        assert!(lines[0].ends_with("text of a"), "{lines:?}");
-        // Told: never again.
-        assert!(release(&mut state, vec![item(Topic::Collision, "a")], 1_000).is_empty());
-        // New news of a topic within the window waits, and comes with the next line.
-        assert!(release(&mut state, vec![item(Topic::Collision, "b")], 2_000).is_empty());
-        assert!(release(&mut state, Vec::new(), TOPIC_WINDOW_MS - 1).is_empty());
-        let lines = release(&mut state, Vec::new(), TOPIC_WINDOW_MS);
-        assert_eq!(lines.len(), 1);
-        assert!(lines[0].ends_with("text of b"), "{lines:?}");
-        // Expiry news that is no longer true is dropped, not told late.
-        let mut state = HarnessSession::default();
-        state.topics.insert("expiry".into(), 0);
-        assert!(release(&mut state, vec![item(Topic::Expiry, "e")], 1).is_empty());
-        assert!(release(&mut state, Vec::new(), TOPIC_WINDOW_MS).is_empty());
-    }
-
-    #[test]
-    fn many_items_make_one_line() {
-        let mut state = HarnessSession::default();
-        let items = (0..5)
-            .map(|i| item(Topic::Collision, &i.to_string()))
-            .collect();
-        let lines = release(&mut state, items, 0);
-        assert_eq!(lines.len(), 1);
-        assert!(lines[0].ends_with("and 2 more (`wit status`)"), "{lines:?}");
-        assert_eq!(state.told.len(), 5);
-    }
 
     fn event(type_: EventRecordType, session: &str, subject: &str, data: Value) -> EventRecord {
         EventRecord {
@@ -799,25 +657,14 @@ mod tests {
                 json!({"files": ["a.ts"], "symbols": symbols, "description": "x"}),
             )
         };
-        let none = HashSet::new();
-        let names = BTreeMap::new();
-        let found = |events: &[EventRecord], same: &HashSet<String>| {
-            news("me", &work, events, same, &names, 0).len()
-        };
-        assert_eq!(
-            found(&[declared("bob", json!(["C"]))], &none),
-            1,
-            "the class"
-        );
-        assert_eq!(found(&[declared("bob", json!([]))], &none), 1, "the file");
-        assert_eq!(found(&[declared("bob", json!(["D"]))], &none), 0);
-        assert_eq!(found(&[declared("me", json!(["C"]))], &none), 0, "its own");
-        let same = HashSet::from(["mcp".to_string()]);
-        assert_eq!(
-            found(&[declared("mcp", json!(["C"]))], &same),
-            0,
-            "same agent"
-        );
+        let found = |events: &[EventRecord]| news("me", &work, events, 0);
+        let class = found(&[declared("bob", json!(["C"]))]);
+        assert_eq!(class.len(), 1, "the class");
+        assert_eq!(class[0].actor.as_deref(), Some("bob"));
+        assert_eq!(class[0].files, vec!["a.ts".to_string()]);
+        assert_eq!(found(&[declared("bob", json!([]))]).len(), 1, "the file");
+        assert_eq!(found(&[declared("bob", json!(["D"]))]).len(), 0);
+        assert_eq!(found(&[declared("me", json!(["C"]))]).len(), 0, "its own");
         let accepted = event(
             EventRecordType::ContractResponded,
             "bob",
@@ -830,8 +677,8 @@ mod tests {
             "c-1",
             json!({"symbolPath": "a.ts:C.m", "status": "rejected"}),
         );
-        assert_eq!(found(&[accepted], &none), 0);
-        assert_eq!(found(&[rejected], &none), 1);
+        assert_eq!(found(&[accepted]).len(), 0);
+        assert_eq!(found(&[rejected]).len(), 1);
     }
 
     #[test]
@@ -853,20 +700,26 @@ mod tests {
         };
         let names = BTreeMap::from([("bob".to_string(), "Bob".to_string())]);
         let same = HashSet::from(["mcp".to_string()]);
-        let items = news("me", &work, &[], &same, &names, 43_500);
-        assert_eq!(items.len(), 1, "{items:?}");
-        assert_eq!(items[0].topic, Topic::Waiter);
+        let items = news("me", &work, &[], 43_500);
+        let mut state = HarnessSession::default();
+        news_queue::enqueue(&mut state, items.clone(), 43_500);
+        let lines = news_queue::tell(&mut state, 43_500, &same, &names);
+        assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(
-            items[0]
-                .text
-                .starts_with("Bob (session bob) waits for your lock on a.ts:f (for 42 s)"),
-            "{items:?}"
+            lines[0].starts_with(
+                "someone waits for your lock: Bob (session bob) waits for your lock on a.ts:f (for 42 s)"
+            ),
+            "{lines:?}"
         );
+        assert!(!lines[0].contains("mcp"), "{lines:?}");
         // Once it is no longer true it is dropped, not told late.
         let mut state = HarnessSession::default();
         state.topics.insert("waiter".into(), 0);
-        assert!(release(&mut state, items, 1).is_empty());
-        assert!(release(&mut state, Vec::new(), TOPIC_WINDOW_MS).is_empty());
+        news_queue::enqueue(&mut state, items, 1);
+        assert!(news_queue::tell(&mut state, 1, &same, &names).is_empty());
+        news_queue::enqueue(&mut state, Vec::new(), news_queue::TOPIC_WINDOW_MS);
+        let later = news_queue::tell(&mut state, news_queue::TOPIC_WINDOW_MS, &same, &names);
+        assert!(later.is_empty());
     }
 
     #[test]

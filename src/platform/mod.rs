@@ -30,7 +30,8 @@
 //! allocator ([`heap`]: its options at start, freed memory handed back), the start-up of a
 //! `wit` process on Linux ([`start`]: `SIGPIPE` ignored, the standard streams kept open);
 //! these two hold the crate's only `unsafe`. And the one rule for whether a file read from
-//! disk was at rest or may still be being written ([`at_rest`]).
+//! disk was at rest or may still be being written ([`at_rest`]), and how a small file is
+//! replaced atomically without ext4's flush on rename ([`replace`]).
 
 pub mod at_rest;
 pub mod heap;
@@ -40,6 +41,7 @@ pub mod measure;
 pub mod process;
 #[cfg(target_os = "linux")]
 pub mod procfs;
+pub mod replace;
 #[cfg(target_os = "linux")]
 pub mod start;
 pub mod sysinfo_table;

@@ -41,12 +41,18 @@ fn repo_with_lib() -> (Repo, Daemon) {
 /// Claude Code's post-tool hook of `session` after a tool call.
 fn post_tool(repo: &Repo, session: &str, tool: &str) {
     with_harness(repo, session, |stand_in| {
-        post_tool_from(stand_in, repo, session, tool)
+        post_tool_from(stand_in, repo, session, tool);
     });
 }
 
-/// Claude Code's post-tool hook of `session`, run by the harness process `stand_in`.
-fn post_tool_from(stand_in: &mut StandIn, repo: &Repo, session: &str, tool: &str) {
+/// Claude Code's post-tool hook of `session`, run by the harness process `stand_in`: the news
+/// it told (`None`: nothing).
+fn post_tool_from(
+    stand_in: &mut StandIn,
+    repo: &Repo,
+    session: &str,
+    tool: &str,
+) -> Option<String> {
     let payload = json!({
         "session_id": session,
         "cwd": repo.path().display().to_string(),
@@ -58,6 +64,10 @@ fn post_tool_from(stand_in: &mut StandIn, repo: &Repo, session: &str, tool: &str
     .to_string();
     let out = stand_in.run(&["hook", "post-tool", "--agent", "claude"], &payload, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let value = answer(&out);
+    value["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .map(str::to_owned)
 }
 
 /// The shell gate's verdict on `command` of `session`, run by the harness process
@@ -202,6 +212,54 @@ fn two_sessions_of_one_harness_process_are_one_agent_to_the_shell_gate() {
     git_text(repo.path(), &["add", "src/lib.py"]);
     let out = crate::safegit::git(repo.path(), "one-a", &["commit", "-q", "-m", "mine"], &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+/// The news hook's same-agent rule, asked when a line is due: work declared by another
+/// session of the same harness process (which wrote lines of the file, so the daemon knows it
+/// as the agent's own) is never news to the agent; another agent's work on the same file is,
+/// by itself.
+#[test]
+fn the_news_hook_never_tells_the_agent_of_its_own_sessions_work() {
+    let (repo, _daemon) = repo_with_lib();
+    let mut agent = StandIn::spawn(&repo, "agent-one");
+    assert_eq!(post_tool_from(&mut agent, &repo, "one-a", "Read"), None);
+    wit_ok(
+        &repo,
+        "one-a",
+        &["declare", "-d", "Tune", "-f", "src/lib.py"],
+    );
+    let command = "sed -i 's/y \\* 2/y * 20/' src/lib.py";
+    let (decision, said) = verdict_from(&mut agent, &repo, "one-b", command);
+    assert_eq!(decision, "", "{said}");
+    let status = std::process::Command::new("bash")
+        .args(["-c", command])
+        .current_dir(repo.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    post_tool_from(&mut agent, &repo, "one-b", "Bash");
+    let found = owners_until(&repo, "src/lib.py", |o| !o.lines.is_empty());
+    assert_eq!(sessions_of(&found), vec![vec!["one-b".to_owned()]]);
+    wit_ok(
+        &repo,
+        "one-b",
+        &["declare", "-d", "Mine too", "-f", "src/lib.py"],
+    );
+    assert_eq!(
+        post_tool_from(&mut agent, &repo, "one-a", "Read"),
+        None,
+        "the agent's own session's work"
+    );
+    wit_ok(
+        &repo,
+        "bob",
+        &["declare", "-d", "Theirs", "-f", "src/lib.py"],
+    );
+    let told = post_tool_from(&mut agent, &repo, "one-a", "Read").expect("bob's work");
+    assert!(
+        told.contains("bob (session bob) works on src/lib.py") && !told.contains("one-b"),
+        "{told}"
+    );
 }
 
 /// 15.2: `work.end` answers with what the call wrote just before it, every time: the flush it
