@@ -167,14 +167,14 @@ fn change_runs(entries: &[Entry]) -> impl Iterator<Item = (std::ops::Range<usize
 }
 
 /// Where a run of changes in `entries` holds exactly the lines of HEAD's text (`base`) it
-/// replaced, as the current text (`current_lines`) has them, they are base lines again (a
+/// replaced, as the current text has them (`current_line`), they are base lines again (a
 /// change undone, or rewritten as it was). HEAD's lines are looked at (`base_line`, by
-/// 0-based number) only when some run replaced as many lines as it wrote, and the entries
-/// rebuilt only when one is restored.
-fn restore_unchanged_runs<'b>(
+/// 0-based number) and the current text's (`current_line`) only when some run replaced as
+/// many lines as it wrote, and the entries rebuilt only when one is restored.
+fn restore_unchanged_runs<'b, 'c>(
     entries: &mut Vec<Entry>,
     base_line: impl Fn(usize) -> Option<&'b [u8]>,
-    current_lines: &[&[u8]],
+    current_line: impl Fn(usize) -> Option<&'c [u8]>,
 ) {
     let gone_of = |run: &[Entry]| -> Vec<usize> {
         run.iter()
@@ -201,7 +201,7 @@ fn restore_unchanged_runs<'b>(
             let same = gone
                 .iter()
                 .zip(line..line + gone.len())
-                .all(|(&b, c)| base_line(b) == current_lines.get(c).copied());
+                .all(|(&b, c)| base_line(b) == current_line(c));
             same.then_some((run, gone))
         })
         .collect();
@@ -217,6 +217,82 @@ fn restore_unchanged_runs<'b>(
     }
     rebuilt.extend(entries[kept_to..].iter().cloned());
     *entries = rebuilt;
+}
+
+/// A text's entries (`work`) carried through `ops` (the line diff from the current text to a
+/// new one, whose line `n` is `new_line(n)`; HEAD's is `base_line(n)`): kept lines moved as
+/// they are, each change marked by `mark_of` (and by the earlier owners of lines it rewrote).
+fn carry_entries<'b, 'n>(
+    work: &mut Work,
+    base_line: impl Fn(usize) -> Option<&'b [u8]>,
+    ops: &[DiffOp],
+    new_line: impl Fn(usize) -> Option<&'n [u8]>,
+    mark_of: impl Fn(std::ops::Range<usize>, std::ops::Range<usize>) -> Mark,
+) {
+    let Work::Lines(entries) = work else {
+        return;
+    };
+    let count = entries.len();
+    let mut old = Segments::new(std::mem::take(entries));
+    let mut next = Vec::with_capacity(count + ops.len());
+    for op in ops {
+        let (gone, fresh) = (op.old_range(), op.new_range());
+        if let DiffOp::Equal { .. } = op {
+            old.take_to_line(gone.end, |entry| next.push(entry));
+            continue;
+        }
+        let mut segment = Vec::new();
+        old.take_to_line(gone.end, |entry| segment.push(entry));
+        let mut mark = mark_of(fresh.clone(), gone);
+        // Lines rewritten over others' lines stay theirs too (15.1).
+        for entry in &segment {
+            if let Entry::Added(earlier) = entry {
+                mark = mark.joined(earlier);
+            }
+        }
+        for entry in segment {
+            match entry {
+                Entry::Base(line) => next.push(Entry::Deleted(line, mark.clone())),
+                Entry::Deleted(..) => next.push(entry),
+                Entry::Added(_) => {}
+            }
+        }
+        next.extend(fresh.map(|_| Entry::Added(mark.clone())));
+    }
+    // Whatever the diff did not reach (nothing, when it covers the text as it does).
+    old.take_to_line(usize::MAX, |entry| next.push(entry));
+    restore_unchanged_runs(&mut next, base_line, new_line);
+    *entries = next;
+}
+
+/// A map's entries taken in order, a line's segment at a time: the segment of line `n` is
+/// its entry and the tombstones after it, up to line `n + 1`'s entry (the first line's also
+/// holds the tombstones before it).
+struct Segments {
+    rest: std::iter::Peekable<std::vec::IntoIter<Entry>>,
+    /// The number of the next line entry in `rest`.
+    line: usize,
+}
+
+impl Segments {
+    fn new(entries: Vec<Entry>) -> Segments {
+        Segments {
+            rest: entries.into_iter().peekable(),
+            line: 0,
+        }
+    }
+
+    /// Moves the entries before line `end`'s segment to `out` (every one left when there is
+    /// no such line): the segments of the lines up to `end`.
+    fn take_to_line(&mut self, end: usize, mut out: impl FnMut(Entry)) {
+        if end == 0 {
+            return;
+        }
+        while let Some(entry) = self.rest.next_if(|e| !(e.is_line() && self.line == end)) {
+            self.line += usize::from(entry.is_line());
+            out(entry);
+        }
+    }
 }
 
 impl FileOwners {
@@ -282,17 +358,60 @@ impl FileOwners {
         self.apply_with(new, |_, _| mark.clone());
     }
 
+    /// [`FileOwners::apply`] given the line diff from the current text to `new` (`ops`, as
+    /// the one line diff gives it: a recorded edit's preflight has it already), so the texts
+    /// are neither split nor diffed again.
+    pub fn apply_diff(&mut self, new: Vec<u8>, ops: &[DiffOp], mark: &Mark) {
+        let mark_of = |_, _| mark.clone();
+        if self.settled(&new, &mark_of) {
+            return;
+        }
+        // The new text's lines are read only where a change may have restored HEAD's.
+        let starts = std::cell::OnceCell::new();
+        let line_of = |line: usize| {
+            let starts = starts.get_or_init(|| line_starts(&new));
+            base_line_at(&new, starts, line)
+        };
+        let (base, starts) = (&self.base, &self.base_starts);
+        let base_line = |line| base_line_at(base, starts, line);
+        carry_entries(&mut self.work, base_line, ops, line_of, mark_of);
+        self.current = new;
+    }
+
     fn apply_with(
         &mut self,
         new: &[u8],
         mark_of: impl Fn(std::ops::Range<usize>, std::ops::Range<usize>) -> Mark,
     ) {
-        if new == self.current.as_slice() {
+        if self.settled(new, &mark_of) {
             return;
+        }
+        let old_lines = split_lines(&self.current);
+        // The lines both texts begin and end with are the current text's (split once).
+        let new_lines = lines_sharing(self.current.as_slice(), &old_lines, new, usize::MAX)
+            .unwrap_or_else(|| split_lines(new));
+        let ops = text_line_ops::<[u8]>((&self.current, &old_lines), (new, &new_lines));
+        let line_of = |line: usize| new_lines.get(line).copied();
+        let (base, starts) = (&self.base, &self.base_starts);
+        let base_line = |line| base_line_at(base, starts, line);
+        carry_entries(&mut self.work, base_line, &ops, line_of, mark_of);
+        self.current = new.to_vec();
+    }
+
+    /// Whatever `new` needs besides a line diff: nothing when it is the current text, the
+    /// map at HEAD when it is HEAD's, one mark for the whole file when either side is binary.
+    /// Whether the map took `new` so (else the caller maps its lines).
+    fn settled(
+        &mut self,
+        new: &[u8],
+        mark_of: &impl Fn(std::ops::Range<usize>, std::ops::Range<usize>) -> Mark,
+    ) -> bool {
+        if new == self.current.as_slice() {
+            return true;
         }
         if new == self.base.as_slice() {
             self.reset_to_base();
-            return;
+            return true;
         }
         if matches!(self.work, Work::File(_)) || !is_text(new) {
             let whole = mark_of(0..0, 0..0);
@@ -306,60 +425,9 @@ impl FileOwners {
             };
             self.work = Work::File(Some(mark));
             self.current = new.to_vec();
-            return;
+            return true;
         }
-        let Work::Lines(entries) = &mut self.work else {
-            return;
-        };
-        let old_lines = split_lines(&self.current);
-        // The lines both texts begin and end with are the current text's (split once).
-        let new_lines = lines_sharing(self.current.as_slice(), &old_lines, new, usize::MAX)
-            .unwrap_or_else(|| split_lines(new));
-        // Entry index where old line `i`'s segment starts: its own entry (the first line's
-        // segment also holds the tombstones before it); a segment runs to the next line's.
-        let line_at: Vec<usize> = entries
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.is_line())
-            .map(|(at, _)| at)
-            .collect();
-        let start_of = |line: usize| match line {
-            0 => 0,
-            n if n < line_at.len() => line_at[n],
-            _ => entries.len(),
-        };
-        let mut next = Vec::with_capacity(entries.len() + new_lines.len());
-        for op in text_line_ops::<[u8]>((&self.current, &old_lines), (new, &new_lines)) {
-            let (old, fresh) = (op.old_range(), op.new_range());
-            let segment = &entries[start_of(old.start)..start_of(old.end)];
-            if let DiffOp::Equal { .. } = op {
-                next.extend(segment.iter().cloned());
-                continue;
-            }
-            let mut mark = mark_of(fresh.clone(), old.clone());
-            // Lines rewritten over others' lines stay theirs too (15.1).
-            for entry in segment {
-                if let Entry::Added(earlier) = entry {
-                    mark = mark.joined(earlier);
-                }
-            }
-            for entry in segment {
-                match entry {
-                    Entry::Base(line) => next.push(Entry::Deleted(*line, mark.clone())),
-                    Entry::Deleted(..) => next.push(entry.clone()),
-                    Entry::Added(_) => {}
-                }
-            }
-            next.extend(fresh.map(|_| Entry::Added(mark.clone())));
-        }
-        let (base, starts) = (&self.base, &self.base_starts);
-        restore_unchanged_runs(
-            &mut next,
-            |line| base_line_at(base, starts, line),
-            &new_lines,
-        );
-        *entries = next;
-        self.current = new.to_vec();
+        false
     }
 
     /// The map as hunks from HEAD's text to the current one, in order: each run of changes

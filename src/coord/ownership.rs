@@ -484,14 +484,15 @@ impl Coord {
     /// A clean edit recorded through `edit.preflight` (15.1): the owner map takes it at once,
     /// so that when the editor writes it the observer finds nothing new. A file the map does
     /// not hold yet is taken to be HEAD's text before the edit (the observer holds every file
-    /// that changed on disk).
+    /// that changed on disk). The preflight's line diff of the edit (`applied.line_ops`) is
+    /// the map's, so it is not made again.
     pub(super) fn note_recorded_edit(
         &self,
         at: &Vantage,
         session_id: &str,
         file: &str,
         before: &str,
-        after: &str,
+        applied: Applied,
     ) {
         let key = (at.root().to_owned(), file.to_owned());
         let now = self.clock.now_ms();
@@ -513,9 +514,15 @@ impl Coord {
         if entry.owners.current() != before.as_bytes() {
             entry.owners.apply(before.as_bytes(), &Mark::new(&[], now));
         }
-        entry
-            .owners
-            .apply(after.as_bytes(), &Mark::new(&[session_id.to_owned()], now));
+        let mark = Mark::new(&[session_id.to_owned()], now);
+        match applied.line_ops {
+            Some((ops, _)) if entry.owners.current() == before.as_bytes() => {
+                entry
+                    .owners
+                    .apply_diff(applied.text.into_bytes(), &ops, &mark);
+            }
+            _ => entry.owners.apply(applied.text.as_bytes(), &mark),
+        }
         entry.exists = true;
         if entry.is_clean() {
             ownership.files.remove(&key);

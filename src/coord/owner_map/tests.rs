@@ -224,3 +224,37 @@ fn composing_every_hunk_gives_the_current_text_and_none_gives_head() {
         }
     }
 }
+
+/// A map given a change's line diff (a recorded edit's, from its preflight) is the map that
+/// makes the diff itself: the same entries, hunks and text after every step of random
+/// changes by three sessions, some of which write HEAD's lines back.
+#[test]
+fn a_change_given_its_line_diff_maps_as_one_diffed_here() {
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    for trial in 0..200 {
+        let base = blocks(4).into_bytes();
+        let mut diffed = FileOwners::unchanged(base.clone());
+        let mut given = FileOwners::unchanged(base.clone());
+        let mut text = base.clone();
+        for step in 0..8 {
+            let next = if step % 4 == 3 {
+                base.clone()
+            } else {
+                random_change(&text, &mut seed, trial * 10 + step)
+            };
+            let (old_lines, new_lines) = (split_lines(&text), split_lines(&next));
+            let ops = text_line_ops::<[u8]>((&text, &old_lines), (&next, &new_lines));
+            let who = mark(["A", "B", "C"][step % 3], step as i64);
+            diffed.apply(&next, &who);
+            given.apply_diff(next.clone(), &ops, &who);
+            assert_eq!(given.work, diffed.work, "trial {trial} step {step}");
+            assert_eq!(
+                given.current(),
+                diffed.current(),
+                "trial {trial} step {step}"
+            );
+            assert_eq!(given.hunks(), diffed.hunks(), "trial {trial} step {step}");
+            text = next;
+        }
+    }
+}

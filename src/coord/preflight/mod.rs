@@ -221,7 +221,7 @@ impl Coord {
                 file_level: is_whole_rewrite(new, &current, &applied),
             };
             preflight.recorded_intent = self.record_observed(at, session_id, &observed)?;
-            self.note_recorded_edit(at, session_id, &file, &current, &applied.text);
+            self.note_recorded_edit(at, session_id, &file, &current, applied);
         }
         Ok(preflight)
     }
