@@ -204,6 +204,10 @@ impl Bench {
 #[tokio::main]
 async fn main() -> Result<()> {
     let options = Options::parse();
+    // The floor server (this binary, run by the ping section) measures no `wit`.
+    if let Some(Subcommand::FloorServer { socket }) = &options.command {
+        return floors::serve_floor(socket).await;
+    }
     let wit = match &options.wit {
         Some(wit) => wit.clone(),
         None => std::env::current_exe()?
@@ -233,10 +237,7 @@ async fn main() -> Result<()> {
             return harness_hooks::harness_hooks(&wit, args).await
         }
         Some(Subcommand::WatchIdle(args)) => return watch_idle::watch_idle(&wit, args).await,
-        Some(Subcommand::FloorServer { socket }) => {
-            return floors::serve_floor(socket).await;
-        }
-        None => {}
+        Some(Subcommand::FloorServer { .. }) | None => {}
     }
     if options.repo.is_some() || options.synthetic.is_some() {
         return index_section(&options, &wit).await;
