@@ -35,12 +35,18 @@ pub struct HarnessSession {
     pub pulse_pid: Option<i64>,
     /// The news hook's cursor: the `next` of its last `events.poll`.
     pub cursor: Option<i64>,
-    /// News already told, by key, with when (unix ms): each piece of news is told once.
+    /// News found again on every call while it is true (an expiry, a waiter) already told,
+    /// by key, with when (unix ms): each piece of news is told once. News from events needs
+    /// no such record: the cursor reads each event once.
     pub told: BTreeMap<String, i64>,
     /// When each topic last had a line (unix ms): one line per topic per five minutes.
     pub topics: BTreeMap<String, i64>,
     /// News waiting for its topic's next line, by topic.
     pub pending: BTreeMap<String, Vec<Waiting>>,
+    /// How much more news arrived for a topic whose waiting list was full: counted in its
+    /// next line, not kept.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub more: BTreeMap<String, usize>,
     /// The names of the named sessions as the news hook knows them: one `session.list`
     /// taken when news first needed a name, kept current since by the `session.registered`
     /// events of each poll (a name is given only by `register`). `None`: not taken yet, or

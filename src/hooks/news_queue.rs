@@ -25,6 +25,11 @@ const TOLD_KEPT_MS: i64 = 24 * 60 * 60_000;
 /// The most items one line names; the rest are counted.
 const ITEMS_PER_LINE: usize = 3;
 
+/// The most pieces of news a topic keeps waiting; more are only counted (and asked no
+/// same-agent rule): the state file is read and written on every call, and its line names
+/// three.
+const WAITING_KEPT: usize = 32;
+
 /// Every topic, in the order its lines are told.
 const TOPICS: [Topic; 4] = [
     Topic::Expiry,
@@ -34,20 +39,24 @@ const TOPICS: [Topic; 4] = [
 ];
 
 /// Puts the news in `items` not told before on its topic's waiting list (news found each
-/// time replaces what waited of its topic), and forgets what was told long ago.
+/// time replaces what waited of its topic; past [`WAITING_KEPT`] it is counted), and forgets
+/// what was told long ago.
 pub fn enqueue(state: &mut HarnessSession, items: Vec<Item>, now_ms: i64) {
     state.told.retain(|_, at| now_ms - *at < TOLD_KEPT_MS);
     for topic in TOPICS.into_iter().filter(|t| t.found_each_time()) {
         state.pending.remove(topic.as_str());
+        state.more.remove(topic.as_str());
     }
     for item in items {
         if state.told.contains_key(&item.key) {
             continue;
         }
-        let waiting = state
-            .pending
-            .entry(item.topic.as_str().to_string())
-            .or_default();
+        let name = item.topic.as_str();
+        let waiting = state.pending.entry(name.to_string()).or_default();
+        if waiting.len() >= WAITING_KEPT {
+            *state.more.entry(name.to_string()).or_default() += 1;
+            continue;
+        }
         if !waiting.iter().any(|w| w.key == item.key) {
             waiting.push(Waiting {
                 key: item.key,
@@ -88,8 +97,9 @@ pub fn due_files(state: &HarnessSession, now_ms: i64) -> Option<Vec<String>> {
 
 /// Tells the lines due at `now_ms`, in topic order: each due topic's waiting news but that of
 /// the agent's own sessions (`same_agent`, dropped untold), its actors named from `names`
-/// where known. A topic whose news was all the agent's own tells nothing and keeps its
-/// window as it was.
+/// where known, and what was only counted. A topic whose news was all the agent's own tells
+/// nothing and keeps its window as it was. Only news found each time is remembered as told:
+/// the cursor reads each event once.
 pub fn tell(
     state: &mut HarnessSession,
     now_ms: i64,
@@ -107,6 +117,7 @@ pub fn tell(
             .into_iter()
             .filter(|w| w.actor.as_ref().is_none_or(|a| !same_agent.contains(a)))
             .collect();
+        let counted = state.more.remove(name).unwrap_or_default();
         if waiting.is_empty() {
             continue;
         }
@@ -115,13 +126,15 @@ pub fn tell(
             .take(ITEMS_PER_LINE)
             .map(|w| told_text(w, names))
             .collect();
-        let more = waiting.len().saturating_sub(ITEMS_PER_LINE);
+        let more = waiting.len().saturating_sub(ITEMS_PER_LINE) + counted;
         if more > 0 {
             texts.push(format!("and {more} more (`wit status`)"));
         }
         lines.push(format!("{}: {}", topic.heading(), texts.join("; ")));
-        for news in &waiting {
-            state.told.insert(news.key.clone(), now_ms);
+        if topic.found_each_time() {
+            for news in &waiting {
+                state.told.insert(news.key.clone(), now_ms);
+            }
         }
         state.topics.insert(name.to_string(), now_ms);
     }
@@ -182,9 +195,11 @@ mod tests {
         );
         assert_eq!(lines.len(), 2, "{lines:?}");
         assert!(lines[0].ends_with("session bob text of a"), "{lines:?}");
-        // Told: never again.
-        let again = vec![item(Topic::Collision, "a", Some("bob"))];
-        assert!(release(&mut state, again, 1_000, &[]).is_empty());
+        // Told: never again (news found again each time; an event is read once).
+        let waiter = || vec![item(Topic::Waiter, "w", Some("carol"))];
+        assert_eq!(release(&mut state, waiter(), 500, &[]).len(), 1);
+        let later = TOPIC_WINDOW_MS + 500;
+        assert!(release(&mut state.clone(), waiter(), later, &[]).is_empty());
         // New news of a topic within the window waits, and comes with the next line.
         let b = vec![item(Topic::Collision, "b", Some("bob"))];
         assert!(release(&mut state, b, 2_000, &[]).is_empty());
@@ -213,7 +228,27 @@ mod tests {
         let lines = release(&mut state, items, 0, &[]);
         assert_eq!(lines.len(), 1);
         assert!(lines[0].ends_with("and 2 more (`wit status`)"), "{lines:?}");
-        assert_eq!(state.told.len(), 5);
+        assert!(state.told.is_empty(), "news from events is read once");
+    }
+
+    /// Past the kept list a topic's news is counted, and the count told with its line.
+    #[test]
+    fn news_past_the_kept_list_is_counted() {
+        let mut state = HarnessSession::default();
+        state.topics.insert("collision".into(), 0);
+        let items = (0..WAITING_KEPT + 5)
+            .map(|i| item(Topic::Collision, &i.to_string(), Some("bob")))
+            .collect();
+        assert!(release(&mut state, items, 1, &[]).is_empty());
+        assert_eq!(state.pending["collision"].len(), WAITING_KEPT);
+        assert_eq!(state.more["collision"], 5);
+        let lines = release(&mut state, Vec::new(), TOPIC_WINDOW_MS, &[]);
+        let more = WAITING_KEPT + 5 - ITEMS_PER_LINE;
+        assert!(
+            lines[0].ends_with(&format!("and {more} more (`wit status`)")),
+            "{lines:?}"
+        );
+        assert!(state.more.is_empty() && state.pending.is_empty());
     }
 
     /// The same-agent rule is asked only when a line about others is due, and what it names
