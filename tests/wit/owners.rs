@@ -168,6 +168,28 @@ fn a_shell_edit_is_its_sessions_and_anothers_stash_is_denied_naming_it() {
     assert!(said.contains("bob"), "{said}");
 }
 
+/// Session `one-b` of the harness process `agent` rewrites a line of `beta` with `sed`
+/// through its Bash tool (the gate lets it through, the post-tool hook closes the call), and
+/// the daemon comes to own the line to it.
+fn one_b_rewrites_beta_by_shell(agent: &mut StandIn, repo: &Repo) {
+    let command = "sed -i 's/y \\* 2/y * 20/' src/lib.py";
+    let (decision, said) = verdict_from(agent, repo, "one-b", command);
+    assert_eq!(decision, "", "{said}");
+    let status = std::process::Command::new("bash")
+        .args(["-c", command])
+        .current_dir(repo.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    post_tool_from(agent, repo, "one-b", "Bash");
+    let found = owners_until(repo, "src/lib.py", |o| !o.lines.is_empty());
+    assert_eq!(
+        sessions_of(&found),
+        vec![vec!["one-b".to_owned()]],
+        "{found:?}"
+    );
+}
+
 /// One answer to "whose lines are these, seen from me" (issue 34.5): the shell gate asks the
 /// daemon, whose same-agent rule says two sessions registered by one harness process (here
 /// one stand-in runs both sessions' hooks, and its pulse registers each with its pid) are one
@@ -178,22 +200,7 @@ fn two_sessions_of_one_harness_process_are_one_agent_to_the_shell_gate() {
     let (repo, _daemon) = repo_with_lib();
     let mut agent = StandIn::spawn(&repo, "agent-one");
     post_tool_from(&mut agent, &repo, "one-a", "Read");
-    let command = "sed -i 's/y \\* 2/y * 20/' src/lib.py";
-    let (decision, said) = verdict_from(&mut agent, &repo, "one-b", command);
-    assert_eq!(decision, "", "{said}");
-    let status = std::process::Command::new("bash")
-        .args(["-c", command])
-        .current_dir(repo.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    post_tool_from(&mut agent, &repo, "one-b", "Bash");
-    let found = owners_until(&repo, "src/lib.py", |o| !o.lines.is_empty());
-    assert_eq!(
-        sessions_of(&found),
-        vec![vec!["one-b".to_owned()]],
-        "{found:?}"
-    );
+    one_b_rewrites_beta_by_shell(&mut agent, &repo);
     for command in [
         "git stash",
         "git add -A && git commit -m mine",
@@ -228,18 +235,7 @@ fn the_news_hook_never_tells_the_agent_of_its_own_sessions_work() {
         "one-a",
         &["declare", "-d", "Tune", "-f", "src/lib.py"],
     );
-    let command = "sed -i 's/y \\* 2/y * 20/' src/lib.py";
-    let (decision, said) = verdict_from(&mut agent, &repo, "one-b", command);
-    assert_eq!(decision, "", "{said}");
-    let status = std::process::Command::new("bash")
-        .args(["-c", command])
-        .current_dir(repo.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    post_tool_from(&mut agent, &repo, "one-b", "Bash");
-    let found = owners_until(&repo, "src/lib.py", |o| !o.lines.is_empty());
-    assert_eq!(sessions_of(&found), vec![vec!["one-b".to_owned()]]);
+    one_b_rewrites_beta_by_shell(&mut agent, &repo);
     wit_ok(
         &repo,
         "one-b",
