@@ -5,10 +5,10 @@
 //! lines read for the shell gate; [`policy`]: the `[gate]` configuration), the shell gate for
 //! git commands that would take or drop other sessions' work ([`shell`], reached through the
 //! same `pre-edit` entry for shell tools), the pre-commit check for staged foreign lines
-//! ([`foreign`]) and the news hook after each tool call ([`post_tool`], with [`news_queue`]: when it tells
-//! what). What the harness
-//! hooks share: [`hook_input`] (one deadline, the payload, the repository) and
-//! [`harness_session`] (the session's pulse and remembered state).
+//! ([`foreign`]) and the news hook after each tool call ([`post_tool`], with [`news_queue`]:
+//! when it tells what). What the harness hooks share: [`hook_input`] (one deadline, the
+//! payload, the repository) and [`harness_session`] (the session's pulse and remembered
+//! state).
 //!
 //! The adapters are clients of the daemon like the rest of the CLI: every rule lives in
 //! `edit.preflight`; they only translate and weigh its findings.
