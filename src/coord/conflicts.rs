@@ -356,42 +356,91 @@ impl<'c> Others<'c> {
     /// session, or a live session of the same agent), another live agent's, or neither (a
     /// dead or ended session, nobody's lines, the asking worktree's own observed work).
     pub fn standing(&self, session_id: &str) -> Result<Standing> {
+        if let Some(known) = self.known_standing(session_id) {
+            return Ok(known);
+        }
+        let row = self.coord.store.read(|r| r.session(session_id))?;
+        let verdict = self.verdict_of(row.as_ref())?;
+        self.verdicts
+            .borrow_mut()
+            .insert(session_id.to_owned(), verdict);
+        Ok(verdict)
+    }
+
+    /// Reads at once, in one store transaction, the sessions among `sessions` whose
+    /// [`Others::standing`] needs their row and is not known yet: a request that weighs the
+    /// work of many sessions (hundreds on one file) reads them together rather than a
+    /// transaction each.
+    pub fn learn<'s>(&self, sessions: impl IntoIterator<Item = &'s str>) -> Result<()> {
+        let mut wanted: Vec<&str> = sessions
+            .into_iter()
+            .filter(|id| self.known_standing(id).is_none())
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let me = self
+            .at
+            .session()
+            .filter(|_| self.my_process.get().is_none());
+        let (rows, mine) = self.coord.store.read(|r| {
+            let rows = wanted
+                .iter()
+                .map(|id| r.session(id))
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            let mine = me.map(|me| r.session(me)).transpose()?;
+            Ok::<_, crate::store::StoreError>((rows, mine))
+        })?;
+        if let Some(mine) = mine {
+            let _ = self
+                .my_process
+                .get_or_init(|| mine.as_ref().and_then(process_of));
+        }
+        for (id, row) in wanted.into_iter().zip(rows) {
+            let verdict = self.verdict_of(row.as_ref())?;
+            self.verdicts.borrow_mut().insert(id.to_owned(), verdict);
+        }
+        Ok(())
+    }
+
+    /// Where work of `session_id` stands when that needs no session row: the acting
+    /// session's, nobody's, a worktree's observed work, or a verdict already reached.
+    fn known_standing(&self, session_id: &str) -> Option<Standing> {
         if self.at.session() == Some(session_id) {
-            return Ok(Standing::Mine);
+            return Some(Standing::Mine);
         }
         if super::ownership::is_unowned_session(session_id) {
             // 15.3: a person's or an unhooked tool's lines are for the git guards to weigh
             // (`[gate] unowned`); they are no agent's work that an edit or a lock collides with.
-            return Ok(Standing::Aside);
+            return Some(Standing::Aside);
         }
         if let Some(root) = worktree_of_session(session_id) {
             // 14.4: a worktree's own observed work never stands against work from it.
-            return Ok(if self.at.worktree() == Some(root) {
+            return Some(if self.at.worktree() == Some(root) {
                 Standing::Aside
             } else {
                 Standing::Theirs
             });
         }
-        if let Some(&known) = self.verdicts.borrow().get(session_id) {
-            return Ok(known);
-        }
-        let row = self.coord.store.read(|r| r.session(session_id))?;
-        let verdict = match row {
+        self.verdicts.borrow().get(session_id).copied()
+    }
+
+    /// Where work of a session whose row is `row` stands (`None`: no such session).
+    fn verdict_of(&self, row: Option<&SessionRow>) -> Result<Standing> {
+        Ok(match row {
             None => Standing::Theirs,
-            Some(row) if !self.coord.row_is_live(&row) => Standing::Aside,
+            Some(row) if !self.coord.row_is_live(row) => Standing::Aside,
             Some(row) => {
-                let theirs = process_of(&row);
+                let theirs = process_of(row);
                 if theirs.is_some() && theirs == *self.my_process()? {
                     Standing::Mine
                 } else {
                     Standing::Theirs
                 }
             }
-        };
-        self.verdicts
-            .borrow_mut()
-            .insert(session_id.to_owned(), verdict);
-        Ok(verdict)
+        })
     }
 
     fn my_process(&self) -> Result<&Option<(i64, i64, Option<String>)>> {
@@ -419,6 +468,7 @@ impl<'c> Others<'c> {
 
     /// `items` whose session (as `session_of` names it) stands against the acting one.
     pub fn filter<T>(&self, items: Vec<T>, session_of: impl Fn(&T) -> &str) -> Result<Vec<T>> {
+        self.learn(items.iter().map(&session_of))?;
         let mut kept = Vec::with_capacity(items.len());
         for item in items {
             if self.against(session_of(&item))? {

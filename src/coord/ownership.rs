@@ -554,6 +554,10 @@ impl Coord {
         };
         found.sort_by(|a, b| a.0.cmp(&b.0));
         let others = at.session().map(|_| Others::of(self, at)).transpose()?;
+        if let Some(view) = &others {
+            let owners = found.iter().flat_map(|(_, owned, ..)| owned);
+            view.learn(owners.flat_map(|h| h.mark.owners.iter().map(String::as_str)))?;
+        }
         let unowned = unowned_session(&root);
         let mut out = Vec::with_capacity(found.len());
         for (file, owned, binary, exists) in found {

@@ -505,3 +505,36 @@ fn regions_are_not_carried_to_a_file_being_written() {
     h.index.set_text(FILE, &format!("# a\n{text}"));
     assert_eq!(regions(&h, "s1"), [(7, 7)]);
 }
+
+/// Sessions read together (`Others::learn`, one store transaction) stand where each read
+/// alone stands: the acting session and a session of its process its own, another live
+/// agent's and an unknown session's against it, a dead one's aside.
+#[test]
+fn sessions_read_together_stand_where_each_read_alone_stands() {
+    let h = harness();
+    h.processes.start(50, 7);
+    h.processes.start(60, 8);
+    h.processes.start(70, 9);
+    for (session, pid) in [("gate", 50), ("mcp", 50), ("bob", 60), ("gone", 70)] {
+        h.coord
+            .register_with_pulse("agent", session, Some(pid), None)
+            .unwrap();
+    }
+    h.processes.kill(70);
+    let sessions = ["gate", "mcp", "bob", "gone", "never-registered", "mcp"];
+    let at = h.coord.vantage(Some("gate"));
+    let alone = crate::coord::conflicts::Others::of(&h.coord, &at).unwrap();
+    let one_by_one: Vec<_> = sessions
+        .iter()
+        .map(|s| alone.standing(s).unwrap())
+        .collect();
+    let together = crate::coord::conflicts::Others::of(&h.coord, &at).unwrap();
+    together.learn(sessions).unwrap();
+    let learnt: Vec<_> = sessions
+        .iter()
+        .map(|s| together.standing(s).unwrap())
+        .collect();
+    assert_eq!(learnt, one_by_one);
+    use crate::coord::conflicts::Standing::{Aside, Mine, Theirs};
+    assert_eq!(one_by_one, [Mine, Mine, Theirs, Aside, Theirs, Mine]);
+}
