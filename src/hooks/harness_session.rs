@@ -83,7 +83,7 @@ enum WaitingForm {
         files: Vec<String>,
         text: String,
     },
-    Told(String, String),
+    Older(String, String),
 }
 
 impl From<WaitingForm> for Waiting {
@@ -100,7 +100,7 @@ impl From<WaitingForm> for Waiting {
                 files,
                 text,
             },
-            WaitingForm::Told(key, text) => Waiting {
+            WaitingForm::Older(key, text) => Waiting {
                 key,
                 actor: None,
                 files: Vec::new(),

@@ -1,7 +1,8 @@
 //! When the news hook tells what ([`super::post_tool`]): news not told before waits in its
-//! topic's list in the session's state; a topic whose last line is at least
-//! [`TOPIC_WINDOW_MS`] old gets one line with everything waiting. Expiry and waiter news waits
-//! only while it is still true (it is found again each time).
+//! topic's list in the session's state (at most [`WAITING_KEPT`] pieces, the rest counted); a
+//! topic whose last line is at least [`TOPIC_WINDOW_MS`] old gets one line with everything
+//! waiting. Expiry and waiter news waits only while it is still true (it is found again each
+//! time), and only it is remembered as told: the cursor reads each event once.
 //!
 //! News about another session is told only if that session is not one of the agent's own
 //! (the daemon's same-agent rule, asked through `work.changes` of the files the news is
