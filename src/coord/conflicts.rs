@@ -381,23 +381,12 @@ impl<'c> Others<'c> {
         if wanted.is_empty() {
             return Ok(());
         }
-        let me = self
-            .at
-            .session()
-            .filter(|_| self.my_process.get().is_none());
-        let (rows, mine) = self.coord.store.read(|r| {
-            let rows = wanted
+        let rows = self.coord.store.read(|r| {
+            wanted
                 .iter()
                 .map(|id| r.session(id))
-                .collect::<std::result::Result<Vec<_>, _>>()?;
-            let mine = me.map(|me| r.session(me)).transpose()?;
-            Ok::<_, crate::store::StoreError>((rows, mine))
+                .collect::<std::result::Result<Vec<_>, _>>()
         })?;
-        if let Some(mine) = mine {
-            let _ = self
-                .my_process
-                .get_or_init(|| mine.as_ref().and_then(process_of));
-        }
         for (id, row) in wanted.into_iter().zip(rows) {
             let verdict = self.verdict_of(row.as_ref())?;
             self.verdicts.borrow_mut().insert(id.to_owned(), verdict);

@@ -220,11 +220,12 @@ fn restore_unchanged_runs<'b, 'c>(
 }
 
 /// A text's entries (`work`) carried through `ops` (the line diff from the current text to a
-/// new one, whose line `n` is `new_line(n)`; HEAD's is `base_line(n)`): kept lines moved as
-/// they are, each change marked by `mark_of` (and by the earlier owners of lines it rewrote).
-fn carry_entries<'b, 'n>(
+/// new one, whose line `n` is `new_line(n)`; HEAD's text is `base`, its lines starting at
+/// `base_starts`): kept lines moved as they are, each change marked by `mark_of` (and by the
+/// earlier owners of lines it rewrote).
+fn carry_entries<'n>(
     work: &mut Work,
-    base_line: impl Fn(usize) -> Option<&'b [u8]>,
+    (base, base_starts): (&[u8], &[usize]),
     ops: &[DiffOp],
     new_line: impl Fn(usize) -> Option<&'n [u8]>,
     mark_of: impl Fn(std::ops::Range<usize>, std::ops::Range<usize>) -> Mark,
@@ -261,6 +262,7 @@ fn carry_entries<'b, 'n>(
     }
     // Whatever the diff did not reach (nothing, when it covers the text as it does).
     old.take_to_line(usize::MAX, |entry| next.push(entry));
+    let base_line = |line| base_line_at(base, base_starts, line);
     restore_unchanged_runs(&mut next, base_line, new_line);
     *entries = next;
 }
@@ -372,9 +374,8 @@ impl FileOwners {
             let starts = starts.get_or_init(|| line_starts(&new));
             base_line_at(&new, starts, line)
         };
-        let (base, starts) = (&self.base, &self.base_starts);
-        let base_line = |line| base_line_at(base, starts, line);
-        carry_entries(&mut self.work, base_line, ops, line_of, mark_of);
+        let base = (self.base.as_slice(), self.base_starts.as_slice());
+        carry_entries(&mut self.work, base, ops, line_of, mark_of);
         self.current = new;
     }
 
@@ -392,9 +393,8 @@ impl FileOwners {
             .unwrap_or_else(|| split_lines(new));
         let ops = text_line_ops::<[u8]>((&self.current, &old_lines), (new, &new_lines));
         let line_of = |line: usize| new_lines.get(line).copied();
-        let (base, starts) = (&self.base, &self.base_starts);
-        let base_line = |line| base_line_at(base, starts, line);
-        carry_entries(&mut self.work, base_line, &ops, line_of, mark_of);
+        let base = (self.base.as_slice(), self.base_starts.as_slice());
+        carry_entries(&mut self.work, base, &ops, line_of, mark_of);
         self.current = new.to_vec();
     }
 

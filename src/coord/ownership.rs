@@ -514,14 +514,13 @@ impl Coord {
         if entry.owners.current() != before.as_bytes() {
             entry.owners.apply(before.as_bytes(), &Mark::new(&[], now));
         }
+        // The map's text is `before` now, the text the preflight's diff starts from.
         let mark = Mark::new(&[session_id.to_owned()], now);
         match applied.line_ops {
-            Some((ops, _)) if entry.owners.current() == before.as_bytes() => {
-                entry
-                    .owners
-                    .apply_diff(applied.text.into_bytes(), &ops, &mark);
-            }
-            _ => entry.owners.apply(applied.text.as_bytes(), &mark),
+            Some((ops, _)) => entry
+                .owners
+                .apply_diff(applied.text.into_bytes(), &ops, &mark),
+            None => entry.owners.apply(applied.text.as_bytes(), &mark),
         }
         entry.exists = true;
         if entry.is_clean() {

@@ -98,14 +98,14 @@ pub fn due_files(state: &HarnessSession, now_ms: i64) -> Option<Vec<String>> {
 
 /// Tells the lines due at `now_ms`, in topic order: each due topic's waiting news but that of
 /// the agent's own sessions (`same_agent`, dropped untold), its actors named from `names`
-/// where known, and what was only counted. A topic whose news was all the agent's own tells
+/// where known (`names`: none known yet), and what was only counted. A topic whose news was all the agent's own tells
 /// nothing and keeps its window as it was. Only news found each time is remembered as told:
 /// the cursor reads each event once.
 pub fn tell(
     state: &mut HarnessSession,
     now_ms: i64,
     same_agent: &HashSet<String>,
-    names: &BTreeMap<String, String>,
+    names: Option<&BTreeMap<String, String>>,
 ) -> Vec<String> {
     let topics: Vec<Topic> = due(state, now_ms).map(|(topic, _)| topic).collect();
     let mut lines = Vec::new();
@@ -144,9 +144,9 @@ pub fn tell(
 
 /// A piece of news as told: its actor named (`name (session id)`, or `session id`), then its
 /// text.
-fn told_text(news: &Waiting, names: &BTreeMap<String, String>) -> String {
+fn told_text(news: &Waiting, names: Option<&BTreeMap<String, String>>) -> String {
     match news.actor.as_deref() {
-        Some(actor) => match names.get(actor) {
+        Some(actor) => match names.and_then(|names| names.get(actor)) {
             Some(name) => format!("{name} (session {actor}) {}", news.text),
             None => format!("session {actor} {}", news.text),
         },
@@ -179,7 +179,7 @@ mod tests {
     ) -> Vec<String> {
         enqueue(state, items, now);
         let same = same.iter().map(|s| (*s).to_owned()).collect();
-        tell(state, now, &same, &BTreeMap::new())
+        tell(state, now, &same, None)
     }
 
     #[test]
@@ -275,7 +275,7 @@ mod tests {
         );
         let names = BTreeMap::from([("bob".to_string(), "Bob".to_string())]);
         let same = HashSet::from(["mcp".to_string()]);
-        let lines = tell(&mut state, 0, &same, &names);
+        let lines = tell(&mut state, 0, &same, Some(&names));
         assert_eq!(
             lines,
             vec!["another agent started work that meets yours: Bob (session bob) text of bob"]
@@ -307,7 +307,7 @@ mod tests {
             r#"{"sessionId":"s","pending":{"collision":[["k","Bob (session b) works on a.ts"]]}}"#;
         let mut state: HarnessSession = serde_json::from_str(old).unwrap();
         assert_eq!(state.cursor, None);
-        let lines = tell(&mut state, 0, &HashSet::new(), &BTreeMap::new());
+        let lines = tell(&mut state, 0, &HashSet::new(), None);
         assert_eq!(
             lines,
             vec!["another agent started work that meets yours: Bob (session b) works on a.ts"]

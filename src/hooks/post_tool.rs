@@ -507,9 +507,9 @@ async fn gather(
             state.names = Some(named(&sessions));
         }
     }
+    // The names are lent to the telling, which writes the rest of the state.
     let names = state.names.take();
-    let known = names.as_ref().map_or_else(BTreeMap::new, BTreeMap::clone);
-    let lines = news_queue::tell(state, now, &same_agent, &known);
+    let lines = news_queue::tell(state, now, &same_agent, names.as_ref());
     state.names = names;
     // The harness's pulse, once per session (the news does not wait on its failure).
     let _ = state
@@ -703,7 +703,7 @@ mod tests {
         let items = news("me", &work, &[], 43_500);
         let mut state = HarnessSession::default();
         news_queue::enqueue(&mut state, items.clone(), 43_500);
-        let lines = news_queue::tell(&mut state, 43_500, &same, &names);
+        let lines = news_queue::tell(&mut state, 43_500, &same, Some(&names));
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(
             lines[0].starts_with(
@@ -716,9 +716,9 @@ mod tests {
         let mut state = HarnessSession::default();
         state.topics.insert("waiter".into(), 0);
         news_queue::enqueue(&mut state, items, 1);
-        assert!(news_queue::tell(&mut state, 1, &same, &names).is_empty());
+        assert!(news_queue::tell(&mut state, 1, &same, Some(&names)).is_empty());
         news_queue::enqueue(&mut state, Vec::new(), news_queue::TOPIC_WINDOW_MS);
-        let later = news_queue::tell(&mut state, news_queue::TOPIC_WINDOW_MS, &same, &names);
+        let later = news_queue::tell(&mut state, news_queue::TOPIC_WINDOW_MS, &same, Some(&names));
         assert!(later.is_empty());
     }
 

@@ -369,13 +369,7 @@ async fn check(
             }
         }
         let clean = params.iter().filter(|params| params.record == Some(true));
-        let recorded = join_all(clean.map(|params| {
-            doorway.call(|client| {
-                let params = params.clone();
-                async move { client.edit_preflight(params).await }
-            })
-        }))
-        .await;
+        let recorded = join_all(clean.map(|params| preflight(doorway, params))).await;
         for answer in recorded {
             answer?;
         }
@@ -383,17 +377,25 @@ async fn check(
     Ok((verdict, notes))
 }
 
+/// One `edit.preflight` through the doorway.
+async fn preflight(
+    doorway: &Doorway,
+    params: &EditPreflightParams,
+) -> Result<EditPreflightResult, Failure> {
+    doorway
+        .call(|client| {
+            let params = params.clone();
+            async move { client.edit_preflight(params).await }
+        })
+        .await
+}
+
 /// One file's preflight; an edit whose old text occurs several times, at every occurrence.
 async fn checked(
     doorway: &Doorway,
     params: &EditPreflightParams,
 ) -> Result<EditPreflightResult, Failure> {
-    let result = doorway
-        .call(|client| {
-            let params = params.clone();
-            async move { client.edit_preflight(params).await }
-        })
-        .await?;
+    let result = preflight(doorway, params).await?;
     if result.applies {
         return Ok(result);
     }
@@ -417,12 +419,7 @@ async fn every_occurrence(
     for edit in &mut widened.edits {
         edit.replace_all = Some(true);
     }
-    let result = doorway
-        .call(|client| {
-            let widened = widened.clone();
-            async move { client.edit_preflight(widened).await }
-        })
-        .await?;
+    let result = preflight(doorway, &widened).await?;
     Ok(result.applies.then_some(result))
 }
 
