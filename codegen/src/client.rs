@@ -1,8 +1,10 @@
-//! The `client` file: one `WitClient` method per protocol method.
+//! The `client` file: one `WitClient` method and one `Batch` method per protocol method.
 //!
-//! Each method serialises its params type, posts the request through the hand-written
-//! transport (`WitClient::call`) and decodes the result type. A method that declares no
-//! params (`ping`) takes no argument and sends no `params`.
+//! Each `WitClient` method serialises its params type, posts the request through the
+//! hand-written transport (`WitClient::call`) and decodes the result type. Each `Batch` method
+//! adds the same request to a batch (`Batch::push`) and returns the typed handle its answer is
+//! taken with. A method that declares no params (`ping`) takes no argument and sends no
+//! `params`.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -41,9 +43,40 @@ pub fn generate(model: &Model) -> TokenStream {
             }
         }
     });
+    let batched = model.methods.iter().map(|m| {
+        let doc = doc_attrs(&format!(
+            "Adds a `{}` call to the batch; its answer is taken with `BatchAnswers::take`.",
+            m.method.name
+        ));
+        let fn_ident = format_ident!("{}", m.fn_name);
+        let params = format_ident!("{}", m.params_type);
+        let result = format_ident!("{}", m.result_type);
+        let name = &m.method.name;
+        if m.method.params.is_empty() {
+            quote! {
+                #doc
+                pub fn #fn_ident(&mut self) -> crate::client::Pending<crate::protocol::#result> {
+                    self.push::<crate::protocol::#params, _>(#name, ::std::option::Option::None)
+                }
+            }
+        } else {
+            quote! {
+                #doc
+                pub fn #fn_ident(
+                    &mut self,
+                    params: &crate::protocol::#params,
+                ) -> crate::client::Pending<crate::protocol::#result> {
+                    self.push(#name, ::std::option::Option::Some(params))
+                }
+            }
+        }
+    });
     quote! {
         impl crate::client::WitClient {
             #(#methods)*
+        }
+        impl crate::client::Batch {
+            #(#batched)*
         }
     }
 }

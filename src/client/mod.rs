@@ -6,6 +6,7 @@
 //! calls. Every request carries `"jsonrpc":"2.0","witVersion":"1"` and a fresh `id`.
 #![cfg(feature = "client")]
 
+mod batch;
 mod transport;
 
 use std::path::{Path, PathBuf};
@@ -18,6 +19,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::protocol::{ProtocolError, WIT_VERSION};
+
+pub use batch::{Batch, BatchAnswers, Pending};
 
 /// Why a call did not produce a result.
 #[derive(Debug, thiserror::Error)]
@@ -137,14 +140,19 @@ impl WitClient {
         };
         let body = serde_json::to_vec(&request)
             .map_err(|e| ClientError::Decode(format!("cannot encode the request: {e}")))?;
+        let (status, answer) = self.post(body).await?;
+        decode_response(status, &answer)
+    }
+
+    /// Posts `body` and returns the status and the whole answer, within the client's timeout.
+    async fn post(&self, body: Vec<u8>) -> Result<(http::StatusCode, bytes::Bytes), ClientError> {
         let send = self.inner.transport.post(body);
-        let (status, answer) = match self.inner.timeout {
-            None => send.await?,
+        match self.inner.timeout {
+            None => send.await,
             Some(limit) => tokio::time::timeout(limit, send).await.map_err(|_| {
                 ClientError::Transport(format!("no answer within {} ms", limit.as_millis()))
-            })??,
-        };
-        decode_response(status, &answer)
+            })?,
+        }
     }
 }
 

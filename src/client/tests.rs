@@ -41,12 +41,14 @@ fn serve(answer: fn(&Value) -> Value) -> TestServer {
                         assert_eq!(request.method(), http::Method::POST);
                         let body = request.into_body().collect().await.unwrap().to_bytes();
                         let request: Value = serde_json::from_slice(&body).unwrap();
-                        let mut response =
-                            json!({"jsonrpc": "2.0", "witVersion": "1", "id": request["id"]});
-                        let answer = answer(&request);
-                        for (key, value) in answer.as_object().unwrap() {
-                            response[key] = value.clone();
-                        }
+                        // A batch is answered element by element, last first: the client
+                        // must match answers by id, not by place.
+                        let response = match request.as_array() {
+                            Some(batch) => Value::Array(
+                                batch.iter().rev().map(|r| respond(r, answer)).collect(),
+                            ),
+                            None => respond(&request, answer),
+                        };
                         Ok::<_, Infallible>(
                             http::Response::builder()
                                 .header("content-type", "application/json")
@@ -66,6 +68,15 @@ fn serve(answer: fn(&Value) -> Value) -> TestServer {
         socket,
         connections,
     }
+}
+
+/// The response to one request: its envelope around what `answer` says.
+fn respond(request: &Value, answer: fn(&Value) -> Value) -> Value {
+    let mut response = json!({"jsonrpc": "2.0", "witVersion": "1", "id": request["id"]});
+    for (key, value) in answer(request).as_object().unwrap() {
+        response[key] = value.clone();
+    }
+    response
 }
 
 fn echo(request: &Value) -> Value {
@@ -140,6 +151,33 @@ async fn reports_a_missing_daemon_as_unreachable() {
         client.ping().await,
         Err(ClientError::Unreachable(_))
     ));
+}
+
+#[tokio::test]
+async fn a_batch_is_one_request_and_each_call_takes_its_own_answer() {
+    let server = serve(echo);
+    let client = WitClient::new(&server.socket);
+    let mut batch = Batch::new();
+    let ping = batch.ping();
+    let locks = batch.lock_query(&LockQueryParams { session_id: None });
+    let refused = batch.lock_acquire(&LockAcquireParams {
+        symbol_path: "a.ts:f".into(),
+        session_id: "me".into(),
+        ttl_ms: None,
+        wait_ms: None,
+    });
+    assert_eq!(batch.len(), 3);
+    let mut answers = client.send(&batch).await.unwrap();
+    let ClientError::Rpc(error) = answers.take(refused).unwrap_err() else {
+        panic!("expected an RPC error");
+    };
+    assert!(error.is(ErrorCode::LockConflict));
+    assert!(answers.take(locks).unwrap().is_empty());
+    assert_eq!(answers.take(ping).unwrap(), PingResult::Pong);
+    assert_eq!(server.connections.load(Ordering::SeqCst), 1);
+    // Nothing to send: no request at all.
+    client.send(&Batch::new()).await.unwrap();
+    assert_eq!(server.connections.load(Ordering::SeqCst), 1);
 }
 
 #[test]

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::client::{ClientError, WitClient};
+use crate::client::{Batch, BatchAnswers, ClientError, WitClient};
 use crate::daemon::launcher;
 use crate::daemon::paths::WitPaths;
 
@@ -121,6 +121,13 @@ impl Doorway {
             async move { client.call_raw(method, params).await }
         })
         .await
+    }
+
+    /// Sends every call of `batch` in one request (starting the daemon as [`Doorway::call`]
+    /// does); each call's answer is taken from the result.
+    pub async fn send(&self, batch: &Batch) -> Result<BatchAnswers, Failure> {
+        self.call(|client| async move { client.send(batch).await })
+            .await
     }
 
     /// Sends one call only if a daemon answers, within `limit` (and the deadline, if any);

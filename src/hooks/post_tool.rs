@@ -38,6 +38,7 @@ use super::news_queue;
 use crate::cli::agent_config::Agent;
 use crate::cli::output::Report;
 use crate::cli::owners::OwnerView;
+use crate::client::Batch;
 use crate::daemon::paths::WitPaths;
 use crate::doorway::{self, clock, Doorway, Failure};
 use crate::protocol::{
@@ -417,38 +418,33 @@ async fn gather(
     state: &mut HarnessSession,
 ) -> Result<Vec<String>, Failure> {
     let since = state.cursor;
-    let poll = doorway.call(|client| async move {
-        client
-            .events_poll(EventsPollParams {
-                since,
-                limit: Some(POLL_LIMIT),
-                types: vec![
-                    EventsPollParamsTypesItem::IntentDeclared,
-                    EventsPollParamsTypesItem::ContractProposed,
-                    EventsPollParamsTypesItem::ContractResponded,
-                    EventsPollParamsTypesItem::SessionRegistered,
-                ],
-                wait_ms: None,
-            })
-            .await
+    // One request on one connection: a connection costs the hook and the daemon more than
+    // these three quick reads.
+    let mut batch = Batch::new();
+    let poll = batch.events_poll(&EventsPollParams {
+        since,
+        limit: Some(POLL_LIMIT),
+        types: vec![
+            EventsPollParamsTypesItem::IntentDeclared,
+            EventsPollParamsTypesItem::ContractProposed,
+            EventsPollParamsTypesItem::ContractResponded,
+            EventsPollParamsTypesItem::SessionRegistered,
+        ],
+        wait_ms: None,
     });
-    let locks = doorway.call(|client| async move {
-        client
-            .lock_query(LockQueryParams {
-                session_id: Some(session.to_string()),
-            })
-            .await
+    let mine = Some(session.to_string());
+    let locks = batch.lock_query(&LockQueryParams {
+        session_id: mine.clone(),
     });
-    let intents = doorway.call(|client| async move {
-        client
-            .intent_query(IntentQueryParams {
-                session_id: Some(session.to_string()),
-                file: None,
-                status: None,
-            })
-            .await
+    let intents = batch.intent_query(&IntentQueryParams {
+        session_id: mine,
+        file: None,
+        status: None,
     });
-    let (polled, locks, intents) = tokio::join!(poll, locks, intents);
+    let mut answers = doorway.send(&batch).await?;
+    let polled = answers.take(poll);
+    let locks = answers.take(locks);
+    let intents = answers.take(intents);
     let polled = polled?;
     let complete = !polled.gap && i64::try_from(polled.events.len()).is_ok_and(|n| n < POLL_LIMIT);
     let polled_events = take_registrations(&mut state.names, polled.events, complete);

@@ -320,3 +320,169 @@ impl crate::client::WitClient {
         self.call("work.changes", ::std::option::Option::Some(&params)).await
     }
 }
+impl crate::client::Batch {
+    /// Adds a `ping` call to the batch; its answer is taken with `BatchAnswers::take`.
+    pub fn ping(&mut self) -> crate::client::Pending<crate::protocol::PingResult> {
+        self.push::<crate::protocol::PingParams, _>("ping", ::std::option::Option::None)
+    }
+    /// Adds a `register` call to the batch; its answer is taken with `BatchAnswers::take`.
+    pub fn register(
+        &mut self,
+        params: &crate::protocol::RegisterParams,
+    ) -> crate::client::Pending<crate::protocol::RegisterResult> {
+        self.push("register", ::std::option::Option::Some(params))
+    }
+    /// Adds a `lock.acquire` call to the batch; its answer is taken with `BatchAnswers::take`.
+    pub fn lock_acquire(
+        &mut self,
+        params: &crate::protocol::LockAcquireParams,
+    ) -> crate::client::Pending<crate::protocol::LockAcquireResult> {
+        self.push("lock.acquire", ::std::option::Option::Some(params))
+    }
+    /// Adds a `lock.release` call to the batch; its answer is taken with `BatchAnswers::take`.
+    pub fn lock_release(
+        &mut self,
+        params: &crate::protocol::LockReleaseParams,
+    ) -> crate::client::Pending<crate::protocol::LockReleaseResult> {
+        self.push("lock.release", ::std::option::Option::Some(params))
+    }
+    /// Adds a `lock.query` call to the batch; its answer is taken with `BatchAnswers::take`.
+    pub fn lock_query(
+        &mut self,
+        params: &crate::protocol::LockQueryParams,
+    ) -> crate::client::Pending<crate::protocol::LockQueryResult> {
+        self.push("lock.query", ::std::option::Option::Some(params))
+    }
+    /// Adds a `lock.waits` call to the batch; its answer is taken with `BatchAnswers::take`.
+    pub fn lock_waits(
+        &mut self,
+    ) -> crate::client::Pending<crate::protocol::LockWaitsResult> {
+        self.push::<
+                crate::protocol::LockWaitsParams,
+                _,
+            >("lock.waits", ::std::option::Option::None)
+    }
+    /// Adds a `intent.declare` call to the batch; its answer is taken with `BatchAnswers::take`.
+    pub fn intent_declare(
+        &mut self,
+        params: &crate::protocol::IntentDeclareParams,
+    ) -> crate::client::Pending<crate::protocol::IntentDeclareResult> {
+        self.push("intent.declare", ::std::option::Option::Some(params))
+    }
+    /// Adds a `intent.update` call to the batch; its answer is taken with `BatchAnswers::take`.
+    pub fn intent_update(
+        &mut self,
+        params: &crate::protocol::IntentUpdateParams,
+    ) -> crate::client::Pending<crate::protocol::IntentUpdateResult> {
+        self.push("intent.update", ::std::option::Option::Some(params))
+    }
+    /// Adds a `intent.query` call to the batch; its answer is taken with `BatchAnswers::take`.
+    pub fn intent_query(
+        &mut self,
+        params: &crate::protocol::IntentQueryParams,
+    ) -> crate::client::Pending<crate::protocol::IntentQueryResult> {
+        self.push("intent.query", ::std::option::Option::Some(params))
+    }
+    /// Adds a `contract.propose` call to the batch; its answer is taken with `BatchAnswers::take`.
+    pub fn contract_propose(
+        &mut self,
+        params: &crate::protocol::ContractProposeParams,
+    ) -> crate::client::Pending<crate::protocol::ContractProposeResult> {
+        self.push("contract.propose", ::std::option::Option::Some(params))
+    }
+    /// Adds a `contract.respond` call to the batch; its answer is taken with `BatchAnswers::take`.
+    pub fn contract_respond(
+        &mut self,
+        params: &crate::protocol::ContractRespondParams,
+    ) -> crate::client::Pending<crate::protocol::ContractRespondResult> {
+        self.push("contract.respond", ::std::option::Option::Some(params))
+    }
+    /// Adds a `contract.query` call to the batch; its answer is taken with `BatchAnswers::take`.
+    pub fn contract_query(
+        &mut self,
+        params: &crate::protocol::ContractQueryParams,
+    ) -> crate::client::Pending<crate::protocol::ContractQueryResult> {
+        self.push("contract.query", ::std::option::Option::Some(params))
+    }
+    /// Adds a `check-contracts` call to the batch; its answer is taken with `BatchAnswers::take`.
+    pub fn check_contracts(
+        &mut self,
+        params: &crate::protocol::CheckContractsParams,
+    ) -> crate::client::Pending<crate::protocol::CheckContractsResult> {
+        self.push("check-contracts", ::std::option::Option::Some(params))
+    }
+    /// Adds a `session.heartbeat` call to the batch; its answer is taken with `BatchAnswers::take`.
+    pub fn session_heartbeat(
+        &mut self,
+        params: &crate::protocol::SessionHeartbeatParams,
+    ) -> crate::client::Pending<crate::protocol::SessionHeartbeatResult> {
+        self.push("session.heartbeat", ::std::option::Option::Some(params))
+    }
+    /// Adds a `session.end` call to the batch; its answer is taken with `BatchAnswers::take`.
+    pub fn session_end(
+        &mut self,
+        params: &crate::protocol::SessionEndParams,
+    ) -> crate::client::Pending<crate::protocol::SessionEndResult> {
+        self.push("session.end", ::std::option::Option::Some(params))
+    }
+    /// Adds a `session.list` call to the batch; its answer is taken with `BatchAnswers::take`.
+    pub fn session_list(
+        &mut self,
+    ) -> crate::client::Pending<crate::protocol::SessionListResult> {
+        self.push::<
+                crate::protocol::SessionListParams,
+                _,
+            >("session.list", ::std::option::Option::None)
+    }
+    /// Adds a `events.poll` call to the batch; its answer is taken with `BatchAnswers::take`.
+    pub fn events_poll(
+        &mut self,
+        params: &crate::protocol::EventsPollParams,
+    ) -> crate::client::Pending<crate::protocol::EventsPollResult> {
+        self.push("events.poll", ::std::option::Option::Some(params))
+    }
+    /// Adds a `edit.preflight` call to the batch; its answer is taken with `BatchAnswers::take`.
+    pub fn edit_preflight(
+        &mut self,
+        params: &crate::protocol::EditPreflightParams,
+    ) -> crate::client::Pending<crate::protocol::EditPreflightResult> {
+        self.push("edit.preflight", ::std::option::Option::Some(params))
+    }
+    /// Adds a `worktree.forecast` call to the batch; its answer is taken with `BatchAnswers::take`.
+    pub fn worktree_forecast(
+        &mut self,
+    ) -> crate::client::Pending<crate::protocol::WorktreeForecastResult> {
+        self.push::<
+                crate::protocol::WorktreeForecastParams,
+                _,
+            >("worktree.forecast", ::std::option::Option::None)
+    }
+    /// Adds a `work.begin` call to the batch; its answer is taken with `BatchAnswers::take`.
+    pub fn work_begin(
+        &mut self,
+        params: &crate::protocol::WorkBeginParams,
+    ) -> crate::client::Pending<crate::protocol::WorkBeginResult> {
+        self.push("work.begin", ::std::option::Option::Some(params))
+    }
+    /// Adds a `work.end` call to the batch; its answer is taken with `BatchAnswers::take`.
+    pub fn work_end(
+        &mut self,
+        params: &crate::protocol::WorkEndParams,
+    ) -> crate::client::Pending<crate::protocol::WorkEndResult> {
+        self.push("work.end", ::std::option::Option::Some(params))
+    }
+    /// Adds a `work.owners` call to the batch; its answer is taken with `BatchAnswers::take`.
+    pub fn work_owners(
+        &mut self,
+        params: &crate::protocol::WorkOwnersParams,
+    ) -> crate::client::Pending<crate::protocol::WorkOwnersResult> {
+        self.push("work.owners", ::std::option::Option::Some(params))
+    }
+    /// Adds a `work.changes` call to the batch; its answer is taken with `BatchAnswers::take`.
+    pub fn work_changes(
+        &mut self,
+        params: &crate::protocol::WorkChangesParams,
+    ) -> crate::client::Pending<crate::protocol::WorkChangesResult> {
+        self.push("work.changes", ::std::option::Option::Some(params))
+    }
+}
