@@ -24,6 +24,7 @@ pub mod tree_attribution;
 pub mod warm_up;
 pub mod watch_set;
 pub mod work_snapshots;
+pub mod worktree_git;
 pub mod worktree_observer;
 pub mod worktree_server;
 

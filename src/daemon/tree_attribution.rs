@@ -1,6 +1,6 @@
 //! What changed on disk in one worktree, handed to the coordination core for attribution
-//! (docs/protocol.md 15.3): the bytes of each changed file now and in HEAD (one `git cat-file
-//! --batch` for all of them), never decoded.
+//! (docs/protocol.md 15.3): the bytes of each changed file now and in HEAD (through the
+//! worktree's kept [`WorktreeGit`]), never decoded.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -8,7 +8,8 @@ use std::time::SystemTime;
 
 use crate::coord::ownership::DiskChange;
 use crate::coord::Coord;
-use crate::git::{blobs_at, Git};
+use crate::daemon::worktree_git::WorktreeGit;
+use crate::git::Git;
 use crate::platform::at_rest;
 
 /// The largest file whose changes are attributed line by line or kept (larger ones are left
@@ -57,10 +58,12 @@ pub enum Changed {
 
 /// Reads the `changed` files of the worktree at `root` and hands them to `coord`; with
 /// `head_moved`, every file the owner map holds is rebased on HEAD's new bytes too. Answers
-/// the files held back as still being written (`reading`), for a later pass.
+/// the files held back as still being written (`reading`), for a later pass. `git` is what
+/// the worktree's earlier passes asked git.
 pub fn attribute(
     coord: &Coord,
     root: &Path,
+    git: &mut WorktreeGit,
     changed: Changed,
     head_moved: bool,
     reading: &Reading,
@@ -72,8 +75,15 @@ pub fn attribute(
         _ => None,
     };
     let mut files = match changed {
-        Changed::Paths(paths) => paths,
+        Changed::Paths(paths) => {
+            if paths.iter().any(|path| is_ignore_file(path)) {
+                git.forget_ignores();
+            }
+            paths
+        }
         Changed::Everything | Changed::Found(_) => {
+            // Which files changed is not known: a `.gitignore` may have.
+            git.forget_ignores();
             let mut files = dirty_files(root);
             files.extend(owned.iter().cloned());
             files
@@ -82,7 +92,7 @@ pub fn attribute(
     files.retain(|f| !is_private(f));
     files.sort();
     files.dedup();
-    let files = not_ignored(root, files);
+    let files = git.not_ignored(files);
     // HEAD moved: every file the map holds is rebased on HEAD's new bytes first, so the
     // changes read after it are against the new HEAD.
     let mut rebase: Vec<String> = if head_moved { owned } else { Vec::new() };
@@ -95,7 +105,9 @@ pub fn attribute(
     if names.is_empty() {
         return Ok(Vec::new());
     }
-    let heads = blobs_at(root, &names, MAX_FILE_BYTES).map_err(|e| e.to_string())?;
+    let heads = git
+        .blobs(&names, MAX_FILE_BYTES)
+        .map_err(|e| e.to_string())?;
     for (file, head) in rebase
         .iter()
         .zip(heads.get(files.len()..).unwrap_or_default())
@@ -220,23 +232,11 @@ fn dirty_files(root: &Path) -> Vec<String> {
         .collect()
 }
 
-/// `files` without those git ignores (one `git check-ignore --stdin`), sorted.
-fn not_ignored(root: &Path, files: Vec<String>) -> Vec<String> {
-    if files.is_empty() {
-        return files;
-    }
-    let input: Vec<u8> = files.iter().flat_map(|f| f.bytes().chain([0])).collect();
-    let ignored: std::collections::HashSet<String> = Git::new(root)
-        .quiet()
-        .ok_codes(&[1])
-        .run_with_input(&["check-ignore", "--stdin", "-z"], &input)
-        .unwrap_or_default()
-        .split(|&b| b == 0)
-        .filter_map(|f| std::str::from_utf8(f).ok())
-        .filter(|f| !f.is_empty())
-        .map(str::to_owned)
-        .collect();
-    files.into_iter().filter(|f| !ignored.contains(f)).collect()
+/// Whether `path` (relative to the root) is a `.gitignore` file.
+fn is_ignore_file(path: &str) -> bool {
+    Path::new(path)
+        .file_name()
+        .is_some_and(|name| name == ".gitignore")
 }
 
 #[cfg(test)]

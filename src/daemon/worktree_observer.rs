@@ -27,6 +27,7 @@ use crate::coord::worktree_work::ChangedFile;
 use crate::coord::Coord;
 use crate::daemon::tree_attribution::{attribute, Changed, Reading};
 use crate::daemon::work_snapshots::WorkSnapshots;
+use crate::daemon::worktree_git::WorktreeGit;
 use crate::git::Git;
 use crate::platform::at_rest::OpenWriters;
 use crate::rpc::tree_flush::TreeFlush;
@@ -90,6 +91,7 @@ pub async fn observe_worktrees(
         cookies: None,
         cookies_dropped: 0,
         held_back: HashMap::new(),
+        gits: HashMap::new(),
         writers,
     };
     observer.forget_vanished().await;
@@ -300,6 +302,8 @@ struct Observer {
     cookies_dropped: u64,
     /// Files a pass held back as still being written (per worktree), and since when.
     held_back: HashMap<(PathBuf, String), Instant>,
+    /// What each worktree's passes asked git, kept for the next (taken out while a pass runs).
+    gits: HashMap<PathBuf, WorktreeGit>,
     /// Files written to since a writer opened them, not yet closed: kept here, asked by the
     /// requests' reads too.
     writers: Arc<OpenWriters>,
@@ -360,6 +364,7 @@ impl Observer {
             self.dirty.remove(&root);
             self.last_read.remove(&root);
             self.index_stamps.remove(&root);
+            self.gits.remove(&root);
             self.coord.worktree_unwatched(&root.to_string_lossy());
             let coord = Arc::clone(&self.coord);
             let key = root.to_string_lossy().into_owned();
@@ -824,10 +829,19 @@ impl Observer {
             let at = root.clone();
             let head_moved = dirty.head_moved;
             let reading = self.reading(&root, now_all);
+            let mut git = self
+                .gits
+                .remove(&root)
+                .unwrap_or_else(|| WorktreeGit::new(&root));
             let attributed = tokio::task::spawn_blocking(move || {
-                attribute(&coord, &at, changed, head_moved, &reading)
+                let held = attribute(&coord, &at, &mut git, changed, head_moved, &reading);
+                (held, git)
             })
-            .await;
+            .await
+            .map(|(held, git)| {
+                self.gits.insert(root.clone(), git);
+                held
+            });
             // Then every owner's work there is kept as git objects (15.5).
             *self.snapshots_due.entry(root.clone()).or_default() |= head_moved;
             match attributed {

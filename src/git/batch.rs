@@ -129,6 +129,38 @@ impl BatchReader {
     /// holding a line break cannot be asked and is missing too). An error means the process
     /// failed: the reader is then of no further use.
     pub fn object(&mut self, name: &str) -> Result<Option<Object>, GitError> {
+        let Some((id, kind, size)) = self.ask(name)? else {
+            return Ok(None);
+        };
+        let bytes = self.read_body(size)?;
+        Ok(Some(Object { id, kind, bytes }))
+    }
+
+    /// The bytes of the object `name`; `None` when missing or over `limit` bytes (what
+    /// [`blobs_at`] answers, without a process per call). An error means the process failed.
+    pub fn blob_within(&mut self, name: &str, limit: usize) -> Result<Option<Vec<u8>>, GitError> {
+        let Some((_, _, size)) = self.ask(name)? else {
+            return Ok(None);
+        };
+        if size > limit {
+            let skipped = std::io::copy(
+                &mut (&mut self.stdout).take(size as u64 + 1),
+                &mut std::io::sink(),
+            )
+            .map_err(|e| GitError::new("cat-file --batch", e.to_string()))?;
+            if skipped != size as u64 + 1 {
+                return Err(GitError::new(
+                    "cat-file --batch",
+                    "the process ended".into(),
+                ));
+            }
+            return Ok(None);
+        }
+        self.read_body(size).map(Some)
+    }
+
+    /// Asks for `name` and reads its header: id, kind and size, or `None` when missing.
+    fn ask(&mut self, name: &str) -> Result<Option<(String, String, usize)>, GitError> {
         if name.contains('\n') {
             return Ok(None);
         }
@@ -145,24 +177,24 @@ impl BatchReader {
                 "the process ended".into(),
             ));
         }
-        let (id, kind, size) = match Header::of(&header) {
-            Header::Object { id, kind, size } => (id, kind, size),
-            Header::Missing => return Ok(None),
-            Header::Unreadable => {
-                return Err(GitError::new(
-                    "cat-file --batch",
-                    "an unreadable answer".into(),
-                ))
-            }
-        };
+        match Header::of(&header) {
+            Header::Object { id, kind, size } => Ok(Some((id.to_owned(), kind.to_owned(), size))),
+            Header::Missing => Ok(None),
+            Header::Unreadable => Err(GitError::new(
+                "cat-file --batch",
+                "an unreadable answer".into(),
+            )),
+        }
+    }
+
+    /// The `size` bytes of the object whose header was just read (and the line break after).
+    fn read_body(&mut self, size: usize) -> Result<Vec<u8>, GitError> {
         let mut bytes = vec![0; size + 1];
-        self.stdout.read_exact(&mut bytes).map_err(failed)?;
+        self.stdout
+            .read_exact(&mut bytes)
+            .map_err(|e| GitError::new("cat-file --batch", e.to_string()))?;
         bytes.pop();
-        Ok(Some(Object {
-            id: id.to_owned(),
-            kind: kind.to_owned(),
-            bytes,
-        }))
+        Ok(bytes)
     }
 
     /// The bytes of each of `names`, in order ([`BatchReader::object`]'s, `None` when missing).
