@@ -29,6 +29,7 @@ pub(crate) mod cache;
 mod calls;
 mod encoding;
 mod extract;
+mod flights;
 mod index;
 pub mod language;
 mod languages;

@@ -283,6 +283,19 @@ impl Coord {
         &self.store
     }
 
+    /// The root of the worktree the code index reads, if it reads one.
+    pub fn index_root(&self) -> Option<String> {
+        self.index.worktree_root()
+    }
+
+    /// Has the code index analyse `files` as they are on disk now (what the tree observer
+    /// does after a pass, off every request's path).
+    pub fn warm_analyses(&self, files: &[String]) {
+        for file in files {
+            let _ = self.index.file_symbols(file);
+        }
+    }
+
     /// The current time according to the injected clock.
     pub fn now_ms(&self) -> i64 {
         self.clock.now_ms()

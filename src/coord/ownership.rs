@@ -368,7 +368,7 @@ impl Coord {
                 let regions = regions_of_changes(&applied.line_changes, &Lines::of(now));
                 let lines: Vec<(i64, i64)> =
                     regions.iter().map(|r| (r.start_line, r.end_line)).collect();
-                let touched = self.symbols_on_lines(change.file, now, &lines);
+                let touched = self.symbols_on_changed_lines(change.file, before, &applied, &lines);
                 let observed = Observed {
                     file: change.file,
                     touched: &touched,

@@ -56,10 +56,19 @@ pub enum Changed {
     Found(SystemTime),
 }
 
+/// What one pass did with the files it was given.
+#[derive(Debug, Default)]
+pub struct Pass {
+    /// The files held back as still being written, for a later pass.
+    pub held: Vec<String>,
+    /// The files read and handed over that exist on disk (whose analyses are now due).
+    pub read: Vec<String>,
+}
+
 /// Reads the `changed` files of the worktree at `root` and hands them to `coord`; with
 /// `head_moved`, every file the owner map holds is rebased on HEAD's new bytes too. Answers
-/// the files held back as still being written (`reading`), for a later pass. `git` is what
-/// the worktree's earlier passes asked git.
+/// the files held back as still being written (`reading`), for a later pass, and those
+/// read. `git` is what the worktree's earlier passes asked git.
 pub fn attribute(
     coord: &Coord,
     root: &Path,
@@ -67,7 +76,7 @@ pub fn attribute(
     changed: Changed,
     head_moved: bool,
     reading: &Reading,
-) -> Result<Vec<String>, String> {
+) -> Result<Pass, String> {
     let key = root.to_string_lossy().into_owned();
     let owned = coord.owned_files(&key);
     let found = match changed {
@@ -103,7 +112,7 @@ pub fn attribute(
         .map(|f| format!("HEAD:{f}"))
         .collect();
     if names.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Pass::default());
     }
     let heads = git
         .blobs(&names, MAX_FILE_BYTES)
@@ -114,7 +123,7 @@ pub fn attribute(
     {
         coord.rebase_owner_map(&key, file, head.as_deref());
     }
-    let mut held = Vec::new();
+    let mut pass = Pass::default();
     for (file, head) in files.iter().zip(&heads) {
         // A submodule is its gitlink (15.4): its own tree is not this one's work.
         if std::fs::symlink_metadata(root.join(file)).is_ok_and(|m| m.is_dir()) {
@@ -125,10 +134,13 @@ pub fn attribute(
             continue;
         };
         if reading.holds(file, &now) {
-            held.push(file.clone());
+            pass.held.push(file.clone());
             continue;
         }
         let now = now.bytes;
+        if now.is_some() {
+            pass.read.push(file.clone());
+        }
         let change = DiskChange {
             root: &key,
             file,
@@ -141,7 +153,7 @@ pub fn attribute(
             coord.attribute_change(change).map_err(|e| e.to_string())?;
         }
     }
-    Ok(held)
+    Ok(pass)
 }
 
 /// Whether the file at `path` was modified, or renamed or made (its status changed), at or

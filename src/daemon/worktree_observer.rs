@@ -14,7 +14,7 @@
 //! changed. A worktree whose directories cannot be watched (the system's watch limit) is
 //! looked at every [`FALLBACK_POLL`] instead.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -92,6 +92,8 @@ pub async fn observe_worktrees(
         cookies_dropped: 0,
         held_back: HashMap::new(),
         gits: HashMap::new(),
+        analyses_due: BTreeSet::new(),
+        warming: None,
         writers,
     };
     observer.forget_vanished().await;
@@ -110,6 +112,7 @@ pub async fn observe_worktrees(
             observer.on_event(event);
         }
         observer.read_settled(false).await;
+        observer.warm_analyses();
         observer.refresh_snapshots();
         let wake = if observer.dirty.is_empty() {
             RESCAN
@@ -131,6 +134,7 @@ pub async fn observe_worktrees(
                 // changed owner) made `wit commit` and every hook wait too (issue 33).
                 flush.answered(ticket);
                 observer.coord.retire_closed_windows(ticket);
+                observer.warm_analyses();
                 observer.refresh_snapshots();
             }
             Some(event) = events.recv() => {
@@ -304,6 +308,10 @@ struct Observer {
     held_back: HashMap<(PathBuf, String), Instant>,
     /// What each worktree's passes asked git, kept for the next (taken out while a pass runs).
     gits: HashMap<PathBuf, WorktreeGit>,
+    /// Files of the index's worktree read by a pass whose analyses are due, and the warm-up
+    /// running (one at a time, beside the observer, after the flush is answered).
+    analyses_due: BTreeSet<String>,
+    warming: Option<tokio::task::JoinHandle<()>>,
     /// Files written to since a writer opened them, not yet closed: kept here, asked by the
     /// requests' reads too.
     writers: Arc<OpenWriters>,
@@ -757,6 +765,30 @@ impl Observer {
         }));
     }
 
+    /// Notes the files a pass over `root` read as due for analysis, when `root` is the
+    /// worktree the code index reads.
+    fn analyses_due(&mut self, root: &Path, read: Vec<String>) {
+        if self.coord.index_root().as_deref() == Some(&*root.to_string_lossy()) {
+            self.analyses_due.extend(read);
+        }
+    }
+
+    /// Analyses the due files as they are on disk now, beside the observer: the requests
+    /// that ask about them next (a hook's preflight of the next edit, a changed file's
+    /// callers) find their analysis made instead of parsing them on their own path. A request
+    /// that comes while one is being made waits for it rather than making it again.
+    fn warm_analyses(&mut self) {
+        let running = self.warming.as_ref().is_some_and(|w| !w.is_finished());
+        if self.analyses_due.is_empty() || running {
+            return;
+        }
+        let due: Vec<String> = std::mem::take(&mut self.analyses_due).into_iter().collect();
+        let coord = Arc::clone(&self.coord);
+        self.warming = Some(tokio::task::spawn_blocking(move || {
+            coord.warm_analyses(&due);
+        }));
+    }
+
     /// How a pass over `root` reads files still being written: held back while a writer
     /// has them open (a flush too: the tool that asked has closed its files), and on the
     /// observer's own passes while they were modified a moment ago; each for at most
@@ -845,7 +877,10 @@ impl Observer {
             // Then every owner's work there is kept as git objects (15.5).
             *self.snapshots_due.entry(root.clone()).or_default() |= head_moved;
             match attributed {
-                Ok(Ok(held)) => self.hold_back(&root, held),
+                Ok(Ok(pass)) => {
+                    self.hold_back(&root, pass.held);
+                    self.analyses_due(&root, pass.read);
+                }
                 Ok(Err(error)) => {
                     tracing::warn!(worktree = %root.display(), %error, "could not attribute its changes")
                 }

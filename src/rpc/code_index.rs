@@ -275,3 +275,131 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod change_symbol_tests {
+    //! The symbols a change found on disk is named by: its regions parsed, as a preflight
+    //! parses them, against the whole new text parsed.
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use std::sync::Arc;
+
+    use proptest::prelude::*;
+
+    use super::AnalysisIndex;
+    use crate::analysis::RepoIndex;
+    use crate::coord::preflight::spans::Applied;
+    use crate::coord::regions::{regions_of_changes, Lines};
+    use crate::coord::time::SystemClock;
+    use crate::coord::Coord;
+    use crate::fuzz::runner;
+    use crate::store::Store;
+
+    const TYPESCRIPT: &str = "import { x } from './x';\n\nexport class Shape {\n  area(): number {\n    return 1;\n  }\n\n  grow(by: number): void {\n    this.size += by;\n  }\n}\n\nexport function make(n: number): Shape {\n  const s = new Shape();\n  if (n > 1) {\n    return make(n - 1);\n  }\n  return s;\n}\n\nconst helper = (a: number) => a * 2;\n\nexport interface Named {\n  name: string;\n}\n";
+    const PYTHON: &str = "import os\n\n\nclass Shape:\n    def area(self):\n        return 1\n\n    def grow(self, by):\n        self.size += by\n\n\ndef make(n):\n    s = Shape()\n    if n > 1:\n        return make(n - 1)\n    return s\n\n\nLIMIT = 10\n";
+    const RUST: &str = "use std::fmt;\n\npub struct Shape {\n    size: i64,\n}\n\nimpl Shape {\n    pub fn area(&self) -> i64 {\n        1\n    }\n\n    pub fn grow(&mut self, by: i64) {\n        self.size += by;\n    }\n}\n\npub fn make(n: i64) -> Shape {\n    if n > 1 {\n        return make(n - 1);\n    }\n    Shape { size: n }\n}\n";
+    const GO: &str = "package shapes\n\nimport \"fmt\"\n\ntype Shape struct {\n\tsize int\n}\n\nfunc (s *Shape) Area() int {\n\treturn 1\n}\n\nfunc (s *Shape) Grow(by int) {\n\ts.size += by\n}\n\nfunc Make(n int) *Shape {\n\tif n > 1 {\n\t\treturn Make(n - 1)\n\t}\n\treturn &Shape{size: n}\n}\n";
+    const JAVA: &str = "package shapes;\n\nimport java.util.List;\n\npublic class Shape {\n    private int size;\n\n    public int area() {\n        return 1;\n    }\n\n    public void grow(int by) {\n        this.size += by;\n    }\n\n    static class Inner {\n        void touch() {\n            size = 2;\n        }\n    }\n}\n";
+
+    /// A function or method of each language, indented by `indent`.
+    fn added(file: &str, indent: &str) -> String {
+        let body = match file.rsplit('.').next() {
+            Some("ts") => "function added(a: number): number {\n  return a;\n}\n",
+            Some("py") => "def added(a):\n    return a\n",
+            Some("rs") => "fn added(a: i64) -> i64 {\n    a\n}\n",
+            Some("go") => "func Added(a int) int {\n\treturn a\n}\n",
+            _ => "int added(int a) {\n    return a;\n}\n",
+        };
+        body.lines()
+            .map(|line| format!("{indent}{line}\n"))
+            .collect()
+    }
+
+    /// `before` with one change at its line `at` (wrapped) that keeps it well formed: a line
+    /// rewritten, or, after a line that opens or closes no block, that line repeated or
+    /// removed, or a function added (at its indentation, at the top level, or right above the
+    /// next top-level declaration). A change that
+    /// leaves a block's body behind its removed opener is left out: parsed alone, a region
+    /// lacks the context that decides where such lines belong (Python's indentation).
+    fn edited(file: &str, before: &str, change: usize, at: usize) -> String {
+        let lines: Vec<&str> = before.lines().collect();
+        let at = at % lines.len();
+        let line = lines[at];
+        let indent = &line[..line.len() - line.trim_start().len()];
+        let plain = !line.trim().is_empty()
+            && !line.trim_end().ends_with([':', '{', '}', '(', ','])
+            && !line.trim_start().starts_with(['}', ')']);
+        let mut out: Vec<String> = lines[..at].iter().map(|l| format!("{l}\n")).collect();
+        match change {
+            1 if plain => out.extend([format!("{line}\n"), format!("{line}\n")]),
+            2 if plain => {}
+            3 if plain => out.extend([format!("{line}\n"), added(file, indent)]),
+            4 => out.extend([format!("{line}\n"), "\n".to_owned(), added(file, "")]),
+            5 => {
+                // Right above the next top-level declaration, no blank line between.
+                let declares = |l: &&str| {
+                    l.starts_with(|c: char| c.is_ascii_alphabetic())
+                        && !["import", "package", "use"]
+                            .iter()
+                            .any(|k| l.starts_with(k))
+                };
+                let next = lines[at..].iter().position(declares).map(|i| at + i);
+                let until = next.unwrap_or(lines.len());
+                out.extend(lines[at..until].iter().map(|l| format!("{l}\n")));
+                out.push(added(file, ""));
+                out.extend(lines[until..].iter().map(|l| format!("{l}\n")));
+                return out.concat();
+            }
+            _ => out.push(format!(
+                "{}\n",
+                line.replacen('1', "2", 1).replacen("size", "width", 1)
+            )),
+        }
+        out.extend(lines[at + 1..].iter().map(|l| format!("{l}\n")));
+        out.concat()
+    }
+
+    #[test]
+    fn a_change_found_on_disk_is_named_alike_from_its_regions_and_from_the_whole_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = AnalysisIndex::new(
+            Arc::new(RepoIndex::new(dir.path().to_path_buf())),
+            Arc::default(),
+        );
+        let coord = Coord::new(
+            Store::open_in_memory().unwrap(),
+            Arc::new(SystemClock),
+            Arc::new(index),
+        );
+        let samples = [
+            ("src/a.ts", TYPESCRIPT),
+            ("a.py", PYTHON),
+            ("src/a.rs", RUST),
+            ("a.go", GO),
+            ("Shape.java", JAVA),
+        ];
+        let named = std::cell::Cell::new(0usize);
+        runner()
+            .run(
+                &(0..samples.len(), 0usize..6, 0usize..64),
+                |(which, change, at)| {
+                    let (file, before) = samples[which];
+                    let now = edited(file, before, change, at);
+                    let applied = Applied::content(before, &now);
+                    let lines: Vec<(i64, i64)> =
+                        regions_of_changes(&applied.line_changes, &Lines::of(&now))
+                            .iter()
+                            .map(|r| (r.start_line, r.end_line))
+                            .collect();
+                    let regions = coord.symbols_on_changed_lines(file, before, &applied, &lines);
+                    let whole = coord.symbols_on_lines(file, &now, &lines);
+                    named.set(named.get() + usize::from(!whole.is_empty()));
+                    prop_assert_eq!(regions, whole, "{} changed ({}):\n{}", file, change, now);
+                    Ok(())
+                },
+            )
+            .unwrap();
+        // The changes do reach symbols (the comparison is not of empty lists).
+        assert!(named.get() > 0);
+    }
+}

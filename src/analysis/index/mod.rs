@@ -35,6 +35,7 @@ use std::time::{Duration, SystemTime};
 
 use super::cache::{ContentCache, ContentKey, FileStamp};
 use super::extract::{analyze_with_budget, PARSE_BUDGET};
+use super::flights::Flights;
 use super::language::Language;
 use super::model::FileAnalysis;
 use super::pool::ParsePool;
@@ -117,6 +118,8 @@ pub struct RepoIndex {
     state: RwLock<State>,
     /// Shared by the indexes of one repository's worktrees ([`RepoIndex::sharing_cache_of`]).
     cache: Arc<ContentCache>,
+    /// The analyses being made, by content (shared as the cache is).
+    flights: Arc<Flights<ContentKey, Arc<FileAnalysis>>>,
     built: AtomicBool,
     build_gate: Mutex<()>,
     budget: Duration,
@@ -164,6 +167,7 @@ impl RepoIndex {
             canonical_root: Mutex::new(canonical),
             state: RwLock::new(State::default()),
             cache: Arc::new(ContentCache::new(CACHE_BYTES)),
+            flights: Arc::default(),
             built: AtomicBool::new(false),
             build_gate: Mutex::new(()),
             budget: PARSE_BUDGET,
@@ -254,6 +258,7 @@ impl RepoIndex {
     /// one memory bound for all of them, and a content analysed for one is a hit for all.
     pub fn sharing_cache_of(mut self, other: &RepoIndex) -> RepoIndex {
         self.cache = Arc::clone(&other.cache);
+        self.flights = Arc::clone(&other.flights);
         self
     }
 
@@ -547,13 +552,19 @@ impl RepoIndex {
         if content.len() as u64 > MAX_FILE_BYTES {
             return Arc::new(FileAnalysis::empty(Some(language), TOO_LARGE));
         }
-        let donated = self
-            .donated(language, key)
-            .and_then(|(_, analysis)| crate::analysis::encoding::decode(&analysis).ok());
-        let analysis =
-            Arc::new(donated.unwrap_or_else(|| self.analyze_uncached(language, content)));
-        self.cache.insert(key, Arc::clone(&analysis));
-        analysis
+        // One analysis of a text at a time: a second asker waits for the first's.
+        self.flights.make(&key, || {
+            if let Some(hit) = self.cache.get(&key) {
+                return hit;
+            }
+            let donated = self
+                .donated(language, key)
+                .and_then(|(_, analysis)| crate::analysis::encoding::decode(&analysis).ok());
+            let analysis =
+                Arc::new(donated.unwrap_or_else(|| self.analyze_uncached(language, content)));
+            self.cache.insert(key, Arc::clone(&analysis));
+            analysis
+        })
     }
 
     /// Sends large sources to the parse worker when there is one; parses in-process otherwise,

@@ -1,11 +1,12 @@
-//! `wit-bench window-gate`: the gate of one shell tool call with its window (issue 34 target
-//! 2, docs/protocol.md 15.2): `wit hook pre-edit --agent claude` (the shell gate, which opens
-//! the call's window with `work.begin`) and `wit hook post-tool --agent claude` (which closes
-//! it with `work.end`, then tells the news), each end to end as a harness runs it (process
-//! start, payload on stdin, the RPCs, the answer), beside a trivial process in the same run.
+//! `wit-bench window-gate`: the gate of one tool call with its window (issue 34 target 2,
+//! docs/protocol.md 15.2): `wit hook pre-edit --agent claude` (the shell gate or the edit
+//! gate, which opens the call's window with `work.begin`) and `wit hook post-tool --agent
+//! claude` (which closes it with `work.end`, then tells the news), each end to end as a
+//! harness runs it (process start, payload on stdin, the RPCs, the answer), beside a trivial
+//! process in the same run.
 //!
 //! ```text
-//! wit-bench window-gate [--runs N] [--file src/medium.ts|src/small.ts]
+//! wit-bench window-gate [--runs N] [--file src/medium.ts|src/small.ts] [--think-ms MS]
 //! ```
 //!
 //! A generated, committed TypeScript repository and one daemon watching it, its index
@@ -13,8 +14,10 @@
 //! `wit-bench-ping`, connect + one ping + exit, when it is built); a read-only call
 //! (`ls src`: pre-edit, post-tool); and a call that writes (`sed -i` of one function's return
 //! line, another function each round: pre-edit, the write, post-tool, whose `work.end` finds
-//! the change). Reported: p50 and p99 of each process, and each p50/p99 against the floor's.
-//! Last, whether the written lines are the session's observed work (not unowned).
+//! the change); and an `Edit` of another line of that function (pre-edit, which records the
+//! edit, the write, post-tool). Reported: p50 and p99 of each process, and each p50/p99
+//! against the floor's. Last, whether the written lines are the session's observed work (not
+//! unowned).
 
 use std::io::Write;
 use std::path::Path;
@@ -40,6 +43,10 @@ pub(crate) struct WindowGateArgs {
     /// `src/small.ts`, 16 KB: at most one round per function).
     #[arg(long, value_name = "FILE", default_value = "src/medium.ts")]
     pub file: String,
+    /// A pause after each call, as an agent's turn between tool calls (0: back to back,
+    /// which leaves the daemon no time of its own between calls).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub think_ms: u64,
 }
 
 /// The harness session of the run.
@@ -60,6 +67,10 @@ struct Samples {
     pre_write: Vec<Duration>,
     /// `wit hook post-tool` of `sed -i`, its change on disk.
     post_write: Vec<Duration>,
+    /// `wit hook pre-edit` of an `Edit` (checked and recorded).
+    pre_edit: Vec<Duration>,
+    /// `wit hook post-tool` of that `Edit`, its change on disk.
+    post_edit: Vec<Duration>,
     /// Hook runs that printed something (context, news).
     spoke: usize,
 }
@@ -77,15 +88,18 @@ pub(crate) async fn window_gate(wit: &Path, args: &WindowGateArgs) -> Result<()>
     let functions = text.matches("export function ").count();
     let runs = args.runs.min(functions);
     println!(
-        "window-gate: {runs} rounds in {} (index settled after {}); session {SESSION}",
+        "window-gate: {runs} rounds in {} (index settled after {}); session {SESSION}; {} ms between a call and the next write",
         root.display(),
-        fmt_duration(settled)
+        fmt_duration(settled),
+        args.think_ms
     );
     let (wit_path, socket, dir) = (wit.to_path_buf(), daemon.socket.clone(), root.clone());
     let written = file.clone();
-    let mut samples =
-        tokio::task::spawn_blocking(move || rounds(&wit_path, &dir, &socket, &written, runs))
-            .await??;
+    let think = Duration::from_millis(args.think_ms);
+    let mut samples = tokio::task::spawn_blocking(move || {
+        rounds(&wit_path, &dir, &socket, &written, runs, think)
+    })
+    .await??;
 
     let floor = p50_p99(&mut samples.truth);
     println!(
@@ -110,6 +124,11 @@ pub(crate) async fn window_gate(wit: &Path, args: &WindowGateArgs) -> Result<()>
             "post-tool, `sed -i` (the change on disk)",
             &mut samples.post_write,
         ),
+        ("pre-edit, `Edit` of one line", &mut samples.pre_edit),
+        (
+            "post-tool, `Edit` (the change on disk)",
+            &mut samples.post_edit,
+        ),
     ] {
         let (p50, p99) = p50_p99(set);
         println!(
@@ -122,7 +141,7 @@ pub(crate) async fn window_gate(wit: &Path, args: &WindowGateArgs) -> Result<()>
     println!(
         "hook runs that printed context or news: {} of {}",
         samples.spoke,
-        4 * runs
+        6 * runs
     );
     check_attributed(&daemon, &root, &file, runs).await
 }
@@ -137,7 +156,14 @@ fn ratio(p50: Duration, p99: Duration, floor: (Duration, Duration)) -> String {
 }
 
 /// The rounds, one process after the other.
-fn rounds(wit: &Path, root: &Path, socket: &Path, file: &str, runs: usize) -> Result<Samples> {
+fn rounds(
+    wit: &Path,
+    root: &Path,
+    socket: &Path,
+    file: &str,
+    runs: usize,
+    think: Duration,
+) -> Result<Samples> {
     let ping = wit.with_file_name("wit-bench-ping");
     let ping = ping.exists().then_some(ping);
     let read = bash_call(root, "ls src");
@@ -174,6 +200,25 @@ fn rounds(wit: &Path, root: &Path, socket: &Path, file: &str, runs: usize) -> Re
         let (post, spoke) = hook_run(wit, "post-tool", root, &write.1)?;
         samples.post_write.push(post);
         samples.spoke += usize::from(spoke);
+        std::thread::sleep(think);
+
+        let (old, new) = (
+            format!("    return fn_{}(c - 1, b);\n", n + 1),
+            format!("    return fn_{}(c - 2, b);\n", n + 1),
+        );
+        let edit = edit_call(root, &path, &old, &new);
+        let (pre, spoke) = hook_run(wit, "pre-edit", root, &edit.0)?;
+        samples.pre_edit.push(pre);
+        samples.spoke += usize::from(spoke);
+        let text = std::fs::read_to_string(&path)?;
+        if !text.contains(&old) {
+            bail!("{file} has no line {old:?}");
+        }
+        std::fs::write(&path, text.replacen(&old, &new, 1))?;
+        let (post, spoke) = hook_run(wit, "post-tool", root, &edit.1)?;
+        samples.post_edit.push(post);
+        samples.spoke += usize::from(spoke);
+        std::thread::sleep(think);
     }
     Ok(samples)
 }
@@ -201,6 +246,36 @@ fn bash_call(root: &Path, command: &str) -> (Vec<u8>, Vec<u8>) {
         "tool_input": {"command": command, "description": "bench"},
         "tool_response": {"stdout": "", "stderr": "", "interrupted": false, "isImage": false},
         "tool_use_id": "toolu_bench",
+    });
+    (pre.to_string().into_bytes(), post.to_string().into_bytes())
+}
+
+/// Claude Code's PreToolUse and PostToolUse payloads of an `Edit` of `path` replacing `old`
+/// by `new`, in the repository at `root`.
+fn edit_call(root: &Path, path: &Path, old: &str, new: &str) -> (Vec<u8>, Vec<u8>) {
+    let cwd = root.display().to_string();
+    let input =
+        json!({"file_path": path.display().to_string(), "old_string": old, "new_string": new});
+    let pre = json!({
+        "session_id": SESSION,
+        "transcript_path": "/tmp/transcript.jsonl",
+        "cwd": cwd,
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Edit",
+        "tool_input": input,
+        "tool_use_id": "toolu_bench_edit",
+    });
+    let post = json!({
+        "session_id": SESSION,
+        "transcript_path": "/tmp/transcript.jsonl",
+        "cwd": cwd,
+        "permission_mode": "default",
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Edit",
+        "tool_input": input,
+        "tool_response": {"filePath": path.display().to_string(), "oldString": old, "newString": new},
+        "tool_use_id": "toolu_bench_edit",
     });
     (pre.to_string().into_bytes(), post.to_string().into_bytes())
 }
@@ -270,7 +345,8 @@ async fn check_attributed(daemon: &Daemon, root: &Path, file: &str, runs: usize)
         }
     }
     println!(
-        "lines of {file} written by the {runs} `sed -i` calls: {SESSION}'s observed intent covers {mine}, unowned work {unowned} (expected {runs} and 0) in {}",
+        "lines of {file} written by the {runs} `sed -i` calls and the {runs} edits: {SESSION}'s observed intent covers {mine}, unowned work {unowned} (expected {} and 0) in {}",
+        2 * runs,
         root.display()
     );
     Ok(())

@@ -314,6 +314,30 @@ impl Coord {
             .collect())
     }
 
+    /// The innermost symbols on `lines` (1-based, of the new text) of a change `applied` to
+    /// `before`: the new text's symbols are parsed only in the regions the change touched,
+    /// as a preflight parses them, against `before`'s symbols as the index has them (a change
+    /// found on disk is attributed without parsing the whole file anew).
+    pub(crate) fn symbols_on_changed_lines(
+        &self,
+        file: &str,
+        before: &str,
+        applied: &Applied,
+        lines: &[(i64, i64)],
+    ) -> Vec<String> {
+        if lines.is_empty() {
+            return Vec::new();
+        }
+        let old = self.index.text_symbols(file, before).symbols;
+        let new = self.new_symbols(file, before, &old, applied);
+        let spans: Vec<(&str, usize, usize)> = new
+            .symbols
+            .iter()
+            .map(|s| (s.qualified.as_str(), s.start, s.end))
+            .collect();
+        crate::analysis::innermost_spans_on_lines(&spans, &applied.text, lines)
+    }
+
     /// Parses the changed regions of the new text (or all of it) for their symbols.
     fn new_symbols(
         &self,
@@ -547,9 +571,20 @@ fn floor_boundary(text: &str, mut at: usize) -> usize {
 
 /// The qualifier that names inside a region lose when it is parsed alone (`Type.` for a Rust
 /// method of an `impl`, which is no symbol itself), from the outermost old symbol and the
-/// first symbol the region parsed to.
+/// symbol the region parsed it to: the parsed symbol that names it (the same name, or its
+/// last segments), else the first one parsed. A symbol added before it in the region (a
+/// function written just above a Go method) does not stand for it.
 fn qualifier_prefix(outermost: Option<&str>, parsed: &[SymbolSpan]) -> String {
-    let (Some(outer), Some(first)) = (outermost, parsed.first()) else {
+    let Some(outer) = outermost else {
+        return String::new();
+    };
+    let names_outer = |symbol: &&SymbolSpan| {
+        outer == symbol.qualified
+            || outer
+                .strip_suffix(symbol.qualified.as_str())
+                .is_some_and(|head| head.ends_with('.'))
+    };
+    let Some(first) = parsed.iter().find(names_outer).or(parsed.first()) else {
         return String::new();
     };
     let outer_depth = outer.matches('.').count();
