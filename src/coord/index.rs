@@ -106,6 +106,12 @@ pub trait CodeIndex: Send + Sync {
     /// The symbols of `text` parsed as the language of `file` (results are cached by content).
     fn text_symbols(&self, file: &str, text: &str) -> TextSymbols;
 
+    /// [`CodeIndex::text_symbols`] when the text's analysis is already made; `None` rather
+    /// than a parse.
+    fn known_text_symbols(&self, _file: &str, _text: &str) -> Option<TextSymbols> {
+        None
+    }
+
     /// The root of the worktree this index reads (docs/protocol.md 14.3: where a session acts
     /// from); `None` when it reads no worktree on disk.
     fn worktree_root(&self) -> Option<String> {

@@ -192,6 +192,13 @@ impl CodeIndex for AnalysisIndex {
         }
     }
 
+    fn known_text_symbols(&self, file: &str, text: &str) -> Option<TextSymbols> {
+        let language = Language::for_path(file)?;
+        self.index
+            .known_analysis_of(file, language, text)
+            .map(|analysis| text_symbols(&analysis))
+    }
+
     fn worktree_root(&self) -> Option<String> {
         Some(self.root.clone())
     }
@@ -291,6 +298,7 @@ mod change_symbol_tests {
     use crate::coord::preflight::spans::Applied;
     use crate::coord::regions::{regions_of_changes, Lines};
     use crate::coord::time::SystemClock;
+    use crate::coord::CodeIndex;
     use crate::coord::Coord;
     use crate::fuzz::runner;
     use crate::store::Store;
@@ -362,14 +370,14 @@ mod change_symbol_tests {
     #[test]
     fn a_change_found_on_disk_is_named_alike_from_its_regions_and_from_the_whole_text() {
         let dir = tempfile::tempdir().unwrap();
-        let index = AnalysisIndex::new(
+        let index = Arc::new(AnalysisIndex::new(
             Arc::new(RepoIndex::new(dir.path().to_path_buf())),
             Arc::default(),
-        );
+        ));
         let coord = Coord::new(
             Store::open_in_memory().unwrap(),
             Arc::new(SystemClock),
-            Arc::new(index),
+            index.clone(),
         );
         let samples = [
             ("src/a.ts", TYPESCRIPT),
@@ -384,6 +392,9 @@ mod change_symbol_tests {
                 &(0..samples.len(), 0usize..6, 0usize..64),
                 |(which, change, at)| {
                     let (file, before) = samples[which];
+                    // The text before is analysed already (the regions are parsed then).
+                    index.text_symbols(file, before);
+                    prop_assert!(index.known_text_symbols(file, before).is_some());
                     let now = edited(file, before, change, at);
                     let applied = Applied::content(before, &now);
                     let lines: Vec<(i64, i64)> =

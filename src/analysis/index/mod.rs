@@ -538,6 +538,11 @@ impl RepoIndex {
         }
     }
 
+    /// The analysis of the content `key` if the cache holds it.
+    fn cached_analysis(&self, key: &ContentKey) -> Option<Arc<FileAnalysis>> {
+        self.cache.get(key)
+    }
+
     fn analyze_keyed(
         &self,
         key: ContentKey,

@@ -156,6 +156,25 @@ impl RepoIndex {
         content: &str,
     ) -> Arc<FileAnalysis> {
         let key = ContentKey::new(language, content);
+        self.indexed_analysis(rel_path, key)
+            .unwrap_or_else(|| self.analyze_keyed(key, language, content))
+    }
+
+    /// The analysis of `content` as the file `rel_path` when it is already made (indexed for
+    /// that file, or in the cache); `None` rather than a parse.
+    pub fn known_analysis_of(
+        &self,
+        rel_path: &str,
+        language: Language,
+        content: &str,
+    ) -> Option<Arc<FileAnalysis>> {
+        let key = ContentKey::new(language, content);
+        self.indexed_analysis(rel_path, key)
+            .or_else(|| self.cached_analysis(&key))
+    }
+
+    /// The indexed analysis of `rel_path` when the index parsed it from the content `key`.
+    fn indexed_analysis(&self, rel_path: &str, key: ContentKey) -> Option<Arc<FileAnalysis>> {
         let pinned = {
             let state = self.read();
             state
@@ -163,13 +182,8 @@ impl RepoIndex {
                 .get(rel_path)
                 .filter(|entry| entry.key == Some(key))
                 .map(|entry| entry.pinned.clone())
-        };
-        if let Some(pinned) = pinned {
-            if let Some(analysis) = pinned.or_else(|| self.stored_analysis(rel_path, key)) {
-                return analysis;
-            }
-        }
-        self.analyze_keyed(key, language, content)
+        }?;
+        pinned.or_else(|| self.stored_analysis(rel_path, key))
     }
 
     /// Every indexed file, sorted.

@@ -315,9 +315,10 @@ impl Coord {
     }
 
     /// The innermost symbols on `lines` (1-based, of the new text) of a change `applied` to
-    /// `before`: the new text's symbols are parsed only in the regions the change touched,
-    /// as a preflight parses them, against `before`'s symbols as the index has them (a change
-    /// found on disk is attributed without parsing the whole file anew).
+    /// `before`. When `before`'s analysis is already made, the new text is parsed only in the
+    /// regions the change touched, as a preflight parses them (a change found on disk is
+    /// attributed without parsing the whole file anew); else the whole new text is parsed,
+    /// the text the next request about the file needs.
     pub(crate) fn symbols_on_changed_lines(
         &self,
         file: &str,
@@ -328,8 +329,10 @@ impl Coord {
         if lines.is_empty() {
             return Vec::new();
         }
-        let old = self.index.text_symbols(file, before).symbols;
-        let new = self.new_symbols(file, before, &old, applied);
+        let Some(known) = self.index.known_text_symbols(file, before) else {
+            return self.symbols_on_lines(file, &applied.text, lines);
+        };
+        let new = self.new_symbols(file, before, &known.symbols, applied);
         let spans: Vec<(&str, usize, usize)> = new
             .symbols
             .iter()
