@@ -182,102 +182,105 @@ fn rounds(
         samples.post_read.push(post);
         samples.spoke += usize::from(spoke);
 
-        let (old, new) = (
-            format!("  return c * {n};\n"),
-            format!("  return c * -{n};\n"),
-        );
         let sed = format!("sed -i 's/^  return c \\* {n};$/  return c * -{n};/' {file}");
-        let write = bash_call(root, &sed);
-        let (pre, spoke) = hook_run(wit, "pre-edit", root, &write.0)?;
+        let written = WritingCall {
+            old: format!("  return c * {n};\n"),
+            new: format!("  return c * -{n};\n"),
+            payloads: bash_call(root, &sed),
+        };
+        let (pre, post) = written.run(wit, root, file, &mut samples.spoke)?;
         samples.pre_write.push(pre);
-        samples.spoke += usize::from(spoke);
-        let path = root.join(file);
-        let text = std::fs::read_to_string(&path)?;
-        if !text.contains(&old) {
-            bail!("{file} has no line {old:?}");
-        }
-        std::fs::write(&path, text.replacen(&old, &new, 1))?;
-        let (post, spoke) = hook_run(wit, "post-tool", root, &write.1)?;
         samples.post_write.push(post);
-        samples.spoke += usize::from(spoke);
         std::thread::sleep(think);
 
         let (old, new) = (
             format!("    return fn_{}(c - 1, b);\n", n + 1),
             format!("    return fn_{}(c - 2, b);\n", n + 1),
         );
-        let edit = edit_call(root, &path, &old, &new);
-        let (pre, spoke) = hook_run(wit, "pre-edit", root, &edit.0)?;
+        let edited = WritingCall {
+            payloads: edit_call(root, &root.join(file), &old, &new),
+            old,
+            new,
+        };
+        let (pre, post) = edited.run(wit, root, file, &mut samples.spoke)?;
         samples.pre_edit.push(pre);
-        samples.spoke += usize::from(spoke);
-        let text = std::fs::read_to_string(&path)?;
-        if !text.contains(&old) {
-            bail!("{file} has no line {old:?}");
-        }
-        std::fs::write(&path, text.replacen(&old, &new, 1))?;
-        let (post, spoke) = hook_run(wit, "post-tool", root, &edit.1)?;
         samples.post_edit.push(post);
-        samples.spoke += usize::from(spoke);
         std::thread::sleep(think);
     }
     Ok(samples)
 }
 
+/// A tool call that writes one line of a file: its hooks' payloads and the line it changes.
+struct WritingCall {
+    old: String,
+    new: String,
+    /// The PreToolUse and PostToolUse payloads.
+    payloads: (Vec<u8>, Vec<u8>),
+}
+
+impl WritingCall {
+    /// The pre-edit hook, the write (as the tool makes it), the post-tool hook: the two
+    /// hooks' times; `spoke` counts the hooks that printed something.
+    fn run(
+        &self,
+        wit: &Path,
+        root: &Path,
+        file: &str,
+        spoke: &mut usize,
+    ) -> Result<(Duration, Duration)> {
+        let (pre, said) = hook_run(wit, "pre-edit", root, &self.payloads.0)?;
+        *spoke += usize::from(said);
+        let path = root.join(file);
+        let text = std::fs::read_to_string(&path)?;
+        if !text.contains(&self.old) {
+            bail!("{file} has no line {:?}", self.old);
+        }
+        std::fs::write(&path, text.replacen(&self.old, &self.new, 1))?;
+        let (post, said) = hook_run(wit, "post-tool", root, &self.payloads.1)?;
+        *spoke += usize::from(said);
+        Ok((pre, post))
+    }
+}
+
 /// Claude Code's PreToolUse and PostToolUse payloads of a Bash call running `command`.
 fn bash_call(root: &Path, command: &str) -> (Vec<u8>, Vec<u8>) {
-    let cwd = root.display().to_string();
-    let pre = json!({
-        "session_id": SESSION,
-        "transcript_path": "/tmp/transcript.jsonl",
-        "cwd": cwd,
-        "permission_mode": "default",
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Bash",
-        "tool_input": {"command": command, "description": "bench"},
-        "tool_use_id": "toolu_bench",
-    });
-    let post = json!({
-        "session_id": SESSION,
-        "transcript_path": "/tmp/transcript.jsonl",
-        "cwd": cwd,
-        "permission_mode": "default",
-        "hook_event_name": "PostToolUse",
-        "tool_name": "Bash",
-        "tool_input": {"command": command, "description": "bench"},
-        "tool_response": {"stdout": "", "stderr": "", "interrupted": false, "isImage": false},
-        "tool_use_id": "toolu_bench",
-    });
-    (pre.to_string().into_bytes(), post.to_string().into_bytes())
+    claude_call(
+        root,
+        "Bash",
+        json!({"command": command, "description": "bench"}),
+        json!({"stdout": "", "stderr": "", "interrupted": false, "isImage": false}),
+    )
 }
 
 /// Claude Code's PreToolUse and PostToolUse payloads of an `Edit` of `path` replacing `old`
 /// by `new`, in the repository at `root`.
 fn edit_call(root: &Path, path: &Path, old: &str, new: &str) -> (Vec<u8>, Vec<u8>) {
-    let cwd = root.display().to_string();
-    let input =
-        json!({"file_path": path.display().to_string(), "old_string": old, "new_string": new});
-    let pre = json!({
+    let path = path.display().to_string();
+    claude_call(
+        root,
+        "Edit",
+        json!({"file_path": path, "old_string": old, "new_string": new}),
+        json!({"filePath": path, "oldString": old, "newString": new}),
+    )
+}
+
+/// Claude Code's PreToolUse and PostToolUse payloads of a `tool` call with `input`, in the
+/// repository at `root`; the post-tool payload carries `response`.
+fn claude_call(root: &Path, tool: &str, input: Value, response: Value) -> (Vec<u8>, Vec<u8>) {
+    let mut call = json!({
         "session_id": SESSION,
         "transcript_path": "/tmp/transcript.jsonl",
-        "cwd": cwd,
+        "cwd": root.display().to_string(),
         "permission_mode": "default",
         "hook_event_name": "PreToolUse",
-        "tool_name": "Edit",
+        "tool_name": tool,
         "tool_input": input,
-        "tool_use_id": "toolu_bench_edit",
+        "tool_use_id": "toolu_bench",
     });
-    let post = json!({
-        "session_id": SESSION,
-        "transcript_path": "/tmp/transcript.jsonl",
-        "cwd": cwd,
-        "permission_mode": "default",
-        "hook_event_name": "PostToolUse",
-        "tool_name": "Edit",
-        "tool_input": input,
-        "tool_response": {"filePath": path.display().to_string(), "oldString": old, "newString": new},
-        "tool_use_id": "toolu_bench_edit",
-    });
-    (pre.to_string().into_bytes(), post.to_string().into_bytes())
+    let pre = call.to_string().into_bytes();
+    call["hook_event_name"] = json!("PostToolUse");
+    call["tool_response"] = response;
+    (pre, call.to_string().into_bytes())
 }
 
 /// The wall time of one floor process (stdin closed, output discarded); fails when it fails.
