@@ -16,6 +16,10 @@ use crate::platform::at_rest;
 /// out, and said so in the log).
 pub const MAX_FILE_BYTES: usize = 16 * 1024 * 1024;
 
+/// The largest file a pass has analysed beside the observer once it read it (a parse of
+/// about half a second here); a larger one is analysed when a request asks for it.
+pub const WARM_MOST_BYTES: usize = 1024 * 1024;
+
 /// How a pass treats a file that is still being written.
 #[derive(Debug, Clone, Default)]
 pub struct Reading {
@@ -61,7 +65,8 @@ pub enum Changed {
 pub struct Pass {
     /// The files held back as still being written, for a later pass.
     pub held: Vec<String>,
-    /// The files read and handed over that exist on disk (whose analyses are now due).
+    /// The files read and handed over that exist on disk, of at most [`WARM_MOST_BYTES`]
+    /// (whose analyses are now due).
     pub read: Vec<String>,
 }
 
@@ -138,7 +143,10 @@ pub fn attribute(
             continue;
         }
         let now = now.bytes;
-        if now.is_some() {
+        if now
+            .as_ref()
+            .is_some_and(|bytes| bytes.len() <= WARM_MOST_BYTES)
+        {
             pass.read.push(file.clone());
         }
         let change = DiskChange {
