@@ -359,12 +359,8 @@ impl<'c> Others<'c> {
         if let Some(known) = self.known_standing(session_id) {
             return Ok(known);
         }
-        let row = self.coord.store.read(|r| r.session(session_id))?;
-        let verdict = self.verdict_of(row.as_ref())?;
-        self.verdicts
-            .borrow_mut()
-            .insert(session_id.to_owned(), verdict);
-        Ok(verdict)
+        self.learn([session_id])?;
+        Ok(self.known_standing(session_id).unwrap_or(Standing::Theirs))
     }
 
     /// Reads at once, in one store transaction, the sessions among `sessions` whose

@@ -106,9 +106,9 @@ pub trait CodeIndex: Send + Sync {
     /// The symbols of `text` parsed as the language of `file` (results are cached by content).
     fn text_symbols(&self, file: &str, text: &str) -> TextSymbols;
 
-    /// [`CodeIndex::text_symbols`] when the text's analysis is already made; `None` rather
-    /// than a parse.
-    fn known_text_symbols(&self, _file: &str, _text: &str) -> Option<TextSymbols> {
+    /// The symbols of `text` as the file `file` (as [`CodeIndex::file_symbols`] lists them)
+    /// when its analysis is already made; `None` rather than a parse.
+    fn known_symbols(&self, _file: &str, _text: &str) -> Option<std::sync::Arc<[SymbolSpan]>> {
         None
     }
 

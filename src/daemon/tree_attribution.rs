@@ -90,13 +90,10 @@ pub fn attribute(
     };
     let mut files = match changed {
         Changed::Paths(paths) => {
-            if paths.iter().any(|path| is_ignore_file(path)) {
-                git.forget_ignores();
-            }
+            git.paths_changed(&paths);
             paths
         }
         Changed::Everything | Changed::Found(_) => {
-            // Which files changed is not known: a `.gitignore` may have.
             git.forget_ignores();
             let mut files = dirty_files(root);
             files.extend(owned.iter().cloned());
@@ -250,13 +247,6 @@ fn dirty_files(root: &Path) -> Vec<String> {
         .filter_map(|entry| std::str::from_utf8(&entry[3..]).ok())
         .map(str::to_owned)
         .collect()
-}
-
-/// Whether `path` (relative to the root) is a `.gitignore` file.
-fn is_ignore_file(path: &str) -> bool {
-    Path::new(path)
-        .file_name()
-        .is_some_and(|name| name == ".gitignore")
 }
 
 #[cfg(test)]

@@ -222,7 +222,10 @@ fn drop_committed(
         return Ok(());
     };
     let names: Vec<String> = files.keys().map(|f| format!("{head}:{f}")).collect();
-    let heads = git.reader.blobs(&names).map_err(|e| e.to_string())?;
+    let heads = git
+        .reader
+        .blobs(&names, usize::MAX)
+        .map_err(|e| e.to_string())?;
     let committed: Vec<String> = files
         .iter()
         .zip(heads)

@@ -11,7 +11,7 @@
 //!   worktree's index (a tracked file is never ignored), `info/exclude`, the configuration
 //!   files and the excludes file they name (stamped before each question), and the tree's
 //!   `.gitignore` files, whose changes reach the pass as changed paths
-//!   ([`WorktreeGit::forget_ignores`]).
+//!   ([`WorktreeGit::paths_changed`]).
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -34,10 +34,11 @@ pub struct WorktreeGit {
 /// Git's ignore answers, and the stamps of the files they were given under.
 #[derive(Debug, Default)]
 struct IgnoreAnswers {
-    /// The configuration files, and their stamps when the excludes file was looked up.
+    /// The configuration files, and their stamps when the other sources were found.
     configs: Vec<(PathBuf, Option<Stamp>)>,
-    /// The excludes file the configuration names (`core.excludesFile`), if any.
-    excludes_file: Option<PathBuf>,
+    /// The other files the answers depend on ([`exclude_sources`]), found with the
+    /// configuration (the excludes file is the one it names).
+    sources: Vec<PathBuf>,
     /// The stamps of every source when the answers were given (configs first).
     stamps: Vec<Option<Stamp>>,
     /// Whether git ignores each file asked about.
@@ -66,11 +67,7 @@ impl WorktreeGit {
             self.reader = BatchReader::start(&self.root).ok();
         }
         if let Some(reader) = &mut self.reader {
-            let read: Result<Vec<_>, GitError> = names
-                .iter()
-                .map(|name| reader.blob_within(name, limit))
-                .collect();
-            match read {
+            match reader.blobs(names, limit) {
                 Ok(blobs) => return Ok(blobs),
                 Err(error) => {
                     tracing::debug!(%error, "the kept cat-file failed; started again next pass");
@@ -109,16 +106,30 @@ impl WorktreeGit {
             .collect()
     }
 
-    /// Forgets every ignore answer: a `.gitignore` changed, or the pass cannot tell which
-    /// files did.
+    /// Takes in that `paths` (relative to the root) changed: a `.gitignore` among them
+    /// changes git's answers for the files below it, so every answer is forgotten.
+    pub fn paths_changed(&mut self, paths: &[String]) {
+        let ignore_file = |path: &String| {
+            Path::new(path)
+                .file_name()
+                .is_some_and(|name| name == ".gitignore")
+        };
+        if paths.iter().any(ignore_file) {
+            self.forget_ignores();
+        }
+    }
+
+    /// Forgets every ignore answer: the pass cannot tell which files changed (a
+    /// `.gitignore` may have).
     pub fn forget_ignores(&mut self) {
         self.ignores.answers.clear();
     }
 }
 
 impl IgnoreAnswers {
-    /// Forgets the answers when any source changed since they were given; looks the
-    /// excludes file up again when a configuration file changed.
+    /// Forgets the answers when any source changed since they were given; finds the
+    /// sources again (the excludes file the configuration names) when a configuration file
+    /// changed.
     fn refresh(&mut self, root: &Path) {
         let configs_changed = self.configs.is_empty()
             || self
@@ -133,17 +144,13 @@ impl IgnoreAnswers {
                     (path, stamp)
                 })
                 .collect();
-            self.excludes_file = excludes_file(root);
+            self.sources = exclude_sources(root, excludes_file(root).as_deref());
         }
         let stamps: Vec<Option<Stamp>> = self
             .configs
             .iter()
             .map(|(_, stamp)| *stamp)
-            .chain(
-                exclude_sources(root, self.excludes_file.as_deref())
-                    .iter()
-                    .map(|path| watch_set::stamp(path)),
-            )
+            .chain(self.sources.iter().map(|path| watch_set::stamp(path)))
             .collect();
         if stamps != self.stamps {
             self.answers.clear();

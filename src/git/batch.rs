@@ -197,11 +197,16 @@ impl BatchReader {
         Ok(bytes)
     }
 
-    /// The bytes of each of `names`, in order ([`BatchReader::object`]'s, `None` when missing).
-    pub fn blobs(&mut self, names: &[String]) -> Result<Vec<Option<Vec<u8>>>, GitError> {
+    /// The bytes of each of `names`, in order ([`BatchReader::blob_within`]'s: `None` when
+    /// missing or over `limit` bytes).
+    pub fn blobs(
+        &mut self,
+        names: &[String],
+        limit: usize,
+    ) -> Result<Vec<Option<Vec<u8>>>, GitError> {
         names
             .iter()
-            .map(|name| Ok(self.object(name)?.map(|object| object.bytes)))
+            .map(|name| self.blob_within(name, limit))
             .collect()
     }
 }
@@ -279,7 +284,7 @@ mod tests {
             .unwrap();
         let later = String::from_utf8(later).unwrap().trim().to_owned();
         assert_eq!(
-            reader.blobs(&[later, id]).unwrap(),
+            reader.blobs(&[later, id], usize::MAX).unwrap(),
             [Some(Vec::new()), Some(b"a\r\n\xff\n".to_vec())]
         );
     }

@@ -226,7 +226,7 @@ impl ObjectStore {
         let bases = match base {
             Some(base) => {
                 let names: Vec<String> = dirs.iter().map(|dir| format!("{base}:{dir}")).collect();
-                reader.blobs(&names)?
+                reader.blobs(&names, usize::MAX)?
             }
             None => vec![None; dirs.len()],
         };

@@ -48,23 +48,18 @@ pub fn enqueue(state: &mut HarnessSession, items: Vec<Item>, now_ms: i64) {
         state.pending.remove(topic.as_str());
         state.more.remove(topic.as_str());
     }
-    for item in items {
-        if state.told.contains_key(&item.key) {
+    for Item { topic, news } in items {
+        if state.told.contains_key(&news.key) {
             continue;
         }
-        let name = item.topic.as_str();
+        let name = topic.as_str();
         let waiting = state.pending.entry(name.to_string()).or_default();
         if waiting.len() >= WAITING_KEPT {
             *state.more.entry(name.to_string()).or_default() += 1;
             continue;
         }
-        if !waiting.iter().any(|w| w.key == item.key) {
-            waiting.push(Waiting {
-                key: item.key,
-                actor: item.actor,
-                files: item.files,
-                text: item.text,
-            });
+        if !waiting.iter().any(|w| w.key == news.key) {
+            waiting.push(news);
         }
     }
 }
@@ -163,10 +158,12 @@ mod tests {
     fn item(topic: Topic, key: &str, actor: Option<&str>) -> Item {
         Item {
             topic,
-            key: key.into(),
-            actor: actor.map(str::to_owned),
-            files: vec![format!("{key}.ts")],
-            text: format!("text of {key}"),
+            news: Waiting {
+                key: key.into(),
+                actor: actor.map(str::to_owned),
+                files: vec![format!("{key}.ts")],
+                text: format!("text of {key}"),
+            },
         }
     }
 

@@ -32,7 +32,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use super::harness_session::HarnessSession;
+use super::harness_session::{HarnessSession, Waiting};
 use super::hook_input::{self, find_root, hook_session, working_dir, Deadline};
 use super::news_queue;
 use crate::cli::agent_config::Agent;
@@ -99,20 +99,13 @@ impl Topic {
     }
 }
 
-/// One piece of news.
+/// One piece of news, and its topic.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Item {
     /// Its topic.
     pub topic: Topic,
-    /// What makes it the same piece of news next time (told once).
-    pub key: String,
-    /// The other session it is about (`None`: the agent's own news, an expiry): named at the
-    /// start of the text when told, and never news if it is one of the agent's own.
-    pub actor: Option<String>,
-    /// The files it is about (where the same-agent rule is asked).
-    pub files: Vec<String>,
-    /// What to tell (after the actor's name when there is one).
-    pub text: String,
+    /// What it is, as it waits for its topic's line.
+    pub news: Waiting,
 }
 
 /// What the session works on: its locks and open intents, and who waits for its locks.
@@ -122,7 +115,7 @@ pub struct Work {
     pub locks: Vec<LockRecord>,
     /// Its declared and active intents.
     pub intents: Vec<IntentRecord>,
-    /// The waits for its locks (`lock.waits` whose holder is the session).
+    /// The waits for locks (`lock.waits`): [`news`] tells those for the session's own.
     pub waiters: Vec<LockWait>,
 }
 
@@ -179,15 +172,17 @@ pub fn news(session: &str, work: &Work, events: &[EventRecord], now_ms: i64) -> 
         if lock.ttl_remaining_ms > 0 && lock.ttl_remaining_ms <= EXPIRY_WARNING_MS {
             items.push(Item {
                 topic: Topic::Expiry,
-                key: format!("expiry:{}:{}", lock.symbol_path, lock.expires_at),
-                actor: None,
-                files: Vec::new(),
-                text: format!(
-                    "your lock on {} expires in {}: lock it again to extend it (`wit lock {} --ttl 20m`), or release it when done",
-                    lock.symbol_path,
-                    clock::format_left(lock.ttl_remaining_ms),
-                    lock.symbol_path
-                ),
+                news: Waiting {
+                    key: format!("expiry:{}:{}", lock.symbol_path, lock.expires_at),
+                    actor: None,
+                    files: Vec::new(),
+                    text: format!(
+                        "your lock on {} expires in {}: lock it again to extend it (`wit lock {} --ttl 20m`), or release it when done",
+                        lock.symbol_path,
+                        clock::format_left(lock.ttl_remaining_ms),
+                        lock.symbol_path
+                    ),
+                },
             });
         }
     }
@@ -198,19 +193,21 @@ pub fn news(session: &str, work: &Work, events: &[EventRecord], now_ms: i64) -> 
         }
         items.push(Item {
             topic: Topic::Waiter,
-            key: format!("waiter:{}:{theirs}:{}", wait.symbol_path, wait.since),
-            actor: Some(theirs.to_owned()),
-            files: wait
-                .symbol_path
-                .split_once(':')
-                .map(|(file, _)| vec![file.to_owned()])
-                .unwrap_or_default(),
-            text: format!(
-                "waits for your lock on {} (for {} s): release it when done (`wit release {}`)",
-                wait.symbol_path,
-                (now_ms - wait.since).max(0) / 1000,
-                wait.symbol_path
-            ),
+            news: Waiting {
+                key: format!("waiter:{}:{theirs}:{}", wait.symbol_path, wait.since),
+                actor: Some(theirs.to_owned()),
+                files: wait
+                    .symbol_path
+                    .split_once(':')
+                    .map(|(file, _)| vec![file.to_owned()])
+                    .unwrap_or_default(),
+                text: format!(
+                    "waits for your lock on {} (for {} s): release it when done (`wit release {}`)",
+                    wait.symbol_path,
+                    (now_ms - wait.since).max(0) / 1000,
+                    wait.symbol_path
+                ),
+            },
         });
     }
     let files = work.files();
@@ -265,13 +262,15 @@ pub fn news(session: &str, work: &Work, events: &[EventRecord], now_ms: i64) -> 
                 let description: String = text_of("description").chars().take(80).collect();
                 items.push(Item {
                     topic: Topic::Collision,
-                    key: format!("collision:{}", event.subject),
-                    actor: Some(actor.to_owned()),
-                    files: met,
-                    text: format!(
-                        "works on {what}, which you work on too: \"{description}\" (intent {}): coordinate, or keep clear of that code",
-                        event.subject
-                    ),
+                    news: Waiting {
+                        key: format!("collision:{}", event.subject),
+                        actor: Some(actor.to_owned()),
+                        files: met,
+                        text: format!(
+                            "works on {what}, which you work on too: \"{description}\" (intent {}): coordinate, or keep clear of that code",
+                            event.subject
+                        ),
+                    },
                 });
             }
             EventRecordType::ContractProposed | EventRecordType::ContractResponded => {
@@ -305,10 +304,12 @@ pub fn news(session: &str, work: &Work, events: &[EventRecord], now_ms: i64) -> 
                 };
                 items.push(Item {
                     topic: Topic::Contract,
-                    key,
-                    actor: Some(actor.to_owned()),
-                    files: vec![file.to_owned()],
-                    text,
+                    news: Waiting {
+                        key,
+                        actor: Some(actor.to_owned()),
+                        files: vec![file.to_owned()],
+                        text,
+                    },
                 });
             }
             _ => {}
@@ -465,9 +466,6 @@ async fn gather(
             .call(|client| async move { client.lock_waits().await })
             .await
             .unwrap_or_default()
-            .into_iter()
-            .filter(|wait| wait.holder.as_deref() == Some(session) && wait.session_id != session)
-            .collect()
     };
     let work = Work {
         locks,
@@ -656,8 +654,8 @@ mod tests {
         let found = |events: &[EventRecord]| news("me", &work, events, 0);
         let class = found(&[declared("bob", json!(["C"]))]);
         assert_eq!(class.len(), 1, "the class");
-        assert_eq!(class[0].actor.as_deref(), Some("bob"));
-        assert_eq!(class[0].files, vec!["a.ts".to_string()]);
+        assert_eq!(class[0].news.actor.as_deref(), Some("bob"));
+        assert_eq!(class[0].news.files, vec!["a.ts".to_string()]);
         assert_eq!(found(&[declared("bob", json!([]))]).len(), 1, "the file");
         assert_eq!(found(&[declared("bob", json!(["D"]))]).len(), 0);
         assert_eq!(found(&[declared("me", json!(["C"]))]).len(), 0, "its own");

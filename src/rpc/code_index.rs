@@ -192,11 +192,11 @@ impl CodeIndex for AnalysisIndex {
         }
     }
 
-    fn known_text_symbols(&self, file: &str, text: &str) -> Option<TextSymbols> {
+    fn known_symbols(&self, file: &str, text: &str) -> Option<Arc<[SymbolSpan]>> {
         let language = Language::for_path(file)?;
         self.index
             .known_analysis_of(file, language, text)
-            .map(|analysis| text_symbols(&analysis))
+            .map(|analysis| self.spans.spans_of(&analysis))
     }
 
     fn worktree_root(&self) -> Option<String> {
@@ -394,7 +394,7 @@ mod change_symbol_tests {
                     let (file, before) = samples[which];
                     // The text before is analysed already (the regions are parsed then).
                     index.text_symbols(file, before);
-                    prop_assert!(index.known_text_symbols(file, before).is_some());
+                    prop_assert!(index.known_symbols(file, before).is_some());
                     let now = edited(file, before, change, at);
                     let applied = Applied::content(before, &now);
                     let lines: Vec<(i64, i64)> =

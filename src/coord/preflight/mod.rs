@@ -329,10 +329,10 @@ impl Coord {
         if lines.is_empty() {
             return Vec::new();
         }
-        let Some(known) = self.index.known_text_symbols(file, before) else {
+        let Some(known) = self.index.known_symbols(file, before) else {
             return self.symbols_on_lines(file, &applied.text, lines);
         };
-        let new = self.new_symbols(file, before, &known.symbols, applied);
+        let new = self.new_symbols(file, before, &known, applied);
         let spans: Vec<(&str, usize, usize)> = new
             .symbols
             .iter()

@@ -84,7 +84,9 @@ fn ignore_answers_are_remembered_until_a_gitignore_changes() {
     // answers stand (they were remembered, not asked again).
     std::fs::write(dir.path().join(".gitignore"), "*.tmp\n").unwrap();
     assert_eq!(git.not_ignored(files.clone()), names(&["a.txt", "c.tmp"]));
-    git.forget_ignores();
+    git.paths_changed(&names(&["src/a.ts"]));
+    assert_eq!(git.not_ignored(files.clone()), names(&["a.txt", "c.tmp"]));
+    git.paths_changed(&names(&["a.txt", ".gitignore"]));
     assert_eq!(git.not_ignored(files), names(&["a.txt", "b.log"]));
 }
 
