@@ -65,8 +65,8 @@ pub enum Changed {
 pub struct Pass {
     /// The files held back as still being written, for a later pass.
     pub held: Vec<String>,
-    /// The files read and handed over that exist on disk, of at most [`WARM_MOST_BYTES`]
-    /// (whose analyses are now due).
+    /// The files whose change was attributed and that exist on disk, of at most
+    /// [`WARM_MOST_BYTES`] (whose analyses are now due).
     pub read: Vec<String>,
 }
 
@@ -140,12 +140,9 @@ pub fn attribute(
             continue;
         }
         let now = now.bytes;
-        if now
+        let warm = now
             .as_ref()
-            .is_some_and(|bytes| bytes.len() <= WARM_MOST_BYTES)
-        {
-            pass.read.push(file.clone());
-        }
+            .is_some_and(|bytes| bytes.len() <= WARM_MOST_BYTES);
         let change = DiskChange {
             root: &key,
             file,
@@ -156,6 +153,10 @@ pub fn attribute(
             coord.seed_change(change);
         } else {
             coord.attribute_change(change).map_err(|e| e.to_string())?;
+            // A file found as it was at the daemon's start is the index build's to analyse.
+            if warm {
+                pass.read.push(file.clone());
+            }
         }
     }
     Ok(pass)
